@@ -1,0 +1,41 @@
+# Two commands a newcomer needs: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+
+.PHONY: demo test lint typecheck unit e2e bench crds clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	PATH=$(CURDIR)/$(BIN):$$PATH bash examples/demo.sh
+
+test: $(STAMP) lint typecheck unit
+
+lint: $(STAMP)
+	$(BIN)/ruff check operator tests bench
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+e2e: $(STAMP)
+	$(BIN)/python -m pytest -q -m e2e tests/e2e
+
+bench: $(STAMP)
+	$(BIN)/python bench/resolve.py
+
+crds: $(STAMP)
+	$(BIN)/python -m skillop.model.crd --write crds
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info

@@ -1,0 +1,1 @@
+"""The skillop command line."""

@@ -1,0 +1,220 @@
+"""The ``skillop`` command (also ``kubectl-skillop``).
+
+Offline commands read manifests and run the same resolver as the operator; they
+import neither kopf nor the Kubernetes client, so they start fast in CI hooks.
+Exit codes: 0 success, 1 the input has problems (one line each on stderr),
+2 usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+import yaml
+
+from skillop.cli.load import Loaded, load_paths
+from skillop.cli.render import tools_table, tree
+from skillop.model.manifest import DEFAULT_NAMESPACE
+from skillop.model.names import ObjectRef, RefError, parse_ref
+from skillop.model.problems import Problem
+from skillop.resolve.catalog import Catalog
+from skillop.resolve.explain import explain
+from skillop.resolve.resolver import Resolution, Resolver
+from skillop.resolve.toolset import render_document
+
+EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-f", "--filename", action="append", default=[], metavar="PATH",
+                        help="manifest file or directory (repeatable; '-' for stdin)")
+    common.add_argument("-n", "--namespace", default=DEFAULT_NAMESPACE,
+                        help="namespace for names without one (default: default)")
+    common.add_argument("--cluster", action="store_true",
+                        help="read Tools, Skills, Actors from the current kube-context")
+    output = argparse.ArgumentParser(add_help=False)
+    output.add_argument("-o", "--output", choices=("json", "yaml", "table"), default="table")
+    parser = _Parser(prog="skillop", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub.add_parser("validate", parents=[common], help="check manifests: schema, refs, DAG")
+    p = sub.add_parser("tools", parents=[common, output], help="an actor's effective tool set")
+    p.add_argument("actor")
+    p = sub.add_parser("flatten", parents=[common, output], help="a skill's flattened tool set")
+    p.add_argument("skill")
+    p = sub.add_parser("tree", parents=[common], help="the include hierarchy")
+    p.add_argument("name", metavar="ACTOR|SKILL")
+    p = sub.add_parser("explain", parents=[common], help="why an actor has or lacks a tool")
+    p.add_argument("actor")
+    p.add_argument("tool")
+    sub.add_parser("operator", help="run the operator (kopf) with the project's settings")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "operator":
+        from skillop.operator.main import run  # kopf only when running the operator
+
+        return run()
+    if not args.filename and not args.cluster:
+        return _usage("give manifests with -f PATH (or --cluster)")
+    loaded = _load(args)
+    handler = {"validate": _validate, "tools": _tools, "flatten": _flatten, "tree": _tree,
+               "explain": _explain}[args.command]
+    try:
+        return int(handler(args, loaded))
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+def _load(args: argparse.Namespace) -> Loaded:
+    loaded = load_paths(args.filename, namespace=args.namespace)
+    if args.cluster:
+        from skillop.cli.cluster import load_cluster
+
+        load_cluster(loaded)
+    return loaded
+
+
+def _usage(message: str) -> int:
+    print(f"skillop: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _report(problems: Sequence[Problem]) -> int:
+    for problem in sorted(dict.fromkeys(problems), key=_problem_order):
+        print(problem.line(), file=sys.stderr)
+    return EXIT_PROBLEMS if problems else EXIT_OK
+
+
+def _problem_order(p: Problem) -> tuple[str, str, str, str, str]:
+    return (p.origin or "", p.subject.kind, p.subject.namespace, p.subject.name, p.field)
+
+
+def _validate(args: argparse.Namespace, loaded: Loaded) -> int:
+    catalog = Catalog.of(loaded.objects)
+    problems = loaded.problems + Resolver(catalog).all_problems()
+    if problems:
+        return _report(problems)
+    print(f"valid: {len(catalog.tools)} tools, {len(catalog.skills)} skills,"
+          f" {len(catalog.actors)} actors")
+    return EXIT_OK
+
+
+def _ref(text: str, args: argparse.Namespace) -> ObjectRef | None:
+    try:
+        return parse_ref(text, namespace=args.namespace)
+    except RefError as err:
+        print(f"skillop: error: {err}", file=sys.stderr)
+        return None
+
+
+def _resolve(args: argparse.Namespace, loaded: Loaded, kind: str, name: str,
+             ) -> tuple[Resolver, Resolution] | int:
+    ref = _ref(name, args)
+    if ref is None:
+        return EXIT_USAGE
+    resolver = Resolver(Catalog.of(loaded.objects))
+    resolution = (resolver.resolve_actor(ref) if kind == "Actor"
+                  else resolver.resolve_skill(ref))
+    if resolution is None:
+        if (kind, ref.namespace, ref.name) in loaded.invalid:
+            return _report(loaded.problems)
+        print(f"{kind} {ref} not found in the given manifests", file=sys.stderr)
+        return EXIT_PROBLEMS
+    return resolver, resolution
+
+
+def _print_set(args: argparse.Namespace, loaded: Loaded, kind: str, name: str) -> int:
+    result = _resolve(args, loaded, kind, name)
+    if isinstance(result, int):
+        return result
+    _, resolution = result
+    problems = [*loaded.problems, *resolution.problems]
+    if problems:
+        return _report(problems)
+    _warn(resolution)
+    sys.stdout.write(_format(resolution, args.output))
+    return EXIT_OK
+
+
+def _format(resolution: Resolution, output: str) -> str:
+    if output == "json":
+        return render_document(resolution.document)
+    if output == "yaml":
+        return str(yaml.safe_dump(resolution.document, sort_keys=False, allow_unicode=True))
+    return tools_table(resolution) + "\n"
+
+
+def _warn(resolution: Resolution) -> None:
+    for warning in resolution.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+
+
+def _tools(args: argparse.Namespace, loaded: Loaded) -> int:
+    return _print_set(args, loaded, "Actor", args.actor)
+
+
+def _flatten(args: argparse.Namespace, loaded: Loaded) -> int:
+    return _print_set(args, loaded, "Skill", args.skill)
+
+
+def _tree(args: argparse.Namespace, loaded: Loaded) -> int:
+    ref = _ref(args.name, args)
+    if ref is None:
+        return EXIT_USAGE
+    kind = "Actor" if any(getattr(o, "kind", None) == "Actor" and getattr(o, "ref", None) == ref
+                          for o in loaded.objects) else "Skill"
+    result = _resolve(args, loaded, kind, args.name)
+    if isinstance(result, int):
+        return result
+    resolver, resolution = result
+    roots = _roots(resolver, resolution, ref)
+    print(tree(resolver, resolution, roots))
+    return _report([*loaded.problems, *resolution.problems])
+
+
+def _roots(resolver: Resolver, resolution: Resolution, ref: ObjectRef) -> list[ObjectRef]:
+    if resolution.subject.kind == "Skill":
+        return [ref]
+    actor = resolver.catalog.actors[ref]
+    out: list[ObjectRef] = []
+    for text in actor.spec.skills:
+        try:
+            out.append(parse_ref(text, namespace=ref.namespace))
+        except RefError:
+            continue
+    return list(dict.fromkeys(out))
+
+
+def _explain(args: argparse.Namespace, loaded: Loaded) -> int:
+    ref = _ref(args.actor, args)
+    if ref is None:
+        return EXIT_USAGE
+    resolver = Resolver(Catalog.of(loaded.objects))
+    explanation = explain(resolver, ref, args.tool)
+    if explanation is None:
+        print(f"Actor {ref} not found in the given manifests", file=sys.stderr)
+        return EXIT_PROBLEMS
+    print(explanation.text())
+    resolution = resolver.resolve_actor(ref)
+    return _report([*loaded.problems, *(resolution.problems if resolution else ())])
+
+
+def dump_json(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,131 @@
+"""Capabilities: what a tool may do, in one vocabulary for every source.
+
+Unset fields are absent, not false: a tool that says nothing about writing is
+not known to be read-only. Three operations matter to the resolver:
+
+* ``overlay`` applies an override field by field (nearer the actor wins);
+* ``most_restrictive`` merges what several inclusion paths said of one tool;
+* ``loosened_by`` lists the fields an override would loosen, which built-in
+  tools forbid (their metadata is shipped by skillop and may only tighten).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+Checkpoint = Literal["no", "file", "snapshot"]
+
+#: Boolean capabilities where ``True`` is the cautious value.
+RISK_FLAGS = ("writes", "destructive", "openWorld", "sideEffects", "unsafe", "requiresApproval")
+#: Boolean capabilities where ``True`` is a promise of safety.
+SAFETY_FLAGS = ("readOnly", "idempotent")
+BOOLEAN_CAPABILITIES = ("readOnly", *RISK_FLAGS[:2], "idempotent", *RISK_FLAGS[2:])
+BooleanCapability = Literal[
+    "readOnly", "writes", "destructive", "idempotent",
+    "openWorld", "sideEffects", "unsafe", "requiresApproval",
+]
+_CHECKPOINT_ORDER = {"no": 0, "file": 1, "snapshot": 2}
+
+#: MCP ToolAnnotations hint -> capability.
+MCP_ANNOTATIONS = {
+    "readOnlyHint": "readOnly",
+    "destructiveHint": "destructive",
+    "idempotentHint": "idempotent",
+    "openWorldHint": "openWorld",
+}
+
+
+class Capabilities(BaseModel):
+    """Tool metadata; see the Capabilities table in the API contract."""
+
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True
+    )
+
+    read_only: bool | None = None
+    writes: bool | None = None
+    destructive: bool | None = None
+    idempotent: bool | None = None
+    open_world: bool | None = None
+    side_effects: bool | None = None
+    unsafe: bool | None = None
+    requires_approval: bool | None = None
+    checkpoint: Checkpoint | None = None
+    write_scope: tuple[str, ...] | None = Field(default=None, max_length=64)
+    timeout_seconds: int | None = Field(default=None, ge=1, le=86400)
+    tags: tuple[str, ...] | None = Field(default=None, max_length=64)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The set fields, camelCase, as they appear in documents."""
+        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+    def flag(self, name: str) -> bool:
+        """Whether a boolean capability (camelCase name) is declared true."""
+        return bool(self.to_dict().get(name) is True)
+
+    def overlay(self, override: Capabilities) -> Capabilities:
+        """This, with every field the override sets replaced."""
+        merged = {**self.to_dict(), **override.to_dict()}
+        return Capabilities.model_validate(merged)
+
+    def most_restrictive(self, other: Capabilities) -> Capabilities:
+        """What is safe to assume of a tool described as both ``self`` and ``other``."""
+        a, b = self.to_dict(), other.to_dict()
+        out: dict[str, Any] = {}
+        for key in RISK_FLAGS:
+            if key in a or key in b:
+                out[key] = bool(a.get(key)) or bool(b.get(key))
+        for key in SAFETY_FLAGS:
+            if a.get(key) is False or b.get(key) is False:
+                out[key] = False
+            elif a.get(key) is True and b.get(key) is True:
+                out[key] = True
+        if "checkpoint" in a and "checkpoint" in b:
+            out["checkpoint"] = min(a["checkpoint"], b["checkpoint"], key=_CHECKPOINT_ORDER.get)
+        if "timeoutSeconds" in a or "timeoutSeconds" in b:
+            out["timeoutSeconds"] = min(v for v in (a.get("timeoutSeconds"),
+                                                    b.get("timeoutSeconds")) if v is not None)
+        if "writeScope" in a and "writeScope" in b:
+            out["writeScope"] = [s for s in a["writeScope"] if s in b["writeScope"]]
+        elif "writeScope" in a or "writeScope" in b:
+            out["writeScope"] = a.get("writeScope", b.get("writeScope"))
+        if "tags" in a or "tags" in b:
+            out["tags"] = sorted({*a.get("tags", ()), *b.get("tags", ())})
+        return Capabilities.model_validate(out)
+
+    def loosened_by(self, override: Capabilities) -> list[str]:
+        """Fields the override would loosen, relative to this tool's own metadata.
+
+        Tightening means: a risk flag set true, a safety promise set false, or a
+        shorter timeout. Everything else (checkpoint, writeScope, tags) is
+        descriptive of the implementation and cannot be changed from outside.
+        """
+        current = self.to_dict()
+        loosened = []
+        for key, value in override.to_dict().items():
+            if key in RISK_FLAGS:
+                ok = value is True
+            elif key in SAFETY_FLAGS:
+                ok = value is False
+            elif key == "timeoutSeconds":
+                ok = value <= current.get("timeoutSeconds", value)
+            else:
+                ok = value == current.get(key)
+            if not ok:
+                loosened.append(key)
+        return loosened
+
+
+def capabilities_from_annotations(annotations: dict[str, Any]) -> Capabilities:
+    """Map MCP ``ToolAnnotations`` hints onto capabilities (unknown hints ignored)."""
+    mapped: dict[str, Any] = {
+        cap: value for hint, cap in MCP_ANNOTATIONS.items()
+        if isinstance(value := annotations.get(hint), bool)
+    }
+    return Capabilities.model_validate(mapped)
+
+
+EMPTY = Capabilities()

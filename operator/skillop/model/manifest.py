@@ -1,0 +1,235 @@
+"""Manifests: raw Kubernetes objects (dicts from YAML or the API) into typed objects.
+
+Parsing never raises on bad input: it returns the object or the problems, each
+naming the object, the field path (``spec.includes[0].skill``) and the reason.
+ConfigMaps and Namespaces are kept too, for Agent Skills and ``sharing``
+selectors; objects of other kinds are no business of skillop and are skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from skillop.model import problems as P
+from skillop.model.names import (
+    GROUP_VERSION,
+    NAMESPACE_RE,
+    OBJECT_NAME_RE,
+    ObjectRef,
+)
+from skillop.model.problems import Problem, Subject
+from skillop.model.specs import ActorSpec, SkillSpec, ToolSpec
+
+DEFAULT_NAMESPACE = "default"
+SKILLOP_KINDS = {"Tool": ToolSpec, "Skill": SkillSpec, "Actor": ActorSpec}
+SpecT = TypeVar("SpecT", bound=BaseModel)
+
+
+@dataclass(frozen=True, slots=True)
+class Meta:
+    namespace: str
+    name: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    generation: int = 0
+    uid: str = ""
+
+    @property
+    def ref(self) -> ObjectRef:
+        return ObjectRef(self.namespace, self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class Resource(Generic[SpecT]):
+    """A parsed Tool, Skill or Actor."""
+
+    kind: str
+    meta: Meta
+    spec: SpecT
+    origin: str | None = None
+
+    @property
+    def ref(self) -> ObjectRef:
+        return self.meta.ref
+
+    @property
+    def subject(self) -> Subject:
+        return Subject(self.kind, self.meta.namespace, self.meta.name)
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigMapData:
+    meta: Meta
+    data: Mapping[str, str]
+    origin: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NamespaceInfo:
+    name: str
+    labels: Mapping[str, str]
+
+
+ToolResource = Resource[ToolSpec]
+SkillResource = Resource[SkillSpec]
+ActorResource = Resource[ActorSpec]
+Parsed = ToolResource | SkillResource | ActorResource | ConfigMapData | NamespaceInfo
+
+
+@dataclass(frozen=True, slots=True)
+class ParseResult:
+    obj: Parsed | None
+    problems: tuple[Problem, ...] = ()
+
+
+def field_path(loc: tuple[int | str, ...], *, prefix: str = "spec") -> str:
+    """Pydantic's error location as a Kubernetes-style field path."""
+    out = prefix
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in ("function-after", "function-before") or "[" in str(part):
+            continue
+        else:
+            out += f".{part}"
+    return out
+
+
+def _reason_of(error_type: str) -> str:
+    return {
+        "forbidden_override": P.FORBIDDEN_OVERRIDE,
+    }.get(error_type, P.INVALID_SPEC)
+
+
+def validation_problems(
+    err: ValidationError, subject: Subject, *, origin: str | None, prefix: str = "spec"
+) -> list[Problem]:
+    out = []
+    for e in err.errors(include_url=False):
+        msg = e["msg"]
+        if e["type"] == "extra_forbidden":
+            msg = "unknown field"
+        elif e["type"] == "missing":
+            msg = "required field is missing"
+        path = field_path(e["loc"], prefix=prefix)
+        if e["type"] == "forbidden_override":
+            path += f".{e.get('ctx', {}).get('key')}"
+        out.append(Problem(subject, path, _reason_of(e["type"]), msg, origin))
+    return out
+
+
+def _meta(doc: Mapping[str, Any], subject: Subject, origin: str | None,
+          ) -> tuple[Meta | None, list[Problem]]:
+    raw = doc.get("metadata")
+    if not isinstance(raw, Mapping):
+        return None, [Problem(subject, "metadata", P.INVALID_SPEC, "metadata is missing", origin)]
+    problems = []
+    ns, name = subject.namespace, subject.name
+    if not isinstance(name, str) or not OBJECT_NAME_RE.match(name) or len(name) > 253:
+        problems.append(Problem(subject, "metadata.name", P.INVALID_SPEC,
+                                "must be a DNS-1123 name of at most 253 characters", origin))
+    if not NAMESPACE_RE.match(ns):
+        problems.append(Problem(subject, "metadata.namespace", P.INVALID_SPEC,
+                                "must be a DNS-1123 label of at most 63 characters", origin))
+    labels = _string_map(raw.get("labels"))
+    annotations = _string_map(raw.get("annotations"))
+    if labels is None or annotations is None:
+        problems.append(Problem(subject, "metadata.labels", P.INVALID_SPEC,
+                                "labels and annotations must map strings to strings", origin))
+    generation = raw.get("generation", 0)
+    meta = Meta(ns, name, labels or {}, annotations or {},
+                generation if isinstance(generation, int) else 0, str(raw.get("uid", "")))
+    return (None if problems else meta), problems
+
+
+def _string_map(value: Any) -> dict[str, str] | None:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        return None
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        return None
+    return dict(value)
+
+
+def _identify(doc: Mapping[str, Any], default_namespace: str) -> Subject:
+    kind = doc.get("kind")
+    raw = doc.get("metadata")
+    raw = raw if isinstance(raw, Mapping) else {}
+    ns = raw.get("namespace") or default_namespace
+    name = raw.get("name") or "<unnamed>"
+    return Subject(str(kind) if kind else "<no kind>",
+                   ns if isinstance(ns, str) else str(ns),
+                   name if isinstance(name, str) else str(name)[:80])
+
+
+def parse_object(
+    doc: Any, *, origin: str | None = None, default_namespace: str = DEFAULT_NAMESPACE
+) -> ParseResult:
+    """One raw object into a typed one; unknown kinds give ``ParseResult(None)``."""
+    if not isinstance(doc, Mapping):
+        subject = Subject("<document>", "", "")
+        return ParseResult(None, (Problem(subject, "", P.INVALID_SPEC,
+                                          "a manifest must be a mapping", origin),))
+    api_version, kind = doc.get("apiVersion"), doc.get("kind")
+    subject = _identify(doc, default_namespace)
+    if not isinstance(api_version, str) or not isinstance(kind, str):
+        return ParseResult(None, (Problem(subject, "apiVersion", P.INVALID_SPEC,
+                                          "apiVersion and kind are required", origin),))
+    group = api_version.split("/")[0] if "/" in api_version else ""
+    if group == GROUP_VERSION.split("/")[0]:
+        return _parse_skillop(doc, subject, api_version, kind, origin)
+    if api_version == "v1" and kind == "ConfigMap":
+        return _parse_configmap(doc, subject, origin)
+    if api_version == "v1" and kind == "Namespace":
+        meta, problems = _meta(doc, Subject("Namespace", "default", subject.name), origin)
+        if meta is None:
+            return ParseResult(None, tuple(problems))
+        return ParseResult(NamespaceInfo(meta.name, meta.labels))
+    if api_version == "v1" and kind == "List":
+        return ParseResult(None, (Problem(subject, "kind", P.INVALID_SPEC,
+                                          "List objects must be expanded first", origin),))
+    return ParseResult(None)
+
+
+def _parse_skillop(doc: Mapping[str, Any], subject: Subject, api_version: str, kind: str,
+                   origin: str | None) -> ParseResult:
+    if api_version != GROUP_VERSION:
+        return ParseResult(None, (Problem(subject, "apiVersion", P.INVALID_SPEC,
+                                          f"unsupported version {api_version!r}; "
+                                          f"use {GROUP_VERSION}", origin),))
+    model = SKILLOP_KINDS.get(kind)
+    if model is None:
+        return ParseResult(None, (Problem(subject, "kind", P.INVALID_SPEC,
+                                          f"unknown kind {kind!r}; expected one of "
+                                          "Tool, Skill, Actor", origin),))
+    meta, problems = _meta(doc, subject, origin)
+    spec_raw = doc.get("spec")
+    if spec_raw is None:
+        spec_raw = {}
+    if not isinstance(spec_raw, Mapping):
+        problems.append(Problem(subject, "spec", P.INVALID_SPEC, "spec must be a mapping", origin))
+        return ParseResult(None, tuple(problems))
+    try:
+        spec = model.model_validate(spec_raw)
+    except ValidationError as err:
+        problems += validation_problems(err, subject, origin=origin)
+        return ParseResult(None, tuple(problems))
+    if meta is None:
+        return ParseResult(None, tuple(problems))
+    return ParseResult(Resource(kind, meta, spec, origin))
+
+
+def _parse_configmap(doc: Mapping[str, Any], subject: Subject, origin: str | None) -> ParseResult:
+    meta, problems = _meta(doc, subject, origin)
+    data = _string_map(doc.get("data"))
+    if data is None:
+        problems.append(Problem(subject, "data", P.INVALID_SPEC,
+                                "data must map strings to strings", origin))
+    if meta is None or data is None:
+        return ParseResult(None, tuple(problems))
+    return ParseResult(ConfigMapData(meta, data, origin))

@@ -1,0 +1,80 @@
+"""Names and references.
+
+A reference to a Skill or Tool is ``name`` (same namespace as the referrer) or
+``namespace/name``. The seed design's ``[[server:]namespace/]name`` grammar is
+accepted for familiarity, but a ``server:`` part is refused: in-cluster there are
+no remote registries, and silently ignoring one would resolve the wrong object.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+API_GROUP = "skillop.dev"
+API_VERSION = "v1alpha1"
+GROUP_VERSION = f"{API_GROUP}/{API_VERSION}"
+
+#: MCP tool names: 1-128 characters of letters, digits, ``_``, ``.`` and ``-``.
+TOOL_NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,128}$"
+TOOL_NAME_RE = re.compile(TOOL_NAME_PATTERN)
+
+#: Kubernetes object names (DNS-1123 subdomain) and namespaces (DNS-1123 label).
+OBJECT_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
+NAMESPACE_PATTERN = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
+OBJECT_NAME_RE = re.compile(OBJECT_NAME_PATTERN)
+NAMESPACE_RE = re.compile(NAMESPACE_PATTERN)
+
+MAX_REF_LENGTH = 317  # namespace (63) + "/" + name (253)
+
+
+class RefError(ValueError):
+    """A reference that cannot be parsed; the message says why."""
+
+
+@dataclass(frozen=True, order=True, slots=True)
+class ObjectRef:
+    """A namespaced object's identity: what ``namespace/name`` spells."""
+
+    namespace: str
+    name: str
+
+    @property
+    def canonical(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def __str__(self) -> str:
+        return self.canonical
+
+
+def parse_ref(text: str, *, namespace: str) -> ObjectRef:
+    """Parse ``name``, ``namespace/name`` or the seed's ``server:namespace/name``.
+
+    ``namespace`` is the referrer's namespace, used when the reference has none.
+    """
+    if not isinstance(text, str) or not text:
+        raise RefError("reference is empty")
+    if len(text) > MAX_REF_LENGTH:
+        raise RefError(f"reference is longer than {MAX_REF_LENGTH} characters")
+    if ":" in text:
+        server = text.split(":", 1)[0]
+        raise RefError(
+            f"reference {text!r} names a registry server {server!r}; remote registries are"
+            " not supported in-cluster, use 'namespace/name'"
+        )
+    parts = text.split("/")
+    if len(parts) > 2:
+        raise RefError(f"reference {text!r} has more than one '/'; use 'name' or 'namespace/name'")
+    ns, name = (parts[0], parts[1]) if len(parts) == 2 else (namespace, parts[0])
+    if not NAMESPACE_RE.match(ns):
+        raise RefError(f"reference {text!r}: {ns!r} is not a valid namespace name")
+    if not OBJECT_NAME_RE.match(name):
+        raise RefError(
+            f"reference {text!r}: {name!r} is not a valid object name"
+            " (lowercase letters, digits, '-' and '.')"
+        )
+    return ObjectRef(ns, name)
+
+
+def is_tool_name(text: str) -> bool:
+    return bool(TOOL_NAME_RE.match(text))

@@ -1,0 +1,342 @@
+"""The CRD specs as pydantic models: the one source of truth for their schemas.
+
+The CRDs in ``crds/`` are generated from these models (``skillop.model.crd``), and a
+test fails when the two drift. Models are frozen and reject unknown fields, so a
+typo in a manifest is an error that names the field, not a silently ignored key.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
+
+from skillop.model.capabilities import BooleanCapability, Capabilities
+from skillop.model.names import OBJECT_NAME_PATTERN, TOOL_NAME_PATTERN
+
+JsonObject = dict[str, Any]
+ToolName = Annotated[str, StringConstraints(pattern=TOOL_NAME_PATTERN, max_length=128)]
+ObjectName = Annotated[str, StringConstraints(pattern=OBJECT_NAME_PATTERN, max_length=253)]
+Reference = Annotated[str, StringConstraints(min_length=1, max_length=317)]
+Description = Annotated[str, StringConstraints(max_length=4096)]
+Title = Annotated[str, StringConstraints(max_length=256)]
+Glob = Annotated[str, StringConstraints(min_length=1, max_length=317)]
+ServerName = Annotated[
+    str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9_.]{0,61}[a-z0-9])?$", max_length=63)
+]
+
+#: Override keys that change what a tool *is*; only description, title and
+#: capabilities describe how an includer wants to see it.
+FORBIDDEN_OVERRIDE_KEYS = ("name", "inputSchema", "outputSchema", "runtime", "identity",
+                           "source", "input_schema", "output_schema")
+GLOB_RE = re.compile(r"^[a-z0-9.*?/\-\[\]!]+$")
+
+MAX_LIST = 256
+MAX_TOOLS_PER_LIST = 1024
+
+
+class SpecModel(BaseModel):
+    """Shared configuration: camelCase on the wire, frozen, unknown fields rejected."""
+
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True
+    )
+
+
+class Override(SpecModel):
+    """How an includer wants to see a tool: description, title, capabilities."""
+
+    description: Description | None = None
+    title: Title | None = None
+    capabilities: Capabilities | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_identity_changes(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for key in data:
+                if key in FORBIDDEN_OVERRIDE_KEYS:
+                    raise PydanticCustomError(
+                        "forbidden_override",
+                        "overrides may not change {key}; only description, title and"
+                        " capabilities can be overridden",
+                        {"key": key},
+                    )
+        return data
+
+    @property
+    def is_empty(self) -> bool:
+        return self.description is None and self.title is None and (
+            self.capabilities is None or not self.capabilities.to_dict()
+        )
+
+    def fields(self) -> list[str]:
+        """Names of the fields this override sets, for provenance."""
+        out = [k for k in ("description", "title") if getattr(self, k) is not None]
+        if self.capabilities is not None:
+            out += [f"capabilities.{k}" for k in self.capabilities.to_dict()]
+        return out
+
+
+class ToolSpec(SpecModel):
+    """A registry Tool: one named, reusable tool definition."""
+
+    name: ToolName | None = None
+    title: Title | None = None
+    description: Description
+    input_schema: JsonObject = Field(default_factory=lambda: {"type": "object"})
+    output_schema: JsonObject | None = None
+    capabilities: Capabilities = Field(default_factory=Capabilities)
+    runtime: JsonObject | None = None
+
+
+class InlineTool(SpecModel):
+    """A tool declared inline: a Skill's anonymous tool or an MCP server's declared tool."""
+
+    name: ToolName
+    title: Title | None = None
+    description: Description = ""
+    input_schema: JsonObject = Field(default_factory=lambda: {"type": "object"})
+    output_schema: JsonObject | None = None
+    capabilities: Capabilities | None = None
+    annotations: JsonObject | None = None
+    runtime: JsonObject | None = None
+
+
+class ToolRefEntry(SpecModel):
+    ref: Reference
+    overrides: Override | None = None
+
+
+class Include(SpecModel):
+    skill: Reference
+    overrides: dict[Annotated[str, StringConstraints(max_length=400)], Override] = Field(
+        default_factory=dict, max_length=MAX_TOOLS_PER_LIST
+    )
+
+
+class SecretRef(SpecModel):
+    name: ObjectName
+
+
+class HeadersFrom(SpecModel):
+    secret_ref: SecretRef
+
+
+class EnvVar(SpecModel):
+    """An environment variable for a stdio server; values from Secrets stay references."""
+
+    name: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+    value: Annotated[str, StringConstraints(max_length=4096)] | None = None
+    value_from: JsonObject | None = None
+
+
+class ToolFilter(SpecModel):
+    include: list[Glob] = Field(default_factory=list, max_length=MAX_LIST)
+    exclude: list[Glob] = Field(default_factory=list, max_length=MAX_LIST)
+
+    def admits(self, name: str) -> bool:
+        if self.include and not any(fnmatch.fnmatchcase(name, g) for g in self.include):
+            return False
+        return not any(fnmatch.fnmatchcase(name, g) for g in self.exclude)
+
+
+Transport = Literal["streamable-http", "sse", "stdio"]
+Duration = Annotated[str, StringConstraints(pattern=r"^([0-9]+(ms|s|m|h))+$", max_length=32)]
+
+
+class McpServer(SpecModel):
+    """An MCP server whose tools (all of them, filtered) the skill includes."""
+
+    name: ServerName
+    url: Annotated[str, StringConstraints(pattern=r"^https?://", max_length=2048)] | None = None
+    transport: Transport | None = None
+    command: list[Annotated[str, StringConstraints(max_length=4096)]] | None = Field(
+        default=None, min_length=1, max_length=64
+    )
+    args: list[Annotated[str, StringConstraints(max_length=4096)]] = Field(
+        default_factory=list, max_length=256
+    )
+    env: list[EnvVar] = Field(default_factory=list, max_length=256)
+    headers_from: HeadersFrom | None = None
+    tools: list[InlineTool] = Field(default_factory=list, max_length=MAX_TOOLS_PER_LIST)
+    tool_filter: ToolFilter | None = None
+    overrides: dict[ToolName, Override] = Field(default_factory=dict, max_length=MAX_TOOLS_PER_LIST)
+    pin: bool = False
+    refresh_interval: Duration | None = None
+
+    @model_validator(mode="after")
+    def _url_xor_command(self) -> McpServer:
+        if (self.url is None) == (self.command is None):
+            raise PydanticCustomError(
+                "one_of", "exactly one of url and command must be set", {}
+            )
+        if self.command is not None and self.transport not in (None, "stdio"):
+            raise PydanticCustomError(
+                "one_of", "a command server uses transport stdio, not {t}", {"t": self.transport}
+            )
+        if self.url is not None and self.transport == "stdio":
+            raise PydanticCustomError("one_of", "a url server cannot use transport stdio", {})
+        return self
+
+    @property
+    def effective_transport(self) -> Transport:
+        if self.transport is not None:
+            return self.transport
+        return "streamable-http" if self.url is not None else "stdio"
+
+    @property
+    def endpoint(self) -> str:
+        """What identifies the server: its URL, or its command line."""
+        if self.url is not None:
+            return self.url
+        return " ".join([*(self.command or []), *self.args])
+
+
+class ConfigMapKeyRef(SpecModel):
+    name: ObjectName
+    key: Annotated[str, StringConstraints(pattern=r"^[-._a-zA-Z0-9]+$", max_length=253)] = (
+        "SKILL.md"
+    )
+
+
+class AgentSkillSource(SpecModel):
+    """A SKILL.md, from a ConfigMap key or inline."""
+
+    config_map_ref: ConfigMapKeyRef | None = None
+    inline: Annotated[str, StringConstraints(max_length=262144)] | None = None
+
+    @model_validator(mode="after")
+    def _one_of(self) -> AgentSkillSource:
+        if (self.config_map_ref is None) == (self.inline is None):
+            raise PydanticCustomError(
+                "one_of", "exactly one of configMapRef and inline must be set", {}
+            )
+        return self
+
+
+class LabelSelectorRequirement(SpecModel):
+    key: Annotated[str, StringConstraints(min_length=1, max_length=317)]
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: list[Annotated[str, StringConstraints(max_length=63)]] = Field(
+        default_factory=list, max_length=MAX_LIST
+    )
+
+
+class LabelSelector(SpecModel):
+    match_labels: dict[str, str] = Field(default_factory=dict, max_length=MAX_LIST)
+    match_expressions: list[LabelSelectorRequirement] = Field(
+        default_factory=list, max_length=MAX_LIST
+    )
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        if any(labels.get(k) != v for k, v in self.match_labels.items()):
+            return False
+        return all(_requirement_holds(r, labels) for r in self.match_expressions)
+
+
+def _requirement_holds(req: LabelSelectorRequirement, labels: dict[str, str]) -> bool:
+    present = req.key in labels
+    if req.operator == "Exists":
+        return present
+    if req.operator == "DoesNotExist":
+        return not present
+    inside = present and labels[req.key] in req.values
+    return inside if req.operator == "In" else not inside
+
+
+class Sharing(SpecModel):
+    """Which namespaces may include this skill or reference it from an Actor."""
+
+    from_: Literal["Same", "All", "Selector"] = Field(default="Same", alias="from")
+    selector: LabelSelector | None = None
+
+    @model_validator(mode="after")
+    def _selector_with_selector(self) -> Sharing:
+        if (self.from_ == "Selector") != (self.selector is not None):
+            raise PydanticCustomError(
+                "one_of", "selector is required with from: Selector, and only then", {}
+            )
+        return self
+
+
+BuiltinGroup = Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]{1,63}$")]
+
+
+class SkillSpec(SpecModel):
+    description: Description = ""
+    tools: list[ToolRefEntry] = Field(default_factory=list, max_length=MAX_TOOLS_PER_LIST)
+    includes: list[Include] = Field(default_factory=list, max_length=MAX_LIST)
+    mcp_servers: list[McpServer] = Field(default_factory=list, max_length=64)
+    agent_skills: list[AgentSkillSource] = Field(default_factory=list, max_length=MAX_LIST)
+    builtins: list[BuiltinGroup] = Field(default_factory=list, max_length=64)
+    anonymous_tools: list[InlineTool] = Field(default_factory=list, max_length=MAX_TOOLS_PER_LIST)
+    sharing: Sharing = Field(default_factory=Sharing)
+    refresh_interval: Duration | None = None
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _unique_server_names(cls, servers: list[McpServer]) -> list[McpServer]:
+        seen: set[str] = set()
+        for server in servers:
+            if server.name in seen:
+                raise PydanticCustomError(
+                    "duplicate", "MCP server name {n} is used twice", {"n": server.name}
+                )
+            seen.add(server.name)
+        return servers
+
+
+class AccessPolicy(SpecModel):
+    allow: list[Glob] = Field(default_factory=lambda: ["*"], max_length=MAX_LIST)
+    deny: list[Glob] = Field(default_factory=list, max_length=MAX_LIST)
+    deny_capabilities: list[BooleanCapability] = Field(default_factory=list, max_length=8)
+    require_capabilities: list[BooleanCapability] = Field(default_factory=list, max_length=8)
+    max_tools: int | None = Field(default=None, ge=1, le=100000)
+
+    @field_validator("allow", "deny")
+    @classmethod
+    def _well_formed_globs(cls, globs: list[str]) -> list[str]:
+        for glob in globs:
+            problem = glob_problem(glob)
+            if problem:
+                raise PydanticCustomError(
+                    "malformed_glob", "glob '{g}' {p}", {"g": glob, "p": problem}
+                )
+        return globs
+
+
+def glob_problem(glob: str) -> str | None:
+    """Why a skill-name glob is malformed, or None when it is fine."""
+    if not GLOB_RE.match(glob):
+        return "may contain only lowercase letters, digits, '.', '-', '/', '*', '?' and [...]"
+    depth = 0
+    for ch in glob:
+        if ch == "[":
+            if depth:
+                return "nests '[' inside a character class"
+            depth = 1
+        elif ch == "]" and depth:
+            depth = 0
+    if depth:
+        return "has an unclosed '['"
+    if glob.count("/") > 1:
+        return "has more than one '/' (skill names are namespace/name)"
+    return None
+
+
+class ActorSpec(SpecModel):
+    skills: list[Reference] = Field(default_factory=list, max_length=MAX_LIST)
+    skill_access_policy: AccessPolicy = Field(default_factory=AccessPolicy)
+    config_map_name: ObjectName | None = None

@@ -1,0 +1,1 @@
+"""The pure resolver: graph, flattening, overrides, conflicts, policy, ToolSet."""

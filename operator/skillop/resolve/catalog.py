@@ -1,0 +1,74 @@
+"""Catalog: everything the resolver may look at, indexed by reference.
+
+The CLI fills one from manifest files; the operator keeps one up to date from
+watch events. The resolver only reads it. ``discovered`` holds live MCP tool
+lists by server endpoint; where a server has none, its declared tools count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from skillop.model.manifest import (
+    ActorResource,
+    ConfigMapData,
+    NamespaceInfo,
+    Parsed,
+    Resource,
+    SkillResource,
+    ToolResource,
+)
+from skillop.model.names import ObjectRef
+from skillop.sources.mcp_tools import McpToolInfo
+
+SHARED_LABEL = "skillop.dev/shared"
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+@dataclass
+class Catalog:
+    tools: dict[ObjectRef, ToolResource] = field(default_factory=dict)
+    skills: dict[ObjectRef, SkillResource] = field(default_factory=dict)
+    actors: dict[ObjectRef, ActorResource] = field(default_factory=dict)
+    configmaps: dict[ObjectRef, ConfigMapData] = field(default_factory=dict)
+    namespaces: dict[str, Mapping[str, str]] = field(default_factory=dict)
+    discovered: dict[str, tuple[McpToolInfo, ...]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, objects: Iterable[Parsed]) -> Catalog:
+        catalog = cls()
+        for obj in objects:
+            catalog.add(obj)
+        return catalog
+
+    def add(self, obj: Parsed) -> None:
+        if isinstance(obj, NamespaceInfo):
+            self.namespaces[obj.name] = obj.labels
+        elif isinstance(obj, ConfigMapData):
+            self.configmaps[obj.meta.ref] = obj
+        elif isinstance(obj, Resource):
+            self._table(obj.kind)[obj.ref] = obj  # type: ignore[index]
+
+    def _table(self, kind: str) -> dict[ObjectRef, Resource]:  # type: ignore[type-arg]
+        return {"Tool": self.tools, "Skill": self.skills, "Actor": self.actors}[kind]  # type: ignore[return-value]
+
+    def namespace_labels(self, namespace: str) -> dict[str, str]:
+        """A namespace's labels, with the one Kubernetes always sets."""
+        return {**self.namespaces.get(namespace, {}), NAMESPACE_NAME_LABEL: namespace}
+
+    def skill_admits(self, skill: SkillResource, referrer_namespace: str) -> bool:
+        """Whether ``skill``'s ``sharing`` lets objects in that namespace reference it."""
+        if skill.meta.namespace == referrer_namespace:
+            return True
+        sharing = skill.spec.sharing
+        if sharing.from_ == "All":
+            return True
+        if sharing.from_ == "Selector" and sharing.selector is not None:
+            return sharing.selector.matches(self.namespace_labels(referrer_namespace))
+        return False
+
+    @staticmethod
+    def tool_admits(tool: ToolResource, referrer_namespace: str) -> bool:
+        return (tool.meta.namespace == referrer_namespace
+                or tool.meta.labels.get(SHARED_LABEL) == "true")

@@ -1,0 +1,108 @@
+"""Entries: a tool on its way through the include graph, with its provenance.
+
+An ``Entry`` is a ToolDef plus where it was declared and every override applied
+on the way up. ``Flat`` is one skill's flattened set: entries by identity in
+pre-order, the skills reached, and the warnings met on the way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from skillop.model.names import ObjectRef
+from skillop.model.specs import Override
+from skillop.model.tooldef import ToolDef
+
+
+@dataclass(frozen=True, slots=True)
+class AppliedOverride:
+    """One override, where it was written and the fields it set."""
+
+    at: str
+    fields: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    tool: ToolDef
+    skill: ObjectRef
+    overrides: tuple[AppliedOverride, ...] = ()
+    #: Set when several inclusion paths with different overrides were merged.
+    merged: bool = False
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.skill.canonical}.{self.tool.name}"
+
+    def overridden(self, override: Override, *, at: str) -> Entry:
+        if override.is_empty:
+            return self
+        return replace(
+            self,
+            tool=self.tool.with_override(override),
+            overrides=(*self.overrides, AppliedOverride(at, tuple(override.fields()))),
+        )
+
+
+def same_view(a: ToolDef, b: ToolDef) -> bool:
+    """Whether two views of one tool (same identity) differ in what overrides touch."""
+    return a is b or (
+        a.description == b.description and a.title == b.title
+        and a.capabilities == b.capabilities
+    )
+
+
+@dataclass(slots=True)
+class Flat:
+    """One skill's flattened tool set."""
+
+    skill: ObjectRef
+    entries: dict[str, Entry]
+    skills: tuple[ObjectRef, ...]
+    warnings: tuple[str, ...] = ()
+    _names: dict[str, list[str]] | None = field(default=None, repr=False)
+
+    def lookup(self, key: str) -> tuple[str | None, list[str]]:
+        """The identity a tool is known by in this set (bare or qualified name).
+
+        Returns ``(identity, [])`` when found, ``(None, candidates)`` when a bare
+        name is ambiguous, ``(None, [])`` when unknown.
+        """
+        if self._names is None:
+            self._names = {}
+            for ident, entry in self.entries.items():
+                self._names.setdefault(entry.tool.name, []).append(ident)
+                self._names.setdefault(entry.qualified_name, []).append(ident)
+        found = self._names.get(key, [])
+        if len(found) == 1:
+            return found[0], []
+        return None, [self.entries[i].qualified_name for i in found]
+
+
+def merge_into(acc: dict[str, Entry], more: dict[str, Entry], warnings: list[str]) -> None:
+    """Add ``more`` after ``acc``: a tool already there keeps its first path."""
+    common = acc.keys() & more.keys()
+    if not common:
+        acc.update(more)
+        return
+    for ident, entry in more.items():
+        first = acc.get(ident)
+        acc[ident] = entry if first is None else combine(first, entry, warnings)
+
+
+def combine(first: Entry, second: Entry, warnings: list[str]) -> Entry:
+    """One tool reached by two paths: most restrictive capabilities, first description."""
+    if same_view(first.tool, second.tool):
+        return first
+    caps = first.tool.capabilities.most_restrictive(second.tool.capabilities)
+    warnings.append(
+        f"tool {first.tool.name} ({first.tool.identity}) is reached by several paths with"
+        f" different overrides; capabilities merged to the most restrictive, description"
+        f" from the first path"
+    )
+    return Entry(
+        tool=replace(first.tool, capabilities=caps),
+        skill=first.skill,
+        overrides=(*first.overrides, *second.overrides),
+        merged=True,
+    )

@@ -1,0 +1,93 @@
+"""Why an actor has, or lacks, a tool: the path, the overrides, the policy.
+
+Pure and built on the same Resolver, so the explanation can never disagree with
+what the operator writes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from skillop.model.names import ObjectRef
+from skillop.resolve.entries import Entry
+from skillop.resolve.resolver import Resolution, Resolver
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    has_tool: bool
+    lines: tuple[str, ...]
+
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+def explain(resolver: Resolver, actor: ObjectRef, tool_name: str) -> Explanation | None:
+    resolution = resolver.resolve_actor(actor)
+    if resolution is None:
+        return None
+    found = resolution.tool(tool_name)
+    if found is not None:
+        lines = [f"{resolution.subject} has tool {found.name} (bindingName {found.binding_name})"]
+        lines += _entry_lines(found.entry)
+        lines.append("path: " + " -> ".join(r.canonical for r in found.path))
+        if found.name != found.entry.tool.name:
+            rivals = [t.name for t in resolution.tools
+                      if t.entry.tool.name == found.entry.tool.name and t is not found]
+            lines.append(f"renamed: another tool is also called {found.entry.tool.name}"
+                         f" ({', '.join(rivals)}), so each goes by its qualified name")
+        lines += _policy_lines(resolution)
+        return Explanation(True, tuple(lines))
+    return Explanation(False, tuple(_absence(resolver, resolution, actor, tool_name)))
+
+
+def _entry_lines(entry: Entry) -> list[str]:
+    tool = entry.tool
+    lines = [f"source: {tool.source} ({tool.identity})", f"declared by: skill {entry.skill}"]
+    if tool.mcp_server:
+        lines.append(f"mcp server: {tool.mcp_server}")
+    if entry.overrides:
+        lines.append("overrides applied (deepest first):")
+        lines += [f"  - {o.at}: {', '.join(o.fields)}" for o in entry.overrides]
+    else:
+        lines.append("overrides applied: none")
+    if entry.merged:
+        lines.append("reached by several paths with different overrides: capabilities merged"
+                     " to the most restrictive, description from the first path")
+    caps = tool.capabilities.to_dict()
+    lines.append("capabilities: " + (", ".join(f"{k}={v}" for k, v in caps.items()) or "none"))
+    return lines
+
+
+def _policy_lines(resolution: Resolution) -> list[str]:
+    if not resolution.pruned:
+        return ["policy: nothing pruned or dropped for this actor"]
+    return ["policy decisions for this actor:"] + [
+        f"  - {p.kind} {p.name}: {p.reason}" for p in resolution.pruned
+    ]
+
+
+def _absence(resolver: Resolver, resolution: Resolution, actor: ObjectRef,
+             tool_name: str) -> list[str]:
+    head = f"{resolution.subject} does not have tool {tool_name}"
+    for entry, reason in resolution.dropped:
+        if tool_name in (entry.tool.name, entry.qualified_name):
+            return [head, f"dropped by policy: {reason}", *_entry_lines(entry)]
+    actor_obj = resolver.catalog.actors[actor]
+    for pruned in resolution.pruned:
+        if pruned.kind != "Skill":
+            continue
+        ref = ObjectRef(*pruned.name.split("/", 1))
+        flat = resolver.flattener.flat(ref)
+        if flat is None:
+            continue
+        for entry in flat.entries.values():
+            if tool_name in (entry.tool.name, entry.qualified_name):
+                return [head, f"it is declared by skill {entry.skill}, reached through skill"
+                        f" {ref}, which was pruned: {pruned.reason}"]
+    for ref in sorted(resolver.catalog.skills):
+        view = resolver.view(ref)
+        if view and any(tool_name in (e.tool.name, e.qualified_name) for e in view.own):
+            return [head, f"skill {ref} declares it, but no skill in {actor_obj.subject}'s"
+                    " spec.skills reaches that skill"]
+    return [head, "no skill in the input declares a tool by that name"]

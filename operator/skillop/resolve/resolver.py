@@ -1,0 +1,345 @@
+"""The resolver: one catalog snapshot in, Resolutions (and their ToolSets) out.
+
+Pure: no I/O, no clocks, no Kubernetes. A ``Resolver`` memoizes per-skill views,
+flattened sets and cycle analysis, so resolving many actors over a shared DAG
+does each skill once; make a new one when the catalog changes.
+
+Resolution order for an actor (API contract, Semantics):
+references -> policy pruning of skills -> flatten (dedupe, overrides, merge of
+paths) -> capability filter -> conflict names -> binding names -> budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from skillop.model import problems as P
+from skillop.model.manifest import ActorResource, SkillResource
+from skillop.model.names import ObjectRef, RefError, parse_ref
+from skillop.model.problems import Problem, Subject
+from skillop.model.specs import McpServer
+from skillop.resolve import graph
+from skillop.resolve.catalog import Catalog
+from skillop.resolve.entries import Entry, Flat, merge_into
+from skillop.resolve.flatten import Flattener
+from skillop.resolve.naming import binding_names, effective_names
+from skillop.resolve.policy import SkillGate, capability_refusal
+from skillop.resolve.skills import SkillView, skill_view
+from skillop.resolve.toolset import EffectiveTool, toolset_document
+
+
+@dataclass(frozen=True, slots=True)
+class PrunedItem:
+    kind: str
+    name: str
+    reason: str
+    skill: str | None = None
+
+    def to_dict(self) -> dict[str, str]:
+        out = {"kind": self.kind, "name": self.name, "reason": self.reason}
+        if self.skill is not None:
+            out["skill"] = self.skill
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """Everything known about one Actor's (or Skill's) effective tool set."""
+
+    subject: Subject
+    tools: tuple[EffectiveTool, ...]
+    skills: tuple[ObjectRef, ...]
+    problems: tuple[Problem, ...]
+    warnings: tuple[str, ...]
+    pruned: tuple[PrunedItem, ...]
+    document: dict[str, Any] = field(repr=False)
+    dropped: tuple[tuple[Entry, str], ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    @property
+    def hash(self) -> str:
+        return str(self.document["hash"])
+
+    def tool(self, name: str) -> EffectiveTool | None:
+        for tool in self.tools:
+            if name in (tool.name, tool.binding_name, tool.entry.qualified_name):
+                return tool
+        return None
+
+
+class Resolver:
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self._views: dict[ObjectRef, SkillView | None] = {}
+        self._cycles: dict[ObjectRef, list[ObjectRef]] = {}
+        self._explored: set[ObjectRef] = set()
+        self._cyclic: set[ObjectRef] = set()
+        self.flattener = Flattener(self.view, self._cyclic, self._subject_of)
+        self._policy_memos: dict[SkillGate, dict[ObjectRef, Flat]] = {}
+
+    # -- per-skill facts ------------------------------------------------------------
+    def view(self, ref: ObjectRef) -> SkillView | None:
+        if ref not in self._views:
+            skill = self.catalog.skills.get(ref)
+            self._views[ref] = None if skill is None else skill_view(skill, self.catalog)
+        return self._views[ref]
+
+    def _subject_of(self, ref: ObjectRef) -> tuple[Subject, str | None]:
+        skill = self.catalog.skills[ref]
+        return skill.subject, skill.origin
+
+    def _targets(self, ref: ObjectRef) -> list[ObjectRef]:
+        view = self.view(ref)
+        return [] if view is None else [e.target for e in view.includes]
+
+    def explore(self, roots: Iterable[ObjectRef]) -> None:
+        """Find the cycles reachable from ``roots`` (each part of the graph once).
+
+        An explored set is closed under reachability, so a new component never
+        contains an explored skill: edges into explored skills can be ignored.
+        """
+        fresh = [r for r in roots if r not in self._explored and r in self.catalog.skills]
+        if not fresh:
+            return
+        explored = self._explored
+
+        def edges(ref: ObjectRef) -> list[ObjectRef]:
+            return [t for t in self._targets(ref) if t not in explored]
+
+        found = graph.cycles(fresh, edges)
+        reached: list[ObjectRef] = []
+        stack = list(fresh)
+        while stack:
+            ref = stack.pop()
+            if ref in explored:
+                continue
+            explored.add(ref)
+            reached.append(ref)
+            stack.extend(edges(ref))
+        self._cycles.update(found)
+        self._cyclic.update(found)
+
+    def skill_problems(self, ref: ObjectRef) -> tuple[Problem, ...]:
+        """A skill's own problems: its spec, references, overrides and cycles."""
+        view = self.view(ref)
+        if view is None:
+            return ()
+        self.explore([ref])
+        self.flattener.flat(ref)
+        out = list(view.problems) + list(self.flattener.override_problems.get(ref, ()))
+        cycle = self._cycles.get(ref)
+        if cycle is not None:
+            skill = self.catalog.skills[ref]
+            index = next(e.index for e in view.includes if e.target == cycle[1])
+            out.append(Problem(skill.subject, f"spec.includes[{index}].skill", P.CYCLE_DETECTED,
+                               f"include cycle: {graph.spell_cycle(cycle)}", skill.origin))
+        return tuple(out)
+
+    # -- resolutions --------------------------------------------------------------
+    def resolve_skill(self, ref: ObjectRef) -> Resolution | None:
+        skill = self.catalog.skills.get(ref)
+        if skill is None:
+            return None
+        self.explore([ref])
+        flat = self.flattener.flat(ref)
+        assert flat is not None
+        entries = list(flat.entries.values())
+        problems = self._closure_problems(flat.skills)
+        return self._finish(skill.subject, "skill", [ref], entries, flat.skills, problems,
+                            list(flat.warnings), [], [], max_tools=None)
+
+    def resolve_actor(self, ref: ObjectRef) -> Resolution | None:
+        actor = self.catalog.actors.get(ref)
+        if actor is None:
+            return None
+        problems, roots = self._actor_roots(actor)
+        policy = actor.spec.skill_access_policy
+        gate = SkillGate.of(policy)
+        pruned: list[PrunedItem] = []
+        allowed_roots = []
+        for root in roots:
+            reason = gate.refusal(root)
+            if reason is None:
+                allowed_roots.append(root)
+            else:
+                pruned.append(PrunedItem("Skill", root.canonical, reason))
+        self.explore(roots)
+        flats = self._flats(allowed_roots, gate)
+        entries: dict[str, Entry] = {}
+        skills: dict[ObjectRef, None] = {}
+        merged: list[str] = []
+        warnings: dict[str, None] = {}
+        for flat in flats:
+            merge_into(entries, flat.entries, merged)
+            skills.update(dict.fromkeys(flat.skills))
+            warnings.update(dict.fromkeys(flat.warnings))
+        warnings.update(dict.fromkeys(f"{actor.subject}: {w}" for w in merged))
+        if not gate.admits_all:
+            pruned += self._pruned_skills(roots, skills, gate, pruned)
+        kept, dropped = [], []
+        for entry in entries.values():
+            reason = capability_refusal(entry.tool, policy)
+            if reason is None:
+                kept.append(entry)
+            else:
+                dropped.append((entry, reason))
+                pruned.append(PrunedItem("Tool", entry.tool.name, reason, entry.skill.canonical))
+        problems += self._closure_problems(tuple(skills))
+        return self._finish(actor.subject, "actor", allowed_roots, kept, tuple(skills), problems,
+                            list(warnings), pruned, dropped, max_tools=policy.max_tools,
+                            gate=gate)
+
+    def _actor_roots(self, actor: ActorResource) -> tuple[list[Problem], list[ObjectRef]]:
+        problems: list[Problem] = []
+        roots: list[ObjectRef] = []
+        ns = actor.meta.namespace
+        for i, text in enumerate(actor.spec.skills):
+            field_ = f"spec.skills[{i}]"
+            try:
+                ref = parse_ref(text, namespace=ns)
+            except RefError as err:
+                problems.append(Problem(actor.subject, field_, P.INVALID_REF, str(err),
+                                        actor.origin))
+                continue
+            skill = self.catalog.skills.get(ref)
+            if skill is None:
+                problems.append(Problem(actor.subject, field_, P.REF_NOT_FOUND,
+                                        f"skill {ref} not found", actor.origin))
+            elif not self.catalog.skill_admits(skill, ns):
+                problems.append(Problem(actor.subject, field_, P.REF_NOT_PERMITTED,
+                                        f"skill {ref} is not shared with namespace {ns}"
+                                        " (its spec.sharing)", actor.origin))
+            elif ref not in roots:
+                roots.append(ref)
+        return problems, roots
+
+    def _flats(self, roots: Sequence[ObjectRef], gate: SkillGate) -> list[Flat]:
+        if gate.admits_all:
+            return [f for r in roots if (f := self.flattener.flat(r)) is not None]
+        memo = self._policy_memos.setdefault(gate, {})
+        verdicts: dict[ObjectRef, bool] = {}
+
+        def allowed(ref: ObjectRef) -> bool:
+            if ref not in verdicts:
+                verdicts[ref] = gate.refusal(ref) is None
+            return verdicts[ref]
+
+        return [f for r in roots
+                if (f := self.flattener.flat(r, allowed=allowed, memo=memo)) is not None]
+
+    def _pruned_skills(self, roots: Sequence[ObjectRef], reached: dict[ObjectRef, None],
+                       gate: SkillGate, already: list[PrunedItem]) -> list[PrunedItem]:
+        reported = {p.name for p in already}
+        out = []
+        for root in roots:
+            flat = self.flattener.flat(root)
+            for ref in flat.skills if flat is not None else ():
+                if ref in reached or ref.canonical in reported:
+                    continue
+                reported.add(ref.canonical)
+                reason = gate.refusal(ref) or "reached only through pruned skills"
+                out.append(PrunedItem("Skill", ref.canonical, reason))
+        return out
+
+    def _closure_problems(self, skills: Sequence[ObjectRef]) -> list[Problem]:
+        out: dict[Problem, None] = {}
+        for ref in skills:
+            out.update(dict.fromkeys(self.skill_problems(ref)))
+        return list(out)
+
+    def _finish(self, subject: Subject, owner_kind: str, roots: Sequence[ObjectRef],
+                entries: list[Entry], skills: tuple[ObjectRef, ...], problems: list[Problem],
+                warnings: list[str], pruned: list[PrunedItem],
+                dropped: list[tuple[Entry, str]], *, max_tools: int | None,
+                gate: SkillGate | None = None) -> Resolution:
+        names = effective_names([(e.tool.name, e.qualified_name) for e in entries])
+        bindings = binding_names(names)
+        parents = self._tree(roots, gate)
+        tools = tuple(sorted(
+            (EffectiveTool(name, bindings[name], entry, _path(parents, entry.skill))
+             for name, entry in zip(names, entries, strict=True)),
+            key=lambda t: t.name))
+        if max_tools is not None and len(tools) > max_tools:
+            problems.append(Problem(subject, "spec.skillAccessPolicy.maxTools", P.TOO_MANY_TOOLS,
+                                    f"{len(tools)} tools exceed the budget of {max_tools}",
+                                    self._origin(subject)))
+        servers = self._servers(skills)
+        doc = toolset_document(owner_kind=owner_kind,
+                               owner=f"{subject.namespace}/{subject.name}",
+                               tools=tools, servers=servers)
+        return Resolution(subject, tools, skills, tuple(problems), tuple(warnings),
+                          tuple(pruned), doc, tuple(dropped))
+
+    def _origin(self, subject: Subject) -> str | None:
+        ref = ObjectRef(subject.namespace, subject.name)
+        obj = (self.catalog.actors if subject.kind == "Actor" else self.catalog.skills).get(ref)
+        return None if obj is None else obj.origin
+
+    def _servers(self, skills: Iterable[ObjectRef]) -> list[tuple[ObjectRef, McpServer]]:
+        out = []
+        for ref in skills:
+            view = self.view(ref)
+            if view is not None:
+                out += [(ref, server) for server in view.servers]
+        return out
+
+    def _tree(self, roots: Sequence[ObjectRef], gate: SkillGate | None,
+              ) -> dict[ObjectRef, ObjectRef | None]:
+        """First-visit parents of a pre-order walk: each skill's first path."""
+        parents: dict[ObjectRef, ObjectRef | None] = {}
+        for root in roots:
+            if root in parents:
+                continue
+            parents[root] = None
+            stack = [iter(self._children(root, gate))]
+            nodes = [root]
+            while stack:
+                child = next(stack[-1], None)
+                if child is None:
+                    stack.pop()
+                    nodes.pop()
+                    continue
+                if child in parents:
+                    continue
+                parents[child] = nodes[-1]
+                nodes.append(child)
+                stack.append(iter(self._children(child, gate)))
+        return parents
+
+    def _children(self, ref: ObjectRef, gate: SkillGate | None) -> list[ObjectRef]:
+        view = self.view(ref)
+        if view is None:
+            return []
+        edges = self.flattener.edges(view)
+        if gate is None or gate.admits_all:
+            return [e.target for e in edges]
+        return [e.target for e in edges if gate.refusal(e.target) is None]
+
+    # -- whole catalog ------------------------------------------------------------
+    def all_problems(self) -> list[Problem]:
+        """Every problem of every skill and actor in the catalog."""
+        out: dict[Problem, None] = {}
+        self.explore(sorted(self.catalog.skills))
+        for ref in sorted(self.catalog.skills):
+            out.update(dict.fromkeys(self.skill_problems(ref)))
+        for ref in sorted(self.catalog.actors):
+            resolution = self.resolve_actor(ref)
+            if resolution is not None:
+                out.update(dict.fromkeys(resolution.problems))
+        return list(out)
+
+
+def _path(parents: dict[ObjectRef, ObjectRef | None], skill: ObjectRef) -> tuple[ObjectRef, ...]:
+    path = [skill]
+    while (parent := parents.get(path[-1])) is not None:
+        path.append(parent)
+    return tuple(reversed(path))
+
+
+def resolve_skill_resource(skill: SkillResource, catalog: Catalog) -> Resolution | None:
+    return Resolver(catalog).resolve_skill(skill.ref)

@@ -1,0 +1,214 @@
+"""A skill's own contribution: its direct tools, its include edges, its own problems.
+
+This is everything about one Skill that does not depend on what it includes:
+references parsed and looked up (with ``sharing`` checked), tools from all five
+sources turned into entries, and the per-skill rules (unique names, known
+built-in groups, valid SKILL.md) checked. Include-override checks need the
+included skill's flattened set and live in ``flatten``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from skillop.model import problems as P
+from skillop.model.capabilities import Capabilities, capabilities_from_annotations
+from skillop.model.manifest import SkillResource
+from skillop.model.names import ObjectRef, RefError, parse_ref
+from skillop.model.problems import Problem
+from skillop.model.specs import InlineTool, McpServer, Override
+from skillop.model.tooldef import ToolDef
+from skillop.resolve.catalog import Catalog
+from skillop.resolve.entries import Entry
+from skillop.sources.agent_skill import AgentSkillError, parse_skill_md
+from skillop.sources.builtins import builtin_group, builtin_groups
+from skillop.sources.mcp_tools import declared_infos, mcp_tool_defs
+
+READ_ONLY = Capabilities(read_only=True)
+OBJECT_SCHEMA = {"type": "object"}
+
+
+@dataclass(frozen=True, slots=True)
+class IncludeEdge:
+    index: int
+    target: ObjectRef
+    overrides: Mapping[str, Override]
+
+
+@dataclass(frozen=True, slots=True)
+class SkillView:
+    ref: ObjectRef
+    own: tuple[Entry, ...]
+    includes: tuple[IncludeEdge, ...]
+    problems: tuple[Problem, ...]
+    warnings: tuple[str, ...]
+    servers: tuple[McpServer, ...]
+
+
+class _Builder:
+    def __init__(self, skill: SkillResource, catalog: Catalog) -> None:
+        self.skill = skill
+        self.catalog = catalog
+        self.ns = skill.meta.namespace
+        self.problems: list[Problem] = []
+        self.warnings: list[str] = []
+        self.own: dict[str, Entry] = {}
+        self.fields: dict[str, str] = {}  # identity -> field that declared it
+
+    def problem(self, field: str, reason: str, message: str) -> None:
+        self.problems.append(Problem(self.skill.subject, field, reason, message,
+                                     self.skill.origin))
+
+    def add(self, tool: ToolDef, field: str, override: Override | None = None) -> None:
+        entry = Entry(tool, self.skill.ref)
+        if override is not None:
+            entry = entry.overridden(override, at=f"{self.skill.subject} {field}.overrides")
+        if tool.identity not in self.own:
+            self.own[tool.identity] = entry
+            self.fields[tool.identity] = field
+
+    def ref(self, text: str, field: str) -> ObjectRef | None:
+        try:
+            return parse_ref(text, namespace=self.ns)
+        except RefError as err:
+            self.problem(field, P.INVALID_REF, str(err))
+            return None
+
+
+def skill_view(skill: SkillResource, catalog: Catalog) -> SkillView:
+    """Everything a skill contributes by itself."""
+    b = _Builder(skill, catalog)
+    spec = skill.spec
+    for i, item in enumerate(spec.tools):
+        _registry_tool(b, item.ref, item.overrides, f"spec.tools[{i}]")
+    for i, server in enumerate(spec.mcp_servers):
+        _mcp_server(b, server, f"spec.mcpServers[{i}]")
+    for i, source in enumerate(spec.agent_skills):
+        _agent_skill(b, source.inline, source.config_map_ref, f"spec.agentSkills[{i}]")
+    for i, group in enumerate(spec.builtins):
+        _builtin(b, group, f"spec.builtins[{i}]")
+    for i, tool in enumerate(spec.anonymous_tools):
+        b.add(_anonymous(skill, tool), f"spec.anonymousTools[{i}]")
+    _check_unique_names(b)
+    edges = [edge for i, inc in enumerate(spec.includes)
+             if (edge := _include(b, i, inc.skill, inc.overrides)) is not None]
+    return SkillView(skill.ref, tuple(b.own.values()), tuple(edges), tuple(b.problems),
+                     tuple(b.warnings), tuple(spec.mcp_servers))
+
+
+def _registry_tool(b: _Builder, text: str, override: Override | None, field: str) -> None:
+    ref = b.ref(text, f"{field}.ref")
+    if ref is None:
+        return
+    tool = b.catalog.tools.get(ref)
+    if tool is None:
+        b.problem(f"{field}.ref", P.REF_NOT_FOUND, f"tool {ref} not found")
+        return
+    if not b.catalog.tool_admits(tool, b.ns):
+        b.problem(f"{field}.ref", P.REF_NOT_PERMITTED,
+                  f"tool {ref} is not shared with namespace {b.ns} (it needs label"
+                  f" skillop.dev/shared=true)")
+        return
+    spec = tool.spec
+    b.add(ToolDef(
+        identity=f"tool:{ref}", name=spec.name or tool.meta.name, source="tool",
+        description=spec.description, input_schema=spec.input_schema,
+        capabilities=spec.capabilities, title=spec.title, output_schema=spec.output_schema,
+        runtime=spec.runtime,
+    ), field, override)
+
+
+def _mcp_server(b: _Builder, server: McpServer, field: str) -> None:
+    infos = b.catalog.discovered.get(server.endpoint) if server.url else None
+    if infos is None:
+        infos = declared_infos(server)
+    if server.url is None and not server.tools:
+        b.warnings.append(f"{b.skill.subject}: stdio MCP server {server.name} declares no tools;"
+                          " the operator never runs stdio servers, so it contributes none")
+    tools = mcp_tool_defs(server, infos)
+    names = {t.name for t in tools}
+    for key in server.overrides:
+        if key not in names:
+            b.warnings.append(f"{b.skill.subject}: {field}.overrides.{key}: server"
+                              f" {server.name} has no tool {key}")
+    for tool in tools:
+        b.add(tool, field, server.overrides.get(tool.name))
+
+
+def _agent_skill(b: _Builder, inline: str | None, cm_ref: object, field: str) -> None:
+    text = inline if inline is not None else _configmap_text(b, cm_ref, field)
+    if text is None:
+        return
+    try:
+        doc = parse_skill_md(text)
+    except AgentSkillError as err:
+        b.problem(field, P.INVALID_AGENT_SKILL, str(err))
+        return
+    b.add(ToolDef(
+        identity=f"agentskill:{b.skill.ref}#{doc.name}", name=doc.name, source="agent_skill",
+        description=doc.description, input_schema=OBJECT_SCHEMA, capabilities=READ_ONLY,
+        body=doc.body,
+    ), field)
+
+
+def _configmap_text(b: _Builder, cm_ref: object, field: str) -> str | None:
+    name, key = getattr(cm_ref, "name", ""), getattr(cm_ref, "key", "SKILL.md")
+    cm = b.catalog.configmaps.get(ObjectRef(b.ns, name))
+    if cm is None:
+        b.problem(f"{field}.configMapRef", P.REF_NOT_FOUND, f"configmap {b.ns}/{name} not found")
+        return None
+    text = cm.data.get(key)
+    if text is None:
+        b.problem(f"{field}.configMapRef.key", P.REF_NOT_FOUND,
+                  f"configmap {b.ns}/{name} has no key {key}")
+    return text
+
+
+def _builtin(b: _Builder, group: str, field: str) -> None:
+    tools = builtin_group(group)
+    if tools is None:
+        known = ", ".join(sorted(builtin_groups()))
+        b.problem(field, P.UNKNOWN_BUILTIN, f"unknown built-in group {group!r}; known: {known}")
+        return
+    for tool in tools:
+        b.add(tool, field)
+
+
+def _anonymous(skill: SkillResource, tool: InlineTool) -> ToolDef:
+    caps = capabilities_from_annotations(tool.annotations or {})
+    if tool.capabilities is not None:
+        caps = caps.overlay(tool.capabilities)
+    return ToolDef(
+        identity=f"anon:{skill.ref}#{tool.name}", name=tool.name, source="anonymous",
+        description=tool.description, input_schema=tool.input_schema, capabilities=caps,
+        title=tool.title, output_schema=tool.output_schema, runtime=tool.runtime,
+    )
+
+
+def _check_unique_names(b: _Builder) -> None:
+    by_name: dict[str, list[str]] = {}
+    for ident, entry in b.own.items():
+        by_name.setdefault(entry.tool.name, []).append(ident)
+    for name, idents in by_name.items():
+        if len(idents) > 1:
+            where = ", ".join(f"{b.fields[i]} ({i})" for i in idents)
+            b.problem(b.fields[idents[1]], P.DUPLICATE_TOOL_NAME,
+                      f"two different tools are named {name}: {where}")
+
+
+def _include(b: _Builder, i: int, text: str, overrides: Mapping[str, Override],
+             ) -> IncludeEdge | None:
+    field = f"spec.includes[{i}].skill"
+    ref = b.ref(text, field)
+    if ref is None:
+        return None
+    target = b.catalog.skills.get(ref)
+    if target is None:
+        b.problem(field, P.REF_NOT_FOUND, f"skill {ref} not found")
+        return None
+    if not b.catalog.skill_admits(target, b.ns):
+        b.problem(field, P.REF_NOT_PERMITTED,
+                  f"skill {ref} is not shared with namespace {b.ns} (its spec.sharing)")
+        return None
+    return IncludeEdge(i, ref, overrides)

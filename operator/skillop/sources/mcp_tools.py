@@ -1,0 +1,70 @@
+"""MCP tools, declared or discovered, into ToolDefs.
+
+Declared tools (``mcpServers[].tools``) and discovered ones (``tools/list``)
+take the same path: annotations map onto capabilities (explicit capabilities
+win field by field), then the server's ``toolFilter`` applies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from skillop.model.capabilities import Capabilities, capabilities_from_annotations
+from skillop.model.specs import McpServer
+from skillop.model.tooldef import ToolDef
+
+
+@dataclass(frozen=True, slots=True)
+class McpToolInfo:
+    """One tool as an MCP server describes it (declared in a Skill or listed live)."""
+
+    name: str
+    description: str = ""
+    title: str | None = None
+    input_schema: dict[str, Any] = field(default_factory=lambda: {"type": "object"})
+    output_schema: dict[str, Any] | None = None
+    annotations: dict[str, Any] = field(default_factory=dict)
+    capabilities: Capabilities | None = None
+
+
+def mcp_identity(server: McpServer, tool: str) -> str:
+    return f"mcp:{server.endpoint}#{tool}"
+
+
+def declared_infos(server: McpServer) -> tuple[McpToolInfo, ...]:
+    return tuple(
+        McpToolInfo(
+            name=t.name, description=t.description, title=t.title,
+            input_schema=t.input_schema, output_schema=t.output_schema,
+            annotations=dict(t.annotations or {}), capabilities=t.capabilities,
+        )
+        for t in server.tools
+    )
+
+
+def mcp_tool_defs(server: McpServer, infos: Iterable[McpToolInfo]) -> tuple[ToolDef, ...]:
+    """The server's tools that pass its filter, as ToolDefs."""
+    filt = server.tool_filter
+    return tuple(
+        _tool_def(server, info) for info in infos if filt is None or filt.admits(info.name)
+    )
+
+
+def _tool_def(server: McpServer, info: McpToolInfo) -> ToolDef:
+    caps = capabilities_from_annotations(info.annotations)
+    if info.capabilities is not None:
+        caps = caps.overlay(info.capabilities)
+    title = info.title if info.title is not None else info.annotations.get("title")
+    return ToolDef(
+        identity=mcp_identity(server, info.name),
+        name=info.name,
+        source="mcp",
+        description=info.description,
+        input_schema=info.input_schema,
+        output_schema=info.output_schema,
+        capabilities=caps,
+        title=title if isinstance(title, str) else None,
+        mcp_server=server.name,
+    )

@@ -1,0 +1,394 @@
+"""Real MCP servers on loopback, for tests and benchmarks.
+
+Each server is the official SDK's lowlevel `mcp.server.Server`, served by
+uvicorn on 127.0.0.1 in a background thread (its own event loop), so a test can
+drive it from synchronous code or from any event loop:
+
+    with ServerHandle(tools=[make_tool("a")], page_size=2, list_changed=True) as srv:
+        srv.url                     # http://127.0.0.1:<port>/mcp   (or .../sse)
+        srv.set_tools([...])        # change the tool list at run time (+ notify)
+        srv.notify_list_changed()   # send notifications/tools/list_changed to clients
+        srv.stop(); srv.start()     # go down / come back on the same port
+        srv.requests                # every HTTP request the server saw (method, path, headers)
+        srv.count("tools/list")     # JSON-RPC calls by method
+
+Also: `RedirectServer` (answers every request with a 307 to a given URL) and
+`SilentServer` (accepts TCP connections and never answers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import socket
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import mcp_types as types
+import uvicorn
+from mcp.server import NotificationOptions, Server, ServerRequestContext
+from mcp.server.sse import SseServerTransport
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Mount, Route
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+LOOPBACK = "127.0.0.1"
+
+# Loopback servers accept the Host headers a test may use (127.0.0.1 and localhost).
+_SECURITY = TransportSecuritySettings(
+    enable_dns_rebinding_protection=True,
+    allowed_hosts=["127.0.0.1:*", "localhost:*"],
+    allowed_origins=["http://127.0.0.1:*", "http://localhost:*"],
+)
+
+
+def make_tool(
+    name: str,
+    *,
+    description: str | None = None,
+    title: str | None = None,
+    input_schema: dict[str, Any] | None = None,
+    output_schema: dict[str, Any] | None = None,
+    annotations: types.ToolAnnotations | None = None,
+) -> types.Tool:
+    """A tool definition with sensible defaults."""
+    return types.Tool(
+        name=name,
+        title=title,
+        description=description if description is not None else f"Tool {name}",
+        input_schema=input_schema or {"type": "object", "properties": {}},
+        output_schema=output_schema,
+        annotations=annotations,
+    )
+
+
+def make_tools(count: int, prefix: str = "tool") -> list[types.Tool]:
+    return [make_tool(f"{prefix}_{i:04d}") for i in range(count)]
+
+
+def _bind(port: int = 0) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((LOOPBACK, port))
+    sock.listen(128)
+    return sock
+
+
+@dataclass(frozen=True)
+class SeenRequest:
+    """One HTTP request as the server saw it (header names lower-cased)."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    rpc_method: str | None  # JSON-RPC method of a POST body, when it is a request/notification
+
+
+class _UvicornThread:
+    """A uvicorn server for one ASGI app on an already bound socket, in its own thread."""
+
+    def __init__(self, app: ASGIApp, sock: socket.socket) -> None:
+        config = uvicorn.Config(
+            app,
+            log_level="warning",
+            lifespan="on",
+            timeout_graceful_shutdown=1,
+            ws="none",
+        )
+        self.server = uvicorn.Server(config)
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._sock = sock
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        asyncio.run(self._serve())
+
+    async def _serve(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        await self.server.serve(sockets=[self._sock])
+
+    def start(self) -> None:
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.005)
+
+    def stop(self) -> None:
+        """Go down like a crashed server: drop every open connection, then shut down."""
+        if self.loop is not None and self._thread.is_alive():
+            # Open event streams would hold uvicorn's graceful shutdown; cut them first.
+            self.loop.call_soon_threadsafe(self._drop_connections)
+        self.server.should_exit = True
+        self._thread.join(timeout=10)
+        self._sock.close()
+
+    def _drop_connections(self) -> None:
+        for connection in list(self.server.server_state.connections):
+            transport = getattr(connection, "transport", None)
+            if transport is not None:
+                transport.close()
+
+
+class _RequestRecorder:
+    """ASGI middleware recording every request, including the JSON-RPC method of POST bodies."""
+
+    def __init__(self, app: ASGIApp, sink: list[SeenRequest]) -> None:
+        self._app = app
+        self._sink = sink
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        body, replay = await _read_body(receive) if scope["method"] == "POST" else (b"", receive)
+        self._sink.append(SeenRequest(scope["method"], scope["path"], headers, _rpc_method(body)))
+        await self._app(scope, replay, send)
+
+
+async def _read_body(receive: Receive) -> tuple[bytes, Receive]:
+    """Read a request body and return a `receive` that replays it to the wrapped app."""
+    chunks: list[bytes] = []
+    more = True
+    while more:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        more = message.get("more_body", False)
+    body = b"".join(chunks)
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return body, replay
+
+
+def _rpc_method(body: bytes) -> str | None:
+    try:
+        method = json.loads(body).get("method")
+    except (ValueError, AttributeError):
+        return None
+    return method if isinstance(method, str) else None
+
+
+@dataclass
+class ServerHandle:
+    """A real MCP server on 127.0.0.1 whose tools, pages, speed and announced capabilities tests control.
+
+    `page_size`: tools per `tools/list` page (cursor = offset), None = one page.
+    `list_changed`: announce `tools.listChanged` in the initialize result.
+    `list_delay`: seconds each `tools/list` takes (a slow server).
+    `transport`: "streamable-http" (path /mcp) or "sse" (path /sse).
+    """
+
+    tools: list[types.Tool] = field(default_factory=list)
+    page_size: int | None = None
+    list_changed: bool = False
+    list_delay: float = 0.0
+    transport: Literal["streamable-http", "sse"] = "streamable-http"
+    host: str = LOOPBACK
+    requests: list[SeenRequest] = field(default_factory=list)
+    port: int = 0
+    _uvicorn: _UvicornThread | None = field(default=None, repr=False)
+    _sessions: dict[int, Any] = field(default_factory=dict, repr=False)
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    def start(self) -> ServerHandle:
+        """Start serving (again) on the same port; a fresh SDK server, no old sessions."""
+        if self._uvicorn is not None:
+            raise RuntimeError("already running")
+        sock = _bind(self.port)
+        self.port = sock.getsockname()[1]
+        self._sessions.clear()
+        self._uvicorn = _UvicornThread(_RequestRecorder(self._build_app(), self.requests), sock)
+        self._uvicorn.start()
+        return self
+
+    def stop(self) -> None:
+        """Go down: close the listening socket and every open connection."""
+        if self._uvicorn is not None:
+            self._uvicorn.stop()
+            self._uvicorn = None
+
+    def __enter__(self) -> ServerHandle:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        path = "/sse" if self.transport == "sse" else "/mcp"
+        return f"http://{self.host}:{self.port}{path}"
+
+    # -- run-time control -------------------------------------------------------------
+
+    def set_tools(self, tools: Iterable[types.Tool], *, notify: bool = True) -> None:
+        """Replace the tool list; by default tell connected clients with list_changed."""
+        self.tools = list(tools)
+        if notify:
+            self.notify_list_changed()
+
+    def notify_list_changed(self) -> int:
+        """Send notifications/tools/list_changed to every client that listed tools; returns how many."""
+        if self._uvicorn is None or self._uvicorn.loop is None:
+            return 0
+        sessions = list(self._sessions.values())
+
+        async def send_all() -> None:
+            for session in sessions:
+                await session.send_tool_list_changed()
+
+        asyncio.run_coroutine_threadsafe(send_all(), self._uvicorn.loop).result(timeout=5)
+        return len(sessions)
+
+    def count(self, rpc_method: str) -> int:
+        """How many JSON-RPC messages with this method the server received."""
+        return sum(1 for r in self.requests if r.rpc_method == rpc_method)
+
+    # -- the MCP server ------------------------------------------------------------
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        # Remember the client's connection so notify_list_changed can reach it later.
+        self._sessions[id(ctx.session._connection)] = ctx.session
+        if self.list_delay:
+            await asyncio.sleep(self.list_delay)
+        tools = list(self.tools)
+        start = int(params.cursor) if params is not None and params.cursor else 0
+        size = self.page_size or max(len(tools), 1)
+        end = start + size
+        next_cursor = str(end) if end < len(tools) else None
+        return types.ListToolsResult(tools=tools[start:end], next_cursor=next_cursor)
+
+    def _new_server(self) -> Server[Any]:
+        server: Server[Any] = Server("skillop-test", version="1.0", on_list_tools=self._list_tools)
+        # The lowlevel server announces listChanged only through NotificationOptions.
+        options = NotificationOptions(tools_changed=self.list_changed)
+        server.create_initialization_options = functools.partial(  # type: ignore[method-assign]
+            Server.create_initialization_options, server, options
+        )
+        return server
+
+    def _build_app(self) -> ASGIApp:
+        server = self._new_server()
+        if self.transport == "sse":
+            return _sse_app(server)
+        return server.streamable_http_app(transport_security=_SECURITY)
+
+
+def _sse_app(server: Server[Any]) -> Starlette:
+    sse = SseServerTransport("/messages/", security_settings=_SECURITY)
+
+    async def handle_sse(request: Request) -> Response:
+        async with sse.connect_sse(request.scope, request.receive, request._send) as streams:
+            await server.run(streams[0], streams[1], server.create_initialization_options())
+        return Response()
+
+    return Starlette(
+        routes=[
+            Route("/sse", endpoint=handle_sse, methods=["GET"]),
+            Mount("/messages/", app=sse.handle_post_message),
+        ]
+    )
+
+
+@dataclass
+class RedirectServer:
+    """Answers every request with `status` and `Location: location`; records what it saw."""
+
+    location: str
+    status: int = 307
+    requests: list[SeenRequest] = field(default_factory=list)
+    port: int = 0
+    _uvicorn: _UvicornThread | None = field(default=None, repr=False)
+
+    async def _app(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _ack_lifespan(receive, send)
+            return
+        headers = [(b"location", self.location.encode()), (b"content-length", b"0")]
+        await send({"type": "http.response.start", "status": self.status, "headers": headers})
+        await send({"type": "http.response.body", "body": b""})
+
+    def __enter__(self) -> RedirectServer:
+        sock = _bind()
+        self.port = sock.getsockname()[1]
+        self._uvicorn = _UvicornThread(_RequestRecorder(self._app, self.requests), sock)
+        self._uvicorn.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._uvicorn is not None:
+            self._uvicorn.stop()
+
+    def url(self, path: str = "/mcp") -> str:
+        return f"http://{LOOPBACK}:{self.port}{path}"
+
+
+async def _ack_lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+class SilentServer:
+    """Accepts TCP connections on 127.0.0.1 and never answers (a hung server)."""
+
+    def __init__(self) -> None:
+        self._sock = _bind()
+        self.port: int = self._sock.getsockname()[1]
+        self.accepted = 0
+        self._conns: list[socket.socket] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+
+    def _accept(self) -> None:
+        self._sock.settimeout(0.05)
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            self.accepted += 1
+            self._conns.append(conn)
+
+    def __enter__(self) -> SilentServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        for conn in self._conns:
+            conn.close()
+        self._sock.close()
+
+    def url(self, path: str = "/mcp") -> str:
+        return f"http://{LOOPBACK}:{self.port}{path}"
