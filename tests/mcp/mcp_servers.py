@@ -12,8 +12,8 @@ drive it from synchronous code or from any event loop:
         srv.requests                # every HTTP request the server saw (method, path, headers)
         srv.count("tools/list")     # JSON-RPC calls by method
 
-Also: `RedirectServer` (answers every request with a 307 to a given URL) and
-`SilentServer` (accepts TCP connections and never answers).
+Also: `StatusServer` (answers every request with one fixed status, e.g. a 307
+redirect) and `SilentServer` (accepts TCP connections and never answers).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ import uvicorn
 from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.sse import SseServerTransport
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -104,7 +105,7 @@ class _UvicornThread:
             app,
             log_level="warning",
             lifespan="on",
-            timeout_graceful_shutdown=1,
+            timeout_graceful_shutdown=0.5,
             ws="none",
         )
         self.server = uvicorn.Server(config)
@@ -191,11 +192,12 @@ def _rpc_method(body: bytes) -> str | None:
 
 @dataclass
 class ServerHandle:
-    """A real MCP server on 127.0.0.1 whose tools, pages, speed and announced capabilities tests control.
+    """A real MCP server on 127.0.0.1; tests control its tools, pages, speed and capabilities.
 
     `page_size`: tools per `tools/list` page (cursor = offset), None = one page.
     `list_changed`: announce `tools.listChanged` in the initialize result.
     `list_delay`: seconds each `tools/list` takes (a slow server).
+    `fail_with`: when set, `tools/list` answers a JSON-RPC error with this message.
     `transport`: "streamable-http" (path /mcp) or "sse" (path /sse).
     """
 
@@ -203,6 +205,7 @@ class ServerHandle:
     page_size: int | None = None
     list_changed: bool = False
     list_delay: float = 0.0
+    fail_with: str | None = None
     transport: Literal["streamable-http", "sse"] = "streamable-http"
     host: str = LOOPBACK
     requests: list[SeenRequest] = field(default_factory=list)
@@ -249,17 +252,25 @@ class ServerHandle:
             self.notify_list_changed()
 
     def notify_list_changed(self) -> int:
-        """Send notifications/tools/list_changed to every client that listed tools; returns how many."""
+        """Send notifications/tools/list_changed to every client that listed tools.
+
+        Returns how many clients were told.
+        """
         if self._uvicorn is None or self._uvicorn.loop is None:
             return 0
         sessions = list(self._sessions.values())
 
-        async def send_all() -> None:
+        async def send_all() -> int:
+            sent = 0
             for session in sessions:
-                await session.send_tool_list_changed()
+                try:
+                    await session.send_tool_list_changed()
+                    sent += 1
+                except Exception:  # a client gone since: nothing to tell
+                    pass
+            return sent
 
-        asyncio.run_coroutine_threadsafe(send_all(), self._uvicorn.loop).result(timeout=5)
-        return len(sessions)
+        return asyncio.run_coroutine_threadsafe(send_all(), self._uvicorn.loop).result(timeout=5)
 
     def count(self, rpc_method: str) -> int:
         """How many JSON-RPC messages with this method the server received."""
@@ -271,9 +282,12 @@ class ServerHandle:
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         # Remember the client's connection so notify_list_changed can reach it later.
-        self._sessions[id(ctx.session._connection)] = ctx.session
+        connection = getattr(ctx.session, "_connection", ctx.session)  # one entry per client
+        self._sessions[id(connection)] = ctx.session
         if self.list_delay:
             await asyncio.sleep(self.list_delay)
+        if self.fail_with is not None:
+            raise MCPError(types.INVALID_PARAMS, self.fail_with)
         tools = list(self.tools)
         start = int(params.cursor) if params is not None and params.cursor else 0
         size = self.page_size or max(len(tools), 1)
@@ -314,11 +328,15 @@ def _sse_app(server: Server[Any]) -> Starlette:
 
 
 @dataclass
-class RedirectServer:
-    """Answers every request with `status` and `Location: location`; records what it saw."""
+class StatusServer:
+    """Answers every request with `status`, an empty body and `headers`; records what it saw.
 
-    location: str
+    `StatusServer(307, {"location": other_url})` is a redirecting server,
+    `StatusServer(401)` a refusing one.
+    """
+
     status: int = 307
+    headers: dict[str, str] = field(default_factory=dict)
     requests: list[SeenRequest] = field(default_factory=list)
     port: int = 0
     _uvicorn: _UvicornThread | None = field(default=None, repr=False)
@@ -327,11 +345,12 @@ class RedirectServer:
         if scope["type"] == "lifespan":
             await _ack_lifespan(receive, send)
             return
-        headers = [(b"location", self.location.encode()), (b"content-length", b"0")]
+        headers = [(k.encode(), v.encode()) for k, v in self.headers.items()]
+        headers.append((b"content-length", b"0"))
         await send({"type": "http.response.start", "status": self.status, "headers": headers})
         await send({"type": "http.response.body", "body": b""})
 
-    def __enter__(self) -> RedirectServer:
+    def __enter__(self) -> StatusServer:
         sock = _bind()
         self.port = sock.getsockname()[1]
         self._uvicorn = _UvicornThread(_RequestRecorder(self._app, self.requests), sock)

@@ -19,10 +19,30 @@ from skillop.model import problems as P
 from skillop.model.manifest import DEFAULT_NAMESPACE, Parsed, parse_object
 from skillop.model.problems import Problem, Subject
 
-try:
-    _Loader: type[yaml.SafeLoader] = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover - PyYAML built without libyaml
-    _Loader = yaml.SafeLoader
+#: libyaml's parser when PyYAML was built with it (much faster), else the pure one.
+_Base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_Base):  # type: ignore[misc]
+    """The safe loader, refusing duplicate keys.
+
+    YAML would silently keep the last value, so a key given twice (or two
+    manifests pasted together without ``---``) would lose half the input.
+    """
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[tuple[str, str]] = set()
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode):
+                key = (key_node.tag, key_node.value)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping", node.start_mark,
+                        f"found duplicate key {key_node.value!r}", key_node.start_mark)
+                seen.add(key)
+        mapping: dict[Any, Any] = super().construct_mapping(node, deep)
+        return mapping
+
 
 SUFFIXES = {".yaml", ".yml", ".json"}
 

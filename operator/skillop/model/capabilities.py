@@ -11,12 +11,14 @@ not known to be read-only. Three operations matter to the resolver:
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from functools import cached_property
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from pydantic.alias_generators import to_camel
 
 Checkpoint = Literal["no", "file", "snapshot"]
+ShortText = Annotated[str, StringConstraints(max_length=256)]
 
 #: Boolean capabilities where ``True`` is the cautious value.
 RISK_FLAGS = ("writes", "destructive", "openWorld", "sideEffects", "unsafe", "requiresApproval")
@@ -54,26 +56,34 @@ class Capabilities(BaseModel):
     unsafe: bool | None = None
     requires_approval: bool | None = None
     checkpoint: Checkpoint | None = None
-    write_scope: tuple[str, ...] | None = Field(default=None, max_length=64)
+    write_scope: tuple[ShortText, ...] | None = Field(default=None, max_length=64)
     timeout_seconds: int | None = Field(default=None, ge=1, le=86400)
-    tags: tuple[str, ...] | None = Field(default=None, max_length=64)
+    tags: tuple[ShortText, ...] | None = Field(default=None, max_length=64)
+
+    @cached_property
+    def _set_fields(self) -> dict[str, Any]:
+        # Computed once per (frozen) instance; never handed out, so never mutated.
+        # A cached_property is not a field: equality, hashing and dumps ignore it.
+        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
 
     def to_dict(self) -> dict[str, Any]:
-        """The set fields, camelCase, as they appear in documents."""
-        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+        """The set fields, camelCase, as they appear in documents (a fresh copy)."""
+        return {k: list(v) if isinstance(v, list) else v for k, v in self._set_fields.items()}
 
     def flag(self, name: str) -> bool:
         """Whether a boolean capability (camelCase name) is declared true."""
-        return bool(self.to_dict().get(name) is True)
+        return self._set_fields.get(name) is True
 
     def overlay(self, override: Capabilities) -> Capabilities:
         """This, with every field the override sets replaced."""
-        merged = {**self.to_dict(), **override.to_dict()}
+        if not override._set_fields:
+            return self
+        merged = {**self._set_fields, **override._set_fields}
         return Capabilities.model_validate(merged)
 
     def most_restrictive(self, other: Capabilities) -> Capabilities:
         """What is safe to assume of a tool described as both ``self`` and ``other``."""
-        a, b = self.to_dict(), other.to_dict()
+        a, b = self._set_fields, other._set_fields
         out: dict[str, Any] = {}
         for key in RISK_FLAGS:
             if key in a or key in b:
@@ -100,12 +110,15 @@ class Capabilities(BaseModel):
         """Fields the override would loosen, relative to this tool's own metadata.
 
         Tightening means: a risk flag set true, a safety promise set false, or a
-        shorter timeout. Everything else (checkpoint, writeScope, tags) is
-        descriptive of the implementation and cannot be changed from outside.
+        shorter timeout; restating the tool's own value changes nothing. Everything
+        else (checkpoint, writeScope, tags) is descriptive of the implementation
+        and cannot be changed from outside.
         """
-        current = self.to_dict()
+        current = self._set_fields
         loosened = []
-        for key, value in override.to_dict().items():
+        for key, value in override._set_fields.items():
+            if value == current.get(key):
+                continue
             if key in RISK_FLAGS:
                 ok = value is True
             elif key in SAFETY_FLAGS:
@@ -113,7 +126,7 @@ class Capabilities(BaseModel):
             elif key == "timeoutSeconds":
                 ok = value <= current.get("timeoutSeconds", value)
             else:
-                ok = value == current.get(key)
+                ok = False  # descriptive of the implementation, and changed
             if not ok:
                 loosened.append(key)
         return loosened

@@ -124,15 +124,18 @@ def validation_problems(
 
 def _meta(doc: Mapping[str, Any], subject: Subject, origin: str | None,
           ) -> tuple[Meta | None, list[Problem]]:
+    """Validated metadata; the raw values are checked, not the (display) subject."""
     raw = doc.get("metadata")
     if not isinstance(raw, Mapping):
-        return None, [Problem(subject, "metadata", P.INVALID_SPEC, "metadata is missing", origin)]
+        return None, [Problem(subject, "metadata", P.INVALID_SPEC,
+                              "metadata must be a mapping with a name", origin)]
     problems = []
-    ns, name = subject.namespace, subject.name
-    if not isinstance(name, str) or not OBJECT_NAME_RE.match(name) or len(name) > 253:
+    name, raw_ns = raw.get("name"), raw.get("namespace")
+    if not isinstance(name, str) or len(name) > 253 or not OBJECT_NAME_RE.match(name):
         problems.append(Problem(subject, "metadata.name", P.INVALID_SPEC,
                                 "must be a DNS-1123 name of at most 253 characters", origin))
-    if not NAMESPACE_RE.match(ns):
+    ns = subject.namespace
+    if (raw_ns is not None and not isinstance(raw_ns, str)) or not NAMESPACE_RE.match(ns):
         problems.append(Problem(subject, "metadata.namespace", P.INVALID_SPEC,
                                 "must be a DNS-1123 label of at most 63 characters", origin))
     labels = _string_map(raw.get("labels"))
@@ -140,10 +143,12 @@ def _meta(doc: Mapping[str, Any], subject: Subject, origin: str | None,
     if labels is None or annotations is None:
         problems.append(Problem(subject, "metadata.labels", P.INVALID_SPEC,
                                 "labels and annotations must map strings to strings", origin))
+    if problems or not isinstance(name, str):
+        return None, problems
     generation = raw.get("generation", 0)
     meta = Meta(ns, name, labels or {}, annotations or {},
                 generation if isinstance(generation, int) else 0, str(raw.get("uid", "")))
-    return (None if problems else meta), problems
+    return meta, problems
 
 
 def _string_map(value: Any) -> dict[str, str] | None:
@@ -157,14 +162,22 @@ def _string_map(value: Any) -> dict[str, str] | None:
 
 
 def _identify(doc: Mapping[str, Any], default_namespace: str) -> Subject:
+    """Who a document claims to be, for problem lines (validated later, in ``_meta``).
+
+    Whatever the input, the result is short: a 10,000-character name is cut, so
+    one problem stays one readable line.
+    """
     kind = doc.get("kind")
     raw = doc.get("metadata")
     raw = raw if isinstance(raw, Mapping) else {}
     ns = raw.get("namespace") or default_namespace
     name = raw.get("name") or "<unnamed>"
-    return Subject(str(kind) if kind else "<no kind>",
-                   ns if isinstance(ns, str) else str(ns),
-                   name if isinstance(name, str) else str(name)[:80])
+    return Subject(_shown(kind) if kind else "<no kind>", _shown(ns), _shown(name))
+
+
+def _shown(value: Any, limit: int = 253) -> str:
+    text = value if isinstance(value, str) else str(value)
+    return text if len(text) <= limit else text[:64] + "…"
 
 
 def parse_object(

@@ -19,9 +19,9 @@ class Subject:
     name: str
 
     def __str__(self) -> str:
-        return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else (
-            f"{self.kind} {self.name}"
-        )
+        if self.namespace:
+            return f"{self.kind} {self.namespace}/{self.name}"
+        return f"{self.kind} {self.name}" if self.name else self.kind
 
 
 @dataclass(frozen=True, order=True, slots=True)

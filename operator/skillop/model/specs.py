@@ -159,6 +159,15 @@ Duration = Annotated[str, StringConstraints(pattern=r"^([0-9]+(ms|s|m|h))+$", ma
 class McpServer(SpecModel):
     """An MCP server whose tools (all of them, filtered) the skill includes."""
 
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [
+        {"rule": "has(self.url) != has(self.command)",
+         "message": "exactly one of url and command must be set"},
+        {"rule": "!has(self.command) || !has(self.transport) || self.transport == 'stdio'",
+         "message": "a command server uses transport stdio"},
+        {"rule": "!has(self.url) || !has(self.transport) || self.transport != 'stdio'",
+         "message": "a url server cannot use transport stdio"},
+    ]})
+
     name: ServerName
     url: Annotated[str, StringConstraints(pattern=r"^https?://", max_length=2048)] | None = None
     transport: Transport | None = None
@@ -214,6 +223,11 @@ class ConfigMapKeyRef(SpecModel):
 class AgentSkillSource(SpecModel):
     """A SKILL.md, from a ConfigMap key or inline."""
 
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [
+        {"rule": "has(self.configMapRef) != has(self.inline)",
+         "message": "exactly one of configMapRef and inline must be set"},
+    ]})
+
     config_map_ref: ConfigMapKeyRef | None = None
     inline: Annotated[str, StringConstraints(max_length=262144)] | None = None
 
@@ -258,6 +272,11 @@ def _requirement_holds(req: LabelSelectorRequirement, labels: dict[str, str]) ->
 
 class Sharing(SpecModel):
     """Which namespaces may include this skill or reference it from an Actor."""
+
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [
+        {"rule": "(has(self.from) && self.from == 'Selector') == has(self.selector)",
+         "message": "selector is required with from: Selector, and only then"},
+    ]})
 
     from_: Literal["Same", "All", "Selector"] = Field(default="Same", alias="from")
     selector: LabelSelector | None = None

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from skillop.model.capabilities import Capabilities
@@ -33,6 +34,10 @@ class ToolDef:
     mcp_server: str | None = None
     #: An Agent Skill's Markdown body: content for the pod, not part of the definition.
     body: str | None = None
+    #: ``fragments()``, computed on first use. Not a field of the definition: it
+    #: is left out of init, comparisons and repr, and ``replace`` starts it afresh.
+    _fragments: dict[str, str] = field(default_factory=dict, init=False, repr=False,
+                                       compare=False)
 
     def with_override(self, override: Override) -> ToolDef:
         """This tool as an includer sees it (the source object is untouched)."""
@@ -46,12 +51,32 @@ class ToolDef:
             capabilities=caps,
         )
 
+    def fragments(self) -> Mapping[str, str]:
+        """Canonical JSON (sorted keys, no spaces) of each definition field, by its
+        camelCase document key, plus ``digest``; computed once, as a ToolDef is
+        shared by every actor that reaches it and its schemas are never mutated."""
+        cached = self._fragments
+        if not cached:
+            out = {key: _canonical(value) for key, value in (
+                ("name", self.name), ("title", self.title), ("description", self.description),
+                ("inputSchema", self.input_schema), ("outputSchema", self.output_schema),
+                ("capabilities", self.capabilities.to_dict()), ("runtime", self.runtime),
+                ("source", self.source), ("mcpServer", self.mcp_server),
+            )}
+            # The digest body as json.dumps(sort_keys=True) would spell it.
+            raw = "{" + ",".join(f'"{key}":{out[key]}' for key in _DIGESTED) + "}"
+            out["digest"] = _canonical("sha256:" + hashlib.sha256(raw.encode()).hexdigest())
+            cached.update(out)
+        return cached
+
     def digest(self) -> str:
         """sha256 of what a model is shown: name, description, schemas and capabilities."""
-        body = {
-            "name": self.name, "title": self.title, "description": self.description,
-            "inputSchema": self.input_schema, "outputSchema": self.output_schema,
-            "capabilities": self.capabilities.to_dict(),
-        }
-        raw = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        return "sha256:" + hashlib.sha256(raw.encode()).hexdigest()
+        return self.fragments()["digest"][1:-1]  # a JSON string of "sha256:<hex>"
+
+
+#: The fields ``digest`` covers, in sorted order.
+_DIGESTED = ("capabilities", "description", "inputSchema", "name", "outputSchema", "title")
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

@@ -70,6 +70,10 @@ def _policy_lines(resolution: Resolution) -> list[str]:
 def _absence(resolver: Resolver, resolution: Resolution, actor: ObjectRef,
              tool_name: str) -> list[str]:
     head = f"{resolution.subject} does not have tool {tool_name}"
+    renamed = [t.name for t in resolution.tools if t.entry.tool.name == tool_name]
+    if renamed:
+        return [head, f"several different tools are called {tool_name}, so each goes by its"
+                f" qualified name: {', '.join(renamed)}"]
     for entry, reason in resolution.dropped:
         if tool_name in (entry.tool.name, entry.qualified_name):
             return [head, f"dropped by policy: {reason}", *_entry_lines(entry)]

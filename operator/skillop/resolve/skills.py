@@ -64,9 +64,14 @@ class _Builder:
         entry = Entry(tool, self.skill.ref)
         if override is not None:
             entry = entry.overridden(override, at=f"{self.skill.subject} {field}.overrides")
-        if tool.identity not in self.own:
+        first = self.fields.get(tool.identity)
+        if first is None:
             self.own[tool.identity] = entry
             self.fields[tool.identity] = field
+        elif _declared_twice(tool, first, field):
+            where = f"{field} lists it twice" if first == field else f"{first} and {field}"
+            self.problem(field, P.DUPLICATE_TOOL_NAME,
+                         f"two different tools are named {tool.name}: {where}")
 
     def ref(self, text: str, field: str) -> ObjectRef | None:
         try:
@@ -74,6 +79,19 @@ class _Builder:
         except RefError as err:
             self.problem(field, P.INVALID_REF, str(err))
             return None
+
+
+def _declared_twice(tool: ToolDef, first_field: str, field: str) -> bool:
+    """Whether a second tool with a known identity is a second declaration.
+
+    A registry Tool or built-in group listed twice is one tool reached twice,
+    and so is one MCP endpoint under two server names. But inline tools and
+    SKILL.md files are identified by skill and name, so a repeat is a second
+    tool with the same name; so is a name an MCP server's ``tools`` lists twice.
+    """
+    if tool.source in ("anonymous", "agent_skill"):
+        return True
+    return tool.source == "mcp" and first_field == field
 
 
 def skill_view(skill: SkillResource, catalog: Catalog) -> SkillView:
@@ -195,6 +213,9 @@ def _check_unique_names(b: _Builder) -> None:
             where = ", ".join(f"{b.fields[i]} ({i})" for i in idents)
             b.problem(b.fields[idents[1]], P.DUPLICATE_TOOL_NAME,
                       f"two different tools are named {name}: {where}")
+            # The skill is in error; keeping only the first keeps names unique.
+            for ident in idents[1:]:
+                del b.own[ident]
 
 
 def _include(b: _Builder, i: int, text: str, overrides: Mapping[str, Override],

@@ -11,10 +11,12 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from json.encoder import encode_basestring
 from typing import Any
 
 from skillop.model.names import GROUP_VERSION, ObjectRef
 from skillop.model.specs import McpServer
+from skillop.model.tooldef import ToolDef
 from skillop.resolve.entries import Entry
 
 TOOLS_KEY = "tools.json"
@@ -39,7 +41,31 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+def _json_value(value: Any) -> str:
+    """``canonical_json(value)``, with a shortcut for strings (the same C encoder)."""
+    return encode_basestring(value) if isinstance(value, str) else canonical_json(value)
+
+
+#: Tool document keys whose values are the ToolDef's own fields, unchanged.
+_DEFINITION_KEYS = frozenset({"source", "title", "description", "inputSchema", "outputSchema",
+                              "capabilities", "runtime", "mcpServer"})
+
+
+def _tool_json(doc: dict[str, Any], tool: ToolDef) -> str:
+    """``canonical_json(doc)`` of a tool document, from the tool's cached fragments:
+    a tool reached by many actors has its schemas serialised once, not once each."""
+    fragments = tool.fragments()
+    return "{" + ",".join(
+        f"{encode_basestring(key)}:"
+        f"{fragments[key] if key in _DEFINITION_KEYS else _json_value(doc[key])}"
+        for key in sorted(doc)
+    ) + "}"
+
+
 def tool_document(tool: EffectiveTool) -> dict[str, Any]:
+    """One tool, with exactly the contract's keys: ``title``, ``outputSchema`` and
+    ``runtime`` are null when unset (so every tool has the same shape), and
+    ``mcpServer`` is there for MCP tools only."""
     t = tool.entry.tool
     doc: dict[str, Any] = {
         "name": tool.name,
@@ -47,20 +73,16 @@ def tool_document(tool: EffectiveTool) -> dict[str, Any]:
         "qualifiedName": tool.entry.qualified_name,
         "source": t.source,
         "skill": tool.entry.skill.canonical,
+        "title": t.title,
+        "description": t.description,
+        "inputSchema": t.input_schema,
+        "outputSchema": t.output_schema,
+        "capabilities": t.capabilities.to_dict(),
+        "runtime": t.runtime,
     }
-    if t.title is not None:
-        doc["title"] = t.title
-    doc["description"] = t.description
-    doc["inputSchema"] = t.input_schema
-    if t.output_schema is not None:
-        doc["outputSchema"] = t.output_schema
-    doc["capabilities"] = t.capabilities.to_dict()
-    if t.runtime is not None:
-        doc["runtime"] = t.runtime
     if t.mcp_server is not None:
         doc["mcpServer"] = t.mcp_server
     doc["path"] = [ref.canonical for ref in tool.path]
-    doc["digest"] = t.digest()
     return doc
 
 
@@ -85,12 +107,13 @@ def toolset_document(
 ) -> dict[str, Any]:
     """The document, with ``hash`` filled in. ``owner_kind`` is ``actor`` or ``skill``."""
     used = {(t.entry.skill, t.entry.tool.mcp_server) for t in tools if t.entry.tool.mcp_server}
+    ordered = sorted(tools, key=lambda t: t.name)
     doc: dict[str, Any] = {
         "apiVersion": GROUP_VERSION,
         "kind": "ToolSet",
         owner_kind: owner,
         "hash": "",
-        "tools": [tool_document(t) for t in sorted(tools, key=lambda t: t.name)],
+        "tools": [tool_document(t) for t in ordered],
         "mcpServers": [
             server_document(skill, server)
             for skill, server in sorted(servers, key=lambda p: (p[1].name, p[0]))
@@ -98,16 +121,32 @@ def toolset_document(
         ],
         "agentSkills": [
             {"name": t.name, "skill": t.entry.skill.canonical, "key": t.key}
-            for t in sorted(tools, key=lambda t: t.name) if t.key is not None
+            for t in ordered if t.key is not None
         ],
     }
-    doc["hash"] = document_hash(doc)
+    tools_json = [_tool_json(d, t.entry.tool) for d, t in zip(doc["tools"], ordered, strict=True)]
+    doc["hash"] = _hash(doc, tools_json)
     return doc
 
 
 def document_hash(doc: dict[str, Any]) -> str:
+    """sha256 of the document's canonical JSON, without its ``hash`` field."""
+    return _hash(doc, None)
+
+
+def _hash(doc: dict[str, Any], tools_json: list[str] | None) -> str:
+    """``document_hash``; given ``tools_json`` (the canonical JSON of each of
+    ``doc["tools"]``), the tools are not serialised again."""
     body = {k: v for k, v in doc.items() if k != "hash"}
-    return "sha256:" + hashlib.sha256(canonical_json(body).encode()).hexdigest()
+    if tools_json is None:
+        text = canonical_json(body)
+    else:
+        text = "{" + ",".join(
+            f"{encode_basestring(key)}:"
+            + ("[" + ",".join(tools_json) + "]" if key == "tools" else canonical_json(body[key]))
+            for key in sorted(body)
+        ) + "}"
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
 def render_document(doc: dict[str, Any]) -> str:

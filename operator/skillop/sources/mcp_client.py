@@ -50,7 +50,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mappin
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Final, Literal, NoReturn
-from urllib.parse import SplitResult, urljoin, urlsplit
 
 import anyio
 import httpx2
@@ -90,7 +89,13 @@ ErrorReason = Literal[
 
 DEFAULT_EGRESS_PATTERNS: Final[tuple[str, ...]] = ("*.svc", "*.svc.cluster.local")
 
-_ANNOTATION_KEYS: Final = ("title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+_ANNOTATION_KEYS: Final = (
+    "title",
+    "readOnlyHint",
+    "destructiveHint",
+    "idempotentHint",
+    "openWorldHint",
+)
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 _CLIENT_INFO: Final = types.Implementation(name="skillop-discovery", version="0.1.0")
 # Header values shorter than this are not secrets worth redacting (and would
@@ -124,6 +129,20 @@ class DiscoveryLimits:
     max_response_bytes: int = 4 * 1024 * 1024
     max_pages: int = 100
 
+    def __post_init__(self) -> None:
+        for name in (
+            "connect_timeout",
+            "total_timeout",
+            "max_tools",
+            "max_response_bytes",
+            "max_pages",
+        ):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"DiscoveryLimits.{name} must be positive")
+
+
+_DEFAULT_LIMITS: Final = DiscoveryLimits()
+
 
 @dataclass(frozen=True)
 class DiscoveryResult:
@@ -146,33 +165,58 @@ class DiscoveryError(Exception):
         self.detail = detail
         super().__init__(f"MCP discovery at {url} failed ({reason}): {detail}")
 
+    def __reduce__(self) -> tuple[type[DiscoveryError], tuple[ErrorReason, str, str]]:
+        # Exceptions rebuild from args when copied or pickled; ours has three.
+        return (DiscoveryError, (self.reason, self.url, self.detail))
+
 
 # --------------------------------------------------------------------------- URLs
 
 
-def _display_url(url: str) -> str:
+def _parse(url: str | httpx2.URL) -> httpx2.URL | None:
+    # httpx's parser, not urllib's: the guard must see the host httpx connects to.
+    try:
+        return url if isinstance(url, httpx2.URL) else httpx2.URL(url)
+    except (httpx2.InvalidURL, TypeError, ValueError):
+        return None
+
+
+def _display_url(url: str | httpx2.URL) -> str:
     """The URL without userinfo, query and fragment: what errors and logs may show."""
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        port = parts.port
-    except ValueError:
+    parsed = _parse(url)
+    if parsed is None:
         return "<invalid URL>"
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = host if port is None else f"{host}:{port}"
-    return SplitResult(parts.scheme, netloc, parts.path, "", "").geturl()
+    return str(parsed.copy_with(userinfo=b"", query=None, fragment=None))
 
 
-def _host_port(url: str) -> str:
-    """``host[:port]`` of a URL, for naming where a redirect pointed."""
-    parts = urlsplit(url)
-    host = parts.hostname or "?"
+def _redirect_target(base: httpx2.URL, location: str | None) -> str:
+    """``host[:port]`` a redirect points to, for the error message (never its path or query)."""
     try:
-        port = parts.port
-    except ValueError:
-        port = None
-    return host if port is None else f"{host}:{port}"
+        url = base.join(location) if location else None
+    except (httpx2.InvalidURL, TypeError, ValueError):
+        url = None
+    if url is None:
+        return "an invalid location"
+    host = url.host or "?"
+    return f"host {host}" if url.port is None else f"host {host}:{url.port}"
+
+
+def _target(url: str | httpx2.URL) -> tuple[str, str, int] | None:
+    """The (scheme, host, port) a request to ``url`` connects to; None unless http(s)."""
+    parsed = _parse(url)
+    if parsed is None:
+        return None
+    scheme = parsed.scheme.lower()
+    try:
+        host = parsed.raw_host.decode("ascii").lower()  # IDNA form: the name resolved
+    except UnicodeDecodeError:
+        return None
+    if scheme not in _DEFAULT_PORTS or not host:
+        return None
+    port = parsed.port if parsed.port is not None else _DEFAULT_PORTS[scheme]
+    if not 0 < port < 65536:
+        return None
+    return scheme, host, port
 
 
 @dataclass(frozen=True)
@@ -207,7 +251,7 @@ def _split_host_port(text: str) -> tuple[str, str | None]:
         host, _, tail = text[1:].partition("]")
         return host, (tail[1:] or None) if tail.startswith(":") else None
     host, sep, port = text.rpartition(":")
-    if sep and host and ":" not in host:
+    if sep and ":" not in host:
         return host, port or None
     return text, None
 
@@ -240,18 +284,9 @@ class EgressGuard:
     def __repr__(self) -> str:
         return f"EgressGuard({list(self.patterns)!r})"
 
-    def allows(self, url: str) -> bool:
-        try:
-            parts = urlsplit(url)
-            host = (parts.hostname or "").lower()
-            port = parts.port
-        except ValueError:
-            return False
-        scheme = parts.scheme.lower()
-        if scheme not in _DEFAULT_PORTS or not host:
-            return False
-        effective_port = port if port is not None else _DEFAULT_PORTS[scheme]
-        return any(p.matches(scheme, host, effective_port) for p in self._compiled)
+    def allows(self, url: str | httpx2.URL) -> bool:
+        target = _target(url)
+        return target is not None and any(p.matches(*target) for p in self._compiled)
 
     def check(self, url: str) -> None:
         """Raise ``DiscoveryError(reason="URLNotAllowed")`` unless ``url`` may be contacted."""
@@ -306,7 +341,9 @@ class _Wire:
     fact here, and that fact wins when the failure is classified.
     """
 
-    def __init__(self, url: str, transport: McpTransport, guard: EgressGuard, limits: DiscoveryLimits):
+    def __init__(
+        self, url: str, transport: McpTransport, guard: EgressGuard, limits: DiscoveryLimits
+    ):
         self.display_url = _display_url(url)
         self.transport = transport
         self.guard = guard
@@ -317,11 +354,14 @@ class _Wire:
         self.open_event_streams = 0
         self.event_stream_seen = False
         self.event_stream_settled = anyio.Event()
+        self.wake: Callable[[], None] | None = None  # lets a watch notice a failure at once
 
     def fail(self, reason: ErrorReason, detail: str) -> NoReturn:
         error = DiscoveryError(reason, self.display_url, detail)
         if self.failure is None:
             self.failure = error
+            if self.wake is not None:
+                self.wake()
         raise error
 
     def raise_if_failed(self) -> None:
@@ -334,15 +374,14 @@ class _Wire:
             self.fail("ResponseTooLarge", f"responses exceeded {self.max_bytes} bytes")
 
     def check_request(self, request: httpx2.Request) -> None:
-        if not self.guard.allows(str(request.url)):
-            self.fail("URLNotAllowed", f"refused a request to {_display_url(str(request.url))}")
+        if not self.guard.allows(request.url):
+            self.fail("URLNotAllowed", f"refused a request to {_display_url(request.url)}")
 
     def check_response(self, request: httpx2.Request, response: httpx2.Response) -> None:
         status = response.status_code
         if 300 <= status < 400:
-            location = response.headers.get("location")
-            target = _host_port(urljoin(str(request.url), location)) if location else "nowhere"
-            self.fail("Redirected", f"HTTP {status} redirect to host {target} was not followed")
+            target = _redirect_target(request.url, response.headers.get("location"))
+            self.fail("Redirected", f"HTTP {status} redirect to {target} was not followed")
         encoding = response.headers.get("content-encoding", "identity").strip().lower()
         if encoding not in ("", "identity"):
             self.fail("ProtocolError", f"compressed response ({encoding}) refused")
@@ -352,12 +391,14 @@ class _Wire:
     def _status_matters(self, request: httpx2.Request) -> bool:
         # The streamable-HTTP notification GET may be refused (405) by servers
         # that never push; only the POSTs carry the answers that count there.
-        return request.method == "POST" or self.transport == "sse" and request.method == "GET"
+        return request.method == "POST" or (self.transport == "sse" and request.method == "GET")
 
     def is_event_stream(self, request: httpx2.Request, response: httpx2.Response) -> bool:
         content_type = response.headers.get("content-type", "")
-        return request.method == "GET" and response.status_code == 200 and (
-            content_type.startswith("text/event-stream")
+        return (
+            request.method == "GET"
+            and response.status_code == 200
+            and (content_type.startswith("text/event-stream"))
         )
 
     def event_stream_opened(self) -> None:
@@ -377,10 +418,18 @@ class _MeteredStream(httpx2.AsyncByteStream):
         self._inner = inner
         self._wire = wire
         self._on_close = on_close
+        self._is_event_stream = on_close is not None
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         async for chunk in self._inner:
-            self._wire.count(len(chunk))  # raises past the limit: stop reading at once
+            try:
+                self._wire.count(len(chunk))
+            except DiscoveryError:
+                if not self._is_event_stream:
+                    raise  # a request's answer: fail it at once
+                # An event stream just ends: the SDK logs a raised error with a
+                # traceback, and the failure is on the wire record anyway.
+                return
             yield chunk
 
     async def aclose(self) -> None:
@@ -422,7 +471,9 @@ class _FencedTransport(httpx2.AsyncBaseTransport):
         await self._inner.aclose()
 
 
-def _http_client(wire: _Wire, headers: Mapping[str, str], limits: DiscoveryLimits) -> httpx2.AsyncClient:
+def _http_client(
+    wire: _Wire, headers: Mapping[str, str], limits: DiscoveryLimits
+) -> httpx2.AsyncClient:
     # Reads are unbounded here because the notification stream idles for long;
     # every request is bounded by an anyio deadline instead.
     timeout = httpx2.Timeout(limits.total_timeout, connect=limits.connect_timeout, read=None)
@@ -456,6 +507,7 @@ async def _session(
                 timeout: httpx2.Timeout | None = None,
                 auth: httpx2.Auth | None = None,
             ) -> httpx2.AsyncClient:
+                # The SDK's timeout (300 s reads) gives way to the discovery limits.
                 return _http_client(wire, headers or {}, limits)
 
             streams = sse_client(url, headers=dict(headers), httpx_client_factory=factory)
@@ -473,8 +525,9 @@ async def _session(
             client_info=_CLIENT_INFO,
         )
         await stack.enter_async_context(session)
-        with anyio.fail_after(limits.connect_timeout + limits.total_timeout):
-            await session.initialize()
+        # Callers hold the deadline: entering SDK task groups inside a deadline
+        # scope of our own here would break anyio's scope nesting.
+        await session.initialize()
         yield session
 
 
@@ -498,7 +551,9 @@ def _announces_list_changed(session: ClientSession) -> bool:
     return bool(caps is not None and caps.tools is not None and caps.tools.list_changed)
 
 
-async def _list_all(session: ClientSession, wire: _Wire, limits: DiscoveryLimits) -> DiscoveryResult:
+async def _list_all(
+    session: ClientSession, wire: _Wire, limits: DiscoveryLimits
+) -> DiscoveryResult:
     """Every page of ``tools/list``; tools repeated across pages keep their first listing."""
     tools: dict[str, DiscoveredTool] = {}
     cursors: set[str] = set()
@@ -532,7 +587,9 @@ def _leaves(exc: BaseException) -> Iterator[BaseException]:
         yield exc
 
 
-def _first(exc: BaseException, kind: type[BaseException] | tuple[type[BaseException], ...]) -> BaseException | None:
+def _first(
+    exc: BaseException, kind: type[BaseException] | tuple[type[BaseException], ...]
+) -> BaseException | None:
     return next((leaf for leaf in _leaves(exc) if isinstance(leaf, kind)), None)
 
 
@@ -553,13 +610,26 @@ def _classify(exc: BaseException, wire: _Wire, redact: _Redactor) -> DiscoveryEr
         return DiscoveryError("HTTPError", url, f"HTTP {status.response.status_code}")
     if wire.http_status is not None:
         return DiscoveryError("HTTPError", url, f"HTTP {wire.http_status}")
-    if (lost := _first(exc, (httpx2.TransportError, anyio.ClosedResourceError, anyio.BrokenResourceError))) is not None:
+    if (
+        lost := _first(
+            exc, (httpx2.TransportError, anyio.ClosedResourceError, anyio.BrokenResourceError)
+        )
+    ) is not None:
         return DiscoveryError("ConnectFailed", url, f"connection lost: {type(lost).__name__}")
     if (rpc := _first(exc, MCPError)) is not None:
         assert isinstance(rpc, MCPError)
-        return DiscoveryError("ProtocolError", url, f"MCP error {rpc.code}: {redact(rpc.message)}")
+        return _classify_rpc(rpc, url, redact)
     leaf = next(_leaves(exc))
     return DiscoveryError("ProtocolError", url, f"{type(leaf).__name__}: {redact(str(leaf))}")
+
+
+def _classify_rpc(rpc: MCPError, url: str, redact: _Redactor) -> DiscoveryError:
+    # The SDK reports transport trouble as JSON-RPC errors with reserved codes.
+    if rpc.code == types.CONNECTION_CLOSED:
+        return DiscoveryError("ConnectFailed", url, "connection lost")
+    if rpc.code == types.REQUEST_TIMEOUT:
+        return DiscoveryError("Timeout", url, "no answer in time")
+    return DiscoveryError("ProtocolError", url, f"MCP error {rpc.code}: {redact(rpc.message)}")
 
 
 # --------------------------------------------------------------------------- list_tools
@@ -571,7 +641,7 @@ async def list_tools(
     transport: McpTransport = "streamable-http",
     headers: Mapping[str, str] | None = None,
     guard: EgressGuard,
-    limits: DiscoveryLimits = DiscoveryLimits(),
+    limits: DiscoveryLimits = _DEFAULT_LIMITS,
 ) -> DiscoveryResult:
     """Connect, initialize, list every page of tools, disconnect.
 
@@ -638,7 +708,7 @@ async def watch_tools(
     transport: McpTransport = "streamable-http",
     headers: Mapping[str, str] | None = None,
     guard: EgressGuard,
-    limits: DiscoveryLimits = DiscoveryLimits(),
+    limits: DiscoveryLimits = _DEFAULT_LIMITS,
     on_change: Callable[[DiscoveryResult], Awaitable[None]],
     on_error: Callable[[DiscoveryError], Awaitable[None]],
     reconnect_backoff: tuple[float, float] = (0.5, 30.0),
@@ -661,7 +731,16 @@ async def watch_tools(
     backoff = _Backoff(*reconnect_backoff)
     while True:
         try:
-            await _watch_session(url, transport, dict(headers or {}), guard, limits, on_change, backoff, ping_interval)
+            await _watch_session(
+                url,
+                transport,
+                dict(headers or {}),
+                guard,
+                limits,
+                on_change,
+                backoff,
+                ping_interval,
+            )
         except DiscoveryError as error:
             logger.debug("watch interrupted: %s", error)
             await on_error(error)
@@ -686,13 +765,16 @@ async def _watch_session(
             changed.set()
 
     wire = _Wire(url, transport, guard, limits)
+    wire.wake = changed.set
     try:
         # One scope whose deadline bounds connecting only: anyio forbids leaving
         # a deadline scope while the SDK's task groups opened inside it live on.
         with anyio.CancelScope(deadline=anyio.current_time() + limits.total_timeout) as connecting:
             async with _session(url, transport, headers, wire, limits, on_message) as session:
                 connecting.deadline = math.inf
-                await _serve_watch(session, wire, changed, limits, on_change, backoff, ping_interval)
+                await _serve_watch(
+                    session, wire, changed, limits, on_change, backoff, ping_interval
+                )
         raise TimeoutError("connecting took too long")
     except Exception as exc:
         if (carrier := _first(exc, _CallbackFailed)) is not None:
@@ -712,6 +794,7 @@ async def _serve_watch(
     """List, hand the list over, wait for a change; again and again."""
     await _wait_event_stream(wire, limits)
     while True:
+        wire.raise_if_failed()
         changed.clear()
         wire.bytes = 0  # the byte limit applies to each listing
         with anyio.fail_after(limits.total_timeout):
@@ -731,7 +814,11 @@ async def _wait_event_stream(wire: _Wire, limits: DiscoveryLimits) -> None:
 
 
 async def _idle_until_changed(
-    session: ClientSession, wire: _Wire, changed: _Flag, ping_interval: float, limits: DiscoveryLimits
+    session: ClientSession,
+    wire: _Wire,
+    changed: _Flag,
+    ping_interval: float,
+    limits: DiscoveryLimits,
 ) -> None:
     """Wait for a change notification, checking the connection every ``ping_interval``."""
     while True:
@@ -775,7 +862,11 @@ class DiscoveryCache:
         self.connections_made = 0
 
     @staticmethod
-    def key(url: str, transport: McpTransport = "streamable-http", headers: Mapping[str, str] | None = None) -> str:
+    def key(
+        url: str,
+        transport: McpTransport = "streamable-http",
+        headers: Mapping[str, str] | None = None,
+    ) -> str:
         """The cache key of a server: printable, without header values."""
         return f"{transport} {_display_url(url)} {_server_digest(url, headers)}"
 
@@ -786,7 +877,7 @@ class DiscoveryCache:
         transport: McpTransport = "streamable-http",
         headers: Mapping[str, str] | None = None,
         guard: EgressGuard,
-        limits: DiscoveryLimits = DiscoveryLimits(),
+        limits: DiscoveryLimits = _DEFAULT_LIMITS,
         max_age: float,
     ) -> DiscoveryResult:
         """The server's tools, from cache when fresh, else from one shared connection."""
@@ -797,7 +888,9 @@ class DiscoveryCache:
         pending = self._inflight.get(key)
         if pending is None:
             pending = asyncio.ensure_future(
-                self._refresh(key, url, transport=transport, headers=headers, guard=guard, limits=limits)
+                self._refresh(
+                    key, url, transport=transport, headers=headers, guard=guard, limits=limits
+                )
             )
             self._inflight[key] = pending
             pending.add_done_callback(lambda done: self._settle(key, done))
@@ -805,7 +898,11 @@ class DiscoveryCache:
         return await asyncio.shield(pending)
 
     def last_good(
-        self, url: str, *, transport: McpTransport = "streamable-http", headers: Mapping[str, str] | None = None
+        self,
+        url: str,
+        *,
+        transport: McpTransport = "streamable-http",
+        headers: Mapping[str, str] | None = None,
     ) -> DiscoveryResult | None:
         """The last successful result for this server, however old, or None."""
         entry = self._entries.get(self.key(url, transport, headers))
@@ -822,7 +919,9 @@ class DiscoveryCache:
         limits: DiscoveryLimits,
     ) -> DiscoveryResult:
         self.connections_made += 1
-        result = await list_tools(url, transport=transport, headers=headers, guard=guard, limits=limits)
+        result = await list_tools(
+            url, transport=transport, headers=headers, guard=guard, limits=limits
+        )
         self._entries[key] = _Entry(result, self._clock())
         return result
 

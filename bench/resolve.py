@@ -1,0 +1,548 @@
+"""Benchmark: resolving a large synthetic catalog, against parsing its YAML.
+
+What is measured, and why
+-------------------------
+The operator re-resolves actors whenever a Skill, Tool or Actor changes, and the
+CLI resolves from manifest files; both first parse YAML (or JSON) into objects.
+Parsing is work nobody can avoid, so it is the yardstick: resolving every actor
+of a catalog should cost no more than parsing that catalog's YAML once.
+
+The script generates a deterministic synthetic catalog (``--seed``):
+
+* ``--skills`` Skills (default 10,000) spread over a few namespaces, each with
+  about five tools from mixed sources: registry ``Tool`` references (some to
+  Tools shared across namespaces), built-in groups, anonymous tools with small
+  input schemas, declared MCP servers with 2-3 tools, inline SKILL.md documents;
+* a layered include DAG: each skill includes 0-3 skills of deeper layers, mostly
+  nearby skills of its own namespace (so there are diamonds), a few skills of
+  other namespaces that are shared with ``sharing: {from: All}``; a spine makes
+  the longest include chain 30 edges deep; some includes override tools of the
+  included skill;
+* ``--actors`` Actors (default 1,000) with 1-5 root skills, some with an access
+  policy (deny globs, denied capabilities, a large ``maxTools``).
+
+It then times, each best of ``--repeat``:
+
+1. ``yaml.load_all`` of the whole text with PyYAML's C loader (``parse``);
+2. ``parse_object`` of every document plus ``Catalog.of`` (``load``): pydantic
+   validation of every model;
+3. a fresh ``Resolver`` resolving every actor, including its ToolSet document
+   and hash (``resolve``), which is what the operator does after a restart.
+
+The catalog must be valid: problems met while resolving are counted and
+printed, and the script fails when there are any (a benchmark of error paths
+would measure the wrong thing). It prints the input size, every figure, the
+closure sizes, the process's peak RSS, and last ``resolve/parse ratio: X.XX``.
+
+``--scaling`` also resolves a catalog twice the size (same actors), and one
+twice the size with twice the actors, and prints the resolve-time ratios.
+``--cli`` times ``skillop tools team-a/developer -f examples -o table`` (wall
+clock, a fresh process each time, best of 5).
+
+Targets: resolve/parse <= 1.0; x2 catalog => resolve time x2.2 at most; peak
+memory under 1 GiB at the default size; the CLI under 0.5 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from skillop.model.manifest import parse_object
+from skillop.model.problems import Problem
+from skillop.resolve.catalog import Catalog
+from skillop.resolve.resolver import Resolution, Resolver
+from skillop.resolve.toolset import document_hash
+from skillop.sources.builtins import builtin_group
+
+API = "skillop.dev/v1alpha1"
+DEPTH = 30  # the longest include chain, in include edges
+NAMESPACES = 8
+WINDOW = 6  # includes go to skills at most this many positions away (diamonds)
+TOOLS_PER_SKILL = 0.3  # registry Tools generated per Skill
+SHARED_TOOL = 0.1  # fraction of Tools labelled skillop.dev/shared=true
+SHARED_SKILL = 0.05  # fraction of Skills with sharing: {from: All}
+CROSS_NS = 0.05  # fraction of includes / tool refs that cross namespaces
+ROOT = Path(__file__).resolve().parent.parent
+CLI_TARGET = 0.5
+T = TypeVar("T")
+
+VERBS = ("run", "list", "get", "create", "update", "delete", "scan", "build", "check",
+         "render", "sync", "fetch")
+NOUNS = ("tests", "issues", "pods", "images", "users", "tickets", "metrics", "logs",
+         "secrets", "charts", "branches", "builds", "alerts", "reports", "tables",
+         "queues", "buckets", "invoices", "docs", "traces")
+BUILTIN_GROUPS = ("file_operations", "directory_operations", "git_operations",
+                  "shell_operations")
+
+
+# -- the synthetic catalog -----------------------------------------------------------
+
+
+@dataclass
+class SkillPlan:
+    ns: str
+    name: str
+    layer: int
+    index: int  # position among the skills of (ns, layer)
+    shared: bool
+    includes: list[int] = field(default_factory=list)
+    #: Tools this skill declares itself: (name, identity); for override keys.
+    own: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class Catalogue:
+    """The generated YAML and what the generator knows about its shape."""
+
+    text: str
+    tools: int
+    skills: int
+    actors: int
+    declared_tools: int  # tools declared by skills (all sources), before dedupe
+    max_depth: int
+    closures: list[int]  # closure size in skills of every actor
+
+
+class Generator:
+    def __init__(self, skills: int, actors: int, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.n_skills = skills
+        self.n_actors = actors
+        self.namespaces = [f"team-{i}" for i in range(NAMESPACES)]
+        self.docs: list[dict[str, Any]] = []
+        self.plans: list[SkillPlan] = []
+        self.by_slot: dict[tuple[str, int], list[int]] = {}
+        self.shared_by_layer: dict[int, list[int]] = {}
+        self.tools: dict[str, list[tuple[str, str]]] = {}  # ns -> [(object name, tool name)]
+        self.shared_tools: list[tuple[str, str, str]] = []  # (ns, object name, tool name)
+        self.name_identities: dict[str, set[str]] = {}
+        self.declared = 0
+
+    def pick(self, items: list[T] | tuple[T, ...]) -> T:
+        return items[self.rng.randrange(len(items))]
+
+    def tool_name(self) -> str:
+        return f"{self.pick(VERBS)}_{self.pick(NOUNS)}"
+
+    def schema(self, props: int) -> dict[str, Any]:
+        properties: dict[str, Any] = {}
+        for i in range(props):
+            kind = self.pick(("string", "integer", "boolean", "string"))
+            prop: dict[str, Any] = {"type": kind, "description": f"The {self.pick(NOUNS)} "
+                                    f"parameter number {i} of this tool."}
+            if kind == "integer":
+                prop["minimum"] = 0
+            properties[f"{self.pick(NOUNS)}_{i}"] = prop
+        return {"type": "object", "properties": properties,
+                "required": sorted(properties)[: max(1, props // 2)]}
+
+    def capabilities(self) -> dict[str, Any]:
+        r = self.rng.random()
+        if r < 0.4:
+            return {"readOnly": True, "idempotent": self.rng.random() < 0.5}
+        if r < 0.7:
+            return {"writes": True, "checkpoint": "file"}
+        if r < 0.8:
+            return {"writes": True, "destructive": True, "requiresApproval": True}
+        if r < 0.9:
+            return {"openWorld": True, "tags": ["network"], "timeoutSeconds": 60}
+        return {}
+
+    # -- objects -------------------------------------------------------------------
+    def generate(self) -> Catalogue:
+        self.plan_skills()
+        self.make_tools()
+        for i in range(len(self.plans)):
+            self.docs.append(self.skill_doc(i))
+        closures = self.make_actors()
+        text = yaml.dump_all(self.docs, Dumper=yaml.CSafeDumper, sort_keys=False,
+                             default_flow_style=False, width=100)
+        n_tools = sum(len(v) for v in self.tools.values())
+        return Catalogue(text, n_tools, len(self.plans), self.n_actors, self.declared,
+                         self.max_depth(), closures)
+
+    def plan_skills(self) -> None:
+        for i in range(self.n_skills):
+            layer = i % (DEPTH + 1)
+            position = i // (DEPTH + 1)
+            ns = self.namespaces[position % NAMESPACES]
+            slot = self.by_slot.setdefault((ns, layer), [])
+            shared = self.rng.random() < SHARED_SKILL
+            plan = SkillPlan(ns, f"skill-l{layer:02d}-{len(slot):04d}", layer, len(slot), shared)
+            slot.append(i)
+            self.plans.append(plan)
+            if shared:
+                self.shared_by_layer.setdefault(layer, []).append(i)
+        for plan in self.plans:
+            plan.includes = self.plan_includes(plan)
+
+    def plan_includes(self, plan: SkillPlan) -> list[int]:
+        if plan.layer == DEPTH:
+            return []
+        out: list[int] = []
+        spine = plan.ns == self.namespaces[0] and plan.index == 0
+        if spine:  # the chain that reaches DEPTH
+            out.append(self.by_slot[(plan.ns, plan.layer + 1)][0])
+        count = self.rng.choices((0, 1, 2, 3), weights=(40, 35, 17, 8))[0]
+        for _ in range(count):
+            layer = min(DEPTH, plan.layer + self.rng.choices((1, 2, 3), weights=(7, 2, 1))[0])
+            if self.rng.random() < CROSS_NS and self.shared_by_layer.get(layer):
+                target = self.pick(self.shared_by_layer[layer])
+            else:
+                slot = self.by_slot.get((plan.ns, layer))
+                if not slot:
+                    continue
+                j = plan.index * len(slot) // max(1, len(self.by_slot[(plan.ns, plan.layer)]))
+                j = min(len(slot) - 1, max(0, j + self.rng.randint(-WINDOW, WINDOW)))
+                target = slot[j]
+            if target not in out:
+                out.append(target)
+        return out
+
+    def make_tools(self) -> None:
+        per_ns = max(4, int(self.n_skills * TOOLS_PER_SKILL) // NAMESPACES)
+        for ns in self.namespaces:
+            pool = self.tools.setdefault(ns, [])
+            for k in range(per_ns):
+                name, tool = f"tool-{k:05d}", self.tool_name()
+                shared = self.rng.random() < SHARED_TOOL
+                meta: dict[str, Any] = {"name": name, "namespace": ns}
+                if shared:
+                    meta["labels"] = {"skillop.dev/shared": "true"}
+                    self.shared_tools.append((ns, name, tool))
+                spec: dict[str, Any] = {
+                    "name": tool, "description": f"{tool.replace('_', ' ').capitalize()}"
+                    f" in the {ns} systems ({name}).",
+                    "inputSchema": self.schema(self.rng.randint(2, 6)),
+                    "capabilities": self.capabilities(),
+                }
+                if self.rng.random() < 0.3:
+                    spec["title"] = tool.replace("_", " ").title()
+                if self.rng.random() < 0.5:
+                    spec["runtime"] = {"image": f"registry.example/{ns}/{name}:1.0",
+                                       "command": ["/bin/tool", tool]}
+                pool.append((name, tool))
+                self.docs.append({"apiVersion": API, "kind": "Tool", "metadata": meta,
+                                  "spec": spec})
+
+    def declare(self, plan: SkillPlan, used: set[str], name: str, identity: str) -> bool:
+        if name in used:
+            return False
+        used.add(name)
+        plan.own.append((name, identity))
+        self.name_identities.setdefault(name, set()).add(identity)
+        self.declared += 1
+        return True
+
+    def skill_doc(self, i: int) -> dict[str, Any]:
+        plan = self.plans[i]
+        ref = f"{plan.ns}/{plan.name}"
+        used: set[str] = set()
+        spec: dict[str, Any] = {"description": f"Synthetic skill {ref}"}
+        rng = self.rng
+        refs: list[dict[str, Any]] = []
+        for _ in range(rng.choices((0, 1, 2, 3), weights=(5, 20, 40, 35))[0]):
+            if rng.random() < CROSS_NS and self.shared_tools:
+                ns, obj, tool = self.pick(self.shared_tools)
+                text = f"{ns}/{obj}" if ns != plan.ns else obj
+            else:
+                ns = plan.ns
+                obj, tool = self.pick(self.tools[plan.ns])
+                text = obj
+            if not self.declare(plan, used, tool, f"tool:{ns}/{obj}"):
+                continue
+            item: dict[str, Any] = {"ref": text}
+            if rng.random() < 0.1:
+                item["overrides"] = {"description": f"{tool} as {plan.name} uses it"}
+            refs.append(item)
+        if refs:
+            spec["tools"] = refs
+        if rng.random() < 0.15:
+            group = self.pick(BUILTIN_GROUPS)
+            spec["builtins"] = [group]
+            for tool in (t.name for t in builtin_group(group) or ()):
+                self.declare(plan, used, tool, f"builtin:{group}/{tool}")
+        anonymous = []
+        for _ in range(rng.choices((0, 1, 2), weights=(10, 45, 45))[0]):
+            tool = self.tool_name()
+            if not self.declare(plan, used, tool, f"anon:{ref}#{tool}"):
+                continue
+            anonymous.append({"name": tool, "description": f"Inline {tool} for {plan.name}.",
+                              "inputSchema": self.schema(rng.randint(1, 2)),
+                              "capabilities": self.capabilities()})
+        if anonymous:
+            spec["anonymousTools"] = anonymous
+        if rng.random() < 0.3:
+            spec["mcpServers"] = [self.mcp_server(plan, used)]
+        if rng.random() < 0.1:
+            name = f"howto-{plan.layer}-{plan.index}-{plan.ns}"
+            if self.declare(plan, used, name, f"agentskill:{ref}#{name}"):
+                spec["agentSkills"] = [{"inline": (
+                    f"---\nname: {name}\ndescription: How {plan.name} does its job.\n---\n"
+                    f"# {plan.name}\n\n1. Read the task.\n2. Use the tools of {ref}.\n")}]
+        includes = [self.include(plan, self.plans[t]) for t in plan.includes]
+        if includes:
+            spec["includes"] = includes
+        if plan.shared:
+            spec["sharing"] = {"from": "All"}
+        return {"apiVersion": API, "kind": "Skill",
+                "metadata": {"name": plan.name, "namespace": plan.ns}, "spec": spec}
+
+    def mcp_server(self, plan: SkillPlan, used: set[str]) -> dict[str, Any]:
+        url = f"http://mcp-{plan.name}.{plan.ns}.svc:8080/mcp"
+        tools = []
+        for _ in range(self.rng.randint(2, 3)):
+            tool = f"{self.pick(NOUNS)}_{self.pick(VERBS)}"
+            if not self.declare(plan, used, tool, f"mcp:{url}#{tool}"):
+                continue
+            tools.append({"name": tool, "description": f"{tool} via MCP.",
+                          "inputSchema": self.schema(self.rng.randint(1, 3)),
+                          "annotations": {"readOnlyHint": self.rng.random() < 0.5}})
+        server: dict[str, Any] = {"name": "mcp", "url": url, "tools": tools}
+        if self.rng.random() < 0.3:
+            server["overrides"] = {tools[0]["name"]: {"capabilities": {"requiresApproval": True}}}
+        return server
+
+    def include(self, plan: SkillPlan, target: SkillPlan) -> dict[str, Any]:
+        text = target.name if target.ns == plan.ns else f"{target.ns}/{target.name}"
+        out: dict[str, Any] = {"skill": text}
+        if target.own and self.rng.random() < 0.15:
+            name, identity = self.pick(target.own)
+            # A bare name is only safe when no other tool anywhere has it.
+            key = (name if len(self.name_identities[name]) == 1
+                   else f"{target.ns}/{target.name}.{name}")
+            override: dict[str, Any] = {"capabilities": {"requiresApproval": True}}
+            if not identity.startswith("builtin:") and self.rng.random() < 0.5:
+                override["description"] = f"{name}, as {plan.name} wants it"
+            out["overrides"] = {key: override}
+        return out
+
+    def make_actors(self) -> list[int]:
+        closures: list[int] = []
+        memo: dict[int, frozenset[int]] = {}
+        shared_all = [i for layer in self.shared_by_layer.values() for i in layer]
+        for a in range(self.n_actors):
+            ns = self.namespaces[a % NAMESPACES]
+            if a == 0:  # team-a/developer style: the spine's top in the first namespace
+                roots = [self.by_slot[(self.namespaces[0], 0)][0]]
+            else:
+                roots = []
+                for _ in range(self.rng.randint(1, 5)):
+                    if self.rng.random() < CROSS_NS and shared_all:
+                        roots.append(self.pick(shared_all))
+                    else:
+                        layer = min(DEPTH, int(self.rng.expovariate(1 / 6)))
+                        slot = self.by_slot.get((ns, layer)) or self.by_slot[(ns, 0)]
+                        roots.append(self.pick(slot))
+            skills = [self.plans[r].name if self.plans[r].ns == ns
+                      else f"{self.plans[r].ns}/{self.plans[r].name}" for r in roots]
+            spec: dict[str, Any] = {"skills": list(dict.fromkeys(skills))}
+            if self.rng.random() < 0.3:
+                spec["skillAccessPolicy"] = {
+                    "deny": [f"*/skill-l{self.rng.randint(1, DEPTH):02d}-*"],
+                    "denyCapabilities": self.rng.sample(["destructive", "unsafe", "openWorld"],
+                                                        self.rng.randint(1, 2)),
+                    "maxTools": 4096,
+                }
+            self.docs.append({"apiVersion": API, "kind": "Actor",
+                              "metadata": {"name": f"actor-{a:05d}", "namespace": ns},
+                              "spec": spec})
+            closure: set[int] = set()
+            for r in roots:
+                closure |= self.closure(r, memo)
+            closures.append(len(closure))
+        return closures
+
+    def closure(self, root: int, memo: dict[int, frozenset[int]]) -> frozenset[int]:
+        # Iterative post-order: children (deeper layers) first.
+        stack = [root]
+        while stack:
+            i = stack[-1]
+            if i in memo:
+                stack.pop()
+                continue
+            pending = [t for t in self.plans[i].includes if t not in memo]
+            if pending:
+                stack.extend(pending)
+                continue
+            stack.pop()
+            memo[i] = frozenset({i}).union(*(memo[t] for t in self.plans[i].includes))
+        return memo[root]
+
+    def max_depth(self) -> int:
+        depth: dict[int, int] = {}
+        for i in sorted(range(len(self.plans)), key=lambda i: -self.plans[i].layer):
+            depth[i] = max((depth[t] + 1 for t in self.plans[i].includes), default=0)
+        return max(depth.values(), default=0)
+
+
+# -- measuring -----------------------------------------------------------------------
+
+
+def best_of(repeat: int, fn: Callable[[], T]) -> tuple[float, T]:
+    """The fastest of ``repeat`` runs (seconds) and the last result."""
+    best, result = float("inf"), None
+    for _ in range(repeat):
+        gc.collect()
+        start = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - start)
+    assert result is not None
+    return best, result
+
+
+def parse(text: str) -> list[Any]:
+    return list(yaml.load_all(text, Loader=yaml.CSafeLoader))
+
+
+def load(docs: list[Any]) -> tuple[Catalog, list[Problem]]:
+    objects, problems = [], []
+    for doc in docs:
+        result = parse_object(doc, origin="bench.yaml")
+        problems += result.problems
+        if result.obj is not None:
+            objects.append(result.obj)
+    return Catalog.of(objects), problems
+
+
+def resolve_all(catalog: Catalog) -> list[Resolution]:
+    resolver = Resolver(catalog)
+    out = []
+    for ref in catalog.actors:
+        resolution = resolver.resolve_actor(ref)
+        assert resolution is not None
+        _ = resolution.hash
+        out.append(resolution)
+    return out
+
+
+@dataclass
+class Figures:
+    catalogue: Catalogue
+    parse: float
+    load: float
+    resolve: float
+    resolutions: list[Resolution]
+    problems: list[Problem]
+
+
+def measure(skills: int, actors: int, seed: int, repeat: int) -> Figures:
+    catalogue = Generator(skills, actors, seed).generate()
+    t_parse, docs = best_of(repeat, partial(parse, catalogue.text))
+    t_load, (catalog, problems) = best_of(repeat, partial(load, docs))
+    del docs
+    t_resolve, resolutions = best_of(repeat, partial(resolve_all, catalog))
+    problems = problems + [p for r in resolutions for p in r.problems]
+    return Figures(catalogue, t_parse, t_load, t_resolve, resolutions, problems)
+
+
+def peak_rss_mib() -> float:
+    # ru_maxrss is in KiB on Linux (bytes on macOS).
+    scale = 1 if sys.platform == "darwin" else 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale / 2**20
+
+
+def report(f: Figures) -> None:
+    c = f.catalogue
+    tools = [len(r.tools) for r in f.resolutions]
+    pruned = sum(len(r.pruned) for r in f.resolutions)
+    warnings = sum(len(r.warnings) for r in f.resolutions)
+    print(f"input: {len(c.text.encode()):,} bytes, {c.tools + c.skills + c.actors:,} documents"
+          f" ({c.tools:,} tools, {c.skills:,} skills, {c.actors:,} actors),"
+          f" {c.declared_tools:,} tools declared by skills"
+          f" ({c.declared_tools / max(1, c.skills):.1f} per skill)")
+    print(f"include DAG: max depth {c.max_depth}; actor closure {statistics.mean(c.closures):.1f}"
+          f" skills mean, {max(c.closures)} max; effective tools per actor"
+          f" {statistics.mean(tools):.1f} mean, {max(tools)} max")
+    print(f"policy: {pruned:,} skills/tools pruned or dropped; {warnings:,} warnings")
+    print(f"parse   (yaml CSafeLoader):          {f.parse:8.3f} s")
+    print(f"load    (parse_object + Catalog.of):  {f.load:8.3f} s")
+    print(f"resolve (all actors, ToolSet + hash): {f.resolve:8.3f} s"
+          f"  ({f.resolve / max(1, c.actors) * 1e3:.2f} ms per actor)")
+
+
+def check_valid(f: Figures, sample: int = 50) -> None:
+    """No problems, and the hashes are what ``document_hash`` recomputes from scratch."""
+    step = max(1, len(f.resolutions) // sample)
+    for r in f.resolutions[::step]:
+        if document_hash(r.document) != r.hash:
+            sys.exit(f"hash mismatch for {r.subject}: the ToolSet hash is not reproducible")
+    if not f.problems:
+        print("problems: 0 (the catalog is valid)")
+        return
+    print(f"problems: {len(f.problems)} - the generated catalog is invalid:", file=sys.stderr)
+    for problem in list(dict.fromkeys(f.problems))[:20]:
+        print(f"  {problem.line()}", file=sys.stderr)
+    sys.exit(1)
+
+
+def cli_wall(runs: int = 5) -> float:
+    cmd = [str(Path(sys.executable).parent / "skillop"), "tools", "team-a/developer",
+           "-f", str(ROOT / "examples"), "-o", "table"]
+    best = float("inf")
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--skills", type=int, default=10_000)
+    parser.add_argument("--actors", type=int, default=1_000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--scaling", action="store_true",
+                        help="also resolve x2 skills (same actors) and x2 skills and actors")
+    parser.add_argument("--cli", action="store_true",
+                        help="also time `skillop tools` on examples/ (best of 5)")
+    args = parser.parse_args(argv)
+    if args.skills < DEPTH + 1 or args.actors < 1:
+        parser.error(f"--skills must be at least {DEPTH + 1} and --actors at least 1")
+
+    figures = measure(args.skills, args.actors, args.seed, args.repeat)
+    report(figures)
+    check_valid(figures)
+    rss = peak_rss_mib()
+    print(f"peak memory (max RSS): {rss:.0f} MiB (target < 1024 MiB at the default size)")
+    base = figures.resolve
+    ratio = figures.resolve / figures.parse
+    del figures
+
+    if args.scaling:
+        for skills, actors, label in ((2 * args.skills, args.actors, "x2 catalog"),
+                                      (2 * args.skills, 2 * args.actors,
+                                       "x2 catalog and x2 actors")):
+            more = measure(skills, actors, args.seed, args.repeat)
+            check_valid(more)
+            print(f"[{skills:,} skills, {actors:,} actors] resolve {more.resolve:.3f} s"
+                  f" ({more.resolve / actors * 1e3:.2f} ms per actor),"
+                  f" parse {more.parse:.3f} s")
+            print(f"scaling {label}: resolve time ratio {more.resolve / base:.2f}"
+                  f" (target <= {2.2:.2f})")
+            del more
+    if args.cli:
+        wall = cli_wall()
+        print(f"cli: skillop tools team-a/developer -f examples -o table: {wall:.3f} s wall"
+              f" (best of 5; target < {CLI_TARGET} s)")
+    print(f"resolve/parse ratio: {ratio:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,159 @@
+"""CRDs generated from the models: one source of truth for the schemas.
+
+``python -m skillop.model.crd --write crds`` regenerates ``crds/*.yaml``; a test
+fails when the files (or the Helm chart's copies) drift from the models.
+
+Pydantic's JSON Schema is turned into a Kubernetes *structural* schema: ``$ref``
+inlined, ``Optional`` unwrapped (absent, not null), free-form JSON marked with
+``x-kubernetes-preserve-unknown-fields``, titles and defaults dropped (pydantic
+applies defaults; server-side defaults would rewrite users' objects), CEL rules
+carried over from the models' ``x-kubernetes-validations``, and conditions as a
+map list keyed by ``type``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel
+
+from skillop.model.names import API_GROUP, API_VERSION
+from skillop.model.specs import ActorSpec, SkillSpec, ToolSpec
+from skillop.model.status import ActorStatus, SkillStatus
+
+KEEP = ("type", "properties", "required", "items", "enum", "pattern", "maxLength",
+        "minLength", "maxItems", "minItems", "minimum", "maximum", "maxProperties",
+        "description", "x-kubernetes-validations")
+
+READY = '.status.conditions[?(@.type=="Ready")]'
+STATUS_COLUMNS = [
+    {"name": "Ready", "type": "string", "jsonPath": f"{READY}.status"},
+    {"name": "Tools", "type": "integer", "jsonPath": ".status.toolCount"},
+    {"name": "Reason", "type": "string", "jsonPath": f"{READY}.reason", "priority": 1},
+    {"name": "Message", "type": "string", "jsonPath": f"{READY}.message", "priority": 1},
+    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+]
+TOOL_COLUMNS = [
+    {"name": "Tool-Name", "type": "string", "jsonPath": ".spec.name"},
+    {"name": "Description", "type": "string", "jsonPath": ".spec.description", "priority": 1},
+    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+]
+
+
+def structural(model: type[BaseModel]) -> dict[str, Any]:
+    schema = model.model_json_schema(by_alias=True, mode="validation")
+    return _convert(schema, schema.get("$defs", {}))
+
+
+def _convert(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    if "$ref" in node:
+        target = dict(defs[node["$ref"].rsplit("/", 1)[1]])
+        if "description" in node:
+            target["description"] = node["description"]
+        return _convert(target, defs)
+    if "anyOf" in node:
+        options = [o for o in node["anyOf"] if o.get("type") != "null"]
+        if len(options) == 1:
+            merged = {**options[0], **{k: v for k, v in node.items() if k != "anyOf"}}
+            return _convert(merged, defs)
+    out = {k: v for k, v in node.items() if k in KEEP}
+    kind = node.get("type")
+    if kind == "object":
+        _convert_object(node, out, defs)
+    elif kind == "array":
+        out["items"] = _convert(node.get("items", {}), defs)
+    elif "const" in node:
+        out.update(type="string", enum=[node["const"]])
+    if "type" not in out:
+        out.update({"x-kubernetes-preserve-unknown-fields": True})
+    return out
+
+
+def _convert_object(node: dict[str, Any], out: dict[str, Any], defs: dict[str, Any]) -> None:
+    props = node.get("properties")
+    extra = node.get("additionalProperties")
+    if props:
+        out["properties"] = {k: _convert(v, defs) for k, v in props.items()}
+    elif isinstance(extra, dict) and extra:
+        out["additionalProperties"] = _convert(extra, defs)
+    else:
+        out["x-kubernetes-preserve-unknown-fields"] = True
+
+
+def _conditions_as_map(status: dict[str, Any]) -> dict[str, Any]:
+    conditions = status["properties"]["conditions"]
+    conditions["x-kubernetes-list-type"] = "map"
+    conditions["x-kubernetes-list-map-keys"] = ["type"]
+    return status
+
+
+def crd(kind: str, plural: str, short: str, spec: type[BaseModel],
+        status: type[BaseModel] | None, description: str) -> dict[str, Any]:
+    properties: dict[str, Any] = {
+        "apiVersion": {"type": "string"},
+        "kind": {"type": "string"},
+        "metadata": {"type": "object"},
+        "spec": structural(spec),
+    }
+    version: dict[str, Any] = {"name": API_VERSION, "served": True, "storage": True}
+    if status is not None:
+        properties["status"] = _conditions_as_map(structural(status))
+        version["subresources"] = {"status": {}}
+        version["additionalPrinterColumns"] = STATUS_COLUMNS
+    else:
+        version["additionalPrinterColumns"] = TOOL_COLUMNS
+    version["schema"] = {"openAPIV3Schema": {
+        "type": "object", "description": description, "properties": properties,
+        "required": ["spec"],
+    }}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{API_GROUP}",
+                     "labels": {"app.kubernetes.io/part-of": "skillop"}},
+        "spec": {
+            "group": API_GROUP,
+            "scope": "Namespaced",
+            "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural,
+                      "singular": kind.lower(), "shortNames": [short],
+                      "categories": ["skillop"]},
+            "versions": [version],
+        },
+    }
+
+
+def all_crds() -> dict[str, dict[str, Any]]:
+    """File name -> CRD, for Tool, Skill and Actor."""
+    return {
+        "tools.yaml": crd("Tool", "tools", "sktool", ToolSpec, None,
+                          "A named, reusable tool definition (the Tool Registry)."),
+        "skills.yaml": crd("Skill", "skills", "sk", SkillSpec, SkillStatus,
+                           "A reusable collection of tools for AI agents."),
+        "actors.yaml": crd("Actor", "actors", "act", ActorSpec, ActorStatus,
+                           "An agent: the skills it uses and the policy on them."),
+    }
+
+
+def render(doc: dict[str, Any]) -> str:
+    header = "# Generated from skillop.model by `make crds`; do not edit.\n"
+    return header + yaml.safe_dump(doc, sort_keys=False, width=100)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m skillop.model.crd")
+    parser.add_argument("--write", metavar="DIR", help="write the CRDs into DIR")
+    args = parser.parse_args(argv)
+    for name, doc in all_crds().items():
+        if args.write:
+            Path(args.write, name).write_text(render(doc), "utf-8")
+        else:
+            sys.stdout.write("---\n" + render(doc))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+"""The dependency index: who must be re-resolved when something changes.
+
+Every Skill and Actor records what it refers to: skills, tools, ConfigMaps (for
+SKILL.md) and MCP endpoints (for discovered tool lists), even when the target
+does not exist yet, so creating a missing object heals its dependents. A change
+to any key re-resolves exactly the skills and actors that reach it, transitively.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from skillop.model.manifest import ActorResource, SkillResource
+from skillop.model.names import ObjectRef, RefError, parse_ref
+
+Key = tuple[str, str]  # (kind, "namespace/name" or an endpoint)
+
+
+def key(kind: str, ref: ObjectRef | str) -> Key:
+    return (kind, ref if isinstance(ref, str) else ref.canonical)
+
+
+@dataclass(frozen=True, slots=True)
+class Affected:
+    skills: frozenset[ObjectRef]
+    actors: frozenset[ObjectRef]
+
+    def __bool__(self) -> bool:
+        return bool(self.skills or self.actors)
+
+
+def _refs(texts: Iterable[str], namespace: str) -> list[ObjectRef]:
+    out = []
+    for text in texts:
+        try:
+            out.append(parse_ref(text, namespace=namespace))
+        except RefError:
+            continue
+    return out
+
+
+def skill_dependencies(skill: SkillResource) -> set[Key]:
+    spec, ns = skill.spec, skill.meta.namespace
+    deps = {key("Skill", r) for r in _refs((i.skill for i in spec.includes), ns)}
+    deps |= {key("Tool", r) for r in _refs((t.ref for t in spec.tools), ns)}
+    deps |= {key("ConfigMap", ObjectRef(ns, a.config_map_ref.name))
+             for a in spec.agent_skills if a.config_map_ref is not None}
+    deps |= {key("McpServer", s.url) for s in spec.mcp_servers if s.url is not None}
+    return deps
+
+
+def actor_dependencies(actor: ActorResource) -> set[Key]:
+    return {key("Skill", r) for r in _refs(actor.spec.skills, actor.meta.namespace)}
+
+
+class DependencyIndex:
+    def __init__(self) -> None:
+        self._forward: dict[Key, set[Key]] = {}
+        self._reverse: dict[Key, set[Key]] = {}
+
+    def set(self, owner: Key, deps: set[Key]) -> None:
+        for dep in self._forward.get(owner, set()) - deps:
+            users = self._reverse.get(dep)
+            if users is not None:
+                users.discard(owner)
+                if not users:
+                    del self._reverse[dep]
+        for dep in deps:
+            self._reverse.setdefault(dep, set()).add(owner)
+        self._forward[owner] = deps
+
+    def remove(self, owner: Key) -> None:
+        self.set(owner, set())
+        self._forward.pop(owner, None)
+
+    def dependents(self, changed: Iterable[Key]) -> Affected:
+        """Every Skill and Actor that reaches any changed key (themselves included)."""
+        seen: set[Key] = set()
+        queue = deque(changed)
+        while queue:
+            item = queue.popleft()
+            if item in seen:
+                continue
+            seen.add(item)
+            queue.extend(self._reverse.get(item, ()))
+        return Affected(
+            frozenset(_ref(k) for k in seen if k[0] == "Skill"),
+            frozenset(_ref(k) for k in seen if k[0] == "Actor"),
+        )
+
+    def users_of(self, dep: Key) -> set[Key]:
+        return set(self._reverse.get(dep, ()))
+
+
+def _ref(k: Key) -> ObjectRef:
+    ns, name = k[1].split("/", 1)
+    return ObjectRef(ns, name)

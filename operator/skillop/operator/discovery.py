@@ -1,0 +1,220 @@
+"""Live MCP discovery in the operator: one task per distinct server.
+
+Every ``url`` server named by any Skill gets one task (many Skills naming one
+server share it). The task lists the server's tools; when the server announces
+``tools.listChanged`` it keeps a session open and re-lists on each
+notification, otherwise it polls on the shortest ``refreshInterval`` of the
+Skills naming it (default from settings). A Skill change refreshes its servers
+at once. Results feed the store (``Catalog.discovered``), which cascades to
+exactly the dependent Skills and Actors.
+
+A failed refresh keeps the last good list (or, before any success, the
+declared tools), records the error for the Skill's ``Discovered`` condition and
+the dependents' warnings, and never empties a tool set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from skillop.model.manifest import ActorResource, Resource, SkillResource, parse_object
+from skillop.model.names import ObjectRef
+from skillop.model.specs import McpServer
+from skillop.operator.deps import key
+from skillop.operator.outputs import ServerState
+from skillop.operator.runtime import Reconciler
+from skillop.operator.settings import OperatorConfig
+from skillop.operator.store import Store
+from skillop.sources.mcp_tools import McpToolInfo
+
+log = logging.getLogger("skillop.discovery")
+_DURATION = re.compile(r"([0-9]+)(ms|s|m|h)")
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def seconds(duration: str | None, default: float) -> float:
+    if not duration:
+        return default
+    return sum(int(n) * _UNITS[u] for n, u in _DURATION.findall(duration)) or default
+
+
+@dataclass
+class ServerWatch:
+    url: str
+    transport: str
+    secret: ObjectRef | None
+    users: set[tuple[ObjectRef, str]] = field(default_factory=set)
+    interval: float = 300.0
+    task: asyncio.Task[None] | None = None
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    tool_count: int | None = None
+    last_sync: str | None = None
+    error: str | None = None
+    reason: str | None = None
+
+
+class Discovery:
+    def __init__(self, store: Store, reconciler: Reconciler, writer: Any,
+                 config: OperatorConfig) -> None:
+        from skillop.sources.mcp_client import DiscoveryLimits, EgressGuard
+
+        self.store = store
+        self.reconciler = reconciler
+        self.writer = writer
+        self.config = config
+        self.guard = EgressGuard(config.mcp_allow)
+        self.limits = DiscoveryLimits()
+        self.servers: dict[str, ServerWatch] = {}
+        self._generations: dict[ObjectRef, int] = {}
+        self.connections = 0
+
+    # -- what the reconciler asks ------------------------------------------------
+    def states(self, skill: SkillResource) -> list[ServerState]:
+        out = []
+        for server in skill.spec.mcp_servers:
+            watch = self.servers.get(server.url or "")
+            if watch is None or server.url is None:
+                out.append(ServerState(server.name, len(server.tools)))
+                continue
+            count = watch.tool_count if watch.tool_count is not None else len(server.tools)
+            out.append(ServerState(server.name, count, watch.last_sync, watch.error, server.url,
+                                   {"reason": watch.reason} if watch.reason else {}))
+        return out
+
+    def warnings(self, actor: ActorResource, skills: Sequence[ObjectRef]) -> list[str]:
+        reached = set(skills)
+        return [f"MCP server {name} of skill {skill}: {w.error}; using the last good tool list"
+                for w in self.servers.values() if w.error
+                for skill, name in sorted(w.users) if skill in reached]
+
+    # -- what the handlers tell ---------------------------------------------------
+    def skill_changed(self, body: Mapping[str, Any]) -> None:
+        skill = parse_object(body).obj
+        if not isinstance(skill, Resource) or skill.kind != "Skill":
+            return
+        ref = skill.ref
+        generation = skill.meta.generation
+        if self._generations.get(ref) == generation:
+            return  # a status write echoed back: nothing to refresh
+        self._generations[ref] = generation
+        self._forget(ref)
+        for server in skill.spec.mcp_servers:
+            if server.url is not None:
+                self._watch(ref, server, skill)
+
+    def skill_deleted(self, namespace: str, name: str) -> None:
+        ref = ObjectRef(namespace, name)
+        self._generations.pop(ref, None)
+        self._forget(ref)
+
+    async def stop(self) -> None:
+        tasks = [w.task for w in self.servers.values() if w.task is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(BaseException):
+                await task
+
+    # -- internals ----------------------------------------------------------------
+    def _watch(self, ref: ObjectRef, server: McpServer, skill: SkillResource) -> None:
+        assert server.url is not None
+        secret = (ObjectRef(ref.namespace, server.headers_from.secret_ref.name)
+                  if server.headers_from is not None else None)
+        watch = self.servers.get(server.url)
+        if watch is None:
+            watch = self.servers[server.url] = ServerWatch(server.url, server.effective_transport,
+                                                           secret)
+        watch.users.add((ref, server.name))
+        watch.secret = watch.secret or secret
+        interval = seconds(server.refresh_interval or skill.spec.refresh_interval,
+                           self.config.mcp_refresh_seconds)
+        watch.interval = min(watch.interval, interval) if watch.task else interval
+        if watch.task is None or watch.task.done():
+            watch.task = asyncio.get_running_loop().create_task(self._run(watch))
+        else:
+            watch.wake.set()
+
+    def _forget(self, ref: ObjectRef) -> None:
+        for url, watch in list(self.servers.items()):
+            watch.users = {u for u in watch.users if u[0] != ref}
+            if not watch.users:
+                if watch.task is not None:
+                    watch.task.cancel()
+                del self.servers[url]
+
+    async def _headers(self, watch: ServerWatch) -> dict[str, str]:
+        if watch.secret is None:
+            return {}
+        return dict(await self.writer.read_secret(watch.secret))
+
+    async def _run(self, watch: ServerWatch) -> None:
+        from skillop.sources.mcp_client import DiscoveryError, list_tools, watch_tools
+
+        while True:
+            try:
+                headers = await self._headers(watch)
+                self.connections += 1
+                result = await list_tools(watch.url, transport=watch.transport,  # type: ignore[arg-type]
+                                          headers=headers, guard=self.guard, limits=self.limits)
+                self._success(watch, result)
+                if result.list_changed:
+                    await watch_tools(
+                        watch.url, transport=watch.transport,  # type: ignore[arg-type]
+                        headers=headers, guard=self.guard, limits=self.limits,
+                        on_change=lambda r: self._async_success(watch, r),
+                        on_error=lambda e: self._async_failure(watch, e))
+            except DiscoveryError as err:
+                self._failure(watch, err.reason, str(err))
+            except Exception as err:  # a Secret that cannot be read, and the like
+                self._failure(watch, "DiscoveryFailed", f"{type(err).__name__}: {err}")
+            watch.wake.clear()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(watch.wake.wait(), timeout=watch.interval)
+
+    async def _async_success(self, watch: ServerWatch, result: Any) -> None:
+        self._success(watch, result)
+
+    async def _async_failure(self, watch: ServerWatch, err: Any) -> None:
+        self._failure(watch, err.reason, str(err))
+
+    def _success(self, watch: ServerWatch, result: Any) -> None:
+        infos = tuple(McpToolInfo(name=t.name, description=t.description, title=t.title,
+                                  input_schema=t.input_schema, output_schema=t.output_schema,
+                                  annotations=dict(t.annotations))
+                      for t in result.tools)
+        was_failing = watch.error is not None
+        watch.tool_count, watch.error, watch.reason = len(infos), None, None
+        watch.last_sync = _now()
+        changed = self.store.set_discovered(watch.url, infos)
+        if changed or was_failing or watch.tool_count is not None:
+            self.reconciler.mark(changed | self._users(watch))
+
+    def _failure(self, watch: ServerWatch, reason: str, message: str) -> None:
+        log.warning("MCP discovery failed: %s", message)
+        changed = (watch.error, watch.reason) != (message, reason)
+        watch.error, watch.reason = message, reason
+        if changed:
+            self.reconciler.mark(self.store.deps.users_of(key("McpServer", watch.url))
+                                 | self._users(watch))
+
+    def _users(self, watch: ServerWatch) -> set[tuple[str, str]]:
+        return {key("Skill", ref) for ref, _ in watch.users}
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def attach_discovery(store: Store, reconciler: Reconciler, writer: Any,
+                     config: OperatorConfig) -> Discovery:
+    discovery = Discovery(store, reconciler, writer, config)
+    reconciler._server_states = discovery.states
+    reconciler._actor_warnings = discovery.warnings
+    return discovery

@@ -1,0 +1,138 @@
+"""kopf handlers: thin. They feed the store and ask the Reconciler for work.
+
+* ``@kopf.index`` on every watched kind fills the store during the initial
+  listing; kopf runs no other handler until every index is populated, so the
+  first write happens only after the whole cluster state is known.
+* ``on.event`` records deletions (indices see no deletion) and opens the gate.
+* ``on.create/update/resume`` and a slow ``timer`` request the one idempotent
+  reconcile of each Skill and Actor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import kopf
+
+from skillop.model.names import API_GROUP, API_VERSION
+from skillop.operator.kube import Kube
+from skillop.operator.runtime import Reconciler
+from skillop.operator.settings import OperatorConfig
+from skillop.operator.store import Store
+
+CONFIG = OperatorConfig.from_env()
+TOOLS = (API_GROUP, API_VERSION, "tools")
+SKILLS = (API_GROUP, API_VERSION, "skills")
+ACTORS = (API_GROUP, API_VERSION, "actors")
+CONFIGMAPS = ("", "v1", "configmaps")
+NAMESPACES = ("", "v1", "namespaces")
+KINDS = {TOOLS: "Tool", SKILLS: "Skill", ACTORS: "Actor", CONFIGMAPS: "ConfigMap",
+         NAMESPACES: "Namespace"}
+
+
+@kopf.on.startup()
+async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
+    configure(settings)
+    store = Store()
+    writer = Kube(threads=CONFIG.write_concurrency)
+    from skillop.operator.discovery import attach_discovery
+
+    reconciler = Reconciler(store, writer, debounce=CONFIG.debounce_seconds,
+                            concurrency=CONFIG.write_concurrency)
+    memo.store, memo.writer, memo.reconciler = store, writer, reconciler
+    memo.discovery = attach_discovery(store, reconciler, writer, CONFIG)
+    memo.worker = asyncio.create_task(reconciler.run(), name="skillop-reconciler")
+
+
+def configure(settings: kopf.OperatorSettings) -> None:
+    """kopf settings that keep skillop quiet on the API: no per-handler Events."""
+    settings.posting.level = logging.WARNING
+    settings.persistence.finalizer = "skillop.dev/finalizer"
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="skillop.dev")
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        prefix="skillop.dev", key="last-handled-configuration")
+    settings.watching.server_timeout = 300
+    settings.queueing.error_delays = [1, 2, 5, 10, 30, 60]
+
+
+@kopf.on.cleanup()
+async def cleanup(memo: kopf.Memo, **_: Any) -> None:
+    worker = getattr(memo, "worker", None)
+    if worker is not None:
+        worker.cancel()
+    discovery = getattr(memo, "discovery", None)
+    if discovery is not None:
+        await discovery.stop()
+    writer = getattr(memo, "writer", None)
+    if writer is not None:
+        writer.close()
+
+
+def _index(body: kopf.Body, memo: kopf.Memo) -> None:
+    memo.reconciler.mark(memo.store.upsert(body))
+    discovery = getattr(memo, "discovery", None)
+    if discovery is not None and body.get("kind") == "Skill":
+        discovery.skill_changed(body)
+
+
+@kopf.index(*TOOLS)
+async def tool_index(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    _index(body, memo)
+
+
+@kopf.index(*SKILLS)
+async def skill_index(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    _index(body, memo)
+
+
+@kopf.index(*ACTORS)
+async def actor_index(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    _index(body, memo)
+
+
+@kopf.index(*CONFIGMAPS)
+async def configmap_index(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    _index(body, memo)
+
+
+@kopf.index(*NAMESPACES)
+async def namespace_index(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    _index(body, memo)
+
+
+def _on_event(resource: tuple[str, str, str]) -> None:
+    kind = KINDS[resource]
+
+    @kopf.on.event(*resource, id=f"{kind.lower()}-event")
+    async def handler(type: str, name: str, namespace: str | None, memo: kopf.Memo,
+                **_: Any) -> None:
+        memo.reconciler.loaded.set()
+        if type == "DELETED":
+            memo.reconciler.mark(memo.store.remove(kind, namespace or "", name))
+            discovery = getattr(memo, "discovery", None)
+            if discovery is not None and kind == "Skill":
+                discovery.skill_deleted(namespace or "", name)
+
+
+for _resource in KINDS:
+    _on_event(_resource)
+
+
+@kopf.on.resume(*SKILLS)
+@kopf.on.create(*SKILLS)
+@kopf.on.update(*SKILLS)
+@kopf.timer(*SKILLS, interval=CONFIG.resync_seconds, initial_delay=CONFIG.resync_seconds)
+async def reconcile_skill(name: str, namespace: str, memo: kopf.Memo, **_: Any) -> None:
+    memo.reconciler.loaded.set()
+    memo.reconciler.request("Skill", namespace, name)
+
+
+@kopf.on.resume(*ACTORS)
+@kopf.on.create(*ACTORS)
+@kopf.on.update(*ACTORS)
+@kopf.timer(*ACTORS, interval=CONFIG.resync_seconds, initial_delay=CONFIG.resync_seconds)
+async def reconcile_actor(name: str, namespace: str, memo: kopf.Memo, **_: Any) -> None:
+    memo.reconciler.loaded.set()
+    memo.reconciler.request("Actor", namespace, name)

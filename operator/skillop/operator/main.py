@@ -1,0 +1,25 @@
+"""``skillop operator``: kopf with the project's settings."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from skillop.operator.settings import OperatorConfig
+
+
+def run() -> int:
+    import kopf
+
+    import skillop.operator.handlers  # noqa: F401  (registers the handlers)
+
+    config = OperatorConfig.from_env()
+    logging.basicConfig(level=config.log_level,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    asyncio.run(kopf.operator(
+        clusterwide=not config.namespaces,
+        namespaces=list(config.namespaces),
+        standalone=True,
+        liveness_endpoint=config.liveness or None,
+    ))
+    return 0

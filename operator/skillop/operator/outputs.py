@@ -1,0 +1,255 @@
+"""What the operator should write, computed purely from a Resolution.
+
+Status and ConfigMap are built whole and compared with what is observed; a
+``Plan`` carries only the writes that would change something, so an unchanged
+cluster gets zero writes. Conditions follow KEP-1623: ``Ready`` always present,
+``lastTransitionTime`` kept unless the condition's status changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from skillop.model import problems as P
+from skillop.model.manifest import ActorResource, SkillResource
+from skillop.model.names import GROUP_VERSION
+from skillop.model.problems import Problem
+from skillop.model.status import MAX_STATUS_TOOLS
+from skillop.resolve.resolver import Resolution
+from skillop.resolve.toolset import configmap_data
+
+MANAGED_BY = {"app.kubernetes.io/managed-by": "skillop"}
+HASH_ANNOTATION = "skillop.dev/tools-hash"
+ACTOR_LABEL = "skillop.dev/actor"
+MAX_CONFIGMAP_BYTES = 900 * 1024
+MAX_WARNINGS = 64
+TOO_LARGE = "TooLarge"
+REF_REASONS = (P.REF_NOT_FOUND, P.REF_NOT_PERMITTED, P.INVALID_REF)
+
+
+@dataclass(frozen=True, slots=True)
+class EventSpec:
+    type: str  # Normal | Warning
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    status: dict[str, Any] | None = None
+    configmap: dict[str, Any] | None = None
+    events: tuple[EventSpec, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ObservedConfigMap:
+    """What the operator knows of a ConfigMap it manages."""
+
+    name: str
+    owner: str | None
+    tools_hash: str | None
+    data_digest: str
+
+
+def data_digest(data: Mapping[str, str]) -> str:
+    raw = json.dumps(dict(data), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def configmap_name(actor: ActorResource) -> str:
+    return actor.spec.config_map_name or f"{actor.meta.name}-tools"
+
+
+# -- conditions -----------------------------------------------------------------
+def condition(type_: str, ok: bool, reason: str, message: str, *, generation: int,
+              old: Sequence[Mapping[str, Any]], now: str) -> dict[str, Any]:
+    status = "True" if ok else "False"
+    previous = next((c for c in old if c.get("type") == type_), None)
+    since = previous.get("lastTransitionTime") if previous and previous.get("status") == status \
+        else None
+    return {"type": type_, "status": status, "reason": reason, "message": message[:32768],
+            "observedGeneration": generation, "lastTransitionTime": since or now}
+
+
+def problem_summary(problems: Sequence[Problem], *, limit: int = 5) -> str:
+    lines = [p.short() for p in problems[:limit]]
+    if len(problems) > limit:
+        lines.append(f"... and {len(problems) - limit} more")
+    return "; ".join(lines)
+
+
+def common_conditions(problems: Sequence[Problem], *, generation: int,
+                      old: Sequence[Mapping[str, Any]], now: str, ready_message: str,
+                      stale_note: str = "") -> list[dict[str, Any]]:
+    refs = [p for p in problems if p.reason in REF_REASONS]
+    if problems:
+        ready = condition("Ready", False, problems[0].reason,
+                          problem_summary(problems) + stale_note,
+                          generation=generation, old=old, now=now)
+    else:
+        ready = condition("Ready", True, "Resolved", ready_message,
+                          generation=generation, old=old, now=now)
+    resolved = condition(
+        "ResolvedRefs", not refs, refs[0].reason if refs else "Resolved",
+        problem_summary(refs) if refs else "all references resolved",
+        generation=generation, old=old, now=now)
+    return [ready, resolved]
+
+
+def _status_tools(resolution: Resolution) -> list[dict[str, str]]:
+    return [
+        {"name": t.name, "bindingName": t.binding_name, "source": t.entry.tool.source,
+         "skill": t.entry.skill.canonical, "qualifiedName": t.entry.qualified_name,
+         "digest": t.entry.tool.digest()}
+        for t in resolution.tools[:MAX_STATUS_TOOLS]
+    ]
+
+
+def _same(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bool:
+    return old is not None and {k: v for k, v in old.items() if v is not None} == new
+
+
+# -- actors ---------------------------------------------------------------------
+def actor_plan(actor: ActorResource, resolution: Resolution, *, old_status: Mapping[str, Any],
+               observed: ObservedConfigMap | None, now: str,
+               extra_warnings: Sequence[str] = ()) -> Plan:
+    """The writes that bring an Actor's ConfigMap and status up to date."""
+    problems = list(resolution.problems)
+    cm_name = configmap_name(actor)
+    data = configmap_data(resolution.document, resolution.tools)
+    size = sum(len(k) + len(v.encode()) for k, v in data.items())
+    if not problems and size > MAX_CONFIGMAP_BYTES:
+        problems.append(Problem(actor.subject, "", TOO_LARGE,
+                                f"the ToolSet is {size // 1024} KiB; a ConfigMap holds at most"
+                                f" {MAX_CONFIGMAP_BYTES // 1024} KiB", actor.origin))
+    good = not problems
+    digest = data_digest(data)
+    write_cm = good and (observed is None or observed.data_digest != digest
+                         or observed.tools_hash != resolution.hash)
+    configmap = _configmap(actor, cm_name, data, resolution.hash) if write_cm else None
+    status = _actor_status(actor, resolution, problems, old_status, observed, cm_name, now,
+                           extra_warnings)
+    events = _events(old_status, resolution) if write_cm and good else ()
+    return Plan(None if _same(old_status, status) else status, configmap, tuple(events))
+
+
+def _actor_status(actor: ActorResource, resolution: Resolution, problems: list[Problem],
+                  old: Mapping[str, Any], observed: ObservedConfigMap | None, cm_name: str,
+                  now: str, extra_warnings: Sequence[str]) -> dict[str, Any]:
+    gen = actor.meta.generation
+    old_conditions = old.get("conditions") or []
+    if problems:
+        kept = old.get("toolsHash")
+        stale = (f"; ConfigMap {cm_name} keeps the last good tool set ({kept})"
+                 if kept and observed is not None else "")
+        tools_part = {k: old[k] for k in ("toolCount", "toolsHash", "tools") if k in old}
+    else:
+        stale = ""
+        tools_part = {"toolCount": len(resolution.tools), "toolsHash": resolution.hash,
+                      "tools": _status_tools(resolution)}
+    ready_msg = f"{len(resolution.tools)} tools from {len(resolution.skills)} skills"
+    status: dict[str, Any] = {
+        "observedGeneration": gen,
+        "conditions": common_conditions(problems, generation=gen, old=old_conditions, now=now,
+                                         ready_message=ready_msg, stale_note=stale),
+        **tools_part,
+        "configMapName": cm_name,
+        "skills": [s.canonical for s in resolution.skills],
+        "pruned": [p.to_dict() for p in resolution.pruned],
+        "warnings": [*resolution.warnings, *extra_warnings][:MAX_WARNINGS],
+    }
+    return status
+
+
+def _configmap(actor: ActorResource, name: str, data: dict[str, str], tools_hash: str,
+               ) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": name,
+            "namespace": actor.meta.namespace,
+            "labels": {**MANAGED_BY, ACTOR_LABEL: actor.meta.name},
+            "annotations": {HASH_ANNOTATION: tools_hash},
+            "ownerReferences": [{
+                "apiVersion": GROUP_VERSION, "kind": "Actor", "name": actor.meta.name,
+                "uid": actor.meta.uid, "controller": True, "blockOwnerDeletion": True,
+            }],
+        },
+        "data": data,
+    }
+
+
+def _events(old_status: Mapping[str, Any], resolution: Resolution) -> list[EventSpec]:
+    old_tools = {t.get("qualifiedName"): t for t in old_status.get("tools") or []}
+    if not old_status.get("toolsHash") or old_status.get("toolsHash") == resolution.hash:
+        return []
+    new_tools = {t.entry.qualified_name: t for t in resolution.tools}
+    added = sorted(new_tools.keys() - old_tools.keys())
+    removed = sorted(k for k in old_tools.keys() - new_tools.keys() if k)
+    changed = sorted(q for q in new_tools.keys() & old_tools.keys()
+                     if old_tools[q].get("digest") != new_tools[q].entry.tool.digest())
+    events = [EventSpec("Normal", "ToolSetChanged",
+                        f"{len(resolution.tools)} tools (+{len(added)} -{len(removed)}"
+                        f" ~{len(changed)}), hash {resolution.hash[:19]}")]
+    for qualified, tool in sorted(new_tools.items()):
+        before = old_tools.get(qualified, {}).get("name")
+        if before and before != tool.name:
+            events.append(EventSpec("Normal", "ToolRenamed",
+                                    f"{before} -> {tool.name} (name conflict)"))
+    for qualified in changed:
+        events.append(EventSpec("Warning", "ToolDefinitionChanged",
+                                f"{new_tools[qualified].name} ({qualified}) changed definition:"
+                                f" {old_tools[qualified].get('digest', '')[:19]} ->"
+                                f" {new_tools[qualified].entry.tool.digest()[:19]}"))
+    return events[:10]
+
+
+# -- skills ---------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class ServerState:
+    """Discovery facts about one MCP server of a skill."""
+
+    name: str
+    tool_count: int
+    last_sync: str | None = None
+    error: str | None = None
+    url: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+def skill_plan(skill: SkillResource, resolution: Resolution, *, old_status: Mapping[str, Any],
+               servers: Sequence[ServerState], now: str) -> Plan:
+    gen = skill.meta.generation
+    old_conditions = old_status.get("conditions") or []
+    problems = list(resolution.problems)
+    conditions = common_conditions(
+        problems, generation=gen, old=old_conditions, now=now,
+        ready_message=f"{len(resolution.tools)} tools from {len(resolution.skills)} skills")
+    failing = [s for s in servers if s.error]
+    if any(s.url for s in servers):
+        conditions.append(condition(
+            "Discovered", not failing, failing[0].extra.get("reason", "DiscoveryFailed")
+            if failing else "Discovered",
+            "; ".join(f"{s.name}: {s.error}" for s in failing) if failing
+            else "all MCP servers listed", generation=gen, old=old_conditions, now=now))
+    status: dict[str, Any] = {
+        "observedGeneration": gen,
+        "conditions": conditions,
+        "toolCount": len(resolution.tools),
+        "toolsHash": resolution.hash,
+        "tools": _status_tools(resolution),
+        "skills": [s.canonical for s in resolution.skills],
+        "warnings": list(resolution.warnings)[:MAX_WARNINGS],
+        "mcpServers": [
+            {k: v for k, v in {"name": s.name, "toolCount": s.tool_count,
+                               "lastSync": s.last_sync, "error": s.error, "url": s.url}.items()
+             if v is not None}
+            for s in servers
+        ],
+    }
+    return Plan(None if _same(old_status, status) else status)

@@ -1,0 +1,166 @@
+"""The cascade: gather changes, resolve exactly what they affect, write what differs.
+
+Watch events mark keys dirty; one worker waits a short debounce so a burst of
+changes (an ``kubectl apply -f dir/``) becomes one batch, then resolves every
+affected Skill and Actor against one Resolver (each skill flattened once per
+batch) and performs only the writes a Plan says are needed. Nothing is written
+before the store has seen the initial listing of every kind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol
+
+from skillop.model.manifest import ActorResource, SkillResource
+from skillop.model.names import ObjectRef
+from skillop.model.problems import Problem
+from skillop.operator.deps import Key, key
+from skillop.operator.outputs import (
+    Plan,
+    ServerState,
+    actor_plan,
+    common_conditions,
+    configmap_name,
+    skill_plan,
+)
+from skillop.operator.store import Store
+from skillop.resolve.resolver import Resolver
+
+log = logging.getLogger("skillop.reconcile")
+
+
+class Writer(Protocol):
+    async def patch_status(self, kind: str, ref: ObjectRef, new: dict[str, Any],
+                           old: dict[str, Any]) -> None: ...
+
+    async def apply_configmap(self, body: dict[str, Any], *, exists: bool) -> None: ...
+
+    async def post_event(self, kind: str, ref: ObjectRef, uid: str, type_: str, reason: str,
+                         message: str) -> None: ...
+
+
+def utcnow() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+ServerStates = Callable[[SkillResource], Sequence[ServerState]]
+ActorWarnings = Callable[[ActorResource, Sequence[ObjectRef]], Sequence[str]]
+
+
+class Reconciler:
+    def __init__(self, store: Store, writer: Writer, *, debounce: float = 0.05,
+                 concurrency: int = 16, clock: Callable[[], str] = utcnow,
+                 server_states: ServerStates | None = None,
+                 actor_warnings: ActorWarnings | None = None) -> None:
+        self.store = store
+        self.writer = writer
+        self.debounce = debounce
+        self.clock = clock
+        self.loaded = asyncio.Event()
+        self._dirty: set[Key] = set()
+        self._wake = asyncio.Event()
+        self._limit = asyncio.Semaphore(concurrency)
+        self._server_states = server_states or _declared_states
+        self._actor_warnings = actor_warnings or (lambda actor, skills: ())
+        self.batches = 0
+
+    # -- intake -------------------------------------------------------------------
+    def mark(self, keys: Iterable[Key]) -> None:
+        before = len(self._dirty)
+        self._dirty.update(keys)
+        if len(self._dirty) != before:
+            self._wake.set()
+
+    def request(self, kind: str, namespace: str, name: str) -> None:
+        self.mark({key(kind, ObjectRef(namespace, name))})
+
+    # -- the worker ---------------------------------------------------------------
+    async def run(self) -> None:
+        await self.loaded.wait()
+        while True:
+            await self._wake.wait()
+            await asyncio.sleep(self.debounce)
+            self._wake.clear()
+            batch, self._dirty = self._dirty, set()
+            try:
+                await self.process(batch)
+            except Exception:  # keep the worker alive; the keys are retried
+                log.exception("reconcile batch failed; retrying in 2s")
+                await asyncio.sleep(2)
+                self.mark(batch)
+
+    async def process(self, changed: set[Key]) -> None:
+        self.batches += 1
+        affected = self.store.deps.dependents(changed)
+        resolver = Resolver(self.store.catalog)
+        jobs = [self._skill(resolver, ref) for ref in sorted(affected.skills)]
+        jobs += [self._actor(resolver, ref) for ref in sorted(affected.actors)]
+        jobs += [self._invalid(k) for k in sorted(changed) if k in self.store.invalid]
+        failed = [r for r in await asyncio.gather(*jobs) if r is not None]
+        if failed:
+            await asyncio.sleep(1)
+            self.mark(failed)
+
+    async def _skill(self, resolver: Resolver, ref: ObjectRef) -> Key | None:
+        skill = self.store.catalog.skills.get(ref)
+        resolution = resolver.resolve_skill(ref)
+        if skill is None or resolution is None:
+            return None
+        k = key("Skill", ref)
+        plan = skill_plan(skill, resolution, old_status=self.store.statuses.get(k, {}),
+                          servers=self._server_states(skill), now=self.clock())
+        return await self._write("Skill", ref, skill.meta.uid, plan)
+
+    async def _actor(self, resolver: Resolver, ref: ObjectRef) -> Key | None:
+        actor = self.store.catalog.actors.get(ref)
+        resolution = resolver.resolve_actor(ref)
+        if actor is None or resolution is None:
+            return None
+        observed = self.store.observed_configmap(ObjectRef(ref.namespace, configmap_name(actor)))
+        plan = actor_plan(actor, resolution,
+                          old_status=self.store.statuses.get(key("Actor", ref), {}),
+                          observed=observed, now=self.clock(),
+                          extra_warnings=self._actor_warnings(actor, resolution.skills))
+        return await self._write("Actor", ref, actor.meta.uid, plan, exists=observed is not None)
+
+    async def _invalid(self, k: Key) -> Key | None:
+        """An object whose spec does not parse: Ready=False with every problem."""
+        kind, ref = k[0], ObjectRef(*k[1].split("/", 1))
+        if kind not in ("Skill", "Actor"):
+            return None
+        problems: Sequence[Problem] = self.store.invalid[k]
+        old = self.store.statuses.get(k, {})
+        generation = int(old.get("observedGeneration") or 0)
+        status = {**old, "conditions": common_conditions(
+            problems, generation=generation, old=old.get("conditions") or [], now=self.clock(),
+            ready_message="")}
+        if status == old:
+            return None
+        return await self._write(kind, ref, "", Plan(status=status))
+
+    async def _write(self, kind: str, ref: ObjectRef, uid: str, plan: Plan, *,
+                     exists: bool = False) -> Key | None:
+        try:
+            async with self._limit:
+                if plan.configmap is not None:
+                    await self.writer.apply_configmap(plan.configmap, exists=exists)
+                    self.store.record_configmap(plan.configmap)
+                if plan.status is not None:
+                    old = self.store.statuses.get(key(kind, ref), {})
+                    await self.writer.patch_status(kind, ref, plan.status, old)
+                    self.store.record_status(kind, ref, plan.status)
+            for event in plan.events:
+                await self.writer.post_event(kind, ref, uid, event.type, event.reason,
+                                             event.message)
+        except Exception as err:  # WriteFailed, or the API client's own errors
+            log.warning("%s %s: %s; will retry", kind, ref, err)
+            return key(kind, ref)
+        return None
+
+
+def _declared_states(skill: SkillResource) -> list[ServerState]:
+    return [ServerState(s.name, len(s.tools)) for s in skill.spec.mcp_servers]

@@ -1,0 +1,162 @@
+"""The operator's in-memory view of the cluster, fed by watch events.
+
+It holds the resolver's Catalog (parsed Tools, Skills, Actors, SKILL.md
+ConfigMaps, namespace labels, discovered MCP tool lists), the last status seen
+or written for each Skill and Actor, the ConfigMaps skillop manages, and the
+dependency index. ``upsert`` and ``remove`` return the keys whose change must
+cascade; pure Python, no I/O, so it is unit-tested without a cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from skillop.model.manifest import (
+    ConfigMapData,
+    NamespaceInfo,
+    Resource,
+    parse_object,
+)
+from skillop.model.names import ObjectRef
+from skillop.model.problems import Problem
+from skillop.operator.deps import (
+    DependencyIndex,
+    Key,
+    actor_dependencies,
+    key,
+    skill_dependencies,
+)
+from skillop.operator.outputs import (
+    HASH_ANNOTATION,
+    MANAGED_BY,
+    ObservedConfigMap,
+    data_digest,
+)
+from skillop.resolve.catalog import Catalog
+from skillop.sources.mcp_tools import McpToolInfo
+
+
+@dataclass
+class Store:
+    catalog: Catalog = field(default_factory=Catalog)
+    deps: DependencyIndex = field(default_factory=DependencyIndex)
+    statuses: dict[Key, dict[str, Any]] = field(default_factory=dict)
+    managed: dict[ObjectRef, ObservedConfigMap] = field(default_factory=dict)
+    invalid: dict[Key, tuple[Problem, ...]] = field(default_factory=dict)
+    generations: dict[Key, int] = field(default_factory=dict)
+
+    # -- events -------------------------------------------------------------------
+    def upsert(self, body: Mapping[str, Any]) -> set[Key]:
+        """Record an object's current state; return the keys that changed."""
+        kind = body.get("kind")
+        if kind == "ConfigMap" and _is_managed(body):
+            return self._managed_configmap(body)
+        result = parse_object(body)
+        obj = result.obj
+        meta = body.get("metadata") or {}
+        ref = ObjectRef(meta.get("namespace", ""), meta.get("name", ""))
+        if kind in ("Tool", "Skill", "Actor"):
+            k = key(str(kind), ref)
+            self.statuses[k] = dict(body.get("status") or {})
+            return self._resource(k, obj, result.problems)
+        if isinstance(obj, ConfigMapData):
+            old = self.catalog.configmaps.get(obj.meta.ref)
+            self.catalog.configmaps[obj.meta.ref] = obj
+            changed = old is None or old.data != obj.data
+            return {key("ConfigMap", obj.meta.ref)} if changed else set()
+        if isinstance(obj, NamespaceInfo):
+            old_labels = self.catalog.namespaces.get(obj.name)
+            self.catalog.namespaces[obj.name] = obj.labels
+            return self._namespace_members(obj.name) if old_labels != obj.labels else set()
+        return set()
+
+    def remove(self, kind: str, namespace: str, name: str) -> set[Key]:
+        ref = ObjectRef(namespace, name)
+        if kind == "ConfigMap":
+            managed = self.managed.pop(ref, None)
+            if managed is not None and managed.owner:
+                return {key("Actor", ObjectRef(namespace, managed.owner))}
+            return {key("ConfigMap", ref)} if self.catalog.configmaps.pop(ref, None) else set()
+        if kind == "Namespace":
+            self.catalog.namespaces.pop(name, None)
+            return set()
+        k = key(kind, ref)
+        table = self._table(kind)
+        existed = table.pop(ref, None) is not None or self.invalid.pop(k, None) is not None
+        self.statuses.pop(k, None)
+        self.generations.pop(k, None)
+        if kind in ("Skill", "Actor"):
+            self.deps.remove(k)
+        return {k} if existed else set()
+
+    def set_discovered(self, endpoint: str, tools: tuple[McpToolInfo, ...]) -> set[Key]:
+        if self.catalog.discovered.get(endpoint) == tools:
+            return set()
+        self.catalog.discovered[endpoint] = tools
+        return {key("McpServer", endpoint)}
+
+    def record_status(self, kind: str, ref: ObjectRef, status: Mapping[str, Any]) -> None:
+        """Remember a status just written, so an echo of it is no news."""
+        self.statuses[key(kind, ref)] = dict(status)
+
+    def record_configmap(self, body: Mapping[str, Any]) -> None:
+        self._managed_configmap(body)
+
+    # -- internals ----------------------------------------------------------------
+    def _table(self, kind: str) -> dict[ObjectRef, Any]:
+        return {"Tool": self.catalog.tools, "Skill": self.catalog.skills,
+                "Actor": self.catalog.actors}[kind]
+
+    def _resource(self, k: Key, obj: object, problems: tuple[Problem, ...]) -> set[Key]:
+        kind, ref = k[0], _ref(k)
+        table = self._table(kind)
+        old = table.get(ref)
+        if not isinstance(obj, Resource):
+            # Keep nothing half-parsed: the object is invalid and says why in status.
+            self.invalid[k] = problems
+            table.pop(ref, None)
+            return {k}
+        self.invalid.pop(k, None)
+        self.generations[k] = obj.meta.generation
+        table[ref] = obj
+        if kind == "Skill":
+            self.deps.set(k, skill_dependencies(obj))  # type: ignore[arg-type]
+        elif kind == "Actor":
+            self.deps.set(k, actor_dependencies(obj))  # type: ignore[arg-type]
+        unchanged = old is not None and old.spec == obj.spec and old.meta.labels == obj.meta.labels
+        return set() if unchanged else {k}
+
+    def _managed_configmap(self, body: Mapping[str, Any]) -> set[Key]:
+        meta = body.get("metadata") or {}
+        ref = ObjectRef(meta.get("namespace", ""), meta.get("name", ""))
+        owner = next((o.get("name") for o in meta.get("ownerReferences") or []
+                      if o.get("kind") == "Actor"), None)
+        observed = ObservedConfigMap(
+            name=ref.name, owner=owner,
+            tools_hash=(meta.get("annotations") or {}).get(HASH_ANNOTATION),
+            data_digest=data_digest(body.get("data") or {}),
+        )
+        old = self.managed.get(ref)
+        self.managed[ref] = observed
+        if old == observed or owner is None:
+            return set()
+        return {key("Actor", ObjectRef(ref.namespace, owner))}
+
+    def _namespace_members(self, namespace: str) -> set[Key]:
+        return ({key("Skill", r) for r in self.catalog.skills if r.namespace == namespace}
+                | {key("Actor", r) for r in self.catalog.actors if r.namespace == namespace})
+
+    def observed_configmap(self, ref: ObjectRef) -> ObservedConfigMap | None:
+        return self.managed.get(ref)
+
+
+def _is_managed(body: Mapping[str, Any]) -> bool:
+    labels = (body.get("metadata") or {}).get("labels") or {}
+    return all(labels.get(k) == v for k, v in MANAGED_BY.items())
+
+
+def _ref(k: Key) -> ObjectRef:
+    ns, name = k[1].split("/", 1)
+    return ObjectRef(ns, name)

@@ -1,0 +1,205 @@
+"""Overrides (Semantics 5): where they apply, what they may change, and merging."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from skillkit import (
+    P,
+    actor,
+    all_problems,
+    anon,
+    by_name,
+    catalog,
+    names,
+    resolve_actor,
+    resolve_skill,
+    skill,
+    tool,
+)
+
+from skillop.model.names import ObjectRef
+from skillop.resolve.resolver import Resolver
+
+
+def test_tools_ref_override_changes_description_title_and_capabilities() -> None:
+    docs = [tool("t", title="T", capabilities={"readOnly": True, "timeoutSeconds": 60}),
+            skill("s", tools=[{"ref": "t", "overrides": {
+                "description": "as s sees it", "title": "Tee",
+                "capabilities": {"requiresApproval": True}}}])]
+    t = by_name(resolve_skill(docs, "team-a/s"))["t"]
+    assert (t["description"], t["title"]) == ("as s sees it", "Tee")
+    assert t["capabilities"] == {"readOnly": True, "requiresApproval": True, "timeoutSeconds": 60}
+
+
+def test_overrides_never_change_the_source_object() -> None:
+    docs = [tool("t"), skill("s", tools=[{"ref": "t", "overrides": {"description": "changed"}}]),
+            skill("plain", tools=[{"ref": "t"}])]
+    cat = catalog(docs)
+    resolver = Resolver(cat)
+    resolution = resolver.resolve_skill(ObjectRef("team-a", "s"))
+    assert resolution is not None
+    assert by_name(resolution)["t"]["description"] == "changed"
+    assert cat.tools[ObjectRef("team-a", "t")].spec.description == "the t tool"
+    plain = resolver.resolve_skill(ObjectRef("team-a", "plain"))
+    assert plain is not None
+    assert by_name(plain)["t"]["description"] == "the t tool"
+
+
+def test_include_override_keyed_by_name_in_the_included_set() -> None:
+    docs = [skill("base", anonymousTools=[anon("x")]),
+            skill("mid", includes=[{"skill": "base"}]),
+            skill("top", includes=[{"skill": "mid", "overrides": {
+                "x": {"description": "top's x"}}}])]
+    assert by_name(resolve_skill(docs, "team-a/top"))["x"]["description"] == "top's x"
+    assert by_name(resolve_skill(docs, "team-a/mid"))["x"]["description"] == "inline x"
+
+
+def test_nearer_override_applies_after_deeper() -> None:
+    docs = [skill("base", anonymousTools=[anon("x", description="base")]),
+            skill("mid", includes=[{"skill": "base", "overrides": {"x": {
+                "description": "mid", "capabilities": {"writes": True, "requiresApproval": True}}}}]),
+            skill("top", includes=[{"skill": "mid", "overrides": {"x": {
+                "description": "top", "capabilities": {"requiresApproval": False}}}}]),
+            actor("a", skills=["top"])]
+    resolution = resolve_actor(docs, "team-a/a")
+    x = by_name(resolution)["x"]
+    assert x["description"] == "top"
+    assert x["capabilities"] == {"writes": True, "requiresApproval": False}
+    entry = resolution.tool("x").entry  # type: ignore[union-attr]
+    assert [o.at.split(" ")[1] for o in entry.overrides] == ["team-a/mid", "team-a/top"]
+
+
+def test_ambiguous_name_is_keyed_by_qualified_name() -> None:
+    docs = [skill("c1", anonymousTools=[anon("x")]), skill("c2", anonymousTools=[anon("x")]),
+            skill("mid", includes=[{"skill": "c1"}, {"skill": "c2"}]),
+            skill("top", includes=[{"skill": "mid", "overrides": {
+                "team-a/c2.x": {"description": "second x"}}}])]
+    tools = by_name(resolve_skill(docs, "team-a/top"))
+    assert tools["team-a/c2.x"]["description"] == "second x"
+    assert tools["team-a/c1.x"]["description"] == "inline x"
+
+
+def test_ambiguous_bare_name_is_an_error_listing_the_candidates() -> None:
+    docs = [skill("c1", anonymousTools=[anon("x")]), skill("c2", anonymousTools=[anon("x")]),
+            skill("mid", includes=[{"skill": "c1"}, {"skill": "c2"}]),
+            skill("top", includes=[{"skill": "mid", "overrides": {"x": {"description": "?"}}}])]
+    problems = all_problems(docs)
+    assert [(p.subject.name, p.field, p.reason) for p in problems] == [
+        ("top", "spec.includes[0].overrides.x", P.UNKNOWN_OVERRIDE_TARGET)]
+    assert "team-a/c1.x" in problems[0].message
+    assert "team-a/c2.x" in problems[0].message
+
+
+def test_override_of_an_unknown_tool() -> None:
+    docs = [skill("b", builtins=["file_operations"]),
+            skill("top", includes=[{"skill": "b", "overrides": {"reed_file": {"title": "x"}}}]),
+            actor("a", skills=["top"])]
+    resolution = resolve_actor(docs, "team-a/a")
+    assert [(p.field, p.reason) for p in resolution.problems] == [
+        ("spec.includes[0].overrides.reed_file", P.UNKNOWN_OVERRIDE_TARGET)]
+    assert "team-a/b has no tool reed_file" in resolution.problems[0].message
+
+
+@pytest.mark.parametrize(("tool_name", "caps"), [
+    ("write_file", {"requiresApproval": True}),
+    ("write_file", {"unsafe": True, "destructive": True, "sideEffects": True}),
+    ("read_file", {"readOnly": False}),
+    ("read_file", {"readOnly": True}),            # restating the tool's own value
+    ("read_file", {"writes": True}),
+    ("shell_execute", {"timeoutSeconds": 30}),
+])
+def test_builtin_capability_overrides_may_tighten(tool_name: str, caps: dict[str, Any]) -> None:
+    docs = [skill("b", builtins=["file_operations", "shell_operations"]),
+            skill("top", includes=[{"skill": "b", "overrides": {tool_name: {"capabilities": caps}}}])]
+    resolution = resolve_skill(docs, "team-a/top")
+    assert resolution.ok, [p.line() for p in resolution.problems]
+    assert by_name(resolution)[tool_name]["capabilities"].items() >= caps.items()
+
+
+@pytest.mark.parametrize(("tool_name", "caps", "field"), [
+    ("write_file", {"readOnly": True}, "readOnly"),
+    ("write_file", {"writes": False}, "writes"),
+    ("delete_file", {"destructive": False}, "destructive"),
+    ("shell_execute", {"unsafe": False}, "unsafe"),
+    ("read_file", {"idempotent": True, "requiresApproval": False}, "requiresApproval"),
+    ("write_file", {"checkpoint": "snapshot"}, "checkpoint"),
+])
+def test_builtin_capability_overrides_may_not_loosen(tool_name: str, caps: dict[str, Any],
+                                                      field: str) -> None:
+    docs = [skill("b", builtins=["file_operations", "shell_operations"]),
+            skill("top", includes=[{"skill": "b", "overrides": {tool_name: {"capabilities": caps}}}]),
+            actor("a", skills=["top"])]
+    resolution = resolve_actor(docs, "team-a/a")
+    assert [(p.subject.name, p.field, p.reason) for p in resolution.problems] == [
+        ("top", f"spec.includes[0].overrides.{tool_name}.capabilities.{field}",
+         P.FORBIDDEN_OVERRIDE)]
+    assert field in resolution.problems[0].message
+    # The loosening was not applied.
+    assert by_name(resolution)[tool_name]["capabilities"].get(field) != caps[field]
+
+
+def test_non_builtin_capability_overrides_may_loosen() -> None:
+    docs = [tool("t", capabilities={"writes": True}),
+            skill("s", tools=[{"ref": "t", "overrides": {"capabilities": {"writes": False}}}])]
+    assert by_name(resolve_skill(docs, "team-a/s"))["t"]["capabilities"] == {"writes": False}
+
+
+def test_two_paths_with_different_overrides_merge_to_the_most_restrictive() -> None:
+    docs = [skill("base", anonymousTools=[anon("x", description="orig",
+                                               capabilities={"readOnly": True})]),
+            skill("p1", includes=[{"skill": "base", "overrides": {"x": {"description": "p1"}}}]),
+            skill("p2", includes=[{"skill": "base", "overrides": {"x": {
+                "description": "p2",
+                "capabilities": {"requiresApproval": True, "readOnly": False}}}}]),
+            actor("a", skills=["p1", "p2"])]
+    resolution = resolve_actor(docs, "team-a/a")
+    assert resolution.ok
+    assert names(resolution) == ["x"]
+    x = by_name(resolution)["x"]
+    assert x["description"] == "p1"
+    assert x["capabilities"] == {"readOnly": False, "requiresApproval": True}
+    assert len(resolution.warnings) == 1
+    assert "several paths" in resolution.warnings[0]
+
+
+def test_two_paths_with_the_same_view_do_not_warn() -> None:
+    override = {"x": {"description": "same"}}
+    docs = [skill("base", anonymousTools=[anon("x")]),
+            skill("p1", includes=[{"skill": "base", "overrides": override}]),
+            skill("p2", includes=[{"skill": "base", "overrides": override}]),
+            actor("a", skills=["p1", "p2"])]
+    resolution = resolve_actor(docs, "team-a/a")
+    assert resolution.warnings == ()
+    assert by_name(resolution)["x"]["description"] == "same"
+
+
+def test_mcp_server_overrides() -> None:
+    server = {"name": "docker", "url": "http://docker/mcp",
+              "tools": [anon("push", capabilities={"writes": True})],
+              "overrides": {"push": {"description": "Push (approved)",
+                                     "capabilities": {"requiresApproval": True}}}}
+    push = by_name(resolve_skill([skill("s", mcpServers=[server])], "team-a/s"))["push"]
+    assert push["description"] == "Push (approved)"
+    assert push["capabilities"] == {"writes": True, "requiresApproval": True}
+
+
+def test_mcp_server_override_of_an_unlisted_tool_is_a_warning() -> None:
+    # Discovered lists change at run time, so this does not make the skill fail.
+    server = {"name": "docker", "url": "http://docker/mcp", "tools": [anon("push")],
+              "overrides": {"pull": {"description": "x"}}}
+    resolution = resolve_skill([skill("s", mcpServers=[server])], "team-a/s")
+    assert resolution.ok
+    assert any("has no tool pull" in w for w in resolution.warnings)
+
+
+def test_override_provenance_is_recorded() -> None:
+    docs = [tool("t"), skill("s", tools=[{"ref": "t", "overrides": {
+        "capabilities": {"requiresApproval": True}}}]),
+        skill("top", includes=[{"skill": "s", "overrides": {"t": {"description": "d"}}}])]
+    entry = resolve_skill(docs, "team-a/top").tool("t").entry  # type: ignore[union-attr]
+    assert [(o.at, o.fields) for o in entry.overrides] == [
+        ("Skill team-a/s spec.tools[0].overrides", ("capabilities.requiresApproval",)),
+        ("Skill team-a/top spec.includes[0].overrides.t", ("description",)),
+    ]
