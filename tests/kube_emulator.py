@@ -426,6 +426,7 @@ class Emulator(kmock.KubernetesEmulator):
     _outcomes: dict[kmock_rendering.Request, _Outcome] = attrs.field(factory=dict, init=False)
     _writes: list[WriteRecord] = attrs.field(factory=list, init=False)
     _watches: collections.Counter[str] = attrs.field(factory=collections.Counter, init=False)
+    _watch_starts: list[tuple[str, str | None]] = attrs.field(factory=list, init=False)
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()  # registers list/watch/fetch/create/update/delete
@@ -479,6 +480,11 @@ class Emulator(kmock.KubernetesEmulator):
         """How many watch-streams are open now for a resource (by plural name)."""
         with self._mutex:
             return self._watches[resource]
+
+    def watch_versions(self, resource: str) -> list[str | None]:
+        """The ``?resourceVersion=`` of every watch-stream opened for a resource, in order."""
+        with self._mutex:
+            return [version for plural, version in self._watch_starts if plural == resource]
 
     @property
     def writes(self) -> list[WriteRecord]:
@@ -843,6 +849,7 @@ class Emulator(kmock.KubernetesEmulator):
                                  key=lambda body: int(body['metadata']['resourceVersion']))
                 since = self._rv
             self._watches[spec.plural] += 1
+            self._watch_starts.append((spec.plural, request.params.get('resourceVersion')))
         try:
             yield b''  # send the headers now: the stream may stay silent for a long time
             for body in initial:

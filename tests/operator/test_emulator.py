@@ -15,6 +15,8 @@ import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
+import kmock
+import kopf
 import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
@@ -25,6 +27,7 @@ if _TESTS_DIR not in sys.path:
     sys.path.insert(0, _TESTS_DIR)
 
 import _demo_operator as demo  # noqa: E402
+
 import kube_emulator  # noqa: E402
 from kube_emulator import EmulatorHandle, run_emulator, run_operator, wait_for, wait_until_quiet  # noqa: E402
 
@@ -323,6 +326,18 @@ def test_crds_from_files_and_posted_crds_become_discoverable(tmp_path: pathlib.P
     assert served_later == served | {'skills', 'skills/status'}
 
 
+def test_kmock_reactions_inject_failures_without_changing_state(kube: EmulatorHandle) -> None:
+    _create_actor(kube, 'a1')
+    kube.emulator[kmock.method.PATCH, kmock.resource(GROUP, VERSION, 'actors')] << 503
+
+    with pytest.raises(ApiException) as error:
+        _patch_actor(kube, 'a1', {'spec': {'greeting': 'lost'}})
+
+    assert error.value.status == 503
+    assert kube.emulator.get('actors', NS, 'a1')['spec'] == {'greeting': 'hi'}  # type: ignore[index]
+    assert kube.emulator.writes[-1].status_code == 503 and not kube.emulator.writes[-1].changed
+
+
 def test_writes_are_logged_and_countable(kube: EmulatorHandle) -> None:
     _create_actor(kube, 'a1')
     mark = kube.emulator.write_mark()
@@ -411,6 +426,26 @@ def test_operator_restart_reprocesses_nothing(
     assert runner.exit_code == 0
     assert kube.emulator.filter_writes(since=mark, include_events=True) == []
     assert demo_calls == [('create', 'a1', 1)]
+
+
+def test_operator_reconnecting_watches_reprocess_nothing(
+        kube: EmulatorHandle, demo_calls: list[tuple[str, str, int]]) -> None:
+    settings = kopf.OperatorSettings()
+    settings.watching.server_timeout = 1  # the emulator ends each watch-stream after 1 s
+    with run_operator(module='_demo_operator', registry=demo.registry, settings=settings):
+        _create_actor(kube, 'a1')
+        _wait_handled(kube, 'a1', generation=1)
+        mark, handled_at = kube.emulator.write_mark(), kube.emulator.resource_version
+        wait_for(lambda: len(kube.emulator.watch_versions('actors')) >= 3, timeout=5)
+        writes_while_reconnecting = kube.emulator.filter_writes(since=mark, include_events=True)
+        _patch_actor(kube, 'a1', {'spec': {'greeting': 'after reconnects'}})
+        _wait_handled(kube, 'a1', generation=2)
+
+    # kopf resumed from the last seen resourceVersion: no replays, no extra handling.
+    first, *reconnects = kube.emulator.watch_versions('actors')
+    assert first == '0' and all(int(version or 0) >= handled_at for version in reconnects)
+    assert writes_while_reconnecting == []
+    assert demo_calls == [('create', 'a1', 1), ('update', 'a1', 2)]
 
 
 def test_operator_deletion_releases_the_finalizer_and_collects_owned_objects(

@@ -36,14 +36,14 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument("-f", "--filename", action="append", default=[], metavar="PATH",
                         help="manifest file or directory (repeatable; '-' for stdin)")
     common.add_argument("-n", "--namespace", default=DEFAULT_NAMESPACE,
                         help="namespace for names without one (default: default)")
     common.add_argument("--cluster", action="store_true",
                         help="read Tools, Skills, Actors from the current kube-context")
-    output = argparse.ArgumentParser(add_help=False)
+    output = _Parser(add_help=False)
     output.add_argument("-o", "--output", choices=("json", "yaml", "table"), default="table")
     parser = _Parser(prog="skillop", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)

@@ -94,7 +94,8 @@ class Capabilities(BaseModel):
             elif a.get(key) is True and b.get(key) is True:
                 out[key] = True
         if "checkpoint" in a and "checkpoint" in b:
-            out["checkpoint"] = min(a["checkpoint"], b["checkpoint"], key=_CHECKPOINT_ORDER.get)
+            out["checkpoint"] = min(a["checkpoint"], b["checkpoint"],
+                                    key=lambda c: _CHECKPOINT_ORDER[c])
         if "timeoutSeconds" in a or "timeoutSeconds" in b:
             out["timeoutSeconds"] = min(v for v in (a.get("timeoutSeconds"),
                                                     b.get("timeoutSeconds")) if v is not None)

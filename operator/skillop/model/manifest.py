@@ -25,7 +25,8 @@ from skillop.model.problems import Problem, Subject
 from skillop.model.specs import ActorSpec, SkillSpec, ToolSpec
 
 DEFAULT_NAMESPACE = "default"
-SKILLOP_KINDS = {"Tool": ToolSpec, "Skill": SkillSpec, "Actor": ActorSpec}
+SKILLOP_KINDS: dict[str, type[BaseModel]] = {
+    "Tool": ToolSpec, "Skill": SkillSpec, "Actor": ActorSpec}
 SpecT = TypeVar("SpecT", bound=BaseModel)
 
 
@@ -234,7 +235,8 @@ def _parse_skillop(doc: Mapping[str, Any], subject: Subject, api_version: str, k
         return ParseResult(None, tuple(problems))
     if meta is None:
         return ParseResult(None, tuple(problems))
-    return ParseResult(Resource(kind, meta, spec, origin))
+    resource: Parsed = Resource(kind, meta, spec, origin)  # type: ignore[assignment]
+    return ParseResult(resource)
 
 
 def _parse_configmap(doc: Mapping[str, Any], subject: Subject, origin: str | None) -> ParseResult:

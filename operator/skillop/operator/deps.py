@@ -60,7 +60,7 @@ class DependencyIndex:
         self._forward: dict[Key, set[Key]] = {}
         self._reverse: dict[Key, set[Key]] = {}
 
-    def set(self, owner: Key, deps: set[Key]) -> None:
+    def update(self, owner: Key, deps: set[Key]) -> None:
         for dep in self._forward.get(owner, set()) - deps:
             users = self._reverse.get(dep)
             if users is not None:
@@ -72,7 +72,7 @@ class DependencyIndex:
         self._forward[owner] = deps
 
     def remove(self, owner: Key) -> None:
-        self.set(owner, set())
+        self.update(owner, set())
         self._forward.pop(owner, None)
 
     def dependents(self, changed: Iterable[Key]) -> Affected:

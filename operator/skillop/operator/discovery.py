@@ -26,8 +26,8 @@ from typing import Any
 
 from skillop.model.manifest import ActorResource, Resource, SkillResource, parse_object
 from skillop.model.names import ObjectRef
-from skillop.model.specs import McpServer
-from skillop.operator.deps import key
+from skillop.model.specs import McpServer, SkillSpec
+from skillop.operator.deps import Key, key
 from skillop.operator.outputs import ServerState
 from skillop.operator.runtime import Reconciler
 from skillop.operator.settings import OperatorConfig
@@ -97,7 +97,7 @@ class Discovery:
     # -- what the handlers tell ---------------------------------------------------
     def skill_changed(self, body: Mapping[str, Any]) -> None:
         skill = parse_object(body).obj
-        if not isinstance(skill, Resource) or skill.kind != "Skill":
+        if not isinstance(skill, Resource) or not isinstance(skill.spec, SkillSpec):
             return
         ref = skill.ref
         generation = skill.meta.generation
@@ -204,7 +204,7 @@ class Discovery:
             self.reconciler.mark(self.store.deps.users_of(key("McpServer", watch.url))
                                  | self._users(watch))
 
-    def _users(self, watch: ServerWatch) -> set[tuple[str, str]]:
+    def _users(self, watch: ServerWatch) -> set[Key]:
         return {key("Skill", ref) for ref, _ in watch.users}
 
 

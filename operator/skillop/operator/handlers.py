@@ -123,7 +123,8 @@ for _resource in KINDS:
 @kopf.on.resume(*SKILLS)
 @kopf.on.create(*SKILLS)
 @kopf.on.update(*SKILLS)
-@kopf.timer(*SKILLS, interval=CONFIG.resync_seconds, initial_delay=CONFIG.resync_seconds)
+@kopf.timer(*SKILLS, interval=CONFIG.resync_seconds,  # type: ignore[arg-type]
+            initial_delay=CONFIG.resync_seconds)
 async def reconcile_skill(name: str, namespace: str, memo: kopf.Memo, **_: Any) -> None:
     memo.reconciler.loaded.set()
     memo.reconciler.request("Skill", namespace, name)
@@ -132,7 +133,8 @@ async def reconcile_skill(name: str, namespace: str, memo: kopf.Memo, **_: Any) 
 @kopf.on.resume(*ACTORS)
 @kopf.on.create(*ACTORS)
 @kopf.on.update(*ACTORS)
-@kopf.timer(*ACTORS, interval=CONFIG.resync_seconds, initial_delay=CONFIG.resync_seconds)
+@kopf.timer(*ACTORS, interval=CONFIG.resync_seconds,  # type: ignore[arg-type]
+            initial_delay=CONFIG.resync_seconds)
 async def reconcile_actor(name: str, namespace: str, memo: kopf.Memo, **_: Any) -> None:
     memo.reconciler.loaded.set()
     memo.reconciler.request("Actor", namespace, name)

@@ -33,14 +33,16 @@ class Kube:
     def __init__(self, *, threads: int = 16) -> None:
         import kubernetes  # the operator only: the CLI never imports the client
 
+        config: Any = kubernetes.config
         try:
-            kubernetes.config.load_incluster_config()
-        except kubernetes.config.ConfigException:
-            kubernetes.config.load_kube_config()
-        self._client = kubernetes.client
+            config.load_incluster_config()
+        except config.ConfigException:
+            config.load_kube_config()
+        # Bodies are plain dicts (the API server validates them): typed as Any here.
+        self._client: Any = kubernetes.client
         self._api = kubernetes.client.ApiClient()
-        self.core = kubernetes.client.CoreV1Api(self._api)
-        self.custom = kubernetes.client.CustomObjectsApi(self._api)
+        self.core: Any = kubernetes.client.CoreV1Api(self._api)
+        self.custom: Any = kubernetes.client.CustomObjectsApi(self._api)
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="skillop-api")
         self.writes = 0
 

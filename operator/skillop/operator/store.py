@@ -106,8 +106,10 @@ class Store:
 
     # -- internals ----------------------------------------------------------------
     def _table(self, kind: str) -> dict[ObjectRef, Any]:
-        return {"Tool": self.catalog.tools, "Skill": self.catalog.skills,
-                "Actor": self.catalog.actors}[kind]
+        tables: dict[str, dict[ObjectRef, Any]] = {
+            "Tool": self.catalog.tools, "Skill": self.catalog.skills,
+            "Actor": self.catalog.actors}
+        return tables[kind]
 
     def _resource(self, k: Key, obj: object, problems: tuple[Problem, ...]) -> set[Key]:
         kind, ref = k[0], _ref(k)
@@ -122,9 +124,9 @@ class Store:
         self.generations[k] = obj.meta.generation
         table[ref] = obj
         if kind == "Skill":
-            self.deps.set(k, skill_dependencies(obj))  # type: ignore[arg-type]
+            self.deps.update(k, skill_dependencies(obj))
         elif kind == "Actor":
-            self.deps.set(k, actor_dependencies(obj))  # type: ignore[arg-type]
+            self.deps.update(k, actor_dependencies(obj))
         unchanged = old is not None and old.spec == obj.spec and old.meta.labels == obj.meta.labels
         return set() if unchanged else {k}
 

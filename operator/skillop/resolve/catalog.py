@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from skillop.model.manifest import (
     ActorResource,
@@ -48,10 +49,9 @@ class Catalog:
         elif isinstance(obj, ConfigMapData):
             self.configmaps[obj.meta.ref] = obj
         elif isinstance(obj, Resource):
-            self._table(obj.kind)[obj.ref] = obj  # type: ignore[index]
-
-    def _table(self, kind: str) -> dict[ObjectRef, Resource]:  # type: ignore[type-arg]
-        return {"Tool": self.tools, "Skill": self.skills, "Actor": self.actors}[kind]  # type: ignore[return-value]
+            tables: dict[str, dict[ObjectRef, Any]] = {
+                "Tool": self.tools, "Skill": self.skills, "Actor": self.actors}
+            tables[obj.kind][obj.ref] = obj
 
     def namespace_labels(self, namespace: str) -> dict[str, str]:
         """A namespace's labels, with the one Kubernetes always sets."""

@@ -72,7 +72,8 @@ def _check_fields(meta: dict[str, Any]) -> None:
         raise AgentSkillError(f"frontmatter description is {len(desc)} characters; at most 1024")
     compat = meta.get("compatibility")
     if compat is not None and (not isinstance(compat, str) or len(compat) > 500):
-        raise AgentSkillError("frontmatter compatibility must be a string of at most 500 characters")
+        raise AgentSkillError(
+            "frontmatter compatibility must be a string of at most 500 characters")
     extra = meta.get("metadata")
     if extra is not None and (
         not isinstance(extra, dict) or not all(isinstance(v, str) for v in extra.values())

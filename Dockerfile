@@ -1,0 +1,37 @@
+# syntax=docker/dockerfile:1
+# skillop operator image.
+#
+#   docker build -t skillop:0.1.0 .
+#
+# Stage 1 builds wheels for skillop and its operator dependencies; stage 2 installs
+# them into a clean python:3.11-slim with no build tools, runs as a numeric
+# non-root user and needs nothing writable but /tmp (mount an emptyDir there).
+
+ARG PYTHON_IMAGE=python:3.11-slim
+
+FROM ${PYTHON_IMAGE} AS builder
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY operator/ operator/
+RUN pip wheel --no-cache-dir --wheel-dir /wheels ".[operator]"
+
+FROM ${PYTHON_IMAGE}
+LABEL org.opencontainers.image.title="skillop" \
+      org.opencontainers.image.description="Kubernetes operator that resolves Skills into per-Actor tool sets" \
+      org.opencontainers.image.licenses="Apache-2.0"
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    HOME=/tmp \
+    TMPDIR=/tmp \
+    SKILLOP_LIVENESS=http://0.0.0.0:8080/healthz
+# Wheels come from the builder through a bind mount, so they never land in a layer.
+# pip compiles the bytecode now, at build time: the root filesystem is read-only at
+# run time (and PYTHONDONTWRITEBYTECODE stops Python trying to write it there).
+RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
+    pip install --no-cache-dir --no-index --find-links=/wheels "skillop[operator]"
+USER 65532:65532
+WORKDIR /tmp
+EXPOSE 8080
+ENTRYPOINT ["skillop", "operator"]

@@ -1,0 +1,524 @@
+"""Benchmark: one change deep in a shared Skill, cascading to every Actor.
+
+What is measured, and why
+-------------------------
+A Skill included (directly or through other skills) by many Actors is the
+operator's worst everyday case: one edit there must reach every dependent
+Actor's ConfigMap and status, quickly, without a storm of API writes, and a
+restarted operator must not rewrite anything that is already correct.
+
+The script builds, in namespace ``--namespace``:
+
+* a base Skill ``base`` with an anonymous tool ``probe`` (the one that changes)
+  and a built-in group;
+* a chain of ``--depth`` Skills (default 10), ``chain-1`` including ``base``,
+  ``chain-k`` including ``chain-(k-1)``, each adding an anonymous tool of its own;
+* ``--tops`` top Skills (default 4), each including the last chain skill;
+* ``--actors`` Actors (default 500), spread over the top skills, so every Actor
+  reaches ``base`` through ``depth + 1`` include edges.
+
+It starts the operator in-process (kopf's ``KopfRunner``), waits until every
+Actor is Ready with a ConfigMap, then changes ``probe``'s description in
+``base`` and prints:
+
+* ``cascade time``: from the PATCH until every Actor's ``status.toolsHash`` and
+  ConfigMap annotation ``skillop.dev/tools-hash`` carry a new hash (polled with
+  two LIST calls per round, never one GET per Actor);
+* the API writes since the PATCH, by resource: Actor ConfigMaps, Actor status
+  (and any other Actor writes), Skill status, Events; target: at most 2 writes
+  per changed Actor (one ConfigMap, one status);
+* ``restart writes``: the writes of an operator restarted over the unchanged
+  cluster, observed for ``--settle`` seconds after its watches are up (target 0);
+* the operator's peak memory with ``--memory-skills`` Skills (default 10,000)
+  and ``--memory-actors`` Actors (default 1,000) loaded (target < 500 MiB).
+  Creating 11,000 objects through an API and watching them into the operator
+  would mostly measure the API server, so this figure comes from a fresh child
+  process that does what the operator does at start-up: ``Store.upsert`` of
+  every object body (the same dicts the API serves), then one full reconcile
+  pass (resolve every Skill and Actor, build every status and ConfigMap and
+  record them in the store). Its ``ru_maxrss`` is reported, with the baseline
+  of the same process before loading, so the interpreter and imports are visible.
+
+Without ``--kubeconfig`` everything runs against the emulated API of
+``tests/kube_emulator.py`` and writes are counted exactly from its request log
+(no-op writes included). With ``--kubeconfig PATH`` the same steps run against
+a real cluster (no operator may be running there already); writes are then
+counted from watch events, i.e. only writes that changed an object.
+
+The last line is ``writes per changed actor: X.XX``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import resource
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, Protocol
+
+ROOT = Path(__file__).resolve().parents[1]
+GROUP, VERSION = "skillop.dev", "v1alpha1"
+HASH_ANNOTATION = "skillop.dev/tools-hash"
+MANAGED = "app.kubernetes.io/managed-by=skillop"
+
+
+# -- the object graph ------------------------------------------------------------
+
+
+def skill(ns: str, name: str, *, includes: list[str] = (), tool: str,  # type: ignore[assignment]
+          description: str, builtins: list[str] = ()) -> dict[str, Any]:  # type: ignore[assignment]
+    spec: dict[str, Any] = {
+        "description": f"skill {name}",
+        "anonymousTools": [{
+            "name": tool, "description": description,
+            "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}},
+            "capabilities": {"readOnly": True},
+        }],
+    }
+    if includes:
+        spec["includes"] = [{"skill": s} for s in includes]
+    if builtins:
+        spec["builtins"] = list(builtins)
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Skill",
+            "metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
+def actor(ns: str, name: str, skills: list[str]) -> dict[str, Any]:
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Actor",
+            "metadata": {"name": name, "namespace": ns}, "spec": {"skills": skills}}
+
+
+def cascade_objects(ns: str, actors: int, depth: int, tops: int,
+                    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    skills = [skill(ns, "base", tool="probe", description="probe v1",
+                    builtins=["git_operations"])]
+    previous = "base"
+    for k in range(1, depth + 1):
+        skills.append(skill(ns, f"chain-{k}", includes=[previous], tool=f"step_{k}",
+                            description=f"chain step {k}"))
+        previous = f"chain-{k}"
+    for t in range(tops):
+        skills.append(skill(ns, f"top-{t}", includes=[previous], tool=f"top_{t}",
+                            description=f"top skill {t}"))
+    return skills, [actor(ns, f"actor-{i:05d}", [f"top-{i % tops}"]) for i in range(actors)]
+
+
+# -- write accounting --------------------------------------------------------------
+
+
+class WriteLog(Protocol):
+    exact: bool
+
+    def mark(self) -> int: ...
+
+    def counts(self, since: int) -> Counter[str]: ...
+
+    def close(self) -> None: ...
+
+
+def _category(resource_: str, subresource: str | None) -> str:
+    if resource_ == "configmaps":
+        return "configmaps"
+    if resource_ in ("actors", "skills"):
+        return f"{resource_[:-1]} status" if subresource == "status" else f"{resource_[:-1]} other"
+    return resource_
+
+
+class EmulatorLog:
+    """Exact: every mutating request the emulated API received."""
+
+    exact = True
+
+    def __init__(self, emulator: Any) -> None:
+        self.emulator = emulator
+
+    def mark(self) -> int:
+        return int(self.emulator.write_mark())
+
+    def counts(self, since: int) -> Counter[str]:
+        return Counter(_category(w.resource, w.subresource)
+                       for w in self.emulator.filter_writes(since=since, include_events=True))
+
+    def close(self) -> None:
+        pass
+
+
+class WatchLog:
+    """A real cluster: changes seen by watches on the benchmark's namespace."""
+
+    exact = False
+
+    def __init__(self, ns: str) -> None:
+        import kubernetes
+
+        self.ns = ns
+        self.records: list[str] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        core, custom = kubernetes.client.CoreV1Api(), kubernetes.client.CustomObjectsApi()
+        self._threads = []
+        sources: list[tuple[str, Callable[..., Any], tuple[Any, ...]]] = [
+            ("configmaps", core.list_namespaced_config_map, (ns,)),
+            ("events", core.list_namespaced_event, (ns,)),
+            ("actors", custom.list_namespaced_custom_object, (GROUP, VERSION, ns, "actors")),
+            ("skills", custom.list_namespaced_custom_object, (GROUP, VERSION, ns, "skills")),
+        ]
+        for name, fn, args in sources:
+            thread = threading.Thread(target=self._watch, args=(name, fn, args), daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        time.sleep(1.0)  # let the watches start
+
+    def _watch(self, name: str, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        import kubernetes
+
+        seen: dict[str, dict[str, Any]] = {}
+        while not self._stop.is_set():
+            watch = kubernetes.watch.Watch()
+            try:
+                for event in watch.stream(fn, *args, timeout_seconds=5):
+                    obj = event["object"]
+                    obj = obj if isinstance(obj, dict) else kubernetes.client.ApiClient(
+                    ).sanitize_for_serialization(obj)
+                    uid = obj["metadata"]["uid"]
+                    before, seen[uid] = seen.get(uid), obj
+                    if event["type"] == "ADDED" and before is not None:
+                        continue  # a re-listed object after a watch restart
+                    category = name
+                    if name in ("actors", "skills") and before is not None:
+                        status_changed = before.get("status") != obj.get("status")
+                        category = _category(name, "status" if status_changed else None)
+                    with self._lock:
+                        self.records.append(category)
+                    if self._stop.is_set():
+                        break
+            except Exception:  # noqa: BLE001 - a dropped watch is restarted
+                time.sleep(0.2)
+
+    def mark(self) -> int:
+        time.sleep(1.0)  # let in-flight events arrive before the mark
+        with self._lock:
+            return len(self.records)
+
+    def counts(self, since: int) -> Counter[str]:
+        time.sleep(1.0)
+        with self._lock:
+            return Counter(self.records[since:])
+
+    def close(self) -> None:
+        self._stop.set()
+
+
+# -- the cluster ---------------------------------------------------------------------
+
+
+class Cluster:
+    def __init__(self, ns: str) -> None:
+        import kubernetes
+
+        self.ns = ns
+        self.core = kubernetes.client.CoreV1Api()
+        self.custom = kubernetes.client.CustomObjectsApi()
+        self.api_exception = kubernetes.client.exceptions.ApiException
+
+    def ensure_namespace(self) -> None:
+        try:
+            self.core.create_namespace({"metadata": {"name": self.ns}})
+        except self.api_exception as err:
+            if err.status != 409:
+                raise
+
+    def create(self, plural: str, body: dict[str, Any]) -> None:
+        self.custom.create_namespaced_custom_object(GROUP, VERSION, self.ns, plural, body)
+
+    def actor_hashes(self) -> dict[str, tuple[str | None, bool]]:
+        items = self.custom.list_namespaced_custom_object(GROUP, VERSION, self.ns,
+                                                         "actors")["items"]
+        out = {}
+        for item in items:
+            status = item.get("status") or {}
+            ready = any(c.get("type") == "Ready" and c.get("status") == "True"
+                        for c in status.get("conditions") or [])
+            out[item["metadata"]["name"]] = (status.get("toolsHash"), ready)
+        return out
+
+    def configmap_hashes(self) -> dict[str, str | None]:
+        items = self.core.list_namespaced_config_map(self.ns, label_selector=MANAGED).items
+        return {cm.metadata.name: (cm.metadata.annotations or {}).get(HASH_ANNOTATION)
+                for cm in items}
+
+    def set_probe_description(self, description: str) -> None:
+        body = self.custom.get_namespaced_custom_object(GROUP, VERSION, self.ns, "skills", "base")
+        tools = body["spec"]["anonymousTools"]
+        tools[0]["description"] = description
+        self.custom.patch_namespaced_custom_object(GROUP, VERSION, self.ns, "skills", "base",
+                                                   {"spec": {"anonymousTools": tools}})
+
+    def delete_namespace(self) -> None:
+        with contextlib.suppress(self.api_exception):
+            self.core.delete_namespace(self.ns)
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float, what: str,
+               interval: float = 0.05) -> float:
+    start = time.monotonic()
+    while not predicate():
+        if time.monotonic() - start > timeout:
+            raise TimeoutError(f"not within {timeout}s: {what}")
+        time.sleep(interval)
+    return time.monotonic() - start
+
+
+@contextlib.contextmanager
+def operator() -> Iterator[None]:
+    sys.path.insert(0, str(ROOT / "tests"))
+    from kube_emulator import run_operator
+
+    import skillop.operator  # noqa: F401  (registers the handlers)
+
+    with run_operator(module="skillop.operator", timeout=60):
+        yield
+
+
+@contextlib.contextmanager
+def environment(kubeconfig: str | None) -> Iterator[WriteLog | None]:
+    """The API to talk to: the emulator (yields its log) or a real cluster (None)."""
+    if kubeconfig is not None:
+        import kubernetes
+
+        os.environ["KUBECONFIG"] = os.path.abspath(kubeconfig)
+        kubernetes.config.load_kube_config(config_file=kubeconfig)
+        yield None
+        return
+    sys.path.insert(0, str(ROOT / "tests"))
+    from kube_emulator import run_emulator
+
+    with run_emulator(sorted((ROOT / "crds").glob("*.yaml"))) as handle:
+        yield EmulatorLog(handle.emulator)
+
+
+# -- the run ---------------------------------------------------------------------------
+
+
+def run_cascade(args: argparse.Namespace) -> dict[str, Any]:
+    os.environ.setdefault("SKILLOP_DEBOUNCE_SECONDS", str(args.debounce))
+    os.environ.setdefault("SKILLOP_LOG_LEVEL", "WARNING")
+    figures: dict[str, Any] = {}
+    with environment(args.kubeconfig) as emulator_log:
+        cluster = Cluster(args.namespace)
+        cluster.ensure_namespace()
+        log: WriteLog = emulator_log if emulator_log is not None else WatchLog(args.namespace)
+        skills, actors = cascade_objects(args.namespace, args.actors, args.depth, args.tops)
+        try:
+            with operator():
+                start = time.monotonic()
+                for body in skills:
+                    cluster.create("skills", body)
+                for body in actors:
+                    cluster.create("actors", body)
+                figures["create_seconds"] = time.monotonic() - start
+
+                def all_ready() -> bool:
+                    hashes, cms = cluster.actor_hashes(), cluster.configmap_hashes()
+                    return len(hashes) == args.actors and all(
+                        ready and h and cms.get(f"{name}-tools") == h
+                        for name, (h, ready) in hashes.items())
+
+                wait_until(all_ready, args.timeout, "every Actor Ready with its ConfigMap")
+                figures["initial_seconds"] = time.monotonic() - start
+                old = {h for h, _ in cluster.actor_hashes().values()}
+                time.sleep(args.settle)  # let the initial reconcile go quiet
+
+                mark = log.mark()
+                start = time.monotonic()
+                cluster.set_probe_description("probe v2: now with a changed description")
+
+                def all_new() -> bool:
+                    hashes, cms = cluster.actor_hashes(), cluster.configmap_hashes()
+                    return len(hashes) == args.actors and all(
+                        h and h not in old and cms.get(f"{name}-tools") == h
+                        for name, (h, _) in hashes.items())
+
+                figures["cascade_seconds"] = wait_until(all_new, args.timeout,
+                                                        "every Actor carrying the new hash")
+                time.sleep(args.settle)  # late or repeated writes count too
+                figures["cascade_writes"] = log.counts(mark)
+
+            mark = log.mark()
+            with operator():
+                if isinstance(log, EmulatorLog):
+                    wait_until(lambda: log.emulator.active_watches("actors") > 0, 30,
+                               "the restarted operator watching Actors")
+                time.sleep(args.settle)
+            figures["restart_writes"] = log.counts(mark)
+            figures["exact"] = log.exact
+        finally:
+            log.close()
+            if args.kubeconfig is not None and not args.keep:
+                cluster.delete_namespace()
+    return figures
+
+
+# -- memory ------------------------------------------------------------------------------
+
+
+def peak_rss_mib() -> float:
+    scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: KiB on Linux
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale / 2**20
+
+
+def memory_objects(n_skills: int, n_actors: int) -> tuple[list[dict[str, Any]],
+                                                          list[dict[str, Any]]]:
+    """Skills in 10 namespaces, each including up to 2 earlier ones; 3 roots per actor."""
+    namespaces = [f"team-{i}" for i in range(10)]
+    per_ns = max(1, n_skills // len(namespaces))
+    skills, actors = [], []
+    for i in range(n_skills):
+        ns, j = namespaces[i % len(namespaces)], i // len(namespaces)
+        includes = [f"s-{k:05d}" for k in (j - 1, j // 2) if 0 <= k < j]
+        body = skill(ns, f"s-{j:05d}", includes=sorted(set(includes)), tool=f"t_{j}",
+                     description=f"anonymous tool {j} of {ns}",
+                     builtins=["file_operations"] if j % 7 == 0 else [])
+        body["spec"]["anonymousTools"].append({
+            "name": f"u_{j}", "description": "x" * 200,
+            "inputSchema": {"type": "object", "properties": {
+                f"p{p}": {"type": "string", "description": f"parameter {p}"} for p in range(4)}},
+        })
+        skills.append(body)
+    for i in range(n_actors):
+        ns = namespaces[i % len(namespaces)]
+        roots = [f"s-{(i * 37 + k * 101) % per_ns:05d}" for k in range(3)]
+        actors.append(actor(ns, f"a-{i:05d}", sorted(set(roots))))
+    for body in [*skills, *actors]:  # what the API serves: uid and generation set
+        meta = body["metadata"]
+        meta["uid"] = f"uid-{meta['namespace']}-{body['kind']}-{meta['name']}"
+        meta["generation"] = 1
+    return skills, actors
+
+
+def memory_child(n_skills: int, n_actors: int) -> dict[str, Any]:
+    """Runs in a fresh process: load the store, reconcile everything once."""
+    from skillop.model.names import ObjectRef
+    from skillop.operator.deps import key
+    from skillop.operator.outputs import actor_plan, configmap_name, skill_plan
+    from skillop.operator.runtime import _declared_states
+    from skillop.operator.store import Store
+    from skillop.resolve.resolver import Resolver
+
+    baseline = peak_rss_mib()
+    skills, actors = memory_objects(n_skills, n_actors)
+    store = Store()
+    start = time.monotonic()
+    for body in [*skills, *actors]:
+        store.upsert(body)
+    del skills, actors
+    loaded = time.monotonic() - start
+    problems = 0
+    resolver = Resolver(store.catalog)
+    now = "2025-01-01T00:00:00Z"
+    for ref, sk in list(store.catalog.skills.items()):
+        resolution = resolver.resolve_skill(ref)
+        assert resolution is not None
+        problems += len(resolution.problems)
+        plan = skill_plan(sk, resolution, old_status={}, servers=_declared_states(sk), now=now)
+        if plan.status is not None:
+            store.record_status("Skill", ref, plan.status)
+    tools = 0
+    for ref, act in list(store.catalog.actors.items()):
+        resolution = resolver.resolve_actor(ref)
+        assert resolution is not None
+        problems += len(resolution.problems)
+        tools += len(resolution.tools)
+        plan = actor_plan(act, resolution, old_status=store.statuses.get(key("Actor", ref), {}),
+                          observed=store.observed_configmap(
+                              ObjectRef(ref.namespace, configmap_name(act))), now=now)
+        if plan.configmap is not None:
+            store.record_configmap(plan.configmap)
+        if plan.status is not None:
+            store.record_status("Actor", ref, plan.status)
+    return {"baseline_mib": baseline, "peak_mib": peak_rss_mib(), "load_seconds": loaded,
+            "reconcile_seconds": time.monotonic() - start - loaded, "problems": problems,
+            "mean_tools": tools / max(1, n_actors)}
+
+
+def measure_memory(n_skills: int, n_actors: int) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, __file__, "--memory-child", "--memory-skills", str(n_skills),
+         "--memory-actors", str(n_actors)],
+        check=True, capture_output=True, text=True, cwd=ROOT)
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+# -- report ---------------------------------------------------------------------------------
+
+
+def report(args: argparse.Namespace, f: dict[str, Any], mem: dict[str, Any] | None) -> None:
+    api = f"real cluster ({args.kubeconfig})" if args.kubeconfig else "emulated API"
+    how = "requests" if f["exact"] else "changes seen by watches"
+    print(f"api: {api}; writes counted as {how}")
+    print(f"actors: {args.actors}; skills: {1 + args.depth + args.tops} "
+          f"(base + chain of {args.depth} + {args.tops} tops); "
+          f"include depth actor->base: {args.depth + 1}")
+    print(f"initial load: created in {f['create_seconds']:.2f}s, all Ready with ConfigMaps "
+          f"after {f['initial_seconds']:.2f}s")
+    w: Counter[str] = f["cascade_writes"]
+    print(f"cascade time: {f['cascade_seconds']:.2f}s")
+    print(f"actor configmap writes: {w['configmaps']}")
+    print(f"actor status writes: {w['actor status']}")
+    print(f"other actor writes: {w['actor other']}")
+    print(f"skill status writes: {w['skill status']}")
+    print(f"other skill writes: {w['skill other']}")
+    print(f"events: {w['events']}")
+    print(f"restart writes: {sum(f['restart_writes'].values())} "
+          f"({dict(f['restart_writes']) or 'none'})")
+    if mem is not None:
+        print(f"memory load: {args.memory_skills} skills + {args.memory_actors} actors "
+              f"upserted in {mem['load_seconds']:.1f}s, reconciled in "
+              f"{mem['reconcile_seconds']:.1f}s ({mem['mean_tools']:.0f} tools per actor, "
+              f"{mem['problems']} problems)")
+        print(f"peak memory (in-process Store + full reconcile pass, fresh process, "
+              f"ru_maxrss; baseline {mem['baseline_mib']:.0f} MiB): {mem['peak_mib']:.0f} MiB")
+    per_actor = (w["configmaps"] + w["actor status"] + w["actor other"]) / max(1, args.actors)
+    print(f"writes per changed actor: {per_actor:.2f}")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    p.add_argument("--actors", type=int, default=500)
+    p.add_argument("--depth", type=int, default=10, help="include chain length below the tops")
+    p.add_argument("--tops", type=int, default=4, help="top skills the actors are spread over")
+    p.add_argument("--kubeconfig", help="run against a real cluster instead of the emulator")
+    p.add_argument("--namespace", default="skillop-bench")
+    p.add_argument("--keep", action="store_true", help="real cluster: keep the namespace")
+    p.add_argument("--debounce", type=float, default=0.05, help="SKILLOP_DEBOUNCE_SECONDS")
+    p.add_argument("--settle", type=float, default=2.5,
+                   help="seconds to watch for late writes (and after a restart)")
+    p.add_argument("--timeout", type=float, default=600.0)
+    p.add_argument("--memory-skills", type=int, default=10_000)
+    p.add_argument("--memory-actors", type=int, default=1_000)
+    p.add_argument("--no-memory", action="store_true", help="skip the memory figure")
+    p.add_argument("--memory-child", action="store_true", help=argparse.SUPPRESS)
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.memory_child:
+        print(json.dumps(memory_child(args.memory_skills, args.memory_actors)))
+        return 0
+    figures = run_cascade(args)
+    mem = None if args.no_memory else measure_memory(args.memory_skills, args.memory_actors)
+    report(args, figures, mem)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+{{/* Chart name, overridable with nameOverride. */}}
+{{- define "skillop.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Release-scoped full name, overridable with fullnameOverride. */}}
+{{- define "skillop.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "skillop.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Selector labels: stable across upgrades. */}}
+{{- define "skillop.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "skillop.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* Common labels. */}}
+{{- define "skillop.labels" -}}
+helm.sh/chart: {{ include "skillop.chart" . }}
+{{ include "skillop.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: skillop
+{{- end }}
+
+{{- define "skillop.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "skillop.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "skillop.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{/*
+Rules on namespaced resources: bound with a ClusterRoleBinding when every namespace
+is watched, with a RoleBinding in each namespace otherwise. Each rule is one API call
+the operator makes (operator/skillop/operator/kube.py) or one kopf needs to watch and
+annotate the objects; tests/unit/test_chart.py keeps the two in step.
+*/}}
+{{- define "skillop.namespacedRules" -}}
+- apiGroups: ["skillop.dev"]
+  resources: ["tools"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["skillop.dev"]
+  resources: ["skills", "actors"]
+  verbs: ["get", "list", "watch", "patch"]
+- apiGroups: ["skillop.dev"]
+  resources: ["skills/status", "actors/status"]
+  verbs: ["get", "patch"]
+- apiGroups: [""]
+  resources: ["configmaps"]
+  verbs: ["get", "list", "watch", "create", "update", "patch"]
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+{{- if .Values.mcp.headersFromSecrets }}
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["get"]
+{{- end }}
+{{- end }}
+
+{{/* Cluster-scoped reads kopf needs in either mode. */}}
+{{- define "skillop.clusterRules" -}}
+- apiGroups: [""]
+  resources: ["namespaces"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["apiextensions.k8s.io"]
+  resources: ["customresourcedefinitions"]
+  verbs: ["get", "list", "watch"]
+{{- end }}
