@@ -202,6 +202,10 @@ class WriteRecord:
     def is_status(self) -> bool:
         return self.subresource == 'status'
 
+    @property
+    def ref(self) -> kmock.resource:
+        return kmock.resource(self.group, self.version, self.resource)
+
 
 # --------------------------------------------------------------------------------------------
 # Small pure helpers
@@ -307,10 +311,14 @@ def _isolate_subresource(old: Body, new: Body, spec: ResourceSpec, subresource: 
 Matcher = Callable[[Body], bool]
 
 
+def _labels(body: Body) -> dict[str, str]:
+    labels: dict[str, str] = (body.get('metadata') or {}).get('labels') or {}
+    return labels
+
+
 def _label_matcher(requirement: str) -> Matcher:
     """Compile one label requirement: ``k=v``, ``k!=v``, ``k in (a,b)``, ``k``, ``!k``."""
-    labels: Callable[[Body], dict[str, str]] = (
-        lambda body: (body.get('metadata') or {}).get('labels') or {})
+    labels = _labels
     if m := re.fullmatch(r'\s*([^\s!=]+)\s+(in|notin)\s+\((.*)\)\s*', requirement):
         key, op, values = m[1], m[2], {v.strip() for v in m[3].split(',')}
         if op == 'in':
@@ -505,7 +513,7 @@ class Emulator(kmock.KubernetesEmulator):
             namespace: str | None = None,
             name: str | None = None,
             method: str | None = None,
-            subresource: str | None | types.EllipsisType = ...,
+            subresource: types.EllipsisType | str | None = ...,
             changed: bool | None = None,
             include_events: bool = False,
     ) -> list[WriteRecord]:
@@ -521,7 +529,7 @@ class Emulator(kmock.KubernetesEmulator):
         wanted_events = include_events or (ref is not None and ref.plural == 'events')
         return [
             record for record in self.writes[since:]
-            if ref is None or ref.check(kmock.resource(record.group, record.version, record.resource))
+            if ref is None or ref.check(record.ref)
             if wanted_events or record.resource != 'events'
             if namespace is None or record.namespace == namespace
             if name is None or record.name == name
@@ -638,7 +646,8 @@ class Emulator(kmock.KubernetesEmulator):
             raise _api_error(404, 'NotFound', f'the server could not find the resource {resource}')
         if request.subresource is not None and (
                 request.subresource != 'status' or not spec.status_subresource):
-            raise _api_error(404, 'NotFound', f'no subresource {request.subresource!r} in {spec.plural}')
+            raise _api_error(404, 'NotFound',
+                             f'no subresource {request.subresource!r} in {spec.plural}')
         return spec
 
     def _current(self, key: ObjectKey) -> Body | None:
@@ -724,7 +733,8 @@ class Emulator(kmock.KubernetesEmulator):
         name = self._name_for_create(spec, namespace, meta)
         key: ObjectKey = (spec.ref, namespace, name)
         if self._current(key) is not None:
-            raise _api_error(409, 'AlreadyExists', f'{spec.plural}.{spec.group} "{name}" already exists',
+            raise _api_error(409, 'AlreadyExists',
+                             f'{spec.plural}.{spec.group} "{name}" already exists',
                              name=name, group=spec.group, kind=spec.plural)
         body.setdefault('apiVersion', spec.api_version)
         body.setdefault('kind', spec.kind)
@@ -845,8 +855,8 @@ class Emulator(kmock.KubernetesEmulator):
             if since:
                 initial = []
             else:  # no version given: the current state as ADDED events, then the changes
-                initial = sorted((body for (ref, _, _), body in self._live_items() if ref == spec.ref),
-                                 key=lambda body: int(body['metadata']['resourceVersion']))
+                current = [body for (ref, _, _), body in self._live_items() if ref == spec.ref]
+                initial = sorted(current, key=lambda body: int(body['metadata']['resourceVersion']))
                 since = self._rv
             self._watches[spec.plural] += 1
             self._watch_starts.append((spec.plural, request.params.get('resourceVersion')))
@@ -970,7 +980,8 @@ class Emulator(kmock.KubernetesEmulator):
                         'uid': meta.get('uid')},
         })
 
-    def _check_preconditions(self, spec: ResourceSpec, key: ObjectKey, pre: Mapping[str, Any]) -> None:
+    def _check_preconditions(self, spec: ResourceSpec, key: ObjectKey,
+                             pre: Mapping[str, Any]) -> None:
         meta = self._require(key, spec)['metadata']
         for field in ('uid', 'resourceVersion'):
             if pre.get(field) is not None and pre[field] != meta.get(field):

@@ -3,12 +3,15 @@
 Cycles are found with an iterative Tarjan (so a 10,000-skill chain cannot hit
 the recursion limit); each skill on a cycle gets the cycle spelled from itself,
 ``team-a/a -> team-a/b -> team-a/a``, which is what its error message shows.
+Skills on one cycle share it (rotated), so a cycle of n skills costs one search
+and n short messages, not n searches and n messages of n names each.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from skillop.model.names import ObjectRef
 
@@ -63,15 +66,51 @@ def strongly_connected(nodes: Iterable[ObjectRef], edges: Edges) -> list[list[Ob
     return out
 
 
-def cycles(nodes: Iterable[ObjectRef], edges: Edges) -> dict[ObjectRef, list[ObjectRef]]:
-    """For every node on a cycle, one shortest cycle through it, starting and ending there."""
-    found: dict[ObjectRef, list[ObjectRef]] = {}
+@dataclass(frozen=True, slots=True)
+class Cycle:
+    """A cycle through one skill: ``ring`` (the skills in include order, each once)
+    read from position ``start``, back to where it began."""
+
+    ring: tuple[ObjectRef, ...]
+    start: int
+
+    @property
+    def next(self) -> ObjectRef:
+        """The skill this one includes on the cycle."""
+        return self.ring[(self.start + 1) % len(self.ring)]
+
+    def path(self) -> list[ObjectRef]:
+        n = len(self.ring)
+        return [self.ring[(self.start + i) % n] for i in range(n + 1)]
+
+    def spell(self, limit: int = 24) -> str:
+        """``a -> b -> a``; a cycle of more than ``limit`` steps keeps its two ends."""
+        n = len(self.ring)
+        if n <= limit:
+            return spell_cycle(self.path())
+        keep = limit // 2
+        head = [self.ring[(self.start + i) % n].canonical for i in range(keep)]
+        tail = [self.ring[(self.start + i) % n].canonical for i in range(n - keep + 1, n + 1)]
+        return " -> ".join([*head, f"... ({n + 1 - 2 * keep} more)", *tail])
+
+
+def cycles(nodes: Iterable[ObjectRef], edges: Edges) -> dict[ObjectRef, Cycle]:
+    """For every node on a cycle, a cycle through it, starting and ending there.
+
+    A node not yet on a found cycle gets a shortest cycle through it; every other
+    node on that cycle shares it, which for a ring of n skills is one search.
+    """
+    found: dict[ObjectRef, Cycle] = {}
     for component in strongly_connected(nodes, edges):
         members = set(component)
         if len(component) == 1 and component[0] not in edges(component[0]):
             continue
         for node in component:
-            found[node] = _shortest_cycle(node, members, edges)
+            if node in found:
+                continue
+            ring = tuple(_shortest_cycle(node, members, edges)[:-1])
+            for i, member in enumerate(ring):
+                found.setdefault(member, Cycle(ring, i))
     return found
 
 

@@ -76,7 +76,7 @@ class Resolver:
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
         self._views: dict[ObjectRef, SkillView | None] = {}
-        self._cycles: dict[ObjectRef, list[ObjectRef]] = {}
+        self._cycles: dict[ObjectRef, graph.Cycle] = {}
         self._explored: set[ObjectRef] = set()
         self._cyclic: set[ObjectRef] = set()
         self.flattener = Flattener(self.view, self._cyclic, self._subject_of)
@@ -135,9 +135,9 @@ class Resolver:
         cycle = self._cycles.get(ref)
         if cycle is not None:
             skill = self.catalog.skills[ref]
-            index = next(e.index for e in view.includes if e.target == cycle[1])
+            index = next(e.index for e in view.includes if e.target == cycle.next)
             out.append(Problem(skill.subject, f"spec.includes[{index}].skill", P.CYCLE_DETECTED,
-                               f"include cycle: {graph.spell_cycle(cycle)}", skill.origin))
+                               f"include cycle: {cycle.spell()}", skill.origin))
         return tuple(out)
 
     # -- resolutions --------------------------------------------------------------

@@ -1,0 +1,390 @@
+"""The Helm chart, rendered and linted by the real Helm v4 engine (helm-python-sdk).
+
+Covers: default and non-default renders, the values schema, lint, the Deployment's
+security settings, CRD drift against the models, and least-privilege RBAC checked
+against the API calls in ``operator/skillop/operator/kube.py``.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import itertools
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "helm" / "skillop"
+KUBE_PY = ROOT / "operator" / "skillop" / "operator" / "kube.py"
+
+helm = pytest.importorskip("helm_python", reason="helm-python-sdk is not installed")
+
+try:
+    _CHART = helm.Chart.load(str(CHART))
+except (helm.HelmError, OSError) as err:  # e.g. libhelm_c missing for this platform
+    pytest.skip(f"helm_python cannot load the chart: {err}", allow_module_level=True)
+
+
+def render(values: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Every object the chart renders (NOTES.txt excluded)."""
+    out = _CHART.render(values=values or {}, name="skillop", namespace="skillop-system")
+    docs: list[dict[str, Any]] = []
+    for path, text in sorted(out.items()):
+        if path.endswith("NOTES.txt"):
+            continue
+        docs.extend(d for d in yaml.safe_load_all(text) if d)
+    return docs
+
+
+def notes(values: dict[str, Any] | None = None) -> str:
+    out = _CHART.render(values=values or {}, name="skillop", namespace="skillop-system")
+    return next(text for path, text in out.items() if path.endswith("NOTES.txt"))
+
+
+def of_kind(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [d for d in docs if d["kind"] == kind]
+
+
+def deployment(values: dict[str, Any] | None = None) -> dict[str, Any]:
+    (dep,) = of_kind(render(values), "Deployment")
+    return dep
+
+
+def env(values: dict[str, Any] | None = None) -> dict[str, str]:
+    (container,) = deployment(values)["spec"]["template"]["spec"]["containers"]
+    return {e["name"]: e["value"] for e in container["env"]}
+
+
+# -- lint and schema ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("values", [
+    {},
+    {"namespaces": ["team-a", "team-b"], "mcp": {"headersFromSecrets": True}},
+    {"crds": {"enabled": False}},
+])
+def test_lint_passes(values: dict[str, Any]) -> None:
+    report = helm.lint(str(CHART), values, strict=True)
+    assert report["errors"] == []
+    # Severity 2 is a warning, 3 an error; 1 (info) is only "icon is recommended".
+    assert [m for m in report["messages"] if m["severity"] >= 2] == []
+
+
+def test_chart_metadata() -> None:
+    meta = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert meta["apiVersion"] == "v2"
+    assert meta["name"] == "skillop"
+    assert meta["appVersion"] == "0.1.0"
+
+
+@pytest.mark.parametrize("values", [
+    {"logLevel": "LOUD"},
+    {"logLevel": "info"},
+    {"namespaces": "team-a"},
+    {"namespaces": ["Not_A_Namespace"]},
+    {"mcp": {"allow": "*.svc"}},
+    {"mcp": {"headersFromSecrets": "yes"}},
+    {"crds": {"enabled": "true"}},
+    {"resyncSeconds": 0},
+    {"nameSpaces": ["typo"]},
+])
+def test_values_schema_rejects(values: dict[str, Any]) -> None:
+    with pytest.raises(helm.HelmValuesError):
+        _CHART.validate_schema(_CHART.merge_values(values))
+    with pytest.raises(helm.HelmError):
+        render(values)
+
+
+@pytest.mark.parametrize("level", ["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"])
+def test_values_schema_accepts_log_levels(level: str) -> None:
+    _CHART.validate_schema(_CHART.merge_values({"logLevel": level}))
+    assert env({"logLevel": level})["SKILLOP_LOG_LEVEL"] == level
+
+
+# -- what gets rendered -------------------------------------------------------------------
+
+
+def test_defaults_render_the_expected_objects() -> None:
+    docs = render()
+    kinds = sorted(d["kind"] for d in docs)
+    assert kinds == sorted(["CustomResourceDefinition"] * 3 + [
+        "ServiceAccount", "Deployment",
+        "ClusterRole", "ClusterRoleBinding",    # namespaces and CRDs (kopf)
+        "ClusterRole", "ClusterRoleBinding",    # the namespaced resources, cluster-wide
+    ])
+    labels = deployment()["metadata"]["labels"]
+    assert labels["app.kubernetes.io/name"] == "skillop"
+    assert labels["app.kubernetes.io/instance"] == "skillop"
+    assert labels["app.kubernetes.io/version"] == "0.1.0"
+    assert labels["app.kubernetes.io/managed-by"] == "Helm"
+    assert "every namespace" in notes()
+
+
+def test_crds_are_kept_by_default() -> None:
+    crds = of_kind(render(), "CustomResourceDefinition")
+    assert sorted(c["metadata"]["name"] for c in crds) == [
+        "actors.skillop.dev", "skills.skillop.dev", "tools.skillop.dev"]
+    for c in crds:
+        assert c["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"}
+
+
+def test_crds_keep_false_drops_the_annotation() -> None:
+    for c in of_kind(render({"crds": {"keep": False}}), "CustomResourceDefinition"):
+        assert "annotations" not in c["metadata"]
+
+
+def test_crds_disabled_renders_none() -> None:
+    docs = render({"crds": {"enabled": False}})
+    assert of_kind(docs, "CustomResourceDefinition") == []
+    assert of_kind(docs, "Deployment")
+
+
+def _load_sync_crds() -> Any:
+    spec = importlib.util.spec_from_file_location("sync_crds", ROOT / "helm" / "sync_crds.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_chart_crds_match_models() -> None:
+    from skillop.model.crd import all_crds
+
+    assert _load_sync_crds().drift() == [], "run: python helm/sync_crds.py"
+    rendered = {c["metadata"]["name"]: c
+                for c in of_kind(render({"crds": {"keep": False}}), "CustomResourceDefinition")}
+    models = {c["metadata"]["name"]: c for c in all_crds().values()}
+    assert rendered == models
+    # And the plain crds/*.yaml (kubectl apply -f crds/) agree with the models too.
+    plain = [yaml.safe_load(p.read_text()) for p in sorted((ROOT / "crds").glob("*.yaml"))]
+    plain_by_name = {c["metadata"]["name"]: c for c in plain}
+    assert plain_by_name == models
+
+
+def test_sync_crds_escapes_template_braces() -> None:
+    sync = _load_sync_crds()
+    doc = {"apiVersion": "v1", "kind": "X", "metadata": {"name": "x"},
+           "spec": {"description": "use {{ name }} here"}}
+    text = sync.template(doc)
+    assert "{{ `{{` }} name }}" in text
+    assert "  annotations:\n    helm.sh/resource-policy: keep\n" in text
+
+
+def test_namespaced_mode_uses_roles() -> None:
+    docs = render({"namespaces": ["team-a", "team-b"]})
+    roles = of_kind(docs, "Role")
+    bindings = of_kind(docs, "RoleBinding")
+    assert sorted(r["metadata"]["namespace"] for r in roles) == ["team-a", "team-b"]
+    assert sorted(b["metadata"]["namespace"] for b in bindings) == ["team-a", "team-b"]
+    for b in bindings:
+        assert b["roleRef"]["kind"] == "Role"
+        assert b["subjects"] == [{"kind": "ServiceAccount", "name": "skillop",
+                                  "namespace": "skillop-system"}]
+    # The only ClusterRole left is for cluster-scoped reads.
+    (cluster_role,) = of_kind(docs, "ClusterRole")
+    resources = {r for rule in cluster_role["rules"] for r in rule["resources"]}
+    assert resources == {"namespaces", "customresourcedefinitions"}
+    assert env({"namespaces": ["team-a", "team-b"]})["SKILLOP_NAMESPACES"] == "team-a,team-b"
+    assert "team-a, team-b" in notes({"namespaces": ["team-a", "team-b"]})
+
+
+# -- the Deployment -----------------------------------------------------------------------
+
+
+def test_deployment_security_settings() -> None:
+    dep = deployment()
+    assert dep["spec"]["replicas"] == 1
+    assert dep["spec"]["strategy"] == {"type": "Recreate"}
+    pod = dep["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "skillop"
+    psc = pod["securityContext"]
+    assert psc["runAsNonRoot"] is True
+    assert psc["runAsUser"] == 65532
+    assert psc["seccompProfile"] == {"type": "RuntimeDefault"}
+    (container,) = pod["containers"]
+    csc = container["securityContext"]
+    assert csc["allowPrivilegeEscalation"] is False
+    assert csc["readOnlyRootFilesystem"] is True
+    assert csc["capabilities"] == {"drop": ["ALL"]}
+    assert "privileged" not in csc and "add" not in csc["capabilities"]
+    # /tmp is the only writable path (HOME=/tmp in the image).
+    (mount,) = container["volumeMounts"]
+    assert mount["mountPath"] == "/tmp"
+    (volume,) = pod["volumes"]
+    assert volume["name"] == mount["name"] and "emptyDir" in volume
+    probe = container["livenessProbe"]["httpGet"]
+    assert probe == {"path": "/healthz", "port": 8080}
+    assert env()["SKILLOP_LIVENESS"] == "http://0.0.0.0:8080/healthz"
+    assert container["image"] == "ghcr.io/skillop/skillop:0.1.0"
+
+
+def test_deployment_resources_from_values() -> None:
+    resources = {"requests": {"cpu": "10m", "memory": "64Mi"},
+                 "limits": {"cpu": "1", "memory": "1Gi"}}
+    (container,) = deployment({"resources": resources})["spec"]["template"]["spec"]["containers"]
+    assert container["resources"] == resources
+    # Values merge into the defaults; null removes one (here: no CPU limit).
+    no_cpu = {"limits": {"cpu": None}}
+    (container,) = deployment({"resources": no_cpu})["spec"]["template"]["spec"]["containers"]
+    assert container["resources"]["limits"] == {"memory": "256Mi"}
+    (default,) = deployment()["spec"]["template"]["spec"]["containers"]
+    assert set(default["resources"]) == {"requests", "limits"}
+
+
+def test_env_from_values() -> None:
+    assert env() == {
+        "SKILLOP_NAMESPACES": "",
+        "SKILLOP_MCP_ALLOW": "*.svc,*.svc.cluster.local",
+        "SKILLOP_MCP_REFRESH_SECONDS": "300",
+        "SKILLOP_RESYNC_SECONDS": "300",
+        "SKILLOP_LOG_LEVEL": "INFO",
+        "SKILLOP_LIVENESS": "http://0.0.0.0:8080/healthz",
+    }
+    custom = env({"mcp": {"allow": ["mcp.example.com"], "refreshSeconds": 60},
+                  "resyncSeconds": 30, "logLevel": "DEBUG"})
+    assert custom["SKILLOP_MCP_ALLOW"] == "mcp.example.com"
+    assert custom["SKILLOP_MCP_REFRESH_SECONDS"] == "60"
+    assert custom["SKILLOP_RESYNC_SECONDS"] == "30"
+    assert custom["SKILLOP_LOG_LEVEL"] == "DEBUG"
+
+
+def test_env_is_what_the_operator_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    from skillop.operator.settings import OperatorConfig
+
+    for name, value in env({"namespaces": ["a", "b"], "mcp": {"refreshSeconds": 60}}).items():
+        monkeypatch.setenv(name, value)
+    config = OperatorConfig.from_env()
+    assert config.namespaces == ("a", "b")
+    assert config.mcp_allow == ("*.svc", "*.svc.cluster.local")
+    assert config.mcp_refresh_seconds == 60.0
+    assert config.resync_seconds == 300.0
+    assert config.liveness == "http://0.0.0.0:8080/healthz"
+
+
+# -- RBAC: least privilege, and exactly what the operator uses ---------------------------
+
+Grant = tuple[str, str, str]  # (apiGroup, resource, verb)
+
+#: Every Kubernetes client call in kube.py and the permission it needs.
+KUBE_CALLS: dict[str, set[Grant]] = {
+    "patch_namespaced_custom_object_status": {
+        ("skillop.dev", "skills/status", "patch"), ("skillop.dev", "actors/status", "patch")},
+    "create_namespaced_config_map": {("", "configmaps", "create")},
+    "replace_namespaced_config_map": {("", "configmaps", "update")},
+    "create_namespaced_event": {("", "events", "create")},
+    "read_namespaced_secret": {("", "secrets", "get")},  # only with mcp.headersFromSecrets
+}
+
+#: What kopf itself needs: watch every indexed kind, annotate skills and actors
+#: (progress and diff-base under skillop.dev/), post its own events, discover CRDs.
+KOPF_NEEDS: set[Grant] = {
+    *((g, r, v) for g, r in [("skillop.dev", "tools"), ("skillop.dev", "skills"),
+                             ("skillop.dev", "actors"), ("", "configmaps"), ("", "namespaces"),
+                             ("apiextensions.k8s.io", "customresourcedefinitions")]
+      for v in ("list", "watch")),
+    ("skillop.dev", "skills", "patch"), ("skillop.dev", "actors", "patch"),
+    ("", "events", "create"),
+}
+
+def _grants(group: str, resources: list[str], verbs: list[str]) -> set[Grant]:
+    return set(itertools.product([group], resources, verbs))
+
+
+#: The whole grant, exactly: nothing else may appear.
+NAMESPACED_GRANTS: set[Grant] = (
+    _grants("skillop.dev", ["tools"], ["get", "list", "watch"])
+    | _grants("skillop.dev", ["skills", "actors"], ["get", "list", "watch", "patch"])
+    | _grants("skillop.dev", ["skills/status", "actors/status"], ["get", "patch"])
+    | _grants("", ["configmaps"], ["get", "list", "watch", "create", "update", "patch"])
+    | _grants("", ["events"], ["create", "patch"])
+)
+SECRET_GRANTS: set[Grant] = {("", "secrets", "get")}
+CLUSTER_GRANTS: set[Grant] = (
+    _grants("", ["namespaces"], ["get", "list", "watch"])
+    | _grants("apiextensions.k8s.io", ["customresourcedefinitions"], ["get", "list", "watch"])
+)
+
+
+def rule_grants(rules: list[dict[str, Any]]) -> set[Grant]:
+    out: set[Grant] = set()
+    for rule in rules:
+        assert set(rule) == {"apiGroups", "resources", "verbs"}, rule  # no resourceNames etc.
+        for part in (rule["apiGroups"], rule["resources"], rule["verbs"]):
+            assert "*" not in part, rule
+        out |= set(itertools.product(rule["apiGroups"], rule["resources"], rule["verbs"]))
+    return out
+
+
+def granted(docs: list[dict[str, Any]]) -> tuple[set[Grant], dict[str, set[Grant]]]:
+    """(cluster-wide grants, namespace -> grants), following the bindings."""
+    roles = {(d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"]): d
+             for d in docs if d["kind"] in ("Role", "ClusterRole")}
+    cluster: set[Grant] = set()
+    per_ns: dict[str, set[Grant]] = {}
+    for b in docs:
+        if b["kind"] not in ("RoleBinding", "ClusterRoleBinding"):
+            continue
+        assert b["subjects"] == [{"kind": "ServiceAccount", "name": "skillop",
+                                  "namespace": "skillop-system"}]
+        ref = b["roleRef"]
+        ns = b["metadata"].get("namespace") if ref["kind"] == "Role" else None
+        role = roles.pop((ref["kind"], ns, ref["name"]))
+        rules = rule_grants(role["rules"])
+        if b["kind"] == "ClusterRoleBinding":
+            cluster |= rules
+        else:
+            per_ns.setdefault(b["metadata"]["namespace"], set()).update(rules)
+    assert roles == {}, f"roles with no binding: {list(roles)}"
+    return cluster, per_ns
+
+
+def kube_py_calls() -> set[str]:
+    """The Kubernetes client methods kube.py calls (``self.core.X``/``self.custom.X``)."""
+    calls = set()
+    for node in ast.walk(ast.parse(KUBE_PY.read_text())):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)
+                and isinstance(node.value.value, ast.Name) and node.value.value.id == "self"
+                and node.value.attr in ("core", "custom")):
+            calls.add(node.attr)
+    return calls
+
+
+def test_rbac_table_covers_every_call_in_kube_py() -> None:
+    assert kube_py_calls() == set(KUBE_CALLS), (
+        "kube.py's API calls changed: update KUBE_CALLS here and the chart's RBAC")
+
+
+@pytest.mark.parametrize("secrets", [False, True])
+def test_rbac_clusterwide_is_exactly_what_is_needed(secrets: bool) -> None:
+    cluster, per_ns = granted(render({"mcp": {"headersFromSecrets": secrets}}))
+    assert per_ns == {}
+    expected = NAMESPACED_GRANTS | CLUSTER_GRANTS | (SECRET_GRANTS if secrets else set())
+    assert cluster == expected
+    needed = KOPF_NEEDS | set().union(*KUBE_CALLS.values())
+    if not secrets:
+        needed -= SECRET_GRANTS
+    assert needed <= cluster, needed - cluster
+
+
+@pytest.mark.parametrize("secrets", [False, True])
+def test_rbac_namespaced_is_exactly_what_is_needed(secrets: bool) -> None:
+    cluster, per_ns = granted(render({"namespaces": ["team-a", "team-b"],
+                                      "mcp": {"headersFromSecrets": secrets}}))
+    assert cluster == CLUSTER_GRANTS  # nothing namespaced is granted cluster-wide
+    expected = NAMESPACED_GRANTS | (SECRET_GRANTS if secrets else set())
+    assert per_ns == {"team-a": expected, "team-b": expected}
+    needed = KOPF_NEEDS | set().union(*KUBE_CALLS.values())
+    if not secrets:
+        needed -= SECRET_GRANTS
+    assert needed <= cluster | expected, needed - cluster - expected
+
+
+def test_secrets_are_not_readable_by_default() -> None:
+    for d in render():
+        if d["kind"] in ("Role", "ClusterRole"):
+            assert all("secrets" not in rule["resources"] for rule in d["rules"])
+    assert "mcp.headersFromSecrets=true" in notes()
+    assert "mcp.headersFromSecrets" not in notes({"mcp": {"headersFromSecrets": True}})

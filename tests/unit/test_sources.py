@@ -1,0 +1,224 @@
+"""Agent Skills (Semantics 10) and MCP declared tools: what each source contributes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from skillkit import (
+    P,
+    actor,
+    anon,
+    by_name,
+    configmap,
+    names,
+    resolve_actor,
+    resolve_skill,
+    skill,
+    skill_md,
+)
+
+from skillop.model.capabilities import capabilities_from_annotations
+from skillop.resolve.toolset import configmap_data
+from skillop.sources.agent_skill import AgentSkillError, parse_skill_md
+
+# -- Agent Skills -------------------------------------------------------------------------
+
+
+def test_inline_skill_md_is_one_read_only_tool() -> None:
+    md = skill_md("release-notes", "Write release notes", body="# Steps\n1. read the log\n")
+    docs = [skill("s", agentSkills=[{"inline": md}]), actor("a", skills=["s"])]
+    resolution = resolve_actor(docs, "team-a/a")
+    t = by_name(resolution)["release-notes"]
+    assert (t["source"], t["description"], t["capabilities"]) == (
+        "agent_skill", "Write release notes", {"readOnly": True})
+    assert resolution.document["agentSkills"] == [
+        {"name": "release-notes", "skill": "team-a/s", "key": "agent-skill.release-notes.md"}]
+    data = configmap_data(resolution.document, resolution.tools)
+    assert data["agent-skill.release-notes.md"] == "# Steps\n1. read the log\n"
+    assert "read the log" not in data["tools.json"]
+
+
+def test_config_map_ref_with_default_and_explicit_key() -> None:
+    docs = [configmap("pdf", {"SKILL.md": skill_md("pdf"), "extra.md": skill_md("extra")}),
+            skill("s", agentSkills=[{"configMapRef": {"name": "pdf"}},
+                                    {"configMapRef": {"name": "pdf", "key": "extra.md"}}])]
+    resolution = resolve_skill(docs, "team-a/s")
+    assert resolution.ok
+    assert names(resolution) == ["extra", "pdf"]
+
+
+def test_missing_config_map_or_key() -> None:
+    docs = [configmap("pdf", {"SKILL.md": skill_md("pdf")}),
+            skill("s", agentSkills=[{"configMapRef": {"name": "gone"}},
+                                    {"configMapRef": {"name": "pdf", "key": "other.md"}}])]
+    resolution = resolve_skill(docs, "team-a/s")
+    assert [(p.field, p.reason) for p in resolution.problems] == [
+        ("spec.agentSkills[0].configMapRef", P.REF_NOT_FOUND),
+        ("spec.agentSkills[1].configMapRef.key", P.REF_NOT_FOUND)]
+    assert "configmap team-a/pdf has no key other.md" in resolution.problems[1].message
+
+
+def test_conflicting_agent_skills_get_distinct_config_map_keys() -> None:
+    docs = [skill("s1", agentSkills=[{"inline": skill_md("notes", body="one")}]),
+            skill("s2", agentSkills=[{"inline": skill_md("notes", body="two")}]),
+            actor("a", skills=["s1", "s2"])]
+    resolution = resolve_actor(docs, "team-a/a")
+    keys = [a["key"] for a in resolution.document["agentSkills"]]
+    assert len(set(keys)) == 2
+    data = configmap_data(resolution.document, resolution.tools)
+    assert sorted(data[k] for k in keys) == ["one", "two"]
+    assert all(k.startswith("agent-skill.") and k.endswith(".md") for k in keys)
+
+
+@pytest.mark.parametrize("name", ["a", "pdf", "a-b-c", "x9", "a" * 64])
+def test_valid_agent_skill_names(name: str) -> None:
+    assert parse_skill_md(skill_md(name)).name == name
+
+
+@pytest.mark.parametrize("name", ["Pdf", "a--b", "-a", "a-", "a" * 65, "a_b", "a b", "", "é"])
+def test_invalid_agent_skill_names(name: str) -> None:
+    with pytest.raises(AgentSkillError, match="name"):
+        parse_skill_md(skill_md(name))
+
+
+@pytest.mark.parametrize(("front", "why"), [
+    ({"description": ""}, "description"),
+    ({"description": "   "}, "description"),
+    ({"description": "d" * 1025}, "1024"),
+    ({"description": 5}, "description"),
+    ({"version": "1"}, "unknown field"),
+    ({"compatibility": "c" * 501}, "compatibility"),
+    ({"metadata": {"a": 1}}, "metadata"),
+])
+def test_invalid_frontmatter(front: dict[str, Any], why: str) -> None:
+    fields = {"name": "x", "description": "d", **front}
+    text = "---\n" + "\n".join(f"{k}: {v!r}" if isinstance(v, str) else f"{k}: {v}"
+                               for k, v in fields.items()) + "\n---\nbody\n"
+    with pytest.raises(AgentSkillError, match=why):
+        parse_skill_md(text)
+
+
+def test_description_of_1024_characters_and_optional_fields_are_fine() -> None:
+    doc = parse_skill_md(skill_md("x", "d" * 1024, license="MIT", compatibility="any",
+                                  metadata={"owner": "me"}, **{"allowed-tools": "Read"}))
+    assert len(doc.description) == 1024
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ("no frontmatter at all", "must start with"),
+    ("---\nname: x\ndescription: d\n", "not closed"),
+    ("---\n[1, 2]\n---\n", "mapping"),
+    ("---\nname: [x\n---\n", "not valid YAML"),
+    ("", "must start with"),
+])
+def test_malformed_skill_md(text: str, why: str) -> None:
+    with pytest.raises(AgentSkillError, match=why):
+        parse_skill_md(text)
+
+
+def test_invalid_skill_md_is_a_problem_on_the_skill() -> None:
+    docs = [skill("s", agentSkills=[{"inline": skill_md("Bad")}]), actor("a", skills=["s"])]
+    resolution = resolve_actor(docs, "team-a/a")
+    assert [(p.subject.name, p.field, p.reason) for p in resolution.problems] == [
+        ("s", "spec.agentSkills[0]", P.INVALID_AGENT_SKILL)]
+
+
+def test_body_and_byte_order_mark() -> None:
+    doc = parse_skill_md("\ufeff---\nname: x\ndescription: d\n---\n\n# Title\ntext\n")
+    assert doc.body == "# Title\ntext\n"
+
+
+# -- MCP declared tools --------------------------------------------------------------------
+
+
+def _server(**extra: Any) -> dict[str, Any]:
+    return {"name": "docker", "url": "http://docker.tools.svc:8080/mcp", **extra}
+
+
+def test_declared_tools_are_mcp_tools_of_their_server() -> None:
+    docs = [skill("s", mcpServers=[_server(tools=[anon("build", title="Build")])])]
+    resolution = resolve_skill(docs, "team-a/s")
+    build = by_name(resolution)["build"]
+    assert (build["source"], build["mcpServer"], build["title"]) == ("mcp", "docker", "Build")
+    assert resolution.document["mcpServers"] == [{
+        "name": "docker", "skill": "team-a/s", "transport": "streamable-http",
+        "url": "http://docker.tools.svc:8080/mcp"}]
+
+
+@pytest.mark.parametrize(("tool_filter", "kept"), [
+    (None, ["build", "list", "system_df", "system_prune"]),
+    ({"include": ["system_*"]}, ["system_df", "system_prune"]),
+    ({"exclude": ["system_*"]}, ["build", "list"]),
+    ({"include": ["system_*", "build"], "exclude": ["*prune"]}, ["build", "system_df"]),
+    ({"include": ["nothing"]}, []),
+    ({"include": ["[bl]*"]}, ["build", "list"]),
+])
+def test_tool_filter(tool_filter: dict[str, Any] | None, kept: list[str]) -> None:
+    tools = [anon(n) for n in ("build", "list", "system_prune", "system_df")]
+    extra = {} if tool_filter is None else {"toolFilter": tool_filter}
+    docs = [skill("s", mcpServers=[_server(tools=tools, **extra)])]
+    assert names(resolve_skill(docs, "team-a/s")) == kept
+
+
+@pytest.mark.parametrize(("annotations", "caps"), [
+    ({"readOnlyHint": True}, {"readOnly": True}),
+    ({"destructiveHint": True}, {"destructive": True}),
+    ({"idempotentHint": False}, {"idempotent": False}),
+    ({"openWorldHint": True}, {"openWorld": True}),
+    ({"readOnlyHint": False, "destructiveHint": False, "idempotentHint": True,
+      "openWorldHint": False},
+     {"readOnly": False, "destructive": False, "idempotent": True, "openWorld": False}),
+    ({"title": "T", "somethingElse": True, "readOnlyHint": "yes"}, {}),
+])
+def test_annotation_mapping(annotations: dict[str, Any], caps: dict[str, Any]) -> None:
+    assert capabilities_from_annotations(annotations).to_dict() == caps
+    docs = [skill("s", mcpServers=[_server(tools=[anon("t", annotations=annotations)])])]
+    assert by_name(resolve_skill(docs, "team-a/s"))["t"]["capabilities"] == caps
+
+
+def test_explicit_capabilities_win_over_annotations_field_by_field() -> None:
+    tool = anon("t", annotations={"readOnlyHint": True, "openWorldHint": True},
+                capabilities={"readOnly": False, "writes": True})
+    docs = [skill("s", mcpServers=[_server(tools=[tool])])]
+    assert by_name(resolve_skill(docs, "team-a/s"))["t"]["capabilities"] == {
+        "readOnly": False, "writes": True, "openWorld": True}
+
+
+def test_annotation_title_is_used_when_no_title() -> None:
+    docs = [skill("s", mcpServers=[_server(tools=[anon("t", annotations={"title": "Nice"})])])]
+    assert by_name(resolve_skill(docs, "team-a/s"))["t"]["title"] == "Nice"
+
+
+def test_stdio_server() -> None:
+    server = {"name": "local", "command": ["uvx", "mcp-git"], "args": ["--repo", "."],
+              "env": [{"name": "A", "value": "1"}], "tools": [anon("git_log")]}
+    resolution = resolve_skill([skill("s", mcpServers=[server])], "team-a/s")
+    assert resolution.ok
+    assert resolution.document["mcpServers"] == [{
+        "name": "local", "skill": "team-a/s", "transport": "stdio",
+        "command": ["uvx", "mcp-git"], "args": ["--repo", "."],
+        "env": [{"name": "A", "value": "1"}]}]
+
+
+def test_stdio_server_without_declared_tools_warns() -> None:
+    resolution = resolve_skill([skill("s", mcpServers=[{"name": "x", "command": ["x"]}])],
+                               "team-a/s")
+    assert resolution.ok
+    assert resolution.tools == ()
+    assert any("declares no tools" in w for w in resolution.warnings)
+
+
+def test_servers_without_surviving_tools_are_left_out_of_the_document() -> None:
+    docs = [skill("s", mcpServers=[_server(tools=[anon("w", capabilities={"writes": True})])],
+                  builtins=["git_operations"]),
+            actor("a", skills=["s"], skillAccessPolicy={"denyCapabilities": ["writes"]})]
+    assert resolve_actor(docs, "team-a/a").document["mcpServers"] == []
+
+
+def test_anonymous_tools_map_annotations_too() -> None:
+    docs = [skill("s", anonymousTools=[anon("t", annotations={"readOnlyHint": True},
+                                            runtime={"command": ["ruff"]})])]
+    t = by_name(resolve_skill(docs, "team-a/s"))["t"]
+    assert (t["source"], t["capabilities"], t["runtime"]) == (
+        "anonymous", {"readOnly": True}, {"command": ["ruff"]})

@@ -1,0 +1,149 @@
+"""The ToolSet document: the contract's shape, sorted, deterministic to the byte."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+from skillkit import actor, anon, by_name, catalog, resolve_actor, skill, skill_md, tool
+
+from skillop.cli.load import load_paths
+from skillop.model.names import ObjectRef
+from skillop.resolve.catalog import Catalog
+from skillop.resolve.resolver import Resolver
+from skillop.resolve.toolset import canonical_json, configmap_data, render_document
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+TOP_KEYS = ["apiVersion", "kind", "actor", "hash", "tools", "mcpServers", "agentSkills"]
+TOOL_KEYS = ["name", "bindingName", "qualifiedName", "source", "skill", "title", "description",
+             "inputSchema", "outputSchema", "capabilities", "runtime", "path"]
+SOURCES = {"builtin", "tool", "mcp", "anonymous", "agent_skill"}
+
+
+def _every_source() -> list[dict[str, Any]]:
+    return [
+        tool("run-pytest", name="run_pytest", title="Run pytest",
+             outputSchema={"type": "object"}, runtime={"command": ["pytest"]}),
+        skill("all", tools=[{"ref": "run-pytest"}], builtins=["git_operations"],
+              anonymousTools=[anon("lint")], agentSkills=[{"inline": skill_md("notes")}],
+              mcpServers=[{"name": "docker", "url": "http://d/mcp", "tools": [anon("build")]}]),
+        actor("dev", skills=["all"]),
+    ]
+
+
+def test_document_shape() -> None:
+    doc = resolve_actor(_every_source(), "team-a/dev").document
+    assert list(doc) == TOP_KEYS
+    assert (doc["apiVersion"], doc["kind"], doc["actor"]) == (
+        "skillop.dev/v1alpha1", "ToolSet", "team-a/dev")
+    assert doc["hash"].startswith("sha256:") and len(doc["hash"]) == 7 + 64
+    assert {t["source"] for t in doc["tools"]} == SOURCES
+    for t in doc["tools"]:
+        expected = [*TOOL_KEYS[:-1], "mcpServer", "path"] if t["source"] == "mcp" else TOOL_KEYS
+        assert list(t) == expected, t["name"]
+        assert isinstance(t["capabilities"], dict)
+        assert t["path"] == ["team-a/all"]
+        assert t["qualifiedName"] == f"team-a/all.{t['name']}"
+    assert doc["mcpServers"] == [{"name": "docker", "skill": "team-a/all",
+                                  "transport": "streamable-http", "url": "http://d/mcp"}]
+    assert doc["agentSkills"] == [{"name": "notes", "skill": "team-a/all",
+                                   "key": "agent-skill.notes.md"}]
+    run = by_name(resolve_actor(_every_source(), "team-a/dev"))["run_pytest"]
+    assert (run["title"], run["outputSchema"], run["runtime"]) == (
+        "Run pytest", {"type": "object"}, {"command": ["pytest"]})
+
+
+def test_tools_are_sorted_by_name() -> None:
+    doc = resolve_actor(_every_source(), "team-a/dev").document
+    tool_names = [t["name"] for t in doc["tools"]]
+    assert tool_names == sorted(tool_names)
+
+
+def test_hash_is_the_sha256_of_the_canonical_document_without_it() -> None:
+    doc = resolve_actor(_every_source(), "team-a/dev").document
+    body = {k: v for k, v in doc.items() if k != "hash"}
+    assert doc["hash"] == "sha256:" + hashlib.sha256(canonical_json(body).encode()).hexdigest()
+
+
+def test_rendered_document_is_json_that_parses_back() -> None:
+    doc = resolve_actor(_every_source(), "team-a/dev").document
+    text = render_document(doc)
+    assert text.endswith("\n")
+    assert json.loads(text) == doc
+
+
+def test_configmap_data_holds_the_document_and_the_bodies() -> None:
+    resolution = resolve_actor(_every_source(), "team-a/dev")
+    data = configmap_data(resolution.document, resolution.tools)
+    assert sorted(data) == ["agent-skill.notes.md", "tools.json"]
+    assert json.loads(data["tools.json"]) == resolution.document
+
+
+def _examples_catalog(order: int | None = None) -> Catalog:
+    loaded = load_paths([str(EXAMPLES)])
+    assert not loaded.problems
+    objects = list(loaded.objects)
+    if order is not None:
+        random.Random(order).shuffle(objects)
+    return Catalog.of(objects)
+
+
+def test_deterministic_across_runs_and_manifest_order() -> None:
+    actor_ref = ObjectRef("team-a", "developer")
+    rendered = set()
+    for order in (None, 1, 2, 3):
+        resolution = Resolver(_examples_catalog(order)).resolve_actor(actor_ref)
+        assert resolution is not None and resolution.ok
+        rendered.add(render_document(resolution.document))
+    assert len(rendered) == 1
+
+
+def test_hash_changes_when_a_description_changes() -> None:
+    docs = _every_source()
+    before = resolve_actor(docs, "team-a/dev").hash
+    docs[0]["spec"]["description"] = "Run the suite, quietly"
+    after = resolve_actor(docs, "team-a/dev").hash
+    assert before != after
+
+
+def test_hash_changes_with_an_override_and_not_with_a_comment() -> None:
+    base = [tool("t"), skill("s", tools=[{"ref": "t"}]), actor("a", skills=["s"])]
+    overridden = [tool("t"), skill("s", tools=[{"ref": "t", "overrides": {"title": "T"}}]),
+                  actor("a", skills=["s"])]
+    relabelled = [tool("t"), skill("s", labels={"team": "x"}, tools=[{"ref": "t"}]),
+                  actor("a", skills=["s"])]
+    h = resolve_actor(base, "team-a/a").hash
+    assert resolve_actor(overridden, "team-a/a").hash != h
+    assert resolve_actor(relabelled, "team-a/a").hash == h
+
+
+def test_skill_document_names_the_skill() -> None:
+    resolution = Resolver(catalog(_every_source())).resolve_skill(ObjectRef("team-a", "all"))
+    assert resolution is not None
+    doc = resolution.document
+    assert list(doc) == ["apiVersion", "kind", "skill", "hash", "tools", "mcpServers",
+                         "agentSkills"]
+    assert doc["skill"] == "team-a/all"
+
+
+def test_examples_developer_and_reviewer() -> None:
+    resolver = Resolver(_examples_catalog())
+    dev = resolver.resolve_actor(ObjectRef("team-a", "developer"))
+    rev = resolver.resolve_actor(ObjectRef("team-a", "reviewer"))
+    assert dev is not None and rev is not None
+    assert dev.ok and rev.ok
+    dev_tools = by_name(dev)
+    assert dev_tools["push_image"]["capabilities"]["requiresApproval"] is True
+    assert "system_prune" not in dev_tools
+    assert {"team-a/code-analysis.lint", "team-a/testing.lint"} <= set(dev_tools)
+    assert dev_tools["coverage-report"]["description"] == "Coverage for the changed files only"
+    assert dev_tools["git_log"]["path"] == ["team-a/full-stack-dev", "team-a/code-analysis",
+                                           "platform/read-only-git"]
+    rev_tools = by_name(rev)
+    assert all(t["capabilities"].get("readOnly") is True for t in rev_tools.values())
+    assert not any(t["skill"] in ("team-a/docker-tools", "team-a/deploy")
+                   for t in rev_tools.values())
+    assert "release-notes" not in rev_tools
