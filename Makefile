@@ -36,6 +36,7 @@ bench: $(STAMP)
 
 crds: $(STAMP)
 	$(BIN)/python -m skillop.model.crd --write crds
+	$(BIN)/python helm/sync_crds.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -53,7 +53,7 @@ import time
 import types
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import aiohttp.web
 import attrs
@@ -318,21 +318,15 @@ def _labels(body: Body) -> dict[str, str]:
 
 def _label_matcher(requirement: str) -> Matcher:
     """Compile one label requirement: ``k=v``, ``k!=v``, ``k in (a,b)``, ``k``, ``!k``."""
-    labels = _labels
     if m := re.fullmatch(r'\s*([^\s!=]+)\s+(in|notin)\s+\((.*)\)\s*', requirement):
-        key, op, values = m[1], m[2], {v.strip() for v in m[3].split(',')}
-        if op == 'in':
-            return lambda body: labels(body).get(key) in values
-        return lambda body: labels(body).get(key) not in values
+        key, negated, values = m[1], m[2] == 'notin', {v.strip() for v in m[3].split(',')}
+        return lambda body: (_labels(body).get(key) in values) != negated
     if m := re.fullmatch(r'\s*([^\s!=]+)\s*(!=|==|=)\s*(\S*)\s*', requirement):
-        key, op, value = m[1], m[2], m[3]
-        if op == '!=':
-            return lambda body: labels(body).get(key) != value
-        return lambda body: labels(body).get(key) == value
-    if m := re.fullmatch(r'\s*!\s*(\S+)\s*', requirement):
-        return lambda body: m[1] not in labels(body)
-    if m := re.fullmatch(r'\s*(\S+)\s*', requirement):
-        return lambda body: m[1] in labels(body)
+        key, negated, value = m[1], m[2] == '!=', m[3]
+        return lambda body: (_labels(body).get(key) == value) != negated
+    if m := re.fullmatch(r'\s*(!?)\s*([^\s!=]+)\s*', requirement):
+        negated, key = bool(m[1]), m[2]
+        return lambda body: (key in _labels(body)) != negated
     raise _api_error(400, 'BadRequest', f'unable to parse requirement: {requirement!r}')
 
 
@@ -341,10 +335,8 @@ def _field_matcher(requirement: str) -> Matcher:
     m = re.fullmatch(r'\s*(metadata\.name|metadata\.namespace)\s*(!=|==|=)\s*(\S*)\s*', requirement)
     if m is None:
         raise _api_error(400, 'BadRequest', f'field selector not supported: {requirement!r}')
-    field, op, value = m[1].split('.')[1], m[2], m[3]
-    if op == '!=':
-        return lambda body: (body.get('metadata') or {}).get(field) != value
-    return lambda body: (body.get('metadata') or {}).get(field) == value
+    field, negated, value = m[1].split('.')[1], m[2] == '!=', m[3]
+    return lambda body: ((body.get('metadata') or {}).get(field) == value) != negated
 
 
 def _selector(params: Mapping[str, str]) -> Matcher:
@@ -469,8 +461,8 @@ class Emulator(kmock.KubernetesEmulator):
         with self._mutex:
             return self._rv
 
-    def get(self, resource: str | kmock.resource, namespace: str | None, name: str,
-            ) -> Body | None:
+    def get_object(self, resource: str | kmock.resource, namespace: str | None, name: str,
+                   ) -> Body | None:
         """A deep copy of the current object, or None if it does not exist."""
         with self._mutex:
             body = self._current((self._ref(resource), namespace, name))
@@ -618,7 +610,7 @@ class Emulator(kmock.KubernetesEmulator):
             ))
 
     async def _serve_version(self, request: kmock_rendering.Request) -> Body:
-        payload: Body = await super()._serve_version(request)
+        payload = cast(Body, await super()._serve_version(request))
         if request.resource is not None and request.resource.group == '':
             payload['groupVersion'] = request.resource.version  # kmock says "/v1"
         return payload
@@ -715,7 +707,7 @@ class Emulator(kmock.KubernetesEmulator):
     def _name_for_create(self, spec: ResourceSpec, namespace: str | None, meta: Body) -> str:
         if meta.get('name'):
             return str(meta['name'])
-        prefix = meta.get('generateName')
+        prefix = str(meta.get('generateName') or '')
         if not prefix:
             raise _api_error(422, 'Invalid', 'metadata.name: Required value: name or '
                                              'generateName is required')
@@ -841,7 +833,7 @@ class Emulator(kmock.KubernetesEmulator):
             rv = self._rv
         items.sort(key=lambda body: (body['metadata'].get('namespace') or '',
                                      body['metadata']['name']))
-        return kmock.Response(status=200, payload={
+        return kmock_rendering.Response(status=200, payload={
             'apiVersion': spec.api_version, 'kind': f'{spec.kind}List',
             'metadata': {'resourceVersion': str(rv)}, 'items': items,
         })
@@ -922,22 +914,22 @@ class Emulator(kmock.KubernetesEmulator):
             return False
         return matches(body)
 
-    async def _serve_fetch(self, request: kmock_rendering.Request) -> kmock.Response:
+    async def _serve_fetch(self, request: kmock_rendering.Request) -> kmock_rendering.Response:
         spec = self._spec_for(request)
         with self._mutex:
             body = self._require(self._key(spec, request.namespace, request.name), spec)
-        return kmock.Response(status=200, payload=body)
+        return kmock_rendering.Response(status=200, payload=body)
 
-    async def _serve_create(self, request: kmock_rendering.Request) -> kmock.Response:
+    async def _serve_create(self, request: kmock_rendering.Request) -> kmock_rendering.Response:
         spec = self._spec_for(request)
         if request.subresource is not None:
             raise _api_error(405, 'MethodNotAllowed', 'cannot create a subresource here')
         with self._mutex:
             body = self._create(spec, request.namespace, request.data)
         self._outcomes[request] = _Outcome(changed=True, name=body['metadata']['name'])
-        return kmock.Response(status=201, payload=body)
+        return kmock_rendering.Response(status=201, payload=body)
 
-    async def _serve_update(self, request: kmock_rendering.Request) -> kmock.Response:
+    async def _serve_update(self, request: kmock_rendering.Request) -> kmock_rendering.Response:
         # kmock calls a PATCH an "update".
         spec = self._spec_for(request)
         with self._mutex:
@@ -946,9 +938,9 @@ class Emulator(kmock.KubernetesEmulator):
             new = _apply_patch(old, request.data, _content_type(request.headers), spec)
             body, changed = self._update(spec, key, old, new, request.subresource)
         self._outcomes[request] = _Outcome(changed=changed, name=request.name)
-        return kmock.Response(status=200, payload=body)
+        return kmock_rendering.Response(status=200, payload=body)
 
-    async def _serve_replace(self, request: kmock_rendering.Request) -> kmock.Response:
+    async def _serve_replace(self, request: kmock_rendering.Request) -> kmock_rendering.Response:
         spec = self._spec_for(request)
         data = request.data
         if not isinstance(data, dict) or not isinstance(data.get('metadata'), dict):
@@ -960,9 +952,9 @@ class Emulator(kmock.KubernetesEmulator):
             old = self._require(key, spec)
             body, changed = self._update(spec, key, old, copy.deepcopy(data), request.subresource)
         self._outcomes[request] = _Outcome(changed=changed, name=request.name)
-        return kmock.Response(status=200, payload=body)
+        return kmock_rendering.Response(status=200, payload=body)
 
-    async def _serve_delete(self, request: kmock_rendering.Request) -> kmock.Response:
+    async def _serve_delete(self, request: kmock_rendering.Request) -> kmock_rendering.Response:
         spec = self._spec_for(request)
         options: Body = request.data if isinstance(request.data, dict) else {}
         propagation = options.get('propagationPolicy') or request.params.get('propagationPolicy')
@@ -972,9 +964,9 @@ class Emulator(kmock.KubernetesEmulator):
             body, deleted, changed = self._delete(spec, key, cascade=propagation != 'Orphan')
         self._outcomes[request] = _Outcome(changed=changed, name=request.name)
         if not deleted or spec.custom:  # the object being deleted, or a deleted custom one
-            return kmock.Response(status=200, payload=body)
+            return kmock_rendering.Response(status=200, payload=body)
         meta = body['metadata']
-        return kmock.Response(status=200, payload={
+        return kmock_rendering.Response(status=200, payload={
             'apiVersion': 'v1', 'kind': 'Status', 'metadata': {}, 'status': 'Success',
             'details': {'name': meta['name'], 'group': spec.group, 'kind': spec.plural,
                         'uid': meta.get('uid')},
@@ -1070,7 +1062,8 @@ def _kubeconfig_environment(url: str) -> Iterator[pathlib.Path]:
         os.environ['KUBECONFIG'] = str(path)
         kube_config.KUBE_CONFIG_DEFAULT_LOCATION = str(path)
         kubernetes.client.ApiClient._default = None
-        kubernetes.config.load_kube_config(config_file=str(path))  # sets the default config
+        # This also makes it the client's default configuration.
+        kubernetes.config.load_kube_config(config_file=str(path))  # type: ignore[no-untyped-call]
         yield path
     finally:
         if saved[0] is None:
@@ -1122,13 +1115,14 @@ def run_emulator(
     url = server.start(timeout)
     try:
         with _kubeconfig_environment(url) as path:
-            api_client = kubernetes.config.new_client_from_config(config_file=str(path))
+            api_client: kubernetes.client.ApiClient = kubernetes.config.new_client_from_config(
+                config_file=str(path))  # type: ignore[no-untyped-call]
             assert server.loop is not None  # set before the server reports readiness
             try:
                 yield EmulatorHandle(url=url, emulator=emulator, kubeconfig=path,
                                      api_client=api_client, loop=server.loop)
             finally:
-                api_client.close()
+                api_client.close()  # type: ignore[no-untyped-call]
     finally:
         server.stop(timeout)
 
@@ -1224,12 +1218,13 @@ def wait_for(
     object) count as "not yet".
     """
     deadline = time.monotonic() + timeout
-    last: Any = None
+    last: object = None
     while True:
         try:
-            last = predicate()
-            if last:
-                return last
+            value = predicate()
+            if value:
+                return value
+            last = value
         except ignore as e:
             last = e
         if time.monotonic() >= deadline:

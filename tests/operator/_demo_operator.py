@@ -40,9 +40,10 @@ def _record(reason: str, name: str, meta: kopf.Meta) -> None:
 @kopf.on.create(GROUP, VERSION, PLURAL, registry=registry)
 @kopf.on.update(GROUP, VERSION, PLURAL, field='spec', registry=registry)
 def render_greeting(body: kopf.Body, spec: kopf.Spec, meta: kopf.Meta, name: str,
-                    namespace: str, reason: str, patch: kopf.Patch, logger: kopf.Logger,
+                    namespace: str | None, reason: str, patch: kopf.Patch, logger: kopf.Logger,
                     **_: Any) -> None:
     """Create or replace the Actor's ConfigMap, then report what was handled."""
+    assert namespace is not None  # Actors are namespaced
     configmap: dict[str, Any] = {
         'apiVersion': 'v1', 'kind': 'ConfigMap',
         'metadata': {'name': configmap_name(name)},
@@ -51,11 +52,12 @@ def render_greeting(body: kopf.Body, spec: kopf.Spec, meta: kopf.Meta, name: str
     kopf.adopt(configmap, owner=body)  # ownerReference + namespace: garbage-collected with it
     api = kubernetes.client.CoreV1Api()  # the default config points to the emulator
     try:
-        api.create_namespaced_config_map(namespace, configmap)
+        api.create_namespaced_config_map(namespace, configmap)  # type: ignore[arg-type]
     except ApiException as e:
         if e.status != 409:
             raise
-        api.replace_namespaced_config_map(configmap_name(name), namespace, configmap)
+        api.replace_namespaced_config_map(  # dicts pass the client's validation too
+            configmap_name(name), namespace, configmap)  # type: ignore[arg-type]
     patch.status['configMap'] = configmap_name(name)
     patch.status['observedGeneration'] = meta['generation']
     _record(str(reason), name, meta)

@@ -12,8 +12,15 @@ from typing import Any
 import pytest
 import yaml
 
+# Read once, when skillop.operator.handlers is first imported (OperatorConfig.from_env):
+# discovery may reach the loopback MCP servers of the tests, and only polls when a
+# test asks for it (a Skill's refreshInterval) or a server announces listChanged.
+os.environ.setdefault("SKILLOP_MCP_ALLOW", "127.0.0.1,*.svc,*.svc.cluster.local")
+os.environ.setdefault("SKILLOP_MCP_REFRESH_SECONDS", "600")
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "mcp"))
 
 from kube_emulator import EmulatorHandle, run_emulator, run_operator, wait_for  # noqa: E402
 

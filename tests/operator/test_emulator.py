@@ -12,8 +12,8 @@ import sys
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, cast
 
 import kmock
 import kopf
@@ -69,19 +69,35 @@ def _actor(name: str, greeting: str = 'hi', **metadata: Any) -> dict[str, Any]:
             'metadata': {'name': name, **metadata}, 'spec': {'greeting': greeting}}
 
 
-def _create_actor(kube: EmulatorHandle, name: str, **kwargs: Any) -> dict[str, Any]:
-    body: dict[str, Any] = kube.custom.create_namespaced_custom_object(
-        GROUP, VERSION, NS, 'actors', _actor(name, **kwargs))
-    return body
+# The custom-objects client returns untyped `object`s: these helpers give them a type.
+
+def _create_actor(kube: EmulatorHandle, name: str, body: dict[str, Any] | None = None,
+                  **kwargs: Any) -> dict[str, Any]:
+    return cast(dict[str, Any], kube.custom.create_namespaced_custom_object(
+        GROUP, VERSION, NS, 'actors', body or _actor(name, **kwargs)))
 
 
 def _patch_actor(kube: EmulatorHandle, name: str, patch: Any, *, status: bool = False,
                  content_type: str | None = None) -> dict[str, Any]:
     method = (kube.custom.patch_namespaced_custom_object_status if status else
               kube.custom.patch_namespaced_custom_object)
-    kwargs = {'_content_type': content_type} if content_type else {}
-    body: dict[str, Any] = method(GROUP, VERSION, NS, 'actors', name, patch, **kwargs)
-    return body
+    return cast(dict[str, Any], method(GROUP, VERSION, NS, 'actors', name, patch,
+                                       _content_type=content_type))
+
+
+def _delete_actor(kube: EmulatorHandle, name: str, **kwargs: Any) -> dict[str, Any]:
+    return cast(dict[str, Any], kube.custom.delete_namespaced_custom_object(
+        GROUP, VERSION, NS, 'actors', name, **kwargs))
+
+
+def _list_actors(kube: EmulatorHandle) -> dict[str, Any]:
+    return cast(dict[str, Any], kube.custom.list_namespaced_custom_object(
+        GROUP, VERSION, NS, 'actors'))
+
+
+def _create_configmap(kube: EmulatorHandle, name: str, **metadata: Any) -> None:
+    body = {'metadata': {'name': name, **metadata}}
+    kube.core.create_namespaced_config_map(NS, body)  # type: ignore[arg-type]  # dicts work
 
 
 def _watch(kube: EmulatorHandle, path: str, *, count: int | None = None,
@@ -127,9 +143,8 @@ def test_discovery_serves_the_crds_and_core_resources(kube: EmulatorHandle) -> N
 
 def test_create_fills_in_server_side_metadata(kube: EmulatorHandle) -> None:
     first = _create_actor(kube, 'a1')
-    body = kube.custom.create_namespaced_custom_object(
-        GROUP, VERSION, NS, 'actors',
-        {**_actor(''), 'metadata': {'generateName': 'gen-'}, 'status': {'forged': True}})
+    body = _create_actor(kube, '', body={
+        **_actor(''), 'metadata': {'generateName': 'gen-'}, 'status': {'forged': True}})
 
     meta = first['metadata']
     assert meta['namespace'] == NS  # from the URL
@@ -146,14 +161,14 @@ def test_creating_an_existing_name_conflicts(kube: EmulatorHandle) -> None:
     with pytest.raises(ApiException) as error:
         _create_actor(kube, 'a1')
     assert error.value.status == 409
-    assert json.loads(error.value.body)['reason'] == 'AlreadyExists'
+    assert json.loads(str(error.value.body))['reason'] == 'AlreadyExists'
 
 
 def test_missing_objects_and_resources_answer_404(kube: EmulatorHandle) -> None:
-    calls = [
+    calls: list[Callable[[], object]] = [
         lambda: kube.custom.get_namespaced_custom_object(GROUP, VERSION, NS, 'actors', 'nope'),
         lambda: _patch_actor(kube, 'nope', {'spec': {'greeting': 'x'}}),
-        lambda: kube.custom.delete_namespaced_custom_object(GROUP, VERSION, NS, 'actors', 'nope'),
+        lambda: _delete_actor(kube, 'nope'),
         lambda: kube.core.read_namespaced_config_map('nope', NS),
         lambda: kube.custom.list_namespaced_custom_object(GROUP, VERSION, NS, 'unknowns'),
     ]
@@ -222,22 +237,22 @@ def test_a_stale_resource_version_conflicts(kube: EmulatorHandle) -> None:
         kube.custom.replace_namespaced_custom_object(GROUP, VERSION, NS, 'actors', 'a1', stale)
 
     assert merge_error.value.status == put_error.value.status == 409
-    assert kube.emulator.get('actors', NS, 'a1')['spec'] == {'greeting': 'newer'}  # type: ignore[index]
+    assert kube.emulator.get_object('actors', NS, 'a1')['spec'] == {'greeting': 'newer'}  # type: ignore[index]
 
 
 def test_finalizers_delay_the_deletion(kube: EmulatorHandle) -> None:
     _create_actor(kube, 'a1', finalizers=['example.com/cleanup'])
-    marked = kube.custom.delete_namespaced_custom_object(GROUP, VERSION, NS, 'actors', 'a1')
+    marked = _delete_actor(kube, 'a1')
 
     assert marked['metadata']['deletionTimestamp']
     assert marked['metadata']['generation'] == 2  # as in Kubernetes: deletion bumps it
-    assert kube.emulator.get('actors', NS, 'a1') is not None  # still there, being deleted
+    assert kube.emulator.get_object('actors', NS, 'a1') is not None  # still there, being deleted
     with pytest.raises(ApiException) as error:
         _patch_actor(kube, 'a1', {'metadata': {'finalizers': ['example.com/cleanup', 'late/one']}})
     assert error.value.status == 422  # no new finalizers on an object being deleted
 
     _patch_actor(kube, 'a1', {'metadata': {'finalizers': None}})
-    assert kube.emulator.get('actors', NS, 'a1') is None  # released: gone for good
+    assert kube.emulator.get_object('actors', NS, 'a1') is None  # released: gone for good
 
 
 def test_owned_objects_are_garbage_collected(kube: EmulatorHandle) -> None:
@@ -248,26 +263,23 @@ def test_owned_objects_are_garbage_collected(kube: EmulatorHandle) -> None:
         return [{'apiVersion': o['apiVersion'], 'kind': o['kind'], 'name': o['metadata']['name'],
                  'uid': o['metadata']['uid']} for o in owners]
 
-    for name, owners in [('only-owner', [owner]), ('two-owners', [owner, other])]:
-        kube.core.create_namespaced_config_map(NS, {
-            'metadata': {'name': name, 'ownerReferences': owned_by(*owners)}})
-    kube.core.create_namespaced_config_map(NS, {
-        'metadata': {'name': 'orphan', 'ownerReferences': owned_by(other)}})
+    _create_configmap(kube, 'only-owner', ownerReferences=owned_by(owner))
+    _create_configmap(kube, 'two-owners', ownerReferences=owned_by(owner, other))
+    _create_configmap(kube, 'orphan', ownerReferences=owned_by(other))
 
-    kube.custom.delete_namespaced_custom_object(GROUP, VERSION, NS, 'actors', 'owner')
-    assert kube.emulator.get('configmaps', NS, 'only-owner') is None
-    assert kube.emulator.get('configmaps', NS, 'two-owners') is not None  # another owner lives
+    _delete_actor(kube, 'owner')
+    assert kube.emulator.get_object('configmaps', NS, 'only-owner') is None
+    assert kube.emulator.get_object('configmaps', NS, 'two-owners') is not None  # 1 owner lives
 
-    kube.custom.delete_namespaced_custom_object(GROUP, VERSION, NS, 'actors', 'other',
-                                                propagation_policy='Orphan')
-    assert kube.emulator.get('configmaps', NS, 'two-owners') is not None  # orphaned, kept
-    assert kube.emulator.get('configmaps', NS, 'orphan') is not None
+    _delete_actor(kube, 'other', propagation_policy='Orphan')
+    assert kube.emulator.get_object('configmaps', NS, 'two-owners') is not None  # orphaned, kept
+    assert kube.emulator.get_object('configmaps', NS, 'orphan') is not None
 
 
 def test_list_returns_the_current_resource_version(kube: EmulatorHandle) -> None:
     _create_actor(kube, 'a1')
-    kube.core.create_namespaced_config_map(NS, {'metadata': {'name': 'cm'}})  # global counter
-    listed = kube.custom.list_namespaced_custom_object(GROUP, VERSION, NS, 'actors')
+    _create_configmap(kube, 'cm')  # the counter is global, as etcd's revision
+    listed = _list_actors(kube)
 
     assert listed['metadata']['resourceVersion'] == str(kube.emulator.resource_version) == '2'
     assert [item['metadata']['name'] for item in listed['items']] == ['a1']
@@ -275,11 +287,10 @@ def test_list_returns_the_current_resource_version(kube: EmulatorHandle) -> None
 
 def test_watch_resumes_after_the_given_resource_version(kube: EmulatorHandle) -> None:
     _create_actor(kube, 'before')
-    version = kube.custom.list_namespaced_custom_object(
-        GROUP, VERSION, NS, 'actors')['metadata']['resourceVersion']
+    version = _list_actors(kube)['metadata']['resourceVersion']
     _create_actor(kube, 'after')
     _patch_actor(kube, 'before', {'spec': {'greeting': 'changed'}})
-    kube.custom.delete_namespaced_custom_object(GROUP, VERSION, NS, 'actors', 'after')
+    _delete_actor(kube, 'after')
 
     resumed = _watch(kube, ACTORS_PATH, count=3, resourceVersion=version)
     fresh = _watch(kube, ACTORS_PATH, count=1)
@@ -337,7 +348,7 @@ def test_kmock_reactions_inject_failures_without_changing_state(kube: EmulatorHa
         _patch_actor(kube, 'a1', {'spec': {'greeting': 'lost'}})
 
     assert error.value.status == 503
-    assert kube.emulator.get('actors', NS, 'a1')['spec'] == {'greeting': 'hi'}  # type: ignore[index]
+    assert kube.emulator.get_object('actors', NS, 'a1')['spec'] == {'greeting': 'hi'}  # type: ignore[index]
     assert kube.emulator.writes[-1].status_code == 503 and not kube.emulator.writes[-1].changed
 
 
@@ -345,9 +356,9 @@ def test_writes_are_logged_and_countable(kube: EmulatorHandle) -> None:
     _create_actor(kube, 'a1')
     mark = kube.emulator.write_mark()
     _patch_actor(kube, 'a1', {'status': {'phase': 'Ready'}}, status=True)
-    kube.core.create_namespaced_config_map(NS, {'metadata': {'name': 'cm'}})
-    kube.core.create_namespaced_event(NS, {'metadata': {'generateName': 'ev-'},
-                                           'involvedObject': {'name': 'a1'}})
+    _create_configmap(kube, 'cm')
+    kube.core.create_namespaced_event(NS, {  # type: ignore[arg-type]  # dicts work
+        'metadata': {'generateName': 'ev-'}, 'involvedObject': {'name': 'a1'}})
     with pytest.raises(ApiException):
         _create_actor(kube, 'a1')
 
@@ -372,7 +383,7 @@ def _operator() -> Any:
 
 
 def _status(kube: EmulatorHandle, name: str) -> dict[str, Any]:
-    status: dict[str, Any] = (kube.emulator.get('actors', NS, name) or {}).get('status', {})
+    status: dict[str, Any] = (kube.emulator.get_object('actors', NS, name) or {}).get('status', {})
     return status
 
 
@@ -405,6 +416,7 @@ def test_operator_reconciles_creation_and_spec_changes(
     assert runner.exit_code == 0 and runner.exception is None
     assert demo_calls == [('create', 'a1', 1), ('update', 'a1', 2)]
     assert configmap.data == {'greeting': 'hi'} and updated.data == {'greeting': 'hello'}
+    assert configmap.metadata and configmap.metadata.owner_references
     assert configmap.metadata.owner_references[0].name == 'a1'  # kopf.adopt()
     assert _status(kube, 'a1')['configMap'] == demo.configmap_name('a1')
     # One write per ConfigMap change; kopf's own bookkeeping on the Actor stays small.
@@ -439,7 +451,7 @@ def test_operator_reconnecting_watches_reprocess_nothing(
         _create_actor(kube, 'a1')
         _wait_handled(kube, 'a1', generation=1)
         mark, watches = kube.emulator.write_mark(), len(kube.emulator.watch_versions('actors'))
-        seen_version = kube.emulator.get('actors', NS, 'a1')['metadata']['resourceVersion']  # type: ignore[index]
+        seen_version = kube.emulator.get_object('actors', NS, 'a1')['metadata']['resourceVersion']  # type: ignore[index]
         wait_for(lambda: len(kube.emulator.watch_versions('actors')) >= watches + 2, timeout=5)
         writes_while_reconnecting = kube.emulator.filter_writes(since=mark, include_events=True)
         reconnected_at = kube.emulator.watch_versions('actors')[watches:]
@@ -457,10 +469,10 @@ def test_operator_deletion_releases_the_finalizer_and_collects_owned_objects(
     with _operator():
         _create_actor(kube, 'a1')
         _wait_handled(kube, 'a1', generation=1)
-        finalizers = kube.emulator.get('actors', NS, 'a1')['metadata']['finalizers']  # type: ignore[index]
-        kube.custom.delete_namespaced_custom_object(GROUP, VERSION, NS, 'actors', 'a1')
-        wait_for(lambda: kube.emulator.get('actors', NS, 'a1') is None, message='a1 deleted')
+        finalizers = kube.emulator.get_object('actors', NS, 'a1')['metadata']['finalizers']  # type: ignore[index]
+        _delete_actor(kube, 'a1')
+        wait_for(lambda: kube.emulator.get_object('actors', NS, 'a1') is None, message='a1 deleted')
 
     assert finalizers == ['kopf.zalando.org/KopfFinalizerMarker']
     assert demo_calls[-1][:2] == ('delete', 'a1')
-    assert kube.emulator.get('configmaps', NS, demo.configmap_name('a1')) is None  # GC
+    assert kube.emulator.get_object('configmaps', NS, demo.configmap_name('a1')) is None  # GC

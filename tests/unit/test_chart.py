@@ -41,7 +41,7 @@ def render(values: dict[str, Any] | None = None) -> list[dict[str, Any]]:
 
 def notes(values: dict[str, Any] | None = None) -> str:
     out = _CHART.render(values=values or {}, name="skillop", namespace="skillop-system")
-    return next(text for path, text in out.items() if path.endswith("NOTES.txt"))
+    return str(next(text for path, text in out.items() if path.endswith("NOTES.txt")))
 
 
 def of_kind(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:

@@ -31,6 +31,11 @@ NAMESPACES = ("", "v1", "namespaces")
 KINDS = {TOOLS: "Tool", SKILLS: "Skill", ACTORS: "Actor", CONFIGMAPS: "ConfigMap",
          NAMESPACES: "Namespace"}
 
+if CONFIG.webhook:  # the validating admission webhook (docs/webhook.md); off by default
+    from skillop.operator import webhook as _webhook
+
+    _webhook.register()
+
 
 @kopf.on.startup()
 async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
@@ -55,6 +60,10 @@ def configure(settings: kopf.OperatorSettings) -> None:
         prefix="skillop.dev", key="last-handled-configuration")
     settings.watching.server_timeout = 300
     settings.queueing.error_delays = [1, 2, 5, 10, 30, 60]
+    if CONFIG.webhook:
+        from skillop.operator import webhook
+
+        webhook.configure(settings, CONFIG)
 
 
 @kopf.on.cleanup()

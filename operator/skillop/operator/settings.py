@@ -22,6 +22,13 @@ def _float(name: str, default: float) -> float:
         return default
 
 
+def _bool(name: str, default: bool = False) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    return raw.strip().lower() in ("1", "true", "yes", "on")
+
+
 @dataclass(frozen=True)
 class OperatorConfig:
     #: Namespaces to watch; empty means all (cluster-wide).
@@ -38,6 +45,18 @@ class OperatorConfig:
     write_concurrency: int = 16
     log_level: str = "INFO"
     liveness: str = field(default="")
+    #: Serve the validating admission webhook (Skills and Actors).
+    webhook: bool = False
+    webhook_port: int = 9443
+    #: TLS certificate and key files (e.g. from cert-manager); unset: self-signed.
+    webhook_cert: str | None = None
+    webhook_key: str | None = None
+    #: CA bundle for the managed webhook configuration (default: the certificate).
+    webhook_ca: str | None = None
+    #: Let kopf create and maintain the ValidatingWebhookConfiguration.
+    webhook_managed: bool = False
+    #: Hostname the API server uses to reach the webhook (managed mode).
+    webhook_host: str | None = None
 
     @classmethod
     def from_env(cls) -> OperatorConfig:
@@ -50,4 +69,11 @@ class OperatorConfig:
             write_concurrency=int(_float("SKILLOP_WRITE_CONCURRENCY", 16)),
             log_level=os.environ.get("SKILLOP_LOG_LEVEL", "INFO").upper(),
             liveness=os.environ.get("SKILLOP_LIVENESS", ""),
+            webhook=_bool("SKILLOP_WEBHOOK"),
+            webhook_port=int(_float("SKILLOP_WEBHOOK_PORT", 9443)),
+            webhook_cert=os.environ.get("SKILLOP_WEBHOOK_CERT") or None,
+            webhook_key=os.environ.get("SKILLOP_WEBHOOK_KEY") or None,
+            webhook_ca=os.environ.get("SKILLOP_WEBHOOK_CA") or None,
+            webhook_managed=_bool("SKILLOP_WEBHOOK_MANAGED"),
+            webhook_host=os.environ.get("SKILLOP_WEBHOOK_HOST") or None,
         )

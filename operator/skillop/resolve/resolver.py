@@ -260,8 +260,9 @@ class Resolver:
         names = effective_names([(e.tool.name, e.qualified_name) for e in entries])
         bindings = binding_names(names)
         parents = self._tree(roots, gate)
+        paths: dict[ObjectRef, tuple[ObjectRef, ...]] = {}  # one per skill, shared by its tools
         tools = tuple(sorted(
-            (EffectiveTool(name, bindings[name], entry, _path(parents, entry.skill))
+            (EffectiveTool(name, bindings[name], entry, _path(parents, entry.skill, paths))
              for name, entry in zip(names, entries, strict=True)),
             key=lambda t: t.name))
         if max_tools is not None and len(tools) > max_tools:
@@ -334,11 +335,15 @@ class Resolver:
         return list(out)
 
 
-def _path(parents: dict[ObjectRef, ObjectRef | None], skill: ObjectRef) -> tuple[ObjectRef, ...]:
-    path = [skill]
-    while (parent := parents.get(path[-1])) is not None:
-        path.append(parent)
-    return tuple(reversed(path))
+def _path(parents: dict[ObjectRef, ObjectRef | None], skill: ObjectRef,
+          memo: dict[ObjectRef, tuple[ObjectRef, ...]]) -> tuple[ObjectRef, ...]:
+    found = memo.get(skill)
+    if found is None:
+        path = [skill]
+        while (parent := parents.get(path[-1])) is not None:
+            path.append(parent)
+        found = memo[skill] = tuple(reversed(path))
+    return found
 
 
 def resolve_skill_resource(skill: SkillResource, catalog: Catalog) -> Resolution | None:

@@ -42,8 +42,13 @@ def canonical_json(value: Any) -> str:
 
 
 def _json_value(value: Any) -> str:
-    """``canonical_json(value)``, with a shortcut for strings (the same C encoder)."""
-    return encode_basestring(value) if isinstance(value, str) else canonical_json(value)
+    """``canonical_json(value)``, with shortcuts for strings and lists of strings (the
+    encoder json.dumps uses for strings, and its separators)."""
+    if isinstance(value, str):
+        return encode_basestring(value)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return "[" + ",".join(map(encode_basestring, value)) + "]"
+    return canonical_json(value)
 
 
 #: Tool document keys whose values are the ToolDef's own fields, unchanged.

@@ -1,0 +1,138 @@
+"""The validating admission webhook: kopf handlers over ``admission.review``.
+
+Loaded only when ``SKILLOP_WEBHOOK=true`` (see ``handlers``): ``register`` adds
+the two ``@kopf.on.validate`` handlers (Skills and Actors, CREATE and UPDATE),
+``configure`` sets kopf's webhook server. TLS comes from files (cert-manager or
+a chart-made CA: ``SKILLOP_WEBHOOK_CERT``/``SKILLOP_WEBHOOK_KEY``) or, without
+them, from a self-signed certificate generated at startup with ``cryptography``
+(kopf's own generator needs ``certbuilder``, which skillop does not ship).
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+from collections.abc import Collection
+from typing import Any, Literal
+
+import kopf
+
+from skillop.model.names import API_GROUP, API_VERSION
+from skillop.operator.admission import review
+from skillop.operator.settings import OperatorConfig
+from skillop.resolve.catalog import Catalog
+
+#: Handler ids; kopf serves each at ``https://<host>:<port>/<id>``.
+SKILL_WEBHOOK = "validate-skills"
+ACTOR_WEBHOOK = "validate-actors"
+OPERATIONS: tuple[Literal["CREATE"], Literal["UPDATE"]] = ("CREATE", "UPDATE")
+
+
+def _catalog(memo: Any) -> Catalog:
+    store = getattr(memo, "store", None)
+    catalog = getattr(store, "catalog", None)
+    # Before the store exists (or without one) nothing is known: only the
+    # object's own problems can be found, which is still most of them.
+    return catalog if isinstance(catalog, Catalog) else Catalog()
+
+
+def _check(kwargs: dict[str, Any]) -> None:
+    body: kopf.Body = kwargs["body"]
+    old: kopf.Body | None = kwargs.get("old")
+    previous = dict(old) if old is not None and kwargs.get("operation") == "UPDATE" else None
+    messages = review(dict(body), _catalog(kwargs.get("memo")), old=previous)
+    if messages:
+        raise kopf.AdmissionError("; ".join(messages), code=422)
+
+
+# kopf passes every kwarg of its WebhookFn protocol; these read body, old,
+# operation and memo.
+async def validate_skill(**kwargs: Any) -> None:
+    _check(kwargs)
+
+
+async def validate_actor(**kwargs: Any) -> None:
+    _check(kwargs)
+
+
+def register(registry: kopf.OperatorRegistry | None = None) -> None:
+    """Add the validating handlers to ``registry`` (kopf's default one if None)."""
+    kopf.on.validate(API_GROUP, API_VERSION, "skills", id=SKILL_WEBHOOK,
+                     operations=OPERATIONS, registry=registry)(validate_skill)
+    kopf.on.validate(API_GROUP, API_VERSION, "actors", id=ACTOR_WEBHOOK,
+                     operations=OPERATIONS, registry=registry)(validate_actor)
+
+
+def configure(settings: kopf.OperatorSettings, config: OperatorConfig) -> None:
+    settings.admission.server = server(config)
+    if config.webhook_managed:
+        settings.admission.managed = API_GROUP
+
+
+def server(config: OperatorConfig, *, addr: str = "0.0.0.0") -> kopf.WebhookServer:
+    """kopf's HTTPS server: with the mounted certificate, else a self-signed one."""
+    if config.webhook_cert and config.webhook_key:
+        return kopf.WebhookServer(addr=addr, port=config.webhook_port, host=config.webhook_host,
+                                  certfile=config.webhook_cert, pkeyfile=config.webhook_key,
+                                  cafile=config.webhook_ca)
+    return SelfSignedWebhookServer(addr=addr, port=config.webhook_port,
+                                   host=config.webhook_host)
+
+
+class SelfSignedWebhookServer(kopf.WebhookServer):
+    """kopf's server, generating its self-signed certificate with ``cryptography``."""
+
+    @staticmethod
+    def build_certificate(hostnames: Collection[str],
+                          password: str | None = None) -> tuple[bytes, bytes]:
+        return self_signed_certificate(hostnames, password)
+
+
+def self_signed_certificate(hostnames: Collection[str],
+                            password: str | None = None) -> tuple[bytes, bytes]:
+    """A self-signed CA-capable server certificate and its key (PEM), for ``hostnames``."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    names: list[str] = []
+    ips: list[ipaddress.IPv4Address | ipaddress.IPv6Address] = []
+    for host in dict.fromkeys(hostnames):
+        try:
+            ip = ipaddress.ip_address(host)
+        except ValueError:
+            names.append(host)
+        else:
+            if not ip.is_unspecified:
+                ips.append(ip)
+    common_name = names[0] if names else str(ips[0]) if ips else "skillop-webhook"
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name[:64])])
+    now = datetime.datetime.now(datetime.UTC)
+    sans: list[x509.GeneralName] = [x509.DNSName(n) for n in names]
+    sans += [x509.IPAddress(ip) for ip in ips]
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=3650))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(x509.KeyUsage(
+            digital_signature=True, key_encipherment=False, content_commitment=False,
+            data_encipherment=False, key_agreement=False, key_cert_sign=True, crl_sign=True,
+            encipher_only=False, decipher_only=False), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+    )
+    if sans:
+        builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+    cert = builder.sign(key, hashes.SHA256())
+    encryption: serialization.KeySerializationEncryption = (
+        serialization.BestAvailableEncryption(password.encode()) if password
+        else serialization.NoEncryption())
+    pkey = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             encryption)
+    return cert.public_bytes(serialization.Encoding.PEM), pkey

@@ -1,0 +1,198 @@
+"""Live MCP discovery (API Semantics 9): the real operator, the emulated API, real MCP servers.
+
+The operator reads SKILLOP_MCP_ALLOW (127.0.0.1 allowed) and a long
+SKILLOP_MCP_REFRESH_SECONDS (600) from the environment set in conftest, so any
+change seen within a test's timeout came from a list_changed notification, a
+Skill's own ``refreshInterval`` or a Skill change, never from the default poll.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from conftest import Cluster, wait_for
+from mcp_servers import ServerHandle, make_tool
+
+NS = "disc"
+TIMEOUT = 15.0
+
+
+@pytest.fixture
+def ns(running: Cluster) -> Iterator[Cluster]:
+    running.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+    yield running
+
+
+def skill(name: str, *servers: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "skillop.dev/v1alpha1", "kind": "Skill",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {"description": f"skill {name}", "mcpServers": list(servers), **spec}}
+
+
+def actor(name: str, *skills: str) -> dict[str, Any]:
+    return {"apiVersion": "skillop.dev/v1alpha1", "kind": "Actor",
+            "metadata": {"name": name, "namespace": NS}, "spec": {"skills": list(skills)}}
+
+
+def cm_tools(cluster: Cluster, actor_name: str) -> set[str] | None:
+    cm = cluster.configmap(NS, f"{actor_name}-tools")
+    if cm is None:
+        return None
+    return {t["name"] for t in json.loads(cm.data["tools.json"])["tools"]}
+
+
+def wait_tools(cluster: Cluster, actor_name: str, expected: set[str],
+               timeout: float = TIMEOUT) -> None:
+    wait_for(lambda: cm_tools(cluster, actor_name) == expected, timeout=timeout,
+             message=f"ConfigMap of {actor_name} lists {sorted(expected)}"
+                     f" (has {cm_tools(cluster, actor_name)})")
+
+
+def discovered(cluster: Cluster, skill_name: str) -> dict[str, Any] | None:
+    status = cluster.get("Skill", NS, skill_name).get("status") or {}
+    return next((c for c in status.get("conditions", []) if c["type"] == "Discovered"), None)
+
+
+def wait_discovered(cluster: Cluster, skill_name: str, value: str,
+                    timeout: float = TIMEOUT) -> dict[str, Any]:
+    return wait_for(lambda: (c := discovered(cluster, skill_name)) and c["status"] == value and c,
+                    timeout=timeout, message=f"Skill {skill_name} Discovered={value}")
+
+
+def test_discovered_tools_reach_the_configmap_and_list_changed_updates_it(ns: Cluster) -> None:
+    with ServerHandle(tools=[make_tool("alpha"), make_tool("beta")], list_changed=True) as srv:
+        ns.apply(skill("live", {"name": "srv", "url": srv.url,
+                                "tools": [{"name": "declared_only"}]}))
+        ns.apply(actor("agent", "live"))
+        # The live list, not the declared one.
+        wait_tools(ns, "agent", {"alpha", "beta"})
+        ns.wait_ready("Actor", NS, "agent")
+        cond = wait_discovered(ns, "live", "True")
+        assert cond["reason"] == "Discovered"
+        status = wait_for(lambda: (s := ns.get("Skill", NS, "live")["status"])
+                          .get("mcpServers", [{}])[0].get("lastSync") and s, timeout=TIMEOUT)
+        server = status["mcpServers"][0]
+        assert server["name"] == "srv" and server["toolCount"] == 2
+        assert server["url"] == srv.url and "error" not in server
+        assert status["toolCount"] == 2
+
+        # A change announced with list_changed arrives without any poll (refresh: 600 s).
+        listed = srv.count("tools/list")
+        wait_for(lambda: srv._sessions, timeout=TIMEOUT, message="the watch session is open")
+        start = time.monotonic()
+        srv.set_tools([make_tool("alpha"), make_tool("gamma")])
+        wait_tools(ns, "agent", {"alpha", "gamma"})
+        latency = time.monotonic() - start
+        print(f"\nlist_changed -> ConfigMap update: {latency * 1000:.0f} ms")
+        assert srv.count("tools/list") > listed
+        wait_for(lambda: ns.get("Actor", NS, "agent")["status"]["toolCount"] == 2
+                 and {t["name"] for t in ns.get("Actor", NS, "agent")["status"]["tools"]}
+                 == {"alpha", "gamma"}, timeout=TIMEOUT)
+
+
+def test_server_without_list_changed_is_polled_at_the_skill_refresh_interval(
+        ns: Cluster) -> None:
+    with ServerHandle(tools=[make_tool("one")], list_changed=False) as srv:
+        ns.apply(skill("polled", {"name": "srv", "url": srv.url}, refreshInterval="1s"))
+        ns.apply(actor("poller", "polled"))
+        wait_tools(ns, "poller", {"one"})
+        srv.set_tools([make_tool("one"), make_tool("two")], notify=False)
+        start = time.monotonic()
+        wait_tools(ns, "poller", {"one", "two"})
+        print(f"\npoll (refreshInterval 1s) -> ConfigMap update: "
+              f"{(time.monotonic() - start) * 1000:.0f} ms")
+        assert srv.count("notifications/tools/list_changed") == 0
+        wait_for(lambda: ns.get("Skill", NS, "polled")["status"]["mcpServers"][0]["toolCount"]
+                 == 2, timeout=TIMEOUT)
+
+
+def test_server_down_keeps_last_good_tools_and_recovers(ns: Cluster) -> None:
+    srv = ServerHandle(tools=[make_tool("sturdy")], list_changed=True).start()
+    try:
+        ns.apply(skill("fragile", {"name": "srv", "url": srv.url}))
+        ns.apply(actor("survivor", "fragile"))
+        wait_tools(ns, "survivor", {"sturdy"})
+        wait_discovered(ns, "fragile", "True")
+        good = ns.get("Actor", NS, "survivor")["status"]["toolsHash"]
+
+        srv.stop()
+        cond = wait_discovered(ns, "fragile", "False")
+        assert cond["reason"] != "Discovered" and cond["message"].startswith("srv: ")
+        server = ns.get("Skill", NS, "fragile")["status"]["mcpServers"][0]
+        assert server["error"] and server["toolCount"] == 1
+        warned = wait_for(lambda: (s := ns.get("Actor", NS, "survivor")["status"])
+                          .get("warnings") and s, timeout=TIMEOUT,
+                          message="the Actor warns about the failing server")
+        assert any("MCP server srv" in w and "last good" in w for w in warned["warnings"])
+        ready = ns.ready("Actor", NS, "survivor")
+        assert ready is not None and ready["status"] == "True"
+        assert warned["toolsHash"] == good
+        assert cm_tools(ns, "survivor") == {"sturdy"}
+
+        srv.start()  # same port
+        wait_discovered(ns, "fragile", "True", timeout=30)
+        wait_for(lambda: not ns.get("Actor", NS, "survivor")["status"].get("warnings"),
+                 timeout=TIMEOUT, message="the warning is gone")
+        assert "error" not in ns.get("Skill", NS, "fragile")["status"]["mcpServers"][0]
+        assert ns.get("Actor", NS, "survivor")["status"]["toolsHash"] == good
+    finally:
+        srv.stop()
+
+
+def test_disallowed_url_uses_declared_tools(ns: Cluster) -> None:
+    ns.apply(skill("outside", {"name": "ext", "url": "http://example.com/mcp",
+                               "tools": [{"name": "declared_a"}, {"name": "declared_b"}]}))
+    ns.apply(actor("local", "outside"))
+    cond = wait_discovered(ns, "outside", "False")
+    assert cond["reason"] == "URLNotAllowed"
+    assert "allow-list" in cond["message"]
+    wait_tools(ns, "local", {"declared_a", "declared_b"})
+    ns.wait_ready("Actor", NS, "local")
+    server = ns.get("Skill", NS, "outside")["status"]["mcpServers"][0]
+    assert server["toolCount"] == 2 and "lastSync" not in server
+
+
+SECRET_VALUE = "Bearer s3cr3t-t0ken-9f8e7d"
+
+
+def test_secret_headers_are_sent_and_never_written(ns: Cluster) -> None:
+    ns.core.create_namespaced_secret(NS, {
+        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "mcp-auth", "namespace": NS},
+        "data": {"Authorization": base64.b64encode(SECRET_VALUE.encode()).decode()}})
+    srv = ServerHandle(tools=[make_tool("private")], list_changed=True).start()
+    try:
+        ns.apply(skill("authed", {"name": "srv", "url": srv.url,
+                                  "headersFrom": {"secretRef": {"name": "mcp-auth"}}}))
+        ns.apply(actor("holder", "authed"))
+        wait_tools(ns, "holder", {"private"})
+        wait_discovered(ns, "authed", "True")
+        assert srv.requests and all(r.headers.get("authorization") == SECRET_VALUE
+                                    for r in srv.requests)
+        assert_secret_nowhere(ns)
+        # An error message is no leak either.
+        srv.stop()
+        wait_discovered(ns, "authed", "False")
+        wait_for(lambda: ns.get("Actor", NS, "holder")["status"].get("warnings"),
+                 timeout=TIMEOUT)
+        assert_secret_nowhere(ns)
+    finally:
+        srv.stop()
+
+
+def assert_secret_nowhere(cluster: Cluster) -> None:
+    api = cluster.handle.api_client
+    dumped = [api.sanitize_for_serialization(cluster.core.list_namespaced_config_map(NS)),
+              api.sanitize_for_serialization(cluster.core.list_namespaced_event(NS))]
+    for plural in ("skills", "actors", "tools"):
+        dumped.append(cluster.custom.list_namespaced_custom_object(
+            "skillop.dev", "v1alpha1", NS, plural))
+    text = json.dumps(dumped)
+    assert "private" in text  # the listing is what we think it is
+    for needle in (SECRET_VALUE, "s3cr3t-t0ken-9f8e7d",
+                   base64.b64encode(SECRET_VALUE.encode()).decode()):
+        assert needle not in text

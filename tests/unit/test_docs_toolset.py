@@ -1,0 +1,33 @@
+"""The runtime authors' snippet in docs/toolset.md works on a real ToolSet."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from skillop.cli.load import load_paths
+from skillop.model.names import ObjectRef
+from skillop.resolve.catalog import Catalog
+from skillop.resolve.resolver import Resolver
+from skillop.resolve.toolset import configmap_data
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_snippet_loads_the_toolset_and_binds_every_tool(tmp_path: Path) -> None:
+    resolver = Resolver(Catalog.of(load_paths([str(ROOT / "examples")]).objects))
+    resolution = resolver.resolve_actor(ObjectRef("team-a", "developer"))
+    assert resolution is not None
+    data = configmap_data(resolution.document, resolution.tools)
+    (tmp_path / "tools.json").write_text(data["tools.json"])
+    text = (ROOT / "docs" / "toolset.md").read_text()
+    snippet = re.search(r"```python\n(.*?)```", text, re.S)
+    assert snippet is not None
+    code = snippet.group(1).replace("/etc/skillop/tools.json", str(tmp_path / "tools.json"))
+    scope: dict[str, Any] = {}
+    exec(compile(code, "docs/toolset.md", "exec"), scope)
+    names = [f["function"]["name"] for f in scope["functions"]]
+    assert names == [t.binding_name for t in resolution.tools]
+    assert all(re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", n) for n in names)
+    assert set(scope["by_binding"]) == set(names)
