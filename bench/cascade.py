@@ -268,7 +268,7 @@ class Cluster:
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float, what: str,
-               interval: float = 0.05) -> float:
+               interval: float = 0.5) -> float:
     start = time.monotonic()
     while not predicate():
         if time.monotonic() - start > timeout:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -37,6 +38,11 @@ def skill(name: str, *servers: dict[str, Any], **spec: Any) -> dict[str, Any]:
 def actor(name: str, *skills: str) -> dict[str, Any]:
     return {"apiVersion": "skillop.dev/v1alpha1", "kind": "Actor",
             "metadata": {"name": name, "namespace": NS}, "spec": {"skills": list(skills)}}
+
+
+def report(line: str) -> None:
+    # kopf's runner (click's CliRunner) swaps sys.stdout while the operator runs.
+    print(f"\n{line}", file=sys.__stdout__, flush=True)
 
 
 def cm_tools(cluster: Cluster, actor_name: str) -> set[str] | None:
@@ -88,11 +94,24 @@ def test_discovered_tools_reach_the_configmap_and_list_changed_updates_it(ns: Cl
         srv.set_tools([make_tool("alpha"), make_tool("gamma")])
         wait_tools(ns, "agent", {"alpha", "gamma"})
         latency = time.monotonic() - start
-        print(f"\nlist_changed -> ConfigMap update: {latency * 1000:.0f} ms")
+        report(f"list_changed -> ConfigMap update: {latency * 1000:.0f} ms")
         assert srv.count("tools/list") > listed
         wait_for(lambda: ns.get("Actor", NS, "agent")["status"]["toolCount"] == 2
                  and {t["name"] for t in ns.get("Actor", NS, "agent")["status"]["tools"]}
                  == {"alpha", "gamma"}, timeout=TIMEOUT)
+
+
+def test_skill_change_relists_a_watched_server_shared_by_two_skills(ns: Cluster) -> None:
+    with ServerHandle(tools=[make_tool("first")], list_changed=True) as srv:
+        ns.apply(skill("one", {"name": "srv", "url": srv.url}))
+        ns.apply(skill("two", {"name": "srv", "url": srv.url}))
+        ns.apply(actor("both", "one"))
+        wait_tools(ns, "both", {"first"})
+        wait_discovered(ns, "two", "True")
+        # A change the server does not announce: only the Skill change can reveal it.
+        srv.set_tools([make_tool("first"), make_tool("second")], notify=False)
+        ns.patch_spec("Skill", NS, "two", {"description": "changed"})
+        wait_tools(ns, "both", {"first", "second"})
 
 
 def test_server_without_list_changed_is_polled_at_the_skill_refresh_interval(
@@ -104,8 +123,8 @@ def test_server_without_list_changed_is_polled_at_the_skill_refresh_interval(
         srv.set_tools([make_tool("one"), make_tool("two")], notify=False)
         start = time.monotonic()
         wait_tools(ns, "poller", {"one", "two"})
-        print(f"\npoll (refreshInterval 1s) -> ConfigMap update: "
-              f"{(time.monotonic() - start) * 1000:.0f} ms")
+        report(f"poll (refreshInterval 1s) -> ConfigMap update: "
+               f"{(time.monotonic() - start) * 1000:.0f} ms")
         assert srv.count("notifications/tools/list_changed") == 0
         wait_for(lambda: ns.get("Skill", NS, "polled")["status"]["mcpServers"][0]["toolCount"]
                  == 2, timeout=TIMEOUT)
@@ -114,7 +133,9 @@ def test_server_without_list_changed_is_polled_at_the_skill_refresh_interval(
 def test_server_down_keeps_last_good_tools_and_recovers(ns: Cluster) -> None:
     srv = ServerHandle(tools=[make_tool("sturdy")], list_changed=True).start()
     try:
-        ns.apply(skill("fragile", {"name": "srv", "url": srv.url}))
+        # On a watched server the refresh interval bounds the quiet time between
+        # pings, so the outage shows within about a second.
+        ns.apply(skill("fragile", {"name": "srv", "url": srv.url}, refreshInterval="1s"))
         ns.apply(actor("survivor", "fragile"))
         wait_tools(ns, "survivor", {"sturdy"})
         wait_discovered(ns, "fragile", "True")
@@ -167,7 +188,8 @@ def test_secret_headers_are_sent_and_never_written(ns: Cluster) -> None:
     srv = ServerHandle(tools=[make_tool("private")], list_changed=True).start()
     try:
         ns.apply(skill("authed", {"name": "srv", "url": srv.url,
-                                  "headersFrom": {"secretRef": {"name": "mcp-auth"}}}))
+                                  "headersFrom": {"secretRef": {"name": "mcp-auth"}}},
+                           refreshInterval="1s"))
         ns.apply(actor("holder", "authed"))
         wait_tools(ns, "holder", {"private"})
         wait_discovered(ns, "authed", "True")

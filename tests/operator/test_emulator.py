@@ -95,6 +95,13 @@ def _list_actors(kube: EmulatorHandle) -> dict[str, Any]:
         GROUP, VERSION, NS, 'actors'))
 
 
+def _stored(kube: EmulatorHandle, resource: str, name: str) -> dict[str, Any]:
+    """The emulator's current copy of an object that must exist."""
+    body = kube.emulator.get_object(resource, NS, name)
+    assert body is not None, f'{resource}/{name} does not exist'
+    return body
+
+
 def _create_configmap(kube: EmulatorHandle, name: str, **metadata: Any) -> None:
     body = {'metadata': {'name': name, **metadata}}
     kube.core.create_namespaced_config_map(NS, body)  # type: ignore[arg-type]  # dicts work
@@ -237,7 +244,7 @@ def test_a_stale_resource_version_conflicts(kube: EmulatorHandle) -> None:
         kube.custom.replace_namespaced_custom_object(GROUP, VERSION, NS, 'actors', 'a1', stale)
 
     assert merge_error.value.status == put_error.value.status == 409
-    assert kube.emulator.get_object('actors', NS, 'a1')['spec'] == {'greeting': 'newer'}  # type: ignore[index]
+    assert _stored(kube, 'actors', 'a1')['spec'] == {'greeting': 'newer'}
 
 
 def test_finalizers_delay_the_deletion(kube: EmulatorHandle) -> None:
@@ -348,7 +355,7 @@ def test_kmock_reactions_inject_failures_without_changing_state(kube: EmulatorHa
         _patch_actor(kube, 'a1', {'spec': {'greeting': 'lost'}})
 
     assert error.value.status == 503
-    assert kube.emulator.get_object('actors', NS, 'a1')['spec'] == {'greeting': 'hi'}  # type: ignore[index]
+    assert _stored(kube, 'actors', 'a1')['spec'] == {'greeting': 'hi'}
     assert kube.emulator.writes[-1].status_code == 503 and not kube.emulator.writes[-1].changed
 
 
@@ -451,7 +458,7 @@ def test_operator_reconnecting_watches_reprocess_nothing(
         _create_actor(kube, 'a1')
         _wait_handled(kube, 'a1', generation=1)
         mark, watches = kube.emulator.write_mark(), len(kube.emulator.watch_versions('actors'))
-        seen_version = kube.emulator.get_object('actors', NS, 'a1')['metadata']['resourceVersion']  # type: ignore[index]
+        seen_version = _stored(kube, 'actors', 'a1')['metadata']['resourceVersion']
         wait_for(lambda: len(kube.emulator.watch_versions('actors')) >= watches + 2, timeout=5)
         writes_while_reconnecting = kube.emulator.filter_writes(since=mark, include_events=True)
         reconnected_at = kube.emulator.watch_versions('actors')[watches:]
@@ -469,7 +476,7 @@ def test_operator_deletion_releases_the_finalizer_and_collects_owned_objects(
     with _operator():
         _create_actor(kube, 'a1')
         _wait_handled(kube, 'a1', generation=1)
-        finalizers = kube.emulator.get_object('actors', NS, 'a1')['metadata']['finalizers']  # type: ignore[index]
+        finalizers = _stored(kube, 'actors', 'a1')['metadata']['finalizers']
         _delete_actor(kube, 'a1')
         wait_for(lambda: kube.emulator.get_object('actors', NS, 'a1') is None, message='a1 deleted')
 

@@ -20,7 +20,7 @@ import contextlib
 import datetime
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +37,8 @@ from skillop.sources.mcp_tools import McpToolInfo
 log = logging.getLogger("skillop.discovery")
 _DURATION = re.compile(r"([0-9]+)(ms|s|m|h)")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+#: Longest quiet time on a watched (listChanged) server before it is pinged.
+PING_SECONDS = 15.0
 
 
 def seconds(duration: str | None, default: float) -> float:
@@ -158,6 +160,7 @@ class Discovery:
         from skillop.sources.mcp_client import DiscoveryError, list_tools, watch_tools
 
         while True:
+            watch.wake.clear()  # before listing: a Skill change during it lists again
             try:
                 headers = await self._headers(watch)
                 self.connections += 1
@@ -165,16 +168,20 @@ class Discovery:
                                           headers=headers, guard=self.guard, limits=self.limits)
                 self._success(watch, result)
                 if result.list_changed:
-                    await watch_tools(
+                    # The watch runs until a Skill change wakes this task (new headers,
+                    # a shorter interval: reconnect and list again at once). It pings
+                    # at the refresh interval at most, so a dead server shows soon.
+                    await _until_woken(watch.wake, watch_tools(
                         watch.url, transport=watch.transport,  # type: ignore[arg-type]
                         headers=headers, guard=self.guard, limits=self.limits,
                         on_change=lambda r: self._async_success(watch, r),
-                        on_error=lambda e: self._async_failure(watch, e))
+                        on_error=lambda e: self._async_failure(watch, e),
+                        ping_interval=min(watch.interval, PING_SECONDS)))
+                    continue
             except DiscoveryError as err:
                 self._failure(watch, err.reason, str(err))
             except Exception as err:  # a Secret that cannot be read, and the like
                 self._failure(watch, "DiscoveryFailed", f"{type(err).__name__}: {err}")
-            watch.wake.clear()
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(watch.wake.wait(), timeout=watch.interval)
 
@@ -206,6 +213,22 @@ class Discovery:
 
     def _users(self, watch: ServerWatch) -> set[Key]:
         return {key("Skill", ref) for ref, _ in watch.users}
+
+
+async def _until_woken(wake: asyncio.Event, work: Coroutine[Any, Any, None]) -> None:
+    """Run ``work`` until it ends (its exception propagates) or ``wake`` is set."""
+    task = asyncio.ensure_future(work)
+    woken = asyncio.ensure_future(wake.wait())
+    try:
+        await asyncio.wait({task, woken}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for pending in (task, woken):
+            pending.cancel()
+        for pending in (task, woken):
+            with contextlib.suppress(asyncio.CancelledError):
+                await pending
+    if task.done() and not task.cancelled():
+        task.result()
 
 
 def _now() -> str:
