@@ -43,6 +43,12 @@ def _parser() -> argparse.ArgumentParser:
                         help="namespace for names without one (default: default)")
     common.add_argument("--cluster", action="store_true",
                         help="read Tools, Skills, Actors from the current kube-context")
+    common.add_argument("--discover", action="store_true",
+                        help="list url MCP servers live (tools/list) instead of declared tools")
+    common.add_argument("--allow", action="append", default=[], metavar="HOST_GLOB",
+                        help="hosts discovery may contact (default: *.svc, *.svc.cluster.local)")
+    common.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
+                        help="discovery timeout per server (default 10)")
     output = _Parser(add_help=False)
     output.add_argument("-o", "--output", choices=("json", "yaml", "table"), default="table")
     parser = _Parser(prog="skillop", description=__doc__.splitlines()[0])
@@ -57,6 +63,13 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("explain", parents=[common], help="why an actor has or lacks a tool")
     p.add_argument("actor")
     p.add_argument("tool")
+    p = sub.add_parser("discover", parents=[output], help="list an MCP server's tools")
+    p.add_argument("url")
+    p.add_argument("--transport", choices=("streamable-http", "sse"), default="streamable-http")
+    p.add_argument("--allow", action="append", default=[], metavar="HOST_GLOB",
+                   help="hosts that may be contacted (default: *.svc, *.svc.cluster.local)")
+    p.add_argument("--header", action="append", default=[], metavar="NAME=VALUE")
+    p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS")
     sub.add_parser("operator", help="run the operator (kopf) with the project's settings")
     return parser
 
@@ -67,6 +80,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from skillop.operator.main import run  # kopf only when running the operator
 
         return run()
+    if args.command == "discover":
+        from skillop.cli.discover import discover_command
+
+        return discover_command(args.url, transport=args.transport, allow=args.allow,
+                                output=args.output, headers=args.header, timeout=args.timeout)
     if not args.filename and not args.cluster:
         return _usage("give manifests with -f PATH (or --cluster)")
     loaded = _load(args)
@@ -103,7 +121,7 @@ def _problem_order(p: Problem) -> tuple[str, str, str, str, str]:
 
 
 def _validate(args: argparse.Namespace, loaded: Loaded) -> int:
-    catalog = Catalog.of(loaded.objects)
+    catalog = _catalog(args, loaded)
     problems = loaded.problems + Resolver(catalog).all_problems()
     if problems:
         return _report(problems)
@@ -120,12 +138,22 @@ def _ref(text: str, args: argparse.Namespace) -> ObjectRef | None:
         return None
 
 
+def _catalog(args: argparse.Namespace, loaded: Loaded) -> Catalog:
+    catalog = Catalog.of(loaded.objects)
+    if getattr(args, "discover", False):
+        from skillop.cli.discover import discover_into
+
+        for warning in discover_into(catalog, allow=args.allow, timeout=args.timeout):
+            print(f"warning: {warning}", file=sys.stderr)
+    return catalog
+
+
 def _resolve(args: argparse.Namespace, loaded: Loaded, kind: str, name: str,
              ) -> tuple[Resolver, Resolution] | int:
     ref = _ref(name, args)
     if ref is None:
         return EXIT_USAGE
-    resolver = Resolver(Catalog.of(loaded.objects))
+    resolver = Resolver(_catalog(args, loaded))
     resolution = (resolver.resolve_actor(ref) if kind == "Actor"
                   else resolver.resolve_skill(ref))
     if resolution is None:
@@ -202,7 +230,7 @@ def _explain(args: argparse.Namespace, loaded: Loaded) -> int:
     ref = _ref(args.actor, args)
     if ref is None:
         return EXIT_USAGE
-    resolver = Resolver(Catalog.of(loaded.objects))
+    resolver = Resolver(_catalog(args, loaded))
     explanation = explain(resolver, ref, args.tool)
     if explanation is None:
         print(f"Actor {ref} not found in the given manifests", file=sys.stderr)

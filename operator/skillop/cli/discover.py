@@ -1,0 +1,126 @@
+"""Live MCP discovery from the command line.
+
+``--discover`` on ``tools``/``flatten``/``tree``/``explain`` lists every ``url``
+MCP server the input names (one connection per distinct server, all at once)
+and resolves with the live lists, as the operator would. ``skillop discover URL``
+prints one server's tools, as a table or as a declared ``tools`` list to paste
+into a Skill. Both use the operator's egress rules: cluster-internal hosts only,
+unless ``--allow`` says otherwise. A server that cannot be listed is a warning
+and its declared tools are used, exactly as in the operator.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import yaml
+
+from skillop.cli.render import table
+from skillop.model.manifest import Resource
+from skillop.model.specs import McpServer, SkillSpec
+from skillop.resolve.catalog import Catalog
+from skillop.sources.mcp_tools import McpToolInfo
+
+DEFAULT_ALLOW = ("*.svc", "*.svc.cluster.local")
+
+
+def _client() -> Any:
+    try:
+        from skillop.sources import mcp_client
+    except ImportError as err:  # the mcp SDK is an optional extra
+        raise SystemExit(f"skillop: error: discovery needs the MCP SDK ({err});"
+                         " pip install 'skillop[mcp]'") from None
+    return mcp_client
+
+
+def _servers(catalog: Catalog) -> dict[str, McpServer]:
+    out: dict[str, McpServer] = {}
+    for skill in catalog.skills.values():
+        spec = skill.spec
+        if isinstance(skill, Resource) and isinstance(spec, SkillSpec):
+            for server in spec.mcp_servers:
+                if server.url is not None:
+                    out.setdefault(server.url, server)
+    return out
+
+
+def infos(result: Any) -> tuple[McpToolInfo, ...]:
+    return tuple(McpToolInfo(name=t.name, description=t.description, title=t.title,
+                             input_schema=t.input_schema, output_schema=t.output_schema,
+                             annotations=dict(t.annotations)) for t in result.tools)
+
+
+def discover_into(catalog: Catalog, *, allow: Sequence[str], timeout: float) -> list[str]:
+    """Fill ``catalog.discovered``; return one warning per server that failed."""
+    client = _client()
+    guard = client.EgressGuard(allow or DEFAULT_ALLOW)
+    limits = client.DiscoveryLimits(connect_timeout=min(timeout, 5.0), total_timeout=timeout)
+    servers = _servers(catalog)
+
+    async def one(url: str, server: McpServer) -> str | None:
+        if server.headers_from is not None:
+            return (f"MCP server {url}: headers come from Secret"
+                    f" {server.headers_from.secret_ref.name}, which the CLI does not read;"
+                    " using the declared tools")
+        try:
+            result = await client.list_tools(url, transport=server.effective_transport,
+                                             guard=guard, limits=limits)
+        except client.DiscoveryError as err:
+            return f"{err}; using the declared tools"
+        catalog.discovered[url] = infos(result)
+        return None
+
+    async def every() -> list[str | None]:
+        return list(await asyncio.gather(*(one(u, s) for u, s in sorted(servers.items()))))
+
+    return [w for w in asyncio.run(every()) if w]
+
+
+def discover_command(url: str, *, transport: str, allow: Sequence[str], output: str,
+                     headers: Sequence[str], timeout: float) -> int:
+    client = _client()
+    pairs = [h.split("=", 1) for h in headers]
+    if any(len(p) != 2 for p in pairs):
+        print("skillop: error: --header takes NAME=VALUE", file=sys.stderr)
+        return 2
+    guard = client.EgressGuard(allow or DEFAULT_ALLOW)
+    limits = client.DiscoveryLimits(connect_timeout=min(timeout, 5.0), total_timeout=timeout)
+    try:
+        result = asyncio.run(client.list_tools(url, transport=transport,
+                                               headers=dict(pairs), guard=guard, limits=limits))
+    except client.DiscoveryError as err:
+        hint = " (pass --allow HOST to contact it)" if err.reason == "URLNotAllowed" else ""
+        print(f"skillop: {err}{hint}", file=sys.stderr)
+        return 1
+    declared = [_declared(t) for t in infos(result)]
+    if output == "json":
+        print(json.dumps({"tools": declared}, indent=2, ensure_ascii=False))
+    elif output == "yaml":
+        print(yaml.safe_dump({"tools": declared}, sort_keys=False, allow_unicode=True), end="")
+    else:
+        rows = [(t["name"], ",".join(k.removesuffix("Hint") for k, v in
+                                     t.get("annotations", {}).items() if v is True) or "-",
+                 t.get("description", "").splitlines()[0] if t.get("description") else "")
+                for t in declared]
+        print(table(rows, ("NAME", "HINTS", "DESCRIPTION")))
+        print(f"{len(declared)} tools; listChanged: {'yes' if result.list_changed else 'no'}")
+    return 0
+
+
+def _declared(info: McpToolInfo) -> dict[str, Any]:
+    """One tool as a Skill's ``mcpServers[].tools`` entry."""
+    out: dict[str, Any] = {"name": info.name}
+    if info.title:
+        out["title"] = info.title
+    out["description"] = info.description
+    out["inputSchema"] = info.input_schema
+    if info.output_schema is not None:
+        out["outputSchema"] = info.output_schema
+    hints = {k: v for k, v in info.annotations.items() if k != "title"}
+    if hints:
+        out["annotations"] = hints
+    return out
