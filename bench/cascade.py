@@ -51,6 +51,7 @@ The last line is ``writes per changed actor: X.XX``.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import json
 import os
@@ -200,7 +201,7 @@ class WatchLog:
                         self.records.append(category)
                     if self._stop.is_set():
                         break
-            except Exception:  # noqa: BLE001 - a dropped watch is restarted
+            except Exception:  # a dropped watch is restarted
                 time.sleep(0.2)
 
     def mark(self) -> int:
@@ -240,8 +241,8 @@ class Cluster:
         self.custom.create_namespaced_custom_object(GROUP, VERSION, self.ns, plural, body)
 
     def actor_hashes(self) -> dict[str, tuple[str | None, bool]]:
-        items = self.custom.list_namespaced_custom_object(GROUP, VERSION, self.ns,
-                                                         "actors")["items"]
+        items = self._list(self.custom.list_namespaced_custom_object, GROUP, VERSION, self.ns,
+                           "actors")
         out = {}
         for item in items:
             status = item.get("status") or {}
@@ -251,9 +252,16 @@ class Cluster:
         return out
 
     def configmap_hashes(self) -> dict[str, str | None]:
-        items = self.core.list_namespaced_config_map(self.ns, label_selector=MANAGED).items
-        return {cm.metadata.name: (cm.metadata.annotations or {}).get(HASH_ANNOTATION)
-                for cm in items}
+        items = self._list(self.core.list_namespaced_config_map, self.ns,
+                           label_selector=MANAGED)
+        return {cm["metadata"]["name"]: (cm["metadata"].get("annotations") or {}).get(
+            HASH_ANNOTATION) for cm in items}
+
+    @staticmethod
+    def _list(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+        """A LIST as plain JSON: the client's model classes would cost more than the API."""
+        response = fn(*args, _preload_content=False, **kwargs)
+        return list(json.loads(response.data)["items"])
 
     def set_probe_description(self, description: str) -> None:
         body = self.custom.get_namespaced_custom_object(GROUP, VERSION, self.ns, "skills", "base")
@@ -268,7 +276,7 @@ class Cluster:
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float, what: str,
-               interval: float = 0.5) -> float:
+               interval: float = 0.25) -> float:
     start = time.monotonic()
     while not predicate():
         if time.monotonic() - start > timeout:
@@ -280,9 +288,8 @@ def wait_until(predicate: Callable[[], bool], timeout: float, what: str,
 @contextlib.contextmanager
 def operator() -> Iterator[None]:
     sys.path.insert(0, str(ROOT / "tests"))
-    from kube_emulator import run_operator
-
     import skillop.operator  # noqa: F401  (registers the handlers)
+    from kube_emulator import run_operator
 
     with run_operator(module="skillop.operator", timeout=60):
         yield
@@ -302,7 +309,30 @@ def environment(kubeconfig: str | None) -> Iterator[WriteLog | None]:
     from kube_emulator import run_emulator
 
     with run_emulator(sorted((ROOT / "crds").glob("*.yaml"))) as handle:
-        yield EmulatorLog(handle.emulator)
+        trimmer = asyncio.run_coroutine_threadsafe(trim_request_history(handle.emulator),
+                                                   handle.loop)
+        try:
+            yield EmulatorLog(handle.emulator)
+        finally:
+            trimmer.cancel()
+
+
+async def trim_request_history(emulator: Any, keep: int = 8) -> None:
+    """Keep kmock's request history short (runs on the emulator's loop).
+
+    kmock matches every request against its reactions by scanning the whole
+    history of requests (``request in payload._source``), so each request costs
+    O(requests so far) and a run of thousands of writes goes quadratic: ~0.3 s
+    a request after a few hundred. Matching happens synchronously right after a
+    request is appended, so trimming between loop callbacks loses nothing; the
+    emulator's own write log (what this benchmark counts) is separate.
+    """
+    while True:
+        await asyncio.sleep(0.1)
+        del emulator._requests[:-keep]
+        for payload in emulator._payloads:
+            with contextlib.suppress(AttributeError):
+                del payload._requests[:-keep]
 
 
 # -- the run ---------------------------------------------------------------------------

@@ -73,6 +73,7 @@ __all__ = [
     'EmulatorHandle',
     'ResourceSpec',
     'WriteRecord',
+    'operator_args',
     'run_emulator',
     'run_operator',
     'specs_from_crd',
@@ -406,7 +407,7 @@ class Emulator(kmock.KubernetesEmulator):
 
     All state changes happen synchronously on the emulator's event loop under
     ``_mutex`` (a thread lock), so the test thread can read consistent snapshots
-    via :meth:`get`, :meth:`list_objects`, and :attr:`writes`. Do not read
+    via :meth:`get_object`, :meth:`list_objects`, and :attr:`writes`. Do not read
     ``emulator.objects`` from the test thread while the server runs.
     """
 

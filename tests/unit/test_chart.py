@@ -8,8 +8,12 @@ against the API calls in ``operator/skillop/operator/kube.py``.
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib.util
 import itertools
+import socket
+import ssl
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -388,3 +392,304 @@ def test_secrets_are_not_readable_by_default() -> None:
             assert all("secrets" not in rule["resources"] for rule in d["rules"])
     assert "mcp.headersFromSecrets=true" in notes()
     assert "mcp.headersFromSecrets" not in notes({"mcp": {"headersFromSecrets": True}})
+
+
+# -- the validating webhook (webhook.enabled) ---------------------------------------------
+
+WEBHOOK_KINDS = {"Service", "Secret", "ValidatingWebhookConfiguration", "Issuer", "Certificate"}
+WEBHOOK_ON: dict[str, Any] = {"webhook": {"enabled": True}}
+CERT_MANAGER: dict[str, Any] = {"webhook": {"enabled": True, "certManager": {"enabled": True}}}
+SVC_HOST = "skillop-webhook.skillop-system.svc"
+
+
+def container_of(dep: dict[str, Any]) -> dict[str, Any]:
+    (container,) = dep["spec"]["template"]["spec"]["containers"]
+    return container
+
+
+def webhook_configuration(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    (vwc,) = of_kind(docs, "ValidatingWebhookConfiguration")
+    return vwc
+
+
+def secret_data(docs: list[dict[str, Any]]) -> dict[str, bytes]:
+    import base64
+
+    (secret,) = of_kind(docs, "Secret")
+    return {k: base64.b64decode(v) for k, v in secret["data"].items()}
+
+
+@pytest.mark.parametrize("values", [
+    {},
+    {"webhook": {"enabled": False, "certManager": {"enabled": True}, "port": 10443}},
+])
+def test_webhook_disabled_renders_nothing(values: dict[str, Any]) -> None:
+    docs = render(values)
+    assert {d["kind"] for d in docs} & WEBHOOK_KINDS == set()
+    out = _CHART.render(values=values, name="skillop", namespace="skillop-system")
+    assert [path for path, text in out.items() if "webhook" in text.lower()] == []
+    container = container_of(deployment(values))
+    assert [p["name"] for p in container["ports"]] == ["health"]
+    assert "readinessProbe" not in container
+    assert not any(name.startswith("SKILLOP_WEBHOOK") for name in env(values))
+
+
+@pytest.mark.parametrize("values", [
+    WEBHOOK_ON,
+    CERT_MANAGER,
+    {"webhook": {"enabled": True, "failurePolicy": "Fail", "port": 10443, "timeoutSeconds": 10},
+     "namespaces": ["team-a"]},
+])
+def test_webhook_lint_passes(values: dict[str, Any]) -> None:
+    report = helm.lint(str(CHART), values, strict=True)
+    assert report["errors"] == []
+    assert [m for m in report["messages"] if m["severity"] >= 2] == []
+
+
+@pytest.mark.parametrize("webhook", [
+    {"enabled": "true"},
+    {"port": 443},          # privileged: the container has no capabilities
+    {"port": 8080},         # the health port
+    {"port": "9443"},
+    {"port": 70000},
+    {"failurePolicy": "fail"},
+    {"timeoutSeconds": 0},
+    {"timeoutSeconds": 31},
+    {"certManager": True},
+    {"certManager": {"enabled": True, "issuer": "x"}},
+    {"enable": True},
+])
+def test_webhook_values_schema_rejects(webhook: dict[str, Any]) -> None:
+    with pytest.raises(helm.HelmValuesError):
+        _CHART.validate_schema(_CHART.merge_values({"webhook": webhook}))
+
+
+def test_webhook_defaults() -> None:
+    values = yaml.safe_load((CHART / "values.yaml").read_text())["webhook"]
+    assert values == {"enabled": False, "port": 9443, "failurePolicy": "Ignore",
+                      "timeoutSeconds": 5, "certManager": {"enabled": False}}
+    for hook in webhook_configuration(render(WEBHOOK_ON))["webhooks"]:
+        assert hook["failurePolicy"] == "Ignore"
+        assert hook["timeoutSeconds"] == 5
+        assert hook["sideEffects"] == "None"
+        assert hook["admissionReviewVersions"] == ["v1"]
+        assert "namespaceSelector" not in hook  # every namespace is watched
+    custom = render({"webhook": {"enabled": True, "failurePolicy": "Fail", "timeoutSeconds": 10}})
+    for hook in webhook_configuration(custom)["webhooks"]:
+        assert (hook["failurePolicy"], hook["timeoutSeconds"]) == ("Fail", 10)
+
+
+def test_webhook_paths_are_the_operator_handlers() -> None:
+    """Each entry calls the path kopf serves the matching handler on: /<handler id>."""
+    from skillop.model.names import API_GROUP, API_VERSION
+    from skillop.operator.webhook import ACTOR_WEBHOOK, OPERATIONS, SKILL_WEBHOOK
+
+    hooks = webhook_configuration(render(WEBHOOK_ON))["webhooks"]
+    routes = {}
+    for hook in hooks:
+        (rule,) = hook["rules"]
+        assert rule["apiGroups"] == [API_GROUP]
+        assert rule["apiVersions"] == [API_VERSION]
+        assert rule["operations"] == list(OPERATIONS)
+        assert rule["scope"] == "Namespaced"
+        (plural,) = rule["resources"]
+        routes[plural] = hook["clientConfig"]["service"]["path"]
+    assert routes == {"skills": f"/{SKILL_WEBHOOK}", "actors": f"/{ACTOR_WEBHOOK}"}
+    # The convention the chart relies on is the documented one.
+    doc = (ROOT / "docs" / "webhook.md").read_text()
+    assert "`https://<host>:<port>/<id>`" in doc
+    assert f"`{SKILL_WEBHOOK}`" in doc and f"`{ACTOR_WEBHOOK}`" in doc
+
+
+def test_webhook_matches_what_kopf_would_configure() -> None:
+    """Compare with the configuration kopf itself builds for the registered handlers."""
+    kopf = pytest.importorskip("kopf")
+    try:
+        from kopf._cogs.structs.references import Resource
+        from kopf._core.engines.admission import build_webhooks
+    except ImportError as err:  # kopf's internals moved: the test above still holds
+        pytest.skip(f"kopf internals changed: {err}")
+    from skillop.model.names import API_GROUP, API_VERSION
+    from skillop.operator.webhook import register
+
+    registry = kopf.OperatorRegistry()
+    register(registry)
+    resources = [Resource(API_GROUP, API_VERSION, plural, namespaced=True)
+                 for plural in ("tools", "skills", "actors")]
+    service = {"name": "skillop-webhook", "namespace": "skillop-system", "port": 443}
+    built = build_webhooks(registry._webhooks.get_all_handlers(), resources=resources,
+                           name_suffix="", client_config={"service": service})
+
+    def key(hook: dict[str, Any]) -> tuple[Any, ...]:
+        (rule,) = hook["rules"]
+        return (sorted(hook["clientConfig"]["service"].items()), rule["apiGroups"],
+                rule["apiVersions"], rule["resources"], sorted(rule["operations"]),
+                hook["sideEffects"])
+
+    chart = webhook_configuration(render(WEBHOOK_ON))["webhooks"]
+    for hook in chart:
+        hook["clientConfig"].pop("caBundle")
+    assert sorted(map(key, chart)) == sorted(map(key, built))
+
+
+@pytest.mark.parametrize("values", [WEBHOOK_ON, CERT_MANAGER,
+                                    {"webhook": {"enabled": True, "port": 10443}}])
+def test_webhook_service_and_deployment_agree(values: dict[str, Any],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    docs = render(values)
+    (dep,) = of_kind(docs, "Deployment")
+    (svc,) = of_kind(docs, "Service")
+    container = container_of(dep)
+    variables = env(values)
+    port = values["webhook"].get("port", 9443)
+
+    # Service -> pod: selects the operator pod, 443 -> the container's webhook port.
+    assert svc["spec"]["selector"] == dep["spec"]["selector"]["matchLabels"]
+    assert svc["spec"]["selector"].items() <= dep["spec"]["template"]["metadata"]["labels"].items()
+    (svc_port,) = svc["spec"]["ports"]
+    assert svc_port["port"] == 443
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports == {"health": 8080, "webhook": port}
+    assert svc_port["targetPort"] == "webhook"
+    assert container["readinessProbe"]["tcpSocket"] == {"port": "webhook"}
+    # The API server -> Service.
+    for hook in webhook_configuration(docs)["webhooks"]:
+        service = hook["clientConfig"]["service"]
+        assert (service["name"], service["namespace"], service["port"]) == (
+            svc["metadata"]["name"], "skillop-system", 443)
+
+    # The operator listens where the Service sends, with the mounted files.
+    assert variables["SKILLOP_WEBHOOK"] == "true"
+    assert variables["SKILLOP_WEBHOOK_PORT"] == str(port)
+    assert variables["SKILLOP_WEBHOOK_MANAGED"] == "false"
+    assert "SKILLOP_WEBHOOK_HOST" not in variables
+    mounts = {m["name"]: m for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in dep["spec"]["template"]["spec"]["volumes"]}
+    mount = mounts["webhook-cert"]
+    assert mount["readOnly"] is True
+    secret_name = volumes["webhook-cert"]["secret"]["secretName"]
+    files = {"SKILLOP_WEBHOOK_CERT": "tls.crt", "SKILLOP_WEBHOOK_KEY": "tls.key",
+             "SKILLOP_WEBHOOK_CA": "ca.crt"}
+    for name, file in files.items():
+        assert variables[name] == f"{mount['mountPath']}/{file}"
+    if values["webhook"].get("certManager", {}).get("enabled"):
+        (cert,) = [c for c in of_kind(docs, "Certificate") if not c["spec"].get("isCA")]
+        assert cert["spec"]["secretName"] == secret_name
+    else:
+        (secret,) = of_kind(docs, "Secret")
+        assert secret["metadata"]["name"] == secret_name
+        assert set(files.values()) <= set(secret["data"])
+
+    # And the operator reads these variables as meant.
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    from skillop.operator.settings import OperatorConfig
+
+    config = OperatorConfig.from_env()
+    assert config.webhook is True and config.webhook_managed is False
+    assert config.webhook_port == port
+    assert config.webhook_cert == f"{mount['mountPath']}/tls.crt"
+    assert config.webhook_key == f"{mount['mountPath']}/tls.key"
+    assert config.webhook_ca == f"{mount['mountPath']}/ca.crt"
+
+
+def test_webhook_chart_ca(tmp_path: Path) -> None:
+    import base64
+
+    from cryptography import x509
+
+    docs = render(WEBHOOK_ON)
+    assert of_kind(docs, "Issuer") == [] and of_kind(docs, "Certificate") == []
+    (secret,) = of_kind(docs, "Secret")
+    assert secret["type"] == "kubernetes.io/tls"
+    assert set(secret["data"]) == {"ca.crt", "tls.crt", "tls.key"}
+    data = secret_data(docs)
+    vwc = webhook_configuration(docs)
+    assert "annotations" not in vwc["metadata"]
+    for hook in vwc["webhooks"]:
+        assert hook["clientConfig"]["caBundle"] == secret["data"]["ca.crt"]
+        assert base64.b64decode(hook["clientConfig"]["caBundle"]) == data["ca.crt"]
+
+    ca = x509.load_pem_x509_certificate(data["ca.crt"])
+    cert = x509.load_pem_x509_certificate(data["tls.crt"])
+    assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca is True
+    cert.verify_directly_issued_by(ca)
+    sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert SVC_HOST in sans.get_values_for_type(x509.DNSName)
+
+    # A TLS handshake as the API server makes it: trust the caBundle, check the host name.
+    (tmp_path / "tls.crt").write_bytes(data["tls.crt"])
+    (tmp_path / "tls.key").write_bytes(data["tls.key"])
+    server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_ctx.load_cert_chain(tmp_path / "tls.crt", tmp_path / "tls.key")
+    client_ctx = ssl.create_default_context(cadata=data["ca.crt"].decode())
+    handshake(server_ctx, client_ctx, SVC_HOST)
+    with pytest.raises(ssl.SSLCertVerificationError):
+        handshake(server_ctx, client_ctx, "elsewhere.example.com")
+
+
+def handshake(server_ctx: ssl.SSLContext, client_ctx: ssl.SSLContext, hostname: str) -> None:
+    """A TLS handshake over a socket pair; raises what the client side raises."""
+    left, right = socket.socketpair()
+    with left, right:
+        left.settimeout(10)
+        right.settimeout(10)
+        server = server_ctx.wrap_socket(left, server_side=True, do_handshake_on_connect=False)
+        client = client_ctx.wrap_socket(right, server_hostname=hostname,
+                                        do_handshake_on_connect=False)
+
+        def serve() -> None:
+            with contextlib.suppress(OSError):  # the client may give up (ssl.SSLError too)
+                server.do_handshake()
+
+        thread = threading.Thread(target=serve)
+        thread.start()
+        try:
+            client.do_handshake()
+        finally:
+            client.close()
+            thread.join(10)
+
+
+def test_webhook_cert_manager() -> None:
+    docs = render(CERT_MANAGER)
+    assert of_kind(docs, "Secret") == []  # cert-manager writes it
+    issuers = {i["metadata"]["name"]: i for i in of_kind(docs, "Issuer")}
+    certs = {c["metadata"]["name"]: c for c in of_kind(docs, "Certificate")}
+    for obj in [*issuers.values(), *certs.values()]:
+        assert obj["apiVersion"] == "cert-manager.io/v1"
+        assert obj["metadata"]["namespace"] == "skillop-system"
+    # Every issuerRef points at a rendered Issuer; a self-signed one is the root.
+    for cert in certs.values():
+        ref = cert["spec"]["issuerRef"]
+        assert ref["kind"] == "Issuer" and ref["name"] in issuers
+    assert any("selfSigned" in i["spec"] for i in issuers.values())
+    serving = [c for c in certs.values() if not c["spec"].get("isCA")]
+    (cert,) = serving
+    assert SVC_HOST in cert["spec"]["dnsNames"]
+    assert "server auth" in cert["spec"]["usages"]
+    vwc = webhook_configuration(docs)
+    assert vwc["metadata"]["annotations"] == {
+        "cert-manager.io/inject-ca-from": f"skillop-system/{cert['metadata']['name']}"}
+    for hook in vwc["webhooks"]:
+        assert "caBundle" not in hook["clientConfig"]  # the CA injector fills it in
+    # The chart's own CA and cert-manager never write the same Secret.
+    (chart_secret,) = of_kind(render(WEBHOOK_ON), "Secret")
+    assert cert["spec"]["secretName"] != chart_secret["metadata"]["name"]
+    assert "cert-manager" in notes(CERT_MANAGER)
+
+
+def test_webhook_only_in_watched_namespaces() -> None:
+    docs = render({**WEBHOOK_ON, "namespaces": ["team-a", "team-b"]})
+    for hook in webhook_configuration(docs)["webhooks"]:
+        assert hook["namespaceSelector"] == {"matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "In",
+             "values": ["team-a", "team-b"]}]}
+
+
+@pytest.mark.parametrize("values", [WEBHOOK_ON, CERT_MANAGER])
+def test_webhook_needs_no_rbac(values: dict[str, Any]) -> None:
+    """The chart owns the configuration (SKILLOP_WEBHOOK_MANAGED=false): no new grants."""
+    assert granted(render(values)) == granted(render())
+    ns_values = {**values, "namespaces": ["team-a"]}
+    assert granted(render(ns_values)) == granted(render({"namespaces": ["team-a"]}))

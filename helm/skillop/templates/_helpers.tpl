@@ -86,3 +86,29 @@ annotate the objects; tests/unit/test_chart.py keeps the two in step.
   resources: ["customresourcedefinitions"]
   verbs: ["get", "list", "watch"]
 {{- end }}
+
+{{/* The webhook's Service, Secret (mounted by the Deployment) and cert-manager Certificate. */}}
+{{- define "skillop.webhookService" -}}
+{{- printf "%s-webhook" (include "skillop.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+cert-manager and the chart's own CA write differently named Secrets, so switching
+between the two never makes Helm adopt (or cert-manager overwrite) the other's.
+*/}}
+{{- define "skillop.webhookSecret" -}}
+{{- if .Values.webhook.certManager.enabled }}
+{{- printf "%s-webhook-cert" (include "skillop.fullname" .) }}
+{{- else }}
+{{- printf "%s-webhook-tls" (include "skillop.fullname" .) }}
+{{- end }}
+{{- end }}
+
+{{- define "skillop.webhookCertificate" -}}
+{{- printf "%s-webhook" (include "skillop.fullname" .) }}
+{{- end }}
+
+{{/* Where the webhook Secret is mounted in the operator container. */}}
+{{- define "skillop.webhookCertDir" -}}
+/etc/skillop/webhook
+{{- end }}

@@ -68,7 +68,10 @@ class Capabilities(BaseModel):
 
     def to_dict(self) -> dict[str, Any]:
         """The set fields, camelCase, as they appear in documents (a fresh copy)."""
-        return {k: list(v) if isinstance(v, list) else v for k, v in self._set_fields.items()}
+        fields = self._set_fields
+        if self.write_scope is None and self.tags is None:  # no lists to copy
+            return fields.copy()
+        return {k: list(v) if isinstance(v, list) else v for k, v in fields.items()}
 
     def flag(self, name: str) -> bool:
         """Whether a boolean capability (camelCase name) is declared true."""

@@ -27,12 +27,13 @@ from typing import Any
 from skillop.model.manifest import ActorResource, Resource, SkillResource, parse_object
 from skillop.model.names import ObjectRef
 from skillop.model.specs import McpServer, SkillSpec
+from skillop.operator import pinning
 from skillop.operator.deps import Key, key
 from skillop.operator.outputs import ServerState
 from skillop.operator.runtime import Reconciler
 from skillop.operator.settings import OperatorConfig
 from skillop.operator.store import Store
-from skillop.sources.mcp_tools import McpToolInfo
+from skillop.sources.mcp_tools import McpToolInfo, info_digest
 
 log = logging.getLogger("skillop.discovery")
 _DURATION = re.compile(r"([0-9]+)(ms|s|m|h)")
@@ -75,6 +76,9 @@ class Discovery:
         self.limits = DiscoveryLimits()
         self.servers: dict[str, ServerWatch] = {}
         self._generations: dict[ObjectRef, int] = {}
+        self._accept_notes: dict[ObjectRef, frozenset[str]] = {}
+        #: The last change of each server's definitions: (tool, changed fields).
+        self.changes: dict[str, list[tuple[str, list[str]]]] = {}
         self.connections = 0
 
     # -- what the reconciler asks ------------------------------------------------
@@ -86,15 +90,34 @@ class Discovery:
                 out.append(ServerState(server.name, len(server.tools)))
                 continue
             count = watch.tool_count if watch.tool_count is not None else len(server.tools)
+            pinned, broken = self._pin_state(skill.ref, server)
             out.append(ServerState(server.name, count, watch.last_sync, watch.error, server.url,
-                                   {"reason": watch.reason} if watch.reason else {}))
+                                   {"reason": watch.reason} if watch.reason else {},
+                                   pinned=pinned, violations=broken))
         return out
+
+    def _pin_state(self, ref: ObjectRef, server: McpServer,
+                   ) -> tuple[dict[str, str] | None, tuple[str, ...]]:
+        accepted = self.store.catalog.accepted.get((ref, server.name))
+        if not server.pin or accepted is None:
+            return None, ()
+        live = self.store.catalog.discovered.get(server.url or "", accepted)
+        digests = {t.name: info_digest(t) for t in accepted}
+        return digests, tuple(v.message() for v in pinning.violations(accepted, live))
 
     def warnings(self, actor: ActorResource, skills: Sequence[ObjectRef]) -> list[str]:
         reached = set(skills)
-        return [f"MCP server {name} of skill {skill}: {w.error}; using the last good tool list"
-                for w in self.servers.values() if w.error
-                for skill, name in sorted(w.users) if skill in reached]
+        failing = [f"MCP server {name} of skill {skill}: {w.error}; using the last good tool"
+                   " list (or the declared tools before any success)"
+                   for w in self.servers.values() if w.error
+                   for skill, name in sorted(w.users) if skill in reached]
+        changed = [f"ToolDefinitionChanged: tool {tool} of MCP server {name} (skill {skill})"
+                   f" changed {', '.join(fields)}"
+                   for url, w in sorted(self.servers.items())
+                   for skill, name in sorted(w.users)
+                   if skill in reached and (skill, name) not in self.store.catalog.accepted
+                   for tool, fields in self.changes.get(url, [])]
+        return failing + changed
 
     # -- what the handlers tell ---------------------------------------------------
     def skill_changed(self, body: Mapping[str, Any]) -> None:
@@ -102,18 +125,43 @@ class Discovery:
         if not isinstance(skill, Resource) or not isinstance(skill.spec, SkillSpec):
             return
         ref = skill.ref
+        self._accept_annotated(skill)
         generation = skill.meta.generation
         if self._generations.get(ref) == generation:
             return  # a status write echoed back: nothing to refresh
+        if ref in self._generations:
+            self._accept_all(skill)  # re-applying a Skill accepts what its servers serve now
         self._generations[ref] = generation
         self._forget(ref)
         for server in skill.spec.mcp_servers:
             if server.url is not None:
                 self._watch(ref, server, skill)
 
+    def _accept_all(self, skill: SkillResource) -> None:
+        for server in skill.spec.mcp_servers:
+            if server.pin and server.url in self.store.catalog.discovered:
+                live = self.store.catalog.discovered[server.url]
+                self.reconciler.mark(self.store.set_accepted(skill.ref, server.name, live))
+
+    def _accept_annotated(self, skill: SkillResource) -> None:
+        """Accept the digests newly listed in ``skillop.dev/accept-digests``."""
+        digests = pinning.parse_accepted(skill.meta.annotations.get(pinning.ACCEPT_ANNOTATION))
+        if self._accept_notes.get(skill.ref, frozenset()) == digests:
+            return
+        self._accept_notes[skill.ref] = digests
+        for server in skill.spec.mcp_servers:
+            accepted = self.store.catalog.accepted.get((skill.ref, server.name))
+            live = self.store.catalog.discovered.get(server.url or "")
+            if server.pin and accepted is not None and live is not None:
+                taken = pinning.accept(accepted, live, digests)
+                self.reconciler.mark(self.store.set_accepted(skill.ref, server.name, taken))
+
     def skill_deleted(self, namespace: str, name: str) -> None:
         ref = ObjectRef(namespace, name)
         self._generations.pop(ref, None)
+        self._accept_notes.pop(ref, None)
+        for slot in [s for s in self.store.catalog.accepted if s[0] == ref]:
+            self.store.set_accepted(ref, slot[1], None)
         self._forget(ref)
 
     async def stop(self) -> None:
@@ -199,9 +247,40 @@ class Discovery:
         was_failing = watch.error is not None
         watch.tool_count, watch.error, watch.reason = len(infos), None, None
         watch.last_sync = _now()
+        before = self.store.catalog.discovered.get(watch.url)
+        self.changes[watch.url] = (pinning.definition_changes(before, infos)
+                                   if before is not None else [])
         changed = self.store.set_discovered(watch.url, infos)
+        changed |= self._settle_pins(watch, infos)
         if changed or was_failing or watch.tool_count is not None:
             self.reconciler.mark(changed | self._users(watch))
+
+    def _settle_pins(self, watch: ServerWatch, live: tuple[McpToolInfo, ...]) -> set[Key]:
+        """First sight of a pinned server: accept what it serves.
+
+        After a restart nothing is accepted in memory; the digests the Skill's
+        status recorded are the contract then: matching tools are accepted, the
+        others withheld (reported as violations) until accepted again.
+        """
+        changed: set[Key] = set()
+        for ref, name in watch.users:
+            skill = self.store.catalog.skills.get(ref)
+            server = next((s for s in skill.spec.mcp_servers if s.name == name), None) \
+                if skill is not None else None
+            if server is None or not server.pin or (ref, name) in self.store.catalog.accepted:
+                continue
+            recorded = self._recorded_digests(ref, name)
+            taken = live if recorded is None else tuple(
+                t for t in live if recorded.get(t.name) == info_digest(t))
+            changed |= self.store.set_accepted(ref, name, taken)
+        return changed
+
+    def _recorded_digests(self, ref: ObjectRef, server: str) -> dict[str, str] | None:
+        status = self.store.statuses.get(key("Skill", ref), {})
+        for entry in status.get("mcpServers") or []:
+            if entry.get("name") == server and isinstance(entry.get("pinnedDigests"), dict):
+                return dict(entry["pinnedDigests"])
+        return None
 
     def _failure(self, watch: ServerWatch, reason: str, message: str) -> None:
         log.warning("MCP discovery failed: %s", message)

@@ -4,8 +4,11 @@
   listing; kopf runs no other handler until every index is populated, so the
   first write happens only after the whole cluster state is known.
 * ``on.event`` records deletions (indices see no deletion) and opens the gate.
-* ``on.create/update/resume`` and a slow ``timer`` request the one idempotent
-  reconcile of each Skill and Actor.
+* ``on.create/update/resume`` request the one idempotent reconcile of each
+  Skill and Actor; the slow resync is the Reconciler's own timer
+  (``Reconciler.resync``), not ``kopf.timer``: kopf timers put a finalizer on
+  every object, so Skills and Actors could not be deleted while the operator is
+  down, and each object would cost one more write.
 """
 
 from __future__ import annotations
@@ -49,6 +52,8 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     memo.store, memo.writer, memo.reconciler = store, writer, reconciler
     memo.discovery = attach_discovery(store, reconciler, writer, CONFIG)
     memo.worker = asyncio.create_task(reconciler.run(), name="skillop-reconciler")
+    memo.resync = asyncio.create_task(reconciler.resync(CONFIG.resync_seconds),
+                                      name="skillop-resync")
 
 
 def configure(settings: kopf.OperatorSettings) -> None:
@@ -68,9 +73,9 @@ def configure(settings: kopf.OperatorSettings) -> None:
 
 @kopf.on.cleanup()
 async def cleanup(memo: kopf.Memo, **_: Any) -> None:
-    worker = getattr(memo, "worker", None)
-    if worker is not None:
-        worker.cancel()
+    for task in (getattr(memo, "worker", None), getattr(memo, "resync", None)):
+        if task is not None:
+            task.cancel()
     discovery = getattr(memo, "discovery", None)
     if discovery is not None:
         await discovery.stop()
@@ -131,9 +136,7 @@ for _resource in KINDS:
 
 @kopf.on.resume(*SKILLS)
 @kopf.on.create(*SKILLS)
-@kopf.on.update(*SKILLS)
-@kopf.timer(*SKILLS, interval=CONFIG.resync_seconds,  # type: ignore[arg-type]
-            initial_delay=CONFIG.resync_seconds)
+@kopf.on.update(*SKILLS)  # type: ignore[arg-type]  # kopf types fn as ChangingFn
 async def reconcile_skill(name: str, namespace: str, memo: kopf.Memo, **_: Any) -> None:
     memo.reconciler.loaded.set()
     memo.reconciler.request("Skill", namespace, name)
@@ -141,9 +144,7 @@ async def reconcile_skill(name: str, namespace: str, memo: kopf.Memo, **_: Any) 
 
 @kopf.on.resume(*ACTORS)
 @kopf.on.create(*ACTORS)
-@kopf.on.update(*ACTORS)
-@kopf.timer(*ACTORS, interval=CONFIG.resync_seconds,  # type: ignore[arg-type]
-            initial_delay=CONFIG.resync_seconds)
+@kopf.on.update(*ACTORS)  # type: ignore[arg-type]
 async def reconcile_actor(name: str, namespace: str, memo: kopf.Memo, **_: Any) -> None:
     memo.reconciler.loaded.set()
     memo.reconciler.request("Actor", namespace, name)

@@ -220,6 +220,9 @@ class ServerState:
     error: str | None = None
     url: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    #: Pinned servers: accepted digest by tool, and what the server now violates.
+    pinned: Mapping[str, str] | None = None
+    violations: tuple[str, ...] = ()
 
 
 def skill_plan(skill: SkillResource, resolution: Resolution, *, old_status: Mapping[str, Any],
@@ -237,6 +240,15 @@ def skill_plan(skill: SkillResource, resolution: Resolution, *, old_status: Mapp
             if failing else "Discovered",
             "; ".join(f"{s.name}: {s.error}" for s in failing) if failing
             else "all MCP servers listed", generation=gen, old=old_conditions, now=now))
+    pinned = [s for s in servers if s.pinned is not None]
+    if pinned:
+        broken = [f"{s.name}: {v}" for s in pinned for v in s.violations]
+        conditions.append(condition(
+            "Pinned", not broken, "PinViolation" if broken else "Accepted",
+            "; ".join(broken[:10]) + (f"; ... and {len(broken) - 10} more"
+                                      if len(broken) > 10 else "")
+            if broken else "every served definition is accepted",
+            generation=gen, old=old_conditions, now=now))
     status: dict[str, Any] = {
         "observedGeneration": gen,
         "conditions": conditions,
@@ -247,7 +259,9 @@ def skill_plan(skill: SkillResource, resolution: Resolution, *, old_status: Mapp
         "warnings": list(resolution.warnings)[:MAX_WARNINGS],
         "mcpServers": [
             {k: v for k, v in {"name": s.name, "toolCount": s.tool_count,
-                               "lastSync": s.last_sync, "error": s.error, "url": s.url}.items()
+                               "lastSync": s.last_sync, "error": s.error, "url": s.url,
+                               "pinnedDigests": dict(s.pinned) if s.pinned is not None
+                               else None}.items()
              if v is not None}
             for s in servers
         ],

@@ -93,6 +93,14 @@ class Reconciler:
                 await asyncio.sleep(2)
                 self.mark(batch)
 
+    async def resync(self, every: float) -> None:
+        """The slow timer: re-check every Skill and Actor (writes only what drifted)."""
+        await self.loaded.wait()
+        while True:
+            await asyncio.sleep(every)
+            self.mark({key("Skill", r) for r in self.store.catalog.skills}
+                      | {key("Actor", r) for r in self.store.catalog.actors})
+
     async def process(self, changed: set[Key]) -> None:
         self.batches += 1
         affected = self.store.deps.dependents(changed)
@@ -134,8 +142,8 @@ class Reconciler:
             return None
         problems: Sequence[Problem] = self.store.invalid[k]
         old = self.store.statuses.get(k, {})
-        generation = int(old.get("observedGeneration") or 0)
-        status = {**old, "conditions": common_conditions(
+        generation = self.store.generations.get(k, int(old.get("observedGeneration") or 0))
+        status = {**old, "observedGeneration": generation, "conditions": common_conditions(
             problems, generation=generation, old=old.get("conditions") or [], now=self.clock(),
             ready_message="")}
         if status == old:

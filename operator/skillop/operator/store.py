@@ -60,7 +60,9 @@ class Store:
         if kind in ("Tool", "Skill", "Actor"):
             k = key(str(kind), ref)
             self.statuses[k] = dict(body.get("status") or {})
-            return self._resource(k, obj, result.problems)
+            generation = meta.get("generation")
+            return self._resource(k, obj, result.problems,
+                                  generation if isinstance(generation, int) else 0)
         if isinstance(obj, ConfigMapData):
             old = self.catalog.configmaps.get(obj.meta.ref)
             self.catalog.configmaps[obj.meta.ref] = obj
@@ -97,6 +99,18 @@ class Store:
         self.catalog.discovered[endpoint] = tools
         return {key("McpServer", endpoint)}
 
+    def set_accepted(self, skill: ObjectRef, server: str,
+                     tools: tuple[McpToolInfo, ...] | None) -> set[Key]:
+        """Record what a pinned server's skill has accepted (None: nothing yet)."""
+        slot = (skill, server)
+        if self.catalog.accepted.get(slot) == tools:
+            return set()
+        if tools is None:
+            self.catalog.accepted.pop(slot, None)
+        else:
+            self.catalog.accepted[slot] = tools
+        return {key("Skill", skill)}
+
     def record_status(self, kind: str, ref: ObjectRef, status: Mapping[str, Any]) -> None:
         """Remember a status just written, so an echo of it is no news."""
         self.statuses[key(kind, ref)] = dict(status)
@@ -111,13 +125,15 @@ class Store:
             "Actor": self.catalog.actors}
         return tables[kind]
 
-    def _resource(self, k: Key, obj: object, problems: tuple[Problem, ...]) -> set[Key]:
+    def _resource(self, k: Key, obj: object, problems: tuple[Problem, ...],
+                  generation: int) -> set[Key]:
         kind, ref = k[0], _ref(k)
         table = self._table(kind)
         old = table.get(ref)
         if not isinstance(obj, Resource):
             # Keep nothing half-parsed: the object is invalid and says why in status.
             self.invalid[k] = problems
+            self.generations[k] = generation  # the status's observedGeneration
             table.pop(ref, None)
             return {k}
         self.invalid.pop(k, None)

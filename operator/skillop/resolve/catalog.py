@@ -3,6 +3,8 @@
 The CLI fills one from manifest files; the operator keeps one up to date from
 watch events. The resolver only reads it. ``discovered`` holds live MCP tool
 lists by server endpoint; where a server has none, its declared tools count.
+``accepted`` holds what a pinned server's skill has accepted, which wins over
+the live list (see ``skillop.operator.pinning``).
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ class Catalog:
     configmaps: dict[ObjectRef, ConfigMapData] = field(default_factory=dict)
     namespaces: dict[str, Mapping[str, str]] = field(default_factory=dict)
     discovered: dict[str, tuple[McpToolInfo, ...]] = field(default_factory=dict)
+    #: Accepted definitions of pinned servers, by (skill, server name).
+    accepted: dict[tuple[ObjectRef, str], tuple[McpToolInfo, ...]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, objects: Iterable[Parsed]) -> Catalog:

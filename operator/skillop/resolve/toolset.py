@@ -46,31 +46,43 @@ def _json_value(value: Any) -> str:
     encoder json.dumps uses for strings, and its separators)."""
     if isinstance(value, str):
         return encode_basestring(value)
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return "[" + ",".join(map(encode_basestring, value)) + "]"
+    if isinstance(value, list):
+        try:
+            return "[" + ",".join(map(encode_basestring, value)) + "]"
+        except TypeError:  # not all strings
+            pass
     return canonical_json(value)
 
 
 #: Tool document keys whose values are the ToolDef's own fields, unchanged.
 _DEFINITION_KEYS = frozenset({"source", "title", "description", "inputSchema", "outputSchema",
                               "capabilities", "runtime", "mcpServer"})
+#: For each key order of a tool document (there are a few): the keys sorted, each
+#: with its JSON-encoded prefix.
+_KEY_ORDERS: dict[tuple[str, ...], tuple[tuple[str, str], ...]] = {}
 
 
 def _tool_json(doc: dict[str, Any], tool: ToolDef) -> str:
     """``canonical_json(doc)`` of a tool document, from the tool's cached fragments:
     a tool reached by many actors has its schemas serialised once, not once each."""
+    keys = tuple(doc)
+    order = _KEY_ORDERS.get(keys)
+    if order is None:
+        order = tuple((key, encode_basestring(key) + ":") for key in sorted(keys))
+        if len(_KEY_ORDERS) < 64:
+            _KEY_ORDERS[keys] = order
     fragments = tool.fragments()
-    return "{" + ",".join(
-        f"{encode_basestring(key)}:"
-        f"{fragments[key] if key in _DEFINITION_KEYS else _json_value(doc[key])}"
-        for key in sorted(doc)
-    ) + "}"
+    return "{" + ",".join([
+        prefix + (fragments[key] if key in _DEFINITION_KEYS else _json_value(doc[key]))
+        for key, prefix in order
+    ]) + "}"
 
 
-def tool_document(tool: EffectiveTool) -> dict[str, Any]:
+def tool_document(tool: EffectiveTool, path: Sequence[str] | None = None) -> dict[str, Any]:
     """One tool, with exactly the contract's keys: ``title``, ``outputSchema`` and
     ``runtime`` are null when unset (so every tool has the same shape), and
-    ``mcpServer`` is there for MCP tools only."""
+    ``mcpServer`` is there for MCP tools only. ``path`` is ``tool.path`` spelled
+    out, when the caller has it."""
     t = tool.entry.tool
     doc: dict[str, Any] = {
         "name": tool.name,
@@ -87,7 +99,7 @@ def tool_document(tool: EffectiveTool) -> dict[str, Any]:
     }
     if t.mcp_server is not None:
         doc["mcpServer"] = t.mcp_server
-    doc["path"] = [ref.canonical for ref in tool.path]
+    doc["path"] = [ref.canonical for ref in tool.path] if path is None else list(path)
     return doc
 
 
@@ -113,12 +125,13 @@ def toolset_document(
     """The document, with ``hash`` filled in. ``owner_kind`` is ``actor`` or ``skill``."""
     used = {(t.entry.skill, t.entry.tool.mcp_server) for t in tools if t.entry.tool.mcp_server}
     ordered = sorted(tools, key=lambda t: t.name)
+    paths: dict[int, tuple[str, ...]] = {}
     doc: dict[str, Any] = {
         "apiVersion": GROUP_VERSION,
         "kind": "ToolSet",
         owner_kind: owner,
         "hash": "",
-        "tools": [tool_document(t) for t in ordered],
+        "tools": [tool_document(t, _path_names(t.path, paths)) for t in ordered],
         "mcpServers": [
             server_document(skill, server)
             for skill, server in sorted(servers, key=lambda p: (p[1].name, p[0]))
@@ -132,6 +145,16 @@ def toolset_document(
     tools_json = [_tool_json(d, t.entry.tool) for d, t in zip(doc["tools"], ordered, strict=True)]
     doc["hash"] = _hash(doc, tools_json)
     return doc
+
+
+def _path_names(path: tuple[ObjectRef, ...], memo: dict[int, tuple[str, ...]],
+                ) -> tuple[str, ...]:
+    """``path`` as canonical names; memoized by identity, as the tools of one skill
+    share one path tuple (``memo`` lives for one call, while the tuples are alive)."""
+    found = memo.get(id(path))
+    if found is None:
+        found = memo[id(path)] = tuple(ref.canonical for ref in path)
+    return found
 
 
 def document_hash(doc: dict[str, Any]) -> str:

@@ -68,3 +68,24 @@ def _tool_def(server: McpServer, info: McpToolInfo) -> ToolDef:
         title=title if isinstance(title, str) else None,
         mcp_server=server.name,
     )
+
+
+def info_digest(info: McpToolInfo) -> str:
+    """sha256 of a tool as its server defines it: what pinning compares."""
+    import hashlib
+    import json
+
+    body = {"name": info.name, "title": info.title, "description": info.description,
+            "inputSchema": info.input_schema, "outputSchema": info.output_schema,
+            "annotations": info.annotations}
+    raw = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(raw.encode()).hexdigest()
+
+
+def changed_fields(old: McpToolInfo, new: McpToolInfo) -> list[str]:
+    """Which parts of a tool's definition differ, for ToolDefinitionChanged."""
+    pairs = {"title": (old.title, new.title), "description": (old.description, new.description),
+             "inputSchema": (old.input_schema, new.input_schema),
+             "outputSchema": (old.output_schema, new.output_schema),
+             "annotations": (old.annotations, new.annotations)}
+    return [name for name, (a, b) in pairs.items() if a != b]

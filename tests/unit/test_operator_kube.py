@@ -1,0 +1,87 @@
+"""The API writer's retries, without a cluster: 409/429/5xx retried, the rest fails fast."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import kubernetes
+import pytest
+from kubernetes.client import ApiException
+
+from skillop.model.names import ObjectRef
+from skillop.operator import kube
+from skillop.operator.kube import Kube, WriteFailed
+
+
+@pytest.fixture
+def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[Kube]:
+    monkeypatch.setattr(kube, "BACKOFF", (0.0, 0.0, 0.0))
+    client = Kube.__new__(Kube)  # no kubeconfig, no cluster
+    client._client = kubernetes.client
+    client._pool = ThreadPoolExecutor(max_workers=2)
+    client.writes = 0
+    yield client
+    client.close()
+
+
+class Flaky:
+    """A call that raises the given errors in turn, then returns "ok"."""
+
+    def __init__(self, *errors: BaseException) -> None:
+        self.errors = list(errors)
+        self.calls = 0
+
+    def __call__(self) -> str:
+        self.calls += 1
+        if self.errors:
+            raise self.errors.pop(0)
+        return "ok"
+
+
+def _run(api: Kube, fn: Flaky) -> Any:
+    return asyncio.run(api._call("patch Actor team-a/dev status", fn))
+
+
+def test_conflicts_and_server_errors_are_retried(api: Kube) -> None:
+    fn = Flaky(ApiException(status=409, reason="Conflict"),
+               ApiException(status=500, reason="Internal Server Error"),
+               ApiException(status=429, reason="Too Many Requests"))
+    assert _run(api, fn) == "ok"
+    assert fn.calls == 4
+
+
+def test_dropped_connections_are_retried(api: Kube) -> None:
+    fn = Flaky(ConnectionResetError("reset by peer"))
+    assert _run(api, fn) == "ok"
+    assert fn.calls == 2
+
+
+def test_a_not_found_fails_at_once_with_write_failed(api: Kube) -> None:
+    fn = Flaky(ApiException(status=404, reason="Not Found"))
+    with pytest.raises(WriteFailed, match="patch Actor team-a/dev status: HTTP 404 Not Found"):
+        _run(api, fn)
+    assert fn.calls == 1
+
+
+def test_retries_give_up_after_the_last_backoff(api: Kube) -> None:
+    fn = Flaky(*[ApiException(status=503, reason="Unavailable") for _ in range(10)])
+    with pytest.raises(WriteFailed, match="HTTP 503"):
+        _run(api, fn)
+    assert fn.calls == len(kube.BACKOFF) + 1
+
+
+def test_patch_status_nulls_fields_that_are_gone(api: Kube) -> None:
+    seen: list[tuple[Any, ...]] = []
+
+    class Custom:
+        def patch_namespaced_custom_object_status(self, *args: Any) -> None:
+            seen.append(args)
+
+    api.custom = Custom()
+    asyncio.run(api.patch_status("Actor", ObjectRef("team-a", "dev"),
+                                 {"toolCount": 1}, {"toolCount": 0, "toolsHash": "sha256:x"}))
+    assert seen == [("skillop.dev", "v1alpha1", "team-a", "actors", "dev",
+                     {"status": {"toolsHash": None, "toolCount": 1}})]

@@ -1,0 +1,293 @@
+"""What the operator writes: status, ConfigMap and events, and nothing when nothing changed."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from skillkit import actor, anon, catalog, ref, skill
+
+from skillop.model import problems as P
+from skillop.operator.outputs import (
+    ACTOR_LABEL,
+    HASH_ANNOTATION,
+    MANAGED_BY,
+    MAX_CONFIGMAP_BYTES,
+    ObservedConfigMap,
+    Plan,
+    ServerState,
+    actor_plan,
+    skill_plan,
+)
+from skillop.operator.store import Store
+from skillop.resolve.resolver import Resolver
+
+Doc = dict[str, Any]
+T0 = "2024-01-01T00:00:00Z"
+T1 = "2024-01-02T00:00:00Z"
+T2 = "2024-01-03T00:00:00Z"
+URL = "http://docker-mcp.tools.svc:8080/mcp"
+
+
+def _actor(*skills: str, **spec: Any) -> Doc:
+    doc = actor("dev", skills=skills, **spec)
+    doc["metadata"].update(uid="uid-dev", generation=3)
+    return doc
+
+
+def _plan(docs: list[Doc], *, old_status: Doc | None = None,
+          observed: ObservedConfigMap | None = None, now: str = T0) -> Plan:
+    cat = catalog(docs)
+    resolution = Resolver(cat).resolve_actor(ref("team-a/dev"))
+    assert resolution is not None
+    return actor_plan(cat.actors[ref("team-a/dev")], resolution,
+                      old_status=old_status or {}, observed=observed, now=now)
+
+
+def _echo(plan: Plan, old: Doc | None = None) -> tuple[Doc, ObservedConfigMap | None]:
+    """What the cluster shows after the plan's writes (through JSON, as the API returns it)."""
+    status = json.loads(json.dumps(plan.status)) if plan.status is not None else old or {}
+    if plan.configmap is None:
+        return status, None
+    store = Store()
+    store.record_configmap(json.loads(json.dumps(plan.configmap)))
+    return status, store.observed_configmap(ref("team-a/dev-tools"))
+
+
+def _cond(status: Doc, type_: str) -> Doc:
+    return next(c for c in status["conditions"] if c["type"] == type_)
+
+
+def _base(*extra: Doc) -> list[Doc]:
+    return [skill("base", builtins=["git_operations"], anonymousTools=[anon("lint"), *extra]),
+            _actor("base")]
+
+
+def test_a_fresh_actor_gets_a_status_and_an_owned_configmap_and_no_events() -> None:
+    plan = _plan(_base())
+    assert plan.status is not None and plan.configmap is not None
+    assert plan.events == ()
+    cm = plan.configmap
+    meta = cm["metadata"]
+    assert (meta["name"], meta["namespace"]) == ("dev-tools", "team-a")
+    assert meta["labels"] == {**MANAGED_BY, ACTOR_LABEL: "dev"}
+    owner = meta["ownerReferences"]
+    assert len(owner) == 1
+    assert owner[0]["kind"] == "Actor" and owner[0]["name"] == "dev"
+    assert owner[0]["uid"] == "uid-dev" and owner[0]["controller"] is True
+    assert owner[0]["apiVersion"] == "skillop.dev/v1alpha1"
+    doc = json.loads(cm["data"]["tools.json"])
+    assert meta["annotations"][HASH_ANNOTATION] == doc["hash"] == plan.status["toolsHash"]
+    status = plan.status
+    assert status["observedGeneration"] == 3
+    assert status["toolCount"] == len(doc["tools"]) == 6  # five git tools and lint
+    assert status["configMapName"] == "dev-tools"
+    assert status["skills"] == ["team-a/base"]
+    assert [t["name"] for t in status["tools"]] == [t["name"] for t in doc["tools"]]
+    ready, refs = _cond(status, "Ready"), _cond(status, "ResolvedRefs")
+    assert (ready["status"], ready["reason"], ready["lastTransitionTime"]) == (
+        "True", "Resolved", T0)
+    assert ready["observedGeneration"] == 3
+    assert (refs["status"], refs["reason"]) == ("True", "Resolved")
+
+
+def test_the_configmap_name_follows_spec_config_map_name() -> None:
+    plan = _plan([skill("base", builtins=["git_operations"]),
+                  _actor("base", configMapName="reviewer-tools")])
+    assert plan.configmap is not None and plan.status is not None
+    assert plan.configmap["metadata"]["name"] == "reviewer-tools"
+    assert plan.status["configMapName"] == "reviewer-tools"
+
+
+def test_an_unchanged_actor_gets_no_writes_even_later() -> None:
+    first = _plan(_base())
+    status, observed = _echo(first)
+    again = _plan(_base(), old_status=status, observed=observed, now=T1)
+    assert again == Plan()  # no status, no ConfigMap, no events
+
+
+def test_a_lost_configmap_is_rewritten_without_touching_status() -> None:
+    status, observed = _echo(_plan(_base()))
+    assert observed is not None
+    gone = _plan(_base(), old_status=status, observed=None, now=T1)
+    assert gone.configmap is not None and gone.status is None and gone.events == ()
+    edited = ObservedConfigMap(observed.name, observed.owner, observed.tools_hash, "hand-edited")
+    fixed = _plan(_base(), old_status=status, observed=edited, now=T1)
+    assert fixed.configmap is not None and fixed.status is None and fixed.events == ()
+
+
+def test_a_problem_keeps_the_last_good_tool_set() -> None:
+    status, observed = _echo(_plan(_base()))
+    broken = [*_base()[:1], _actor("base", "missing")]
+    plan = _plan(broken, old_status=status, observed=observed, now=T1)
+    assert plan.configmap is None and plan.events == ()
+    new = plan.status
+    assert new is not None
+    ready, refs = _cond(new, "Ready"), _cond(new, "ResolvedRefs")
+    assert (ready["status"], ready["reason"]) == ("False", P.REF_NOT_FOUND)
+    assert "team-a/missing" in ready["message"]
+    assert "keeps the last good tool set" in ready["message"]
+    assert status["toolsHash"] in ready["message"]
+    assert ready["lastTransitionTime"] == T1  # it changed status
+    assert (refs["status"], refs["reason"]) == ("False", P.REF_NOT_FOUND)
+    for field in ("toolsHash", "toolCount", "tools"):
+        assert new[field] == status[field], field
+    # the broken state is itself stable
+    again = _plan(broken, old_status=json.loads(json.dumps(new)), observed=observed, now=T2)
+    assert again == Plan()
+
+
+def test_a_problem_before_any_success_has_no_tool_set_and_no_stale_note() -> None:
+    plan = _plan([_actor("missing")])
+    assert plan.configmap is None and plan.status is not None
+    assert "toolsHash" not in plan.status and "tools" not in plan.status
+    ready = _cond(plan.status, "Ready")
+    assert ready["status"] == "False" and "keeps" not in ready["message"]
+
+
+def test_healing_sets_ready_again_and_writes_the_configmap() -> None:
+    broken = _plan([_actor("base")])
+    status, _ = _echo(broken)
+    healed = _plan(_base(), old_status=status, observed=None, now=T1)
+    assert healed.configmap is not None and healed.status is not None
+    ready = _cond(healed.status, "Ready")
+    assert (ready["status"], ready["lastTransitionTime"]) == ("True", T1)
+
+
+def test_last_transition_time_is_kept_while_the_condition_holds() -> None:
+    status, observed = _echo(_plan(_base()))
+    plan = _plan(_base(anon("format")), old_status=status, observed=observed, now=T1)
+    assert plan.status is not None and plan.configmap is not None
+    assert _cond(plan.status, "Ready")["lastTransitionTime"] == T0
+    assert _cond(plan.status, "Ready")["message"] != _cond(status, "Ready")["message"]
+
+
+def test_an_oversized_tool_set_is_too_large_and_writes_no_configmap() -> None:
+    big = [anon(f"tool{i:04d}", description="x" * 4000) for i in range(240)]
+    plan = _plan([skill("base", anonymousTools=big), _actor("base")])
+    assert plan.configmap is None and plan.status is not None
+    ready = _cond(plan.status, "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", "TooLarge")
+    assert f"{MAX_CONFIGMAP_BYTES // 1024} KiB" in ready["message"]
+    assert _cond(plan.status, "ResolvedRefs")["status"] == "True"
+
+
+def test_status_tools_are_capped_but_tool_count_is_the_full_count() -> None:
+    many = [anon(f"tool{i:04d}") for i in range(300)]
+    plan = _plan([skill("base", anonymousTools=many), _actor("base")])
+    assert plan.status is not None and plan.configmap is not None
+    assert plan.status["toolCount"] == 300
+    assert len(plan.status["tools"]) == 256
+    assert len(json.loads(plan.configmap["data"]["tools.json"])["tools"]) == 300
+    assert {"name", "bindingName", "source", "skill"} <= set(plan.status["tools"][0])
+
+
+def _events(plan: Plan) -> list[tuple[str, str, str]]:
+    return [(e.type, e.reason, e.message) for e in plan.events]
+
+
+def test_a_changed_tool_set_posts_tool_set_changed() -> None:
+    status, observed = _echo(_plan(_base()))
+    plan = _plan(_base(anon("format")), old_status=status, observed=observed, now=T1)
+    events = _events(plan)
+    assert [r for _, r, _ in events] == ["ToolSetChanged"]
+    type_, _, message = events[0]
+    assert type_ == "Normal" and "7 tools (+1 -0 ~0)" in message
+
+
+def test_a_new_conflicting_tool_posts_tool_renamed() -> None:
+    docs = [skill("a", anonymousTools=[anon("lint")]), skill("b", builtins=["git_operations"]),
+            _actor("a", "b")]
+    status, observed = _echo(_plan(docs))
+    assert "lint" in [t["name"] for t in status["tools"]]
+    docs[1] = skill("b", builtins=["git_operations"], anonymousTools=[anon("lint")])
+    plan = _plan(docs, old_status=status, observed=observed, now=T1)
+    renamed = [(t, m) for t, r, m in _events(plan) if r == "ToolRenamed"]
+    assert renamed == [("Normal", "lint -> team-a/a.lint (name conflict)")]
+    assert "ToolSetChanged" in [r for _, r, _ in _events(plan)]
+
+
+def test_a_changed_tool_definition_posts_a_warning() -> None:
+    status, observed = _echo(_plan(_base()))
+    docs = [skill("base", builtins=["git_operations"],
+                  anonymousTools=[anon("lint", description="now it also deletes files")]),
+            _actor("base")]
+    plan = _plan(docs, old_status=status, observed=observed, now=T1)
+    changed = [(t, m) for t, r, m in _events(plan) if r == "ToolDefinitionChanged"]
+    assert len(changed) == 1
+    type_, message = changed[0]
+    assert type_ == "Warning"
+    assert message.startswith("lint (team-a/base.lint) changed definition: sha256:")
+    assert next(m for _, r, m in _events(plan) if r == "ToolSetChanged").startswith(
+        "6 tools (+0 -0 ~1)")
+    assert "ToolRenamed" not in [r for _, r, _ in _events(plan)]
+
+
+# -- skills ---------------------------------------------------------------------
+def _skill_plan(docs: list[Doc], servers: list[ServerState], *, old_status: Doc | None = None,
+                now: str = T0) -> Plan:
+    cat = catalog(docs)
+    resolution = Resolver(cat).resolve_skill(ref("team-a/docker"))
+    assert resolution is not None
+    sk = cat.skills[ref("team-a/docker")]
+    return skill_plan(sk, resolution, old_status=old_status or {}, servers=servers, now=now)
+
+
+def _docker() -> list[Doc]:
+    doc = skill("docker", mcpServers=[{"name": "docker", "url": URL,
+                                       "tools": [anon("build"), anon("push")]}])
+    doc["metadata"]["generation"] = 2
+    return [doc]
+
+
+def test_skill_plan_reports_a_failing_server() -> None:
+    failing = ServerState("docker", 2, error="connection refused", url=URL,
+                          extra={"reason": "Unreachable"})
+    plan = _skill_plan(_docker(), [failing])
+    status = plan.status
+    assert status is not None and plan.configmap is None
+    found = _cond(status, "Discovered")
+    assert (found["status"], found["reason"]) == ("False", "Unreachable")
+    assert found["message"] == "docker: connection refused"
+    assert found["observedGeneration"] == 2
+    assert status["mcpServers"] == [
+        {"name": "docker", "toolCount": 2, "error": "connection refused", "url": URL}]
+    # discovery trouble alone keeps the skill Ready, with the declared tools
+    assert _cond(status, "Ready")["status"] == "True"
+    assert status["toolCount"] == 2
+
+
+def test_skill_plan_default_reason_recovery_and_no_rewrite() -> None:
+    failing = ServerState("docker", 2, error="timed out", url=URL)
+    first = _skill_plan(_docker(), [failing])
+    assert first.status is not None
+    assert _cond(first.status, "Discovered")["reason"] == "DiscoveryFailed"
+    old = json.loads(json.dumps(first.status))
+    assert _skill_plan(_docker(), [failing], old_status=old, now=T1) == Plan()
+    ok = ServerState("docker", 2, last_sync=T1, url=URL)
+    healed = _skill_plan(_docker(), [ok], old_status=old, now=T1)
+    assert healed.status is not None
+    found = _cond(healed.status, "Discovered")
+    assert (found["status"], found["reason"], found["lastTransitionTime"]) == (
+        "True", "Discovered", T1)
+    assert healed.status["mcpServers"] == [
+        {"name": "docker", "toolCount": 2, "lastSync": T1, "url": URL}]
+    assert _cond(healed.status, "Ready")["lastTransitionTime"] == T0
+
+
+def test_skill_plan_without_url_servers_has_no_discovered_condition() -> None:
+    docs = [skill("docker", mcpServers=[{"name": "local", "command": ["docker-mcp"],
+                                         "tools": [anon("build")]}])]
+    plan = _skill_plan(docs, [ServerState("local", 1)])
+    assert plan.status is not None
+    assert [c["type"] for c in plan.status["conditions"]] == ["Ready", "ResolvedRefs"]
+    assert plan.status["mcpServers"] == [{"name": "local", "toolCount": 1}]
+
+
+def test_copies_are_not_shared_between_plans() -> None:
+    # a plan's status must not alias the old status it was computed from
+    status, observed = _echo(_plan(_base()))
+    before = copy.deepcopy(status)
+    _plan([_actor("missing")], old_status=status, observed=observed, now=T1)
+    assert status == before

@@ -1,0 +1,213 @@
+"""The Reconciler's cascade with an in-memory writer: exactly the needed writes, once."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import itertools
+from typing import Any
+
+from skillkit import actor, anon, ref, skill
+
+from skillop.model import problems as P
+from skillop.model.names import ObjectRef
+from skillop.operator.deps import Key, key
+from skillop.operator.runtime import Reconciler
+from skillop.operator.store import Store
+
+Doc = dict[str, Any]
+
+
+class Recorder:
+    """A Writer that remembers every call; ``fail`` makes the next N calls raise."""
+
+    def __init__(self, fail: int = 0) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+        self.fail = fail
+
+    def _maybe_fail(self) -> None:
+        if self.fail:
+            self.fail -= 1
+            raise RuntimeError("HTTP 500 from a flaky API server")
+
+    async def patch_status(self, kind: str, ref: ObjectRef, new: dict[str, Any],
+                           old: dict[str, Any]) -> None:
+        self._maybe_fail()
+        self.calls.append(("status", kind, ref.canonical, copy.deepcopy(new)))
+
+    async def apply_configmap(self, body: dict[str, Any], *, exists: bool) -> None:
+        self._maybe_fail()
+        meta = body["metadata"]
+        self.calls.append(("configmap", f"{meta['namespace']}/{meta['name']}", exists,
+                           copy.deepcopy(body)))
+
+    async def post_event(self, kind: str, ref: ObjectRef, uid: str, type_: str, reason: str,
+                         message: str) -> None:
+        self.calls.append(("event", kind, ref.canonical, uid, reason))
+
+    def take(self) -> list[tuple[Any, ...]]:
+        out, self.calls = self.calls, []
+        return out
+
+
+def _clock() -> Any:
+    counter = itertools.count()
+    return lambda: f"2024-01-01T00:00:{next(counter) % 60:02d}Z"
+
+
+def _uid(doc: Doc, n: int = 1) -> Doc:
+    doc["metadata"].update(uid=f"uid-{doc['metadata']['name']}", generation=n)
+    return doc
+
+
+def _world(extra_base_tool: bool = False) -> list[Doc]:
+    tools = [anon("lint"), *([anon("format")] if extra_base_tool else [])]
+    return [
+        _uid(skill("base", anonymousTools=tools)),
+        _uid(skill("mid", includes=[{"skill": "base"}], builtins=["git_operations"])),
+        _uid(skill("other", builtins=["file_operations"])),
+        _uid(actor("dev", skills=["mid"])),
+        _uid(actor("ops", skills=["base", "other"])),
+        _uid(actor("idle", skills=["other"])),
+    ]
+
+
+def _loaded(fail: int = 0) -> tuple[Store, Recorder, Reconciler, set[Key]]:
+    store, writer = Store(), Recorder(fail)
+    changed: set[Key] = set()
+    for doc in _world():
+        changed |= store.upsert(doc)
+    return store, writer, Reconciler(store, writer, clock=_clock()), changed
+
+
+def _summary(calls: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    return sorted(c[:3] for c in calls)
+
+
+def test_the_initial_batch_writes_every_status_and_configmap_once() -> None:
+    _, writer, rec, changed = _loaded()
+    asyncio.run(rec.process(changed))
+    assert _summary(writer.take()) == sorted([
+        ("configmap", "team-a/dev-tools", False), ("configmap", "team-a/ops-tools", False),
+        ("configmap", "team-a/idle-tools", False),
+        ("status", "Actor", "team-a/dev"), ("status", "Actor", "team-a/ops"),
+        ("status", "Actor", "team-a/idle"),
+        ("status", "Skill", "team-a/base"), ("status", "Skill", "team-a/mid"),
+        ("status", "Skill", "team-a/other"),
+    ])
+    asyncio.run(rec.process(changed))
+    assert writer.take() == []
+
+
+def test_a_base_skill_change_rewrites_exactly_its_dependents_once() -> None:
+    store, writer, rec, changed = _loaded()
+    asyncio.run(rec.process(changed))
+    writer.take()
+    changed = store.upsert(_world(extra_base_tool=True)[0])
+    assert changed == {key("Skill", ref("team-a/base"))}
+    asyncio.run(rec.process(changed))
+    calls = writer.take()
+    assert _summary(calls) == sorted([
+        ("configmap", "team-a/dev-tools", True), ("configmap", "team-a/ops-tools", True),
+        ("event", "Actor", "team-a/dev"), ("event", "Actor", "team-a/ops"),
+        ("status", "Actor", "team-a/dev"), ("status", "Actor", "team-a/ops"),
+        ("status", "Skill", "team-a/base"), ("status", "Skill", "team-a/mid"),
+    ])
+    events = [c for c in calls if c[0] == "event"]
+    assert {(c[3], c[4]) for c in events} == {("uid-dev", "ToolSetChanged"),
+                                              ("uid-ops", "ToolSetChanged")}
+    dev_cm = next(c[3] for c in calls if c[:2] == ("configmap", "team-a/dev-tools"))
+    assert "format" in dev_cm["data"]["tools.json"]
+    # the same keys again: everything is already as it should be
+    asyncio.run(rec.process(changed))
+    assert writer.take() == []
+
+
+def test_the_echo_of_the_operators_own_writes_is_no_news() -> None:
+    store, writer, rec, changed = _loaded()
+    asyncio.run(rec.process(changed))
+    for call in writer.take():
+        if call[0] == "configmap":
+            assert store.upsert(copy.deepcopy(call[3])) == set()
+        elif call[0] == "status":
+            name = call[2].split("/")[1]
+            body = next(copy.deepcopy(d) for d in _world()
+                        if d["kind"] == call[1] and d["metadata"]["name"] == name)
+            body["status"] = call[3]
+            assert store.upsert(body) == set()
+    asyncio.run(rec.process(changed))
+    assert writer.take() == []
+
+
+def test_a_failed_write_is_requeued_and_retried() -> None:
+    _, writer, rec, changed = _loaded(fail=1)
+    asyncio.run(rec.process(changed))
+    assert len(rec._dirty) == 1  # the one object whose write failed
+    retry = set(rec._dirty)
+    kind, name = next(iter(retry))
+    first = writer.take()
+    assert not any(c[0] == "status" and c[1:3] == (kind, name) for c in first)
+    rec._dirty.clear()
+    asyncio.run(rec.process(retry))
+    again = writer.take()
+    assert ("status", kind, name) in _summary(again)
+    assert not rec._dirty
+    asyncio.run(rec.process(changed))
+    assert writer.take() == []
+
+
+def test_invalid_objects_get_ready_false() -> None:
+    store, writer, rec, _ = _loaded()
+    bad = _uid(actor("broken", skills=["base"], skillAccessPolicy={"maxTools": "many"}), n=4)
+    changed = store.upsert(bad)
+    asyncio.run(rec.process(changed))
+    calls = writer.take()
+    assert _summary(calls) == [("status", "Actor", "team-a/broken")]
+    status = calls[0][3]
+    ready = next(c for c in status["conditions"] if c["type"] == "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", P.INVALID_SPEC)
+    assert "skillAccessPolicy.maxTools" in ready["message"]
+    assert ready["observedGeneration"] == 4
+    assert status["observedGeneration"] == 4
+    # seen again (the status echo): nothing more to write
+    bad["status"] = status
+    asyncio.run(rec.process(store.upsert(bad)))
+    assert writer.take() == []
+
+
+def test_an_invalid_skill_makes_its_users_unresolved() -> None:
+    store, writer, rec, changed = _loaded()
+    asyncio.run(rec.process(changed))
+    writer.take()
+    changed = store.upsert(_uid(skill("base", anonymousTools="nope"), n=2))
+    asyncio.run(rec.process(changed))
+    calls = writer.take()
+    touched = {c[1:3] for c in calls if c[0] == "status"}
+    assert touched == {("Skill", "team-a/base"), ("Skill", "team-a/mid"),
+                       ("Actor", "team-a/dev"), ("Actor", "team-a/ops")}
+    assert not [c for c in calls if c[0] == "configmap"]  # last good tool sets stay
+    for c in calls:
+        if c[:2] == ("status", "Actor"):
+            ready = next(x for x in c[3]["conditions"] if x["type"] == "Ready")
+            assert ready["status"] == "False"
+
+
+def test_the_worker_writes_nothing_before_the_initial_listing() -> None:
+    async def scenario() -> tuple[int, int]:
+        _, writer, rec, changed = _loaded()
+        rec.debounce = 0.0
+        worker = asyncio.create_task(rec.run())
+        rec.mark(changed)
+        await asyncio.sleep(0.05)
+        before = len(writer.calls)
+        rec.loaded.set()
+        for _ in range(100):
+            await asyncio.sleep(0.01)
+            if writer.calls and not rec._dirty:
+                break
+        worker.cancel()
+        return before, len(writer.calls)
+
+    before, after = asyncio.run(scenario())
+    assert before == 0
+    assert after == 9

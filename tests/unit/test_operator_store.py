@@ -1,0 +1,204 @@
+"""The store: only real changes cascade (never the operator's own status writes)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from skillkit import actor, anon, configmap, namespace, ref, skill, skill_md, tool
+
+from skillop.model import problems as P
+from skillop.operator.deps import key
+from skillop.operator.outputs import HASH_ANNOTATION, MANAGED_BY
+from skillop.operator.store import Store
+from skillop.sources.mcp_tools import McpToolInfo
+
+Doc = dict[str, Any]
+
+
+def _with(doc: Doc, **meta: Any) -> Doc:
+    out = copy.deepcopy(doc)
+    out["metadata"].update(meta)
+    return out
+
+
+def _managed_cm(name: str = "dev-tools", owner: str = "dev", data: dict[str, str] | None = None,
+                tools_hash: str = "sha256:abc") -> Doc:
+    return {
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "team-a", "labels": dict(MANAGED_BY),
+                     "annotations": {HASH_ANNOTATION: tools_hash},
+                     "ownerReferences": [{"apiVersion": "skillop.dev/v1alpha1", "kind": "Actor",
+                                          "name": owner, "uid": "u-1", "controller": True}]},
+        "data": data if data is not None else {"tools.json": "{}"},
+    }
+
+
+def test_upsert_returns_the_key_only_when_spec_or_labels_change() -> None:
+    for doc in (tool("run-pytest"), skill("base", builtins=["git_operations"]),
+                actor("dev", skills=["base"])):
+        store = Store()
+        k = key(doc["kind"], ref(f"team-a/{doc['metadata']['name']}"))
+        assert store.upsert(doc) == {k}, doc["kind"]
+        assert store.upsert(copy.deepcopy(doc)) == set(), doc["kind"]
+        relabelled = _with(doc, labels={"skillop.dev/shared": "true"})
+        assert store.upsert(relabelled) == {k}, doc["kind"]
+        changed = copy.deepcopy(relabelled)
+        changed["spec"]["description" if doc["kind"] != "Actor" else "configMapName"] = "new"
+        assert store.upsert(changed) == {k}, doc["kind"]
+
+
+def test_a_status_only_change_is_no_news_but_is_remembered() -> None:
+    store = Store()
+    doc = _with(actor("dev", skills=["base"]), generation=1, uid="u-1")
+    store.upsert(doc)
+    echoed = copy.deepcopy(doc)
+    echoed["status"] = {"observedGeneration": 1, "toolsHash": "sha256:x"}
+    echoed["metadata"]["resourceVersion"] = "42"
+    echoed["metadata"]["annotations"] = {"kopf.zalando.org/last-handled": "{}"}
+    assert store.upsert(echoed) == set()
+    assert store.statuses[key("Actor", ref("team-a/dev"))]["toolsHash"] == "sha256:x"
+
+
+def test_a_generation_bump_with_the_same_spec_is_no_news() -> None:
+    store = Store()
+    store.upsert(_with(skill("s", builtins=["git_operations"]), generation=1))
+    assert store.upsert(_with(skill("s", builtins=["git_operations"]), generation=2)) == set()
+
+
+def test_invalid_specs_go_to_invalid_and_leave_the_catalog() -> None:
+    store = Store()
+    good = skill("s", builtins=["git_operations"])
+    k = key("Skill", ref("team-a/s"))
+    store.upsert(good)
+    assert ref("team-a/s") in store.catalog.skills
+    bad = skill("s", builtins="not-a-list", anonymousTools=[{"description": "no name"}])
+    bad["metadata"]["generation"] = 7
+    assert store.upsert(bad) == {k}
+    assert store.generations[k] == 7  # what its Ready=False status will be about
+    assert store.invalid.get(k)
+    assert all(p.reason == P.INVALID_SPEC for p in store.invalid[k])
+    assert ref("team-a/s") not in store.catalog.skills
+    # fixed again: valid, tracked, and news
+    assert store.upsert(good) == {k}
+    assert k not in store.invalid
+    assert ref("team-a/s") in store.catalog.skills
+    # and deleting an invalid object is news too
+    store.upsert(bad)
+    assert store.remove("Skill", "team-a", "s") == {k}
+    assert k not in store.invalid and k not in store.statuses
+
+
+def test_remove_returns_the_key_only_for_known_objects() -> None:
+    store = Store()
+    store.upsert(actor("dev", skills=["base"]))
+    k = key("Actor", ref("team-a/dev"))
+    assert store.remove("Actor", "team-a", "dev") == {k}
+    assert store.remove("Actor", "team-a", "dev") == set()
+    assert ref("team-a/dev") not in store.catalog.actors
+    assert not store.deps.users_of(key("Skill", ref("team-a/base")))
+
+
+def test_skill_upsert_indexes_its_dependencies() -> None:
+    store = Store()
+    store.upsert(skill("top", includes=[{"skill": "base"}]))
+    store.upsert(actor("dev", skills=["top"]))
+    affected = store.deps.dependents([key("Skill", ref("team-a/base"))])
+    assert {r.name for r in affected.skills} == {"base", "top"}
+    assert {r.name for r in affected.actors} == {"dev"}
+    # the include is dropped: base no longer reaches anything
+    store.upsert(skill("top", builtins=["git_operations"]))
+    affected = store.deps.dependents([key("Skill", ref("team-a/base"))])
+    assert {r.name for r in affected.skills} == {"base"} and not affected.actors
+
+
+def test_managed_configmaps_are_tracked_apart_and_edits_return_the_owner() -> None:
+    store = Store()
+    owner = {key("Actor", ref("team-a/dev"))}
+    body = _managed_cm()
+    assert store.upsert(body) == owner  # first sight: the actor checks it
+    cm = ref("team-a/dev-tools")
+    assert cm in store.managed and cm not in store.catalog.configmaps
+    assert store.managed[cm].owner == "dev"
+    assert store.managed[cm].tools_hash == "sha256:abc"
+    assert store.upsert(copy.deepcopy(body)) == set()  # an echo of what is known
+    # what the operator itself wrote is known: its echo is no news
+    written = _managed_cm(data={"tools.json": '{"x": 1}'}, tools_hash="sha256:def")
+    store.record_configmap(written)
+    assert store.upsert(copy.deepcopy(written)) == set()
+    # a hand edit of the data or of the hash annotation goes back to the owner
+    assert store.upsert(_managed_cm(data={"tools.json": "edited"},
+                                    tools_hash="sha256:def")) == owner
+    assert store.upsert(_managed_cm(data={"tools.json": "edited"},
+                                    tools_hash="sha256:zzz")) == owner
+    # a deletion too
+    assert store.remove("ConfigMap", "team-a", "dev-tools") == owner
+    assert cm not in store.managed
+    assert store.remove("ConfigMap", "team-a", "dev-tools") == set()
+
+
+def test_a_managed_configmap_without_an_actor_owner_is_no_news() -> None:
+    store = Store()
+    body = _managed_cm()
+    body["metadata"]["ownerReferences"] = []
+    assert store.upsert(body) == set()
+    assert store.remove("ConfigMap", "team-a", "dev-tools") == set()
+
+
+def test_skill_md_configmap_data_changes_return_the_configmap_key() -> None:
+    store = Store()
+    k = key("ConfigMap", ref("team-a/pdf-skill"))
+    body = configmap("pdf-skill", {"SKILL.md": skill_md("pdf")})
+    assert store.upsert(body) == {k}
+    assert ref("team-a/pdf-skill") in store.catalog.configmaps
+    assert store.upsert(copy.deepcopy(body)) == set()
+    relabelled = _with(body, labels={"unrelated": "x"}, resourceVersion="9")
+    assert store.upsert(relabelled) == set()  # data is all a SKILL.md ConfigMap contributes
+    assert store.upsert(configmap("pdf-skill", {"SKILL.md": skill_md("pdf", "new")})) == {k}
+    assert store.remove("ConfigMap", "team-a", "pdf-skill") == {k}
+    assert store.remove("ConfigMap", "team-a", "pdf-skill") == set()
+
+
+def test_namespace_label_changes_return_that_namespaces_skills_and_actors() -> None:
+    store = Store()
+    for doc in (skill("s", builtins=["git_operations"]), actor("dev", skills=["s"]),
+                skill("s", ns="team-b", builtins=["git_operations"]),
+                actor("dev", ns="team-b", skills=["s"])):
+        store.upsert(doc)
+    members = {key("Skill", ref("team-a/s")), key("Actor", ref("team-a/dev"))}
+    assert store.upsert(namespace("team-a", env="prod")) == members
+    assert store.catalog.namespaces["team-a"] == {"env": "prod"}
+    assert store.upsert(namespace("team-a", env="prod")) == set()
+    assert store.upsert(namespace("team-a", env="dev")) == members
+    assert store.upsert(namespace("empty", env="dev")) == set()
+
+
+def test_set_discovered_returns_the_endpoint_only_when_the_list_changes() -> None:
+    store = Store()
+    url = "http://docker-mcp/mcp"
+    tools = (McpToolInfo("build", "Build an image"), McpToolInfo("push", "Push it"))
+    assert store.set_discovered(url, tools) == {("McpServer", url)}
+    assert store.set_discovered(url, tuple(tools)) == set()
+    assert store.set_discovered(url, tools[:1]) == {("McpServer", url)}
+    assert store.set_discovered(url, (McpToolInfo("build", "Build images"),)) == {
+        ("McpServer", url)}
+    assert store.catalog.discovered[url] == (McpToolInfo("build", "Build images"),)
+
+
+def test_a_discovered_change_reaches_the_skills_using_the_endpoint() -> None:
+    store = Store()
+    url = "http://docker-mcp/mcp"
+    store.upsert(skill("docker", mcpServers=[{"name": "d", "url": url,
+                                              "tools": [anon("build")]}]))
+    store.upsert(actor("dev", skills=["docker"]))
+    changed = store.set_discovered(url, (McpToolInfo("build"),))
+    affected = store.deps.dependents(changed)
+    assert {r.name for r in affected.skills} == {"docker"}
+    assert {r.name for r in affected.actors} == {"dev"}
+
+
+def test_record_status_is_what_the_next_plan_compares_with() -> None:
+    store = Store()
+    store.upsert(actor("dev", skills=["s"]))
+    store.record_status("Actor", ref("team-a/dev"), {"toolsHash": "sha256:1"})
+    assert store.statuses[key("Actor", ref("team-a/dev"))] == {"toolsHash": "sha256:1"}
