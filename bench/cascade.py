@@ -407,13 +407,14 @@ def peak_rss_mib() -> float:
 
 def memory_objects(n_skills: int, n_actors: int) -> tuple[list[dict[str, Any]],
                                                           list[dict[str, Any]]]:
-    """Skills in 10 namespaces, each including up to 2 earlier ones; 3 roots per actor."""
+    """Skills in 10 namespaces, in include chains of 20 with jumps back; 3 roots per actor."""
     namespaces = [f"team-{i}" for i in range(10)]
     per_ns = max(1, n_skills // len(namespaces))
     skills, actors = [], []
     for i in range(n_skills):
         ns, j = namespaces[i % len(namespaces)], i // len(namespaces)
-        includes = [f"s-{k:05d}" for k in (j - 1, j // 2) if 0 <= k < j]
+        parents = (j - 1 if j % 20 else -1, j // 20)  # chains of 20, plus a jump back
+        includes = [f"s-{k:05d}" for k in parents if 0 <= k < j]
         body = skill(ns, f"s-{j:05d}", includes=sorted(set(includes)), tool=f"t_{j}",
                      description=f"anonymous tool {j} of {ns}",
                      builtins=["file_operations"] if j % 7 == 0 else [])

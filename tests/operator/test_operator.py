@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from conftest import ROOT, Cluster, operator, wait_for
 
@@ -136,3 +137,34 @@ def test_hand_deleted_or_edited_configmap_is_restored(running: Cluster) -> None:
     wait_for(lambda: json.loads(running.configmap("team-a", "developer-tools")
                                 .data["tools.json"]).get("hash") == good,
              message="configmap restored after a hand edit")
+
+
+def test_events_on_tool_set_change_and_conflict_rename(running: Cluster) -> None:
+    running.apply_dir(EXAMPLES)
+    running.wait_ready("Actor", "team-a", "developer")
+    before = running.get("Actor", "team-a", "developer")["status"]["toolsHash"]
+    # A second, different `run_pytest` makes the existing one conflict: both renamed.
+    running.patch_spec("Skill", "team-a", "deploy", {"anonymousTools": [
+        {"name": "run_pytest", "description": "Smoke tests after a deploy"}]})
+    wait_for(lambda: running.get("Actor", "team-a", "developer")["status"]["toolsHash"]
+             != before, message="developer re-resolved")
+    names = {t["name"] for t in running.get("Actor", "team-a", "developer")["status"]["tools"]}
+    assert {"team-a/testing.run_pytest", "team-a/deploy.run_pytest"} <= names
+    assert "run_pytest" not in names
+
+    def events(reason: str) -> list[Any]:
+        return [e for e in running.core.list_namespaced_event("team-a").items
+                if e.reason == reason and e.involved_object.name == "developer"]
+
+    renamed = wait_for(lambda: events("ToolRenamed"), message="ToolRenamed event")
+    assert "run_pytest -> team-a/testing.run_pytest" in renamed[0].message
+    changed = wait_for(lambda: events("ToolSetChanged"), message="ToolSetChanged event")
+    assert "(+1 -0 ~0)" in changed[0].message  # counted by qualified name
+
+
+def test_no_finalizers_so_actors_delete_without_the_operator(running: Cluster) -> None:
+    running.apply_dir(EXAMPLES)
+    running.wait_ready("Actor", "team-a", "developer")
+    running.wait_ready("Skill", "team-a", "full-stack-dev")
+    for kind, name in (("Actor", "developer"), ("Skill", "full-stack-dev")):
+        assert not running.get(kind, "team-a", name)["metadata"].get("finalizers")

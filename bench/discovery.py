@@ -1,0 +1,357 @@
+"""Benchmark: live MCP discovery (API Semantics 9) at scale, on loopback.
+
+What is measured, and why
+-------------------------
+Many Skills name the same few MCP servers; the operator must list each
+distinct server once (one task per server URL, shared by every Skill naming
+it), keep a session open on servers that announce ``tools.listChanged``, and
+carry a change announced by one server to exactly the Actors depending on it,
+fast: the reference setups poll every 60 s.
+
+The script starts ``--servers`` real MCP servers (``tests/mcp/mcp_servers.py``,
+the official SDK served by uvicorn on 127.0.0.1, ``listChanged`` announced),
+each serving ``--tools`` tools with names unique to the server. It then builds,
+in namespace ``--namespace`` of the emulated API (``tests/kube_emulator.py``):
+
+* ``--skills`` Skills, Skill *k* naming server ``k mod servers`` and, one time
+  in two, a second random server, so several Skills share each server;
+* ``--actors`` Actors, each naming 1-3 random Skills.
+
+Everything is drawn from ``random.Random(--seed)``. The operator runs
+in-process (kopf's ``KopfRunner``) with ``SKILLOP_MCP_ALLOW=127.0.0.1`` and a
+600 s default poll, so nothing here comes from polling. Printed:
+
+* ``discovery round``: from the first Skill create until every Actor is Ready
+  with a ConfigMap whose ``tools.json`` holds exactly the tools of its servers
+  (checked with one LIST of Actors and one of ConfigMaps per poll); and the
+  discovery-only part: until every server has answered at least one
+  ``tools/list`` (counted server-side);
+* ``connections``: MCP sessions the servers saw opened (``initialize``
+  requests) during the round, against the number of distinct servers (the
+  target is one each). A server announcing ``listChanged`` keeps one watch
+  session open afterwards; the figure breaks the sessions down into one-shot
+  listings (the operator's ``Discovery.connections``) and watch sessions;
+* ``list_changed -> configmaps``: ``--changes`` times (different servers), one
+  server's tools change (``set_tools`` adds a tool and sends
+  ``notifications/tools/list_changed``), timed until every Actor depending on
+  that server has a ConfigMap carrying the change. The time is taken from the
+  emulator's write log (the moment the API answered the last dependent
+  ConfigMap write that changed it), then confirmed with one LIST of ConfigMaps
+  (every dependent ConfigMap holds the new tool, no other one does). A LIST
+  poll would cost more than it measures here: 500 ConfigMaps of a few hundred
+  tools each are tens of MB of JSON per LIST. The API writes during each
+  change are counted by resource (ConfigMaps, Actor status, Skill status,
+  Events; exact, from the emulator's request log).
+
+The last line is ``list_changed to configmap: X.XXXs`` (the median).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gc
+import json
+import os
+import random
+import statistics
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+GROUP, VERSION = "skillop.dev", "v1alpha1"
+MANAGED = "app.kubernetes.io/managed-by=skillop"
+
+
+# -- the object graph ------------------------------------------------------------------
+
+
+def tool_names(server: int, count: int) -> list[str]:
+    return [f"s{server:03d}_t{j:04d}" for j in range(count)]
+
+
+def plan_graph(args: argparse.Namespace) -> tuple[dict[str, list[int]], dict[str, list[str]]]:
+    """Skill -> server indexes, Actor -> skill names; deterministic for a seed."""
+    rng = random.Random(args.seed)
+    skills: dict[str, list[int]] = {}
+    for k in range(args.skills):
+        servers = [k % args.servers]
+        if args.servers > 1 and rng.random() < 0.5:
+            servers.append(rng.choice([s for s in range(args.servers) if s != servers[0]]))
+        skills[f"skill-{k:04d}"] = servers
+    names = list(skills)
+    actors = {f"actor-{i:05d}": sorted(rng.sample(names, rng.randint(1, min(3, len(names)))))
+              for i in range(args.actors)}
+    return skills, actors
+
+
+def skill_body(ns: str, name: str, urls: list[tuple[int, str]]) -> dict[str, Any]:
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Skill",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"description": f"skill {name}",
+                     "mcpServers": [{"name": f"srv{i:03d}", "url": url} for i, url in urls]}}
+
+
+def actor_body(ns: str, name: str, skills: list[str]) -> dict[str, Any]:
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Actor",
+            "metadata": {"name": name, "namespace": ns}, "spec": {"skills": skills}}
+
+
+# -- the cluster -------------------------------------------------------------------------
+
+
+class Cluster:
+    def __init__(self, handle: Any, ns: str) -> None:
+        self.ns = ns
+        self.core = handle.core
+        self.custom = handle.custom
+        self.emulator = handle.emulator
+
+    def create(self, plural: str, body: dict[str, Any]) -> None:
+        self.custom.create_namespaced_custom_object(GROUP, VERSION, self.ns, plural, body)
+
+    @staticmethod
+    def _list(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+        """A LIST as plain JSON: the client's model classes would cost more than the API."""
+        response = fn(*args, _preload_content=False, **kwargs)
+        return list(json.loads(response.data)["items"])
+
+    def ready_actors(self) -> set[str]:
+        items = self._list(self.custom.list_namespaced_custom_object, GROUP, VERSION, self.ns,
+                           "actors")
+        return {item["metadata"]["name"] for item in items
+                if any(c.get("type") == "Ready" and c.get("status") == "True"
+                       for c in (item.get("status") or {}).get("conditions") or [])}
+
+    def configmap_tools(self) -> dict[str, set[str]]:
+        """Actor name -> tool names in its ConfigMap's tools.json."""
+        items = self._list(self.core.list_namespaced_config_map, self.ns, label_selector=MANAGED)
+        out = {}
+        for cm in items:
+            name = cm["metadata"]["name"].removesuffix("-tools")
+            doc = json.loads((cm.get("data") or {}).get("tools.json") or "{}")
+            out[name] = {t["name"] for t in doc.get("tools", [])}
+        return out
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float, what: str,
+               interval: float = 0.25) -> float:
+    start = time.monotonic()
+    while not predicate():
+        if time.monotonic() - start > timeout:
+            raise TimeoutError(f"not within {timeout}s: {what}")
+        time.sleep(interval)
+    return time.monotonic() - start
+
+
+@contextlib.contextmanager
+def servers(count: int, tools: int) -> Iterator[list[Any]]:
+    sys.path.insert(0, str(ROOT / "tests" / "mcp"))
+    from mcp_servers import ServerHandle, make_tool
+
+    handles: list[Any] = []
+    try:
+        for i in range(count):
+            handles.append(ServerHandle(tools=[make_tool(n) for n in tool_names(i, tools)],
+                                        list_changed=True).start())
+        yield handles
+    finally:
+        for handle in handles:
+            handle.stop()
+
+
+@contextlib.contextmanager
+def emulator() -> Iterator[Any]:
+    sys.path.insert(0, str(ROOT / "tests"))
+    sys.path.insert(0, str(ROOT / "bench"))
+    from cascade import trim_request_history
+    from kube_emulator import run_emulator
+
+    with run_emulator(sorted((ROOT / "crds").glob("*.yaml"))) as handle:
+        import asyncio
+
+        trimmer = asyncio.run_coroutine_threadsafe(trim_request_history(handle.emulator),
+                                                   handle.loop)
+        try:
+            yield handle
+        finally:
+            trimmer.cancel()
+
+
+@contextlib.contextmanager
+def operator() -> Iterator[None]:
+    import skillop.operator  # noqa: F401  (registers the handlers; reads the environment)
+    from kube_emulator import run_operator
+
+    with run_operator(module="skillop.operator", timeout=60):
+        yield
+
+
+def discovery_instance() -> Any:
+    """The running operator's Discovery (kept in kopf's memo; found through the GC)."""
+    from skillop.operator.discovery import Discovery
+
+    return next((o for o in gc.get_objects() if isinstance(o, Discovery)), None)
+
+
+def _category(resource_: str, subresource: str | None) -> str:
+    if resource_ in ("actors", "skills"):
+        return f"{resource_[:-1]} status" if subresource == "status" else f"{resource_[:-1]} other"
+    return resource_
+
+
+# -- the run ------------------------------------------------------------------------------
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    # Read once by skillop.operator.handlers at import (OperatorConfig.from_env).
+    os.environ["SKILLOP_MCP_ALLOW"] = "127.0.0.1"
+    os.environ.setdefault("SKILLOP_MCP_REFRESH_SECONDS", "600")
+    os.environ.setdefault("SKILLOP_DEBOUNCE_SECONDS", str(args.debounce))
+    os.environ.setdefault("SKILLOP_LOG_LEVEL", "WARNING")
+    skills, actors = plan_graph(args)
+    f: dict[str, Any] = {"skills": skills, "actors": actors}
+    with servers(args.servers, args.tools) as handles, emulator() as handle:
+        cluster = Cluster(handle, args.namespace)
+        cluster.core.create_namespace({"metadata": {"name": args.namespace}})
+        urls = [h.url for h in handles]
+        expected = {a: {t for s in sk for i in skills[s] for t in tool_names(i, args.tools)}
+                    for a, sk in actors.items()}
+        with operator():
+            start = time.monotonic()
+            for name, idx in skills.items():
+                cluster.create("skills", skill_body(args.namespace, name,
+                                                    [(i, urls[i]) for i in idx]))
+            for name, sk in actors.items():
+                cluster.create("actors", actor_body(args.namespace, name, sk))
+            f["create_seconds"] = time.monotonic() - start
+            used = sorted({i for idx in skills.values() for i in idx})
+            f["distinct_servers"] = len(used)
+            f["listed_seconds"] = f["create_seconds"] + wait_until(
+                lambda: all(handles[i].count("tools/list") for i in used), args.timeout,
+                "every server listed", interval=0.01)
+
+            def all_done() -> bool:
+                ready, cms = cluster.ready_actors(), cluster.configmap_tools()
+                return len(ready) == len(actors) and all(cms.get(a) == t
+                                                        for a, t in expected.items())
+
+            wait_until(all_done, args.timeout, "every Actor Ready with its servers' tools")
+            f["round_seconds"] = time.monotonic() - start
+            time.sleep(args.settle)
+            f["initialize"] = sum(h.count("initialize") for h in handles)
+            f["tools_list"] = sum(h.count("tools/list") for h in handles)
+            disc = discovery_instance()
+            f["one_shot"] = disc.connections if disc is not None else None
+            f["watch_sessions"] = sum(1 for h in handles for r in h.requests
+                                      if r.method == "GET")
+
+            rng = random.Random(args.seed + 1)
+            f["changes"] = []
+            for round_, server in enumerate(rng.sample(used, min(args.changes, len(used)))):
+                f["changes"].append(change(args, cluster, handles[server], server, round_,
+                                           skills, actors))
+    return f
+
+
+def change(args: argparse.Namespace, cluster: Cluster, srv: Any, server: int, round_: int,
+           skills: dict[str, list[int]], actors: dict[str, list[str]]) -> dict[str, Any]:
+    from mcp_servers import make_tool
+
+    users = {s for s, idx in skills.items() if server in idx}
+    dependents = {a for a, sk in actors.items() if users & set(sk)}
+    wanted = {f"{a}-tools" for a in dependents}
+    new = f"s{server:03d}_added_{round_}"
+    emu = cluster.emulator
+    wait_until(lambda: srv._sessions, 10, "a watch session on the server", interval=0.01)
+    mark = emu.write_mark()
+    start = time.monotonic()
+    srv.set_tools([*srv.tools, make_tool(new)])
+    written: dict[str, float] = {}
+
+    def all_written() -> bool:
+        for w in emu.filter_writes("configmaps", since=mark, changed=True):
+            written.setdefault(w.name, w.at)
+        return wanted <= set(written)
+
+    wait_until(all_written, args.timeout, f"the ConfigMaps of server {server}'s actors",
+               interval=0.005)
+    latency = max(written[n] for n in wanted) - start
+    time.sleep(args.settle)  # late or repeated writes count too
+    cms = cluster.configmap_tools()
+    wrong = sorted(a for a in actors if (new in cms.get(a, set())) != (a in dependents))
+    if wrong:
+        raise AssertionError(f"ConfigMaps not reflecting the change: {wrong[:5]}")
+    writes = Counter(_category(w.resource, w.subresource)
+                     for w in emu.filter_writes(since=mark, include_events=True))
+    stray = sorted(set(written) - wanted)
+    return {"server": server, "skills": len(users), "dependents": len(dependents),
+            "seconds": latency, "writes": writes, "stray": stray}
+
+
+# -- report ----------------------------------------------------------------------------------
+
+
+def report(args: argparse.Namespace, f: dict[str, Any]) -> None:
+    per_skill = Counter(len(v) for v in f["skills"].values())
+    per_actor = Counter(len(v) for v in f["actors"].values())
+    share = Counter(i for v in f["skills"].values() for i in v)
+    print(f"api: emulated; MCP servers: real (official SDK, streamable HTTP, loopback), "
+          f"listChanged announced; default poll 600 s; seed {args.seed}")
+    print(f"servers: {args.servers} x {args.tools} tools; skills: {args.skills} "
+          f"({per_skill[1]} naming 1 server, {per_skill[2]} naming 2; "
+          f"{max(share.values())} skills at most on one server); actors: {args.actors} "
+          f"(skills each: {dict(sorted(per_actor.items()))})")
+    tools = [len({t for s in sk for i in f["skills"][s] for t in range(i * 10**6,
+                                                                       i * 10**6 + 1)})
+             * args.tools for sk in f["actors"].values()]
+    print(f"tools per actor: mean {statistics.mean(tools):.0f}, max {max(tools)}")
+    print(f"objects created in {f['create_seconds']:.2f}s; every server listed "
+          f"(server-side tools/list) after {f['listed_seconds']:.2f}s")
+    print(f"discovery round: {f['round_seconds']:.2f}s (first Skill create -> every Actor "
+          f"Ready, ConfigMap tools.json = its servers' tools)")
+    print(f"connections: {f['initialize']} for {f['distinct_servers']} distinct servers "
+          f"(MCP sessions opened = initialize requests seen by the servers, whole round; "
+          f"{f['one_shot']} one-shot listings + {f['watch_sessions']} listChanged watch "
+          f"sessions held open; tools/list calls: {f['tools_list']})")
+    for c in f["changes"]:
+        w = c["writes"]
+        print(f"  change on server {c['server']} ({c['skills']} skills, {c['dependents']} "
+              f"dependent actors): {c['seconds']:.3f}s; writes: {w['configmaps']} configmaps, "
+              f"{w['actor status']} actor status, {w['actor other']} other actor, "
+              f"{w['skill status']} skill status, {w['events']} events"
+              + (f"; stray configmaps {c['stray']}" if c["stray"] else ""))
+    median = statistics.median(c["seconds"] for c in f["changes"])
+    deps = statistics.median(c["dependents"] for c in f["changes"])
+    print(f"list_changed -> configmaps: {median:.3f}s (median of {len(f['changes'])}, "
+          f"{deps:.0f} dependent actors)")
+    print(f"list_changed to configmap: {median:.3f}s")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    p.add_argument("--servers", type=int, default=50)
+    p.add_argument("--tools", type=int, default=100, help="tools per server")
+    p.add_argument("--skills", type=int, default=100)
+    p.add_argument("--actors", type=int, default=500)
+    p.add_argument("--changes", type=int, default=3, help="list_changed rounds")
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--namespace", default="skillop-bench-discovery")
+    p.add_argument("--debounce", type=float, default=0.05, help="SKILLOP_DEBOUNCE_SECONDS")
+    p.add_argument("--settle", type=float, default=2.0, help="seconds to let writes go quiet")
+    p.add_argument("--timeout", type=float, default=600.0)
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    report(args, run(args))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
