@@ -54,13 +54,30 @@ def same_view(a: ToolDef, b: ToolDef) -> bool:
 
 @dataclass(slots=True)
 class Flat:
-    """One skill's flattened tool set."""
+    """One skill's flattened tool set, and the flattened sets of what it includes."""
 
     skill: ObjectRef
     entries: dict[str, Entry]
-    skills: tuple[ObjectRef, ...]
+    children: tuple[Flat, ...]
     warnings: tuple[str, ...] = ()
     _names: dict[str, list[str]] | None = field(default=None, repr=False)
+    _skills: tuple[ObjectRef, ...] | None = field(default=None, repr=False)
+
+    @property
+    def skills(self) -> tuple[ObjectRef, ...]:
+        """Every skill reached, in pre-order. Computed when asked (for the skills a
+        resolution starts from), not for every skill: in a 10,000-skill include
+        chain each skill would otherwise hold the rest of the chain."""
+        if self._skills is None:
+            seen: dict[ObjectRef, None] = {}
+            stack = [self]
+            while stack:
+                flat = stack.pop()
+                if flat.skill not in seen:
+                    seen[flat.skill] = None
+                    stack.extend(reversed(flat.children))
+            self._skills = tuple(seen)
+        return self._skills
 
     def lookup(self, key: str) -> tuple[str | None, list[str]]:
         """The identity a tool is known by in this set (bare or qualified name).

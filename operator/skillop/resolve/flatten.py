@@ -85,7 +85,7 @@ class Flattener:
             if unchanged:
                 return full
         entries = {e.tool.identity: e for e in view.own}
-        skills = {view.ref: None}
+        children: list[Flat] = []
         warnings = dict.fromkeys(view.warnings)
         problems: list[Problem] = []
         for edge in edges:
@@ -99,10 +99,10 @@ class Flattener:
             merge_into(entries, more, merged)
             warnings.update(dict.fromkeys(child.warnings))
             warnings.update(dict.fromkeys(f"{view.ref}: {w}" for w in merged))
-            skills.update(dict.fromkeys(child.skills))
+            children.append(child)
         if not pruning:
             self.override_problems[view.ref] = tuple(problems)
-        return Flat(view.ref, entries, tuple(skills), tuple(warnings))
+        return Flat(view.ref, entries, tuple(children), tuple(warnings))
 
     def _apply(self, view: SkillView, edge: IncludeEdge, child: Flat,
                problems: list[Problem] | None) -> dict[str, Entry]:
