@@ -12,6 +12,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from json.encoder import encode_basestring
 from typing import Any, Literal
 
 from skillop.model.capabilities import Capabilities
@@ -34,10 +35,11 @@ class ToolDef:
     mcp_server: str | None = None
     #: An Agent Skill's Markdown body: content for the pod, not part of the definition.
     body: str | None = None
-    #: ``fragments()``, computed on first use. Not a field of the definition: it
-    #: is left out of init, comparisons and repr, and ``replace`` starts it afresh.
+    #: ``fragments()`` and ``digest()``, computed on first use. Not part of the
+    #: definition: left out of init, comparisons and repr; ``replace`` starts afresh.
     _fragments: dict[str, str] = field(default_factory=dict, init=False, repr=False,
                                        compare=False)
+    _digest: str | None = field(default=None, init=False, repr=False, compare=False)
 
     def with_override(self, override: Override) -> ToolDef:
         """This tool as an includer sees it (the source object is untouched)."""
@@ -53,25 +55,28 @@ class ToolDef:
 
     def fragments(self) -> Mapping[str, str]:
         """Canonical JSON (sorted keys, no spaces) of each definition field, by its
-        camelCase document key, plus ``digest``; computed once, as a ToolDef is
-        shared by every actor that reaches it and its schemas are never mutated."""
+        camelCase document key; computed once, as a ToolDef is shared by every
+        actor that reaches it and its schemas are never mutated."""
         cached = self._fragments
         if not cached:
-            out = {key: _canonical(value) for key, value in (
+            cached.update({key: _canonical(value) for key, value in (
                 ("name", self.name), ("title", self.title), ("description", self.description),
                 ("inputSchema", self.input_schema), ("outputSchema", self.output_schema),
                 ("capabilities", self.capabilities.to_dict()), ("runtime", self.runtime),
                 ("source", self.source), ("mcpServer", self.mcp_server),
-            )}
-            # The digest body as json.dumps(sort_keys=True) would spell it.
-            raw = "{" + ",".join(f'"{key}":{out[key]}' for key in _DIGESTED) + "}"
-            out["digest"] = _canonical("sha256:" + hashlib.sha256(raw.encode()).hexdigest())
-            cached.update(out)
+            )})
         return cached
 
     def digest(self) -> str:
         """sha256 of what a model is shown: name, description, schemas and capabilities."""
-        return self.fragments()["digest"][1:-1]  # a JSON string of "sha256:<hex>"
+        if self._digest is None:
+            fragments = self.fragments()
+            # The body as json.dumps(body, sort_keys=True, separators=(",", ":")) spells it.
+            raw = "{" + ",".join(f'"{key}":{fragments[key]}' for key in _DIGESTED) + "}"
+            object.__setattr__(self, "_digest",
+                               "sha256:" + hashlib.sha256(raw.encode()).hexdigest())
+        assert self._digest is not None
+        return self._digest
 
 
 #: The fields ``digest`` covers, in sorted order.
@@ -79,4 +84,10 @@ _DIGESTED = ("capabilities", "description", "inputSchema", "name", "outputSchema
 
 
 def _canonical(value: Any) -> str:
+    """``json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)``,
+    with shortcuts for the common strings and nulls (the same string encoder)."""
+    if isinstance(value, str):
+        return encode_basestring(value)
+    if value is None:
+        return "null"
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

@@ -84,45 +84,21 @@ async def cleanup(memo: kopf.Memo, **_: Any) -> None:
         writer.close()
 
 
-def _index(body: kopf.Body, memo: kopf.Memo) -> None:
-    memo.reconciler.mark(memo.store.upsert(body))
-    discovery = getattr(memo, "discovery", None)
-    if discovery is not None and body.get("kind") == "Skill":
-        discovery.skill_changed(body)
-
-
-@kopf.index(*TOOLS)
-async def tool_index(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    _index(body, memo)
-
-
-@kopf.index(*SKILLS)
-async def skill_index(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    _index(body, memo)
-
-
-@kopf.index(*ACTORS)
-async def actor_index(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    _index(body, memo)
-
-
-@kopf.index(*CONFIGMAPS)
-async def configmap_index(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    _index(body, memo)
-
-
-@kopf.index(*NAMESPACES)
-async def namespace_index(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    _index(body, memo)
-
-
-def _on_event(resource: tuple[str, str, str]) -> None:
+def _watch(resource: tuple[str, str, str]) -> None:
+    """The store's feed for one kind: an index (all but deletions) and deletions."""
     kind = KINDS[resource]
 
+    @kopf.index(*resource, id=f"{kind.lower()}-index")
+    async def index(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+        memo.reconciler.mark(memo.store.upsert(body))
+        discovery = getattr(memo, "discovery", None)
+        if discovery is not None and kind == "Skill":
+            discovery.skill_changed(body)
+
     @kopf.on.event(*resource, id=f"{kind.lower()}-event")
-    async def handler(type: str, name: str, namespace: str | None, memo: kopf.Memo,
-                **_: Any) -> None:
-        memo.reconciler.loaded.set()
+    async def event(type: str, name: str, namespace: str | None, memo: kopf.Memo,
+                    **_: Any) -> None:
+        memo.reconciler.loaded.set()  # kopf runs no handler before every index is full
         if type == "DELETED":
             memo.reconciler.mark(memo.store.remove(kind, namespace or "", name))
             discovery = getattr(memo, "discovery", None)
@@ -131,7 +107,7 @@ def _on_event(resource: tuple[str, str, str]) -> None:
 
 
 for _resource in KINDS:
-    _on_event(_resource)
+    _watch(_resource)
 
 
 @kopf.on.resume(*SKILLS)
