@@ -9,10 +9,9 @@ Exit codes: 0 success, 1 the input has problems (one line each on stderr),
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import yaml
 
@@ -140,6 +139,11 @@ def _ref(text: str, args: argparse.Namespace) -> ObjectRef | None:
 
 def _catalog(args: argparse.Namespace, loaded: Loaded) -> Catalog:
     catalog = Catalog.of(loaded.objects)
+    for problem in loaded.problems:
+        subject = problem.subject
+        if (subject.kind, subject.namespace, subject.name) in loaded.invalid:
+            ref = ObjectRef(subject.namespace, subject.name)
+            catalog.invalid.setdefault((subject.kind, ref), problem.short())
     if getattr(args, "discover", False):
         from skillop.cli.discover import discover_into
 
@@ -238,10 +242,6 @@ def _explain(args: argparse.Namespace, loaded: Loaded) -> int:
     print(explanation.text())
     resolution = resolver.resolve_actor(ref)
     return _report([*loaded.problems, *(resolution.problems if resolution else ())])
-
-
-def dump_json(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False)
 
 
 if __name__ == "__main__":  # pragma: no cover

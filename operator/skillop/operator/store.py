@@ -86,6 +86,7 @@ class Store:
             return set()
         k = key(kind, ref)
         table = self._table(kind)
+        self.catalog.invalid.pop((kind, ref), None)
         existed = table.pop(ref, None) is not None or self.invalid.pop(k, None) is not None
         self.statuses.pop(k, None)
         self.generations.pop(k, None)
@@ -133,10 +134,12 @@ class Store:
         if not isinstance(obj, Resource):
             # Keep nothing half-parsed: the object is invalid and says why in status.
             self.invalid[k] = problems
+            self.catalog.invalid[(kind, ref)] = problems[0].short() if problems else "invalid"
             self.generations[k] = generation  # the status's observedGeneration
             table.pop(ref, None)
             return {k}
         self.invalid.pop(k, None)
+        self.catalog.invalid.pop((kind, ref), None)
         self.generations[k] = obj.meta.generation
         table[ref] = obj
         if kind == "Skill":

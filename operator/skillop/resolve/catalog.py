@@ -37,6 +37,8 @@ class Catalog:
     configmaps: dict[ObjectRef, ConfigMapData] = field(default_factory=dict)
     namespaces: dict[str, Mapping[str, str]] = field(default_factory=dict)
     discovered: dict[str, tuple[McpToolInfo, ...]] = field(default_factory=dict)
+    #: Objects that exist but failed to parse, by (kind, ref): why, in one line.
+    invalid: dict[tuple[str, ObjectRef], str] = field(default_factory=dict)
     #: Accepted definitions of pinned servers, by (skill, server name).
     accepted: dict[tuple[ObjectRef, str], tuple[McpToolInfo, ...]] = field(default_factory=dict)
 
@@ -56,6 +58,13 @@ class Catalog:
             tables: dict[str, dict[ObjectRef, Any]] = {
                 "Tool": self.tools, "Skill": self.skills, "Actor": self.actors}
             tables[obj.kind][obj.ref] = obj
+
+    def missing(self, kind: str, ref: ObjectRef) -> tuple[str, str]:
+        """Reason and message for a reference to an absent (or invalid) object."""
+        why = self.invalid.get((kind, ref))
+        if why is not None:
+            return "DependencyFailed", f"{kind.lower()} {ref} is invalid: {why}"
+        return "RefNotFound", f"{kind.lower()} {ref} not found"
 
     def namespace_labels(self, namespace: str) -> dict[str, str]:
         """A namespace's labels, with the one Kubernetes always sets."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skillop.model import problems as P
-from skillop.model.manifest import ActorResource, SkillResource
+from skillop.model.manifest import ActorResource
 from skillop.model.names import ObjectRef, RefError, parse_ref
 from skillop.model.problems import Problem, Subject
 from skillop.model.specs import McpServer
@@ -112,14 +112,12 @@ class Resolver:
             return [t for t in self._targets(ref) if t not in explored]
 
         found = graph.cycles(fresh, edges)
-        reached: list[ObjectRef] = []
         stack = list(fresh)
         while stack:
             ref = stack.pop()
             if ref in explored:
                 continue
             explored.add(ref)
-            reached.append(ref)
             stack.extend(edges(ref))
         self._cycles.update(found)
         self._cyclic.update(found)
@@ -208,8 +206,8 @@ class Resolver:
                 continue
             skill = self.catalog.skills.get(ref)
             if skill is None:
-                problems.append(Problem(actor.subject, field_, P.REF_NOT_FOUND,
-                                        f"skill {ref} not found", actor.origin))
+                problems.append(Problem(actor.subject, field_,
+                                        *self.catalog.missing("Skill", ref), actor.origin))
             elif not self.catalog.skill_admits(skill, ns):
                 problems.append(Problem(actor.subject, field_, P.REF_NOT_PERMITTED,
                                         f"skill {ref} is not shared with namespace {ns}"
@@ -345,6 +343,3 @@ def _path(parents: dict[ObjectRef, ObjectRef | None], skill: ObjectRef,
         found = memo[skill] = tuple(reversed(path))
     return found
 
-
-def resolve_skill_resource(skill: SkillResource, catalog: Catalog) -> Resolution | None:
-    return Resolver(catalog).resolve_skill(skill.ref)

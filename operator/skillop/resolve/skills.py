@@ -121,7 +121,7 @@ def _registry_tool(b: _Builder, text: str, override: Override | None, field: str
         return
     tool = b.catalog.tools.get(ref)
     if tool is None:
-        b.problem(f"{field}.ref", P.REF_NOT_FOUND, f"tool {ref} not found")
+        b.problem(f"{field}.ref", *b.catalog.missing("Tool", ref))
         return
     if not b.catalog.tool_admits(tool, b.ns):
         b.problem(f"{field}.ref", P.REF_NOT_PERMITTED,
@@ -228,7 +228,7 @@ def _include(b: _Builder, i: int, text: str, overrides: Mapping[str, Override],
         return None
     target = b.catalog.skills.get(ref)
     if target is None:
-        b.problem(field, P.REF_NOT_FOUND, f"skill {ref} not found")
+        b.problem(field, *b.catalog.missing("Skill", ref))
         return None
     if not b.catalog.skill_admits(target, b.ns):
         b.problem(field, P.REF_NOT_PERMITTED,
