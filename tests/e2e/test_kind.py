@@ -45,15 +45,17 @@ def kind_cluster() -> Iterator[None]:
     sh("kind", "create", "cluster", "--name", CLUSTER, "--wait", "120s")
     try:
         sh("kind", "load", "docker-image", IMAGE, "--name", CLUSTER)
-        from helm_python import Chart  # rendered offline, applied with kubectl
+        import helm_python  # rendered offline by the Helm engine, applied with kubectl
 
-        chart = Chart.load(str(ROOT / "helm" / "skillop"))
-        rendered = chart.render(values={"image": {"repository": "skillop", "tag": "e2e",
-                                                  "pullPolicy": "Never"}}, name="skillop")
-        manifest = rendered if isinstance(rendered, str) else "\n---\n".join(
-            str(v) for v in dict(rendered).values())
+        chart = helm_python.Chart.load(str(ROOT / "helm" / "skillop"))
+        values = {"image": {"repository": "skillop", "tag": "e2e", "pullPolicy": "Never"},
+                  "webhook": {"enabled": True, "failurePolicy": "Fail"}}
+        rendered = chart.render(values=values, name="skillop", namespace="default")
+        manifest = "\n---\n".join(text for path, text in sorted(rendered.items())
+                                   if not path.endswith("NOTES.txt"))
         subprocess.run(["kubectl", "apply", "-f", "-"], input=manifest, text=True, check=True)
         sh("kubectl", "rollout", "status", "deployment", "--timeout=120s")
+        sh("kubectl", "wait", "--for=condition=Ready", "pod", "--all", "--timeout=120s")
         yield
     finally:
         subprocess.run(["kind", "delete", "cluster", "--name", CLUSTER], check=False)
@@ -86,3 +88,18 @@ def test_examples_resolve_and_configmaps_are_collected(kind_cluster: None) -> No
             return
         time.sleep(2)
     raise AssertionError("the Actor's ConfigMap was not garbage-collected")
+
+
+def test_webhook_denies_an_include_cycle(kind_cluster: None) -> None:
+    sh("kubectl", "apply", "-f", str(ROOT / "examples"))
+    cycle = """
+apiVersion: skillop.dev/v1alpha1
+kind: Skill
+metadata: {name: deploy, namespace: team-a}
+spec:
+  includes: [{skill: full-stack-dev}]
+"""
+    done = subprocess.run(["kubectl", "apply", "-f", "-"], input=cycle, text=True,
+                          capture_output=True, check=False)
+    assert done.returncode != 0
+    assert "team-a/deploy -> team-a/full-stack-dev" in done.stderr
