@@ -36,7 +36,7 @@ Actor is Ready with a ConfigMap, then changes ``probe``'s description in
   process that does what the operator does at start-up: ``Store.upsert`` of
   every object body (the same dicts the API serves), then one full reconcile
   pass (resolve every Skill and Actor, build every status and ConfigMap and
-  record them in the store). Its ``ru_maxrss`` is reported, with the baseline
+  record them in the store). Its peak RSS (VmHWM) is reported, with the baseline
   of the same process before loading, so the interpreter and imports are visible.
 
 Without ``--kubeconfig`` everything runs against the emulated API of
@@ -51,7 +51,6 @@ The last line is ``writes per changed actor: X.XX``.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import json
 import os
@@ -309,30 +308,7 @@ def environment(kubeconfig: str | None) -> Iterator[WriteLog | None]:
     from kube_emulator import run_emulator
 
     with run_emulator(sorted((ROOT / "crds").glob("*.yaml"))) as handle:
-        trimmer = asyncio.run_coroutine_threadsafe(trim_request_history(handle.emulator),
-                                                   handle.loop)
-        try:
-            yield EmulatorLog(handle.emulator)
-        finally:
-            trimmer.cancel()
-
-
-async def trim_request_history(emulator: Any, keep: int = 8) -> None:
-    """Keep kmock's request history short (runs on the emulator's loop).
-
-    kmock matches every request against its reactions by scanning the whole
-    history of requests (``request in payload._source``), so each request costs
-    O(requests so far) and a run of thousands of writes goes quadratic: ~0.3 s
-    a request after a few hundred. Matching happens synchronously right after a
-    request is appended, so trimming between loop callbacks loses nothing; the
-    emulator's own write log (what this benchmark counts) is separate.
-    """
-    while True:
-        await asyncio.sleep(0.1)
-        del emulator._requests[:-keep]
-        for payload in emulator._payloads:
-            with contextlib.suppress(AttributeError):
-                del payload._requests[:-keep]
+        yield EmulatorLog(handle.emulator)
 
 
 # -- the run ---------------------------------------------------------------------------
@@ -401,8 +377,23 @@ def run_cascade(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def peak_rss_mib() -> float:
+    """Peak RSS: VmHWM on Linux (ru_maxrss survives exec, so a child would inherit
+    the parent's peak), else ru_maxrss."""
+    with contextlib.suppress(OSError, StopIteration):
+        status = Path("/proc/self/status").read_text()
+        line = next(x for x in status.splitlines() if x.startswith("VmHWM:"))
+        return int(line.split()[1]) / 1024
     scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: KiB on Linux
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale / 2**20
+
+
+def rss_mib() -> float:
+    """The current resident set size (Linux), for the memory breakdown."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except OSError:
+        return float("nan")
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
 def memory_objects(n_skills: int, n_actors: int) -> tuple[list[dict[str, Any]],
@@ -452,6 +443,7 @@ def memory_child(n_skills: int, n_actors: int) -> dict[str, Any]:
         store.upsert(body)
     del skills, actors
     loaded = time.monotonic() - start
+    stages = {"loaded": rss_mib()}
     problems = 0
     resolver = Resolver(store.catalog)
     now = "2025-01-01T00:00:00Z"
@@ -462,6 +454,7 @@ def memory_child(n_skills: int, n_actors: int) -> dict[str, Any]:
         plan = skill_plan(sk, resolution, old_status={}, servers=_declared_states(sk), now=now)
         if plan.status is not None:
             store.record_status("Skill", ref, plan.status)
+    stages["skills reconciled"] = rss_mib()
     tools = 0
     for ref, act in list(store.catalog.actors.items()):
         resolution = resolver.resolve_actor(ref)
@@ -475,8 +468,13 @@ def memory_child(n_skills: int, n_actors: int) -> dict[str, Any]:
             store.record_configmap(plan.configmap)
         if plan.status is not None:
             store.record_status("Actor", ref, plan.status)
-    return {"baseline_mib": baseline, "peak_mib": peak_rss_mib(), "load_seconds": loaded,
-            "reconcile_seconds": time.monotonic() - start - loaded, "problems": problems,
+    stages["actors reconciled"] = rss_mib()
+    elapsed = time.monotonic() - start - loaded
+    del resolver
+    stages["resolver dropped"] = rss_mib()
+    return {"stages": stages, "baseline_mib": baseline, "peak_mib": peak_rss_mib(),
+            "load_seconds": loaded,
+            "reconcile_seconds": elapsed, "problems": problems,
             "mean_tools": tools / max(1, n_actors)}
 
 
@@ -516,7 +514,9 @@ def report(args: argparse.Namespace, f: dict[str, Any], mem: dict[str, Any] | No
               f"{mem['reconcile_seconds']:.1f}s ({mem['mean_tools']:.0f} tools per actor, "
               f"{mem['problems']} problems)")
         print(f"peak memory (in-process Store + full reconcile pass, fresh process, "
-              f"ru_maxrss; baseline {mem['baseline_mib']:.0f} MiB): {mem['peak_mib']:.0f} MiB")
+              f"VmHWM; baseline {mem['baseline_mib']:.0f} MiB): {mem['peak_mib']:.0f} MiB")
+        print("memory by stage (RSS): " + ", ".join(
+            f"{stage} {mib:.0f} MiB" for stage, mib in mem["stages"].items()))
     per_actor = (w["configmaps"] + w["actor status"] + w["actor other"]) / max(1, args.actors)
     print(f"writes per changed actor: {per_actor:.2f}")
 

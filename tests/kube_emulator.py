@@ -414,6 +414,12 @@ class Emulator(kmock.KubernetesEmulator):
     keep_history: bool = True  # keep every version in `emulator.objects[...].history`
     collect_garbage: bool = True  # delete dependents by ownerReferences when owners go
     event_log_limit: int = 100_000  # watch events kept for resumption; older ones answer 410
+    # kmock matches each request by scanning its whole request history
+    # (`request in payload._source`): O(requests so far) per request, quadratic over
+    # a run, and each step applies every reaction's criteria to every request. Only
+    # the newest are kept (reactions only ever match the request just appended);
+    # the write log above is separate.
+    request_history: int = 4
 
     _specs: dict[kmock.resource, ResourceSpec] = attrs.field(factory=dict, init=False)
     _mutex: threading.RLock = attrs.field(factory=threading.RLock, init=False)
@@ -550,6 +556,7 @@ class Emulator(kmock.KubernetesEmulator):
     # ---- request plumbing ----------------------------------------------------------------
 
     async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
+        self._trim_request_history()
         await raw_request.read()
         request = await _parse_namespaces_request(raw_request, id=len(self._requests))
         if request is None:
@@ -568,6 +575,17 @@ class Emulator(kmock.KubernetesEmulator):
             return raw_response
         except Exception as e:
             return await self._render_error(e)
+
+    def _trim_request_history(self) -> None:
+        # Matching runs synchronously right after a request is appended, so trimming
+        # before the next one (on the loop) loses nothing a reaction needs.
+        keep = self.request_history
+        if len(self._requests) <= keep:
+            return
+        del self._requests[:-keep]
+        for payload in self._payloads:
+            with contextlib.suppress(AttributeError):
+                del payload._requests[:-keep]
 
     async def _handle(self, request: kmock_rendering.Request) -> aiohttp.web.StreamResponse:
         # Bypass KubernetesEmulator._handle(): it mutates state before any reaction is matched.
@@ -1232,3 +1250,31 @@ def wait_for(
             raise TimeoutError(f'not true within {timeout}s: {message or predicate!r}; '
                                f'last: {last!r}')
         time.sleep(interval)
+
+
+def serve_forever(crds: Sequence[str], kubeconfig: str) -> None:
+    """Serve the emulator in this process until interrupted, for another process's use.
+
+    Benchmarks run the operator against it as against a real cluster
+    (``--kubeconfig``), so the API server does not share the operator's GIL.
+    """
+    server = _ServerThread(Emulator(keep_history=False), '127.0.0.1')
+    server.emulator.register_crds([pathlib.Path(c) for c in crds])
+    url = server.start(10.0)
+    pathlib.Path(kubeconfig).write_text(yaml.safe_dump(_kubeconfig(url)))
+    print(f'serving {url}; kubeconfig {kubeconfig}', flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.stop(10.0)
+
+
+if __name__ == '__main__':
+    import argparse
+
+    parser = argparse.ArgumentParser(description='Serve the Kubernetes API emulator.')
+    parser.add_argument('--crds', nargs='*', default=[], help='CRD files or directories')
+    parser.add_argument('--kubeconfig', required=True, help='where to write the kubeconfig')
+    ns = parser.parse_args()
+    serve_forever(ns.crds, ns.kubeconfig)

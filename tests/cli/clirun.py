@@ -18,7 +18,7 @@ PROBLEM_LINE = re.compile(
     r": (?P<reason>[A-Z][A-Za-z]+): (?P<message>.+)$")
 
 
-def _command(name: str = "skillop") -> list[str]:
+def command_for(name: str = "skillop") -> list[str]:
     """The console script installed next to this interpreter (the project's venv),
     else one on PATH, else the module."""
     here = Path(sys.executable).parent / name
@@ -30,7 +30,9 @@ def _command(name: str = "skillop") -> list[str]:
     return [sys.executable, "-m", "skillop.cli.main"]
 
 
-SKILLOP = _command()
+SKILLOP = command_for()
+#: What follows ``python`` to run the CLI in this interpreter (for ``-X importtime``).
+PYTHON_ARGS = SKILLOP if SKILLOP[0] != sys.executable else SKILLOP[1:]
 
 
 def run(*args: str, stdin: str | None = None, cwd: Path | None = None,

@@ -115,7 +115,8 @@ def test_every_member_of_a_conflict_set_is_renamed() -> None:
     docs = [tool("build"),
             skill("reg", tools=[{"ref": "build"}]),
             skill("inline", anonymousTools=[anon("build")]),
-            skill("mcp", mcpServers=[{"name": "d", "url": "http://d/mcp", "tools": [anon("build")]}]),
+            skill("mcp", mcpServers=[{"name": "d", "url": "http://d/mcp",
+                                      "tools": [anon("build")]}]),
             skill("md", agentSkills=[{"inline": "---\nname: build\ndescription: b\n---\nbody"}]),
             actor("a", skills=["reg", "inline", "mcp", "md"])]
     resolution = resolve_actor(docs, "team-a/a")

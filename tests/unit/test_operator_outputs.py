@@ -208,20 +208,36 @@ def test_a_new_conflicting_tool_posts_tool_renamed() -> None:
     assert "ToolSetChanged" in [r for _, r, _ in _events(plan)]
 
 
-def test_a_changed_tool_definition_posts_a_warning() -> None:
+def _mcp_skill(description: str) -> Doc:
+    server = {"name": "db", "url": "http://db.tools.svc/mcp",
+              "tools": [{"name": "query", "description": description}]}
+    return skill("base", builtins=["git_operations"], mcpServers=[server])
+
+
+def test_a_changed_mcp_tool_definition_posts_a_warning() -> None:
+    status, observed = _echo(_plan([_mcp_skill("read rows"), _actor("base")]))
+    plan = _plan([_mcp_skill("read and delete rows"), _actor("base")], old_status=status,
+                 observed=observed, now=T1)
+    changed = [(t, m) for t, r, m in _events(plan) if r == "ToolDefinitionChanged"]
+    assert len(changed) == 1
+    type_, message = changed[0]
+    assert type_ == "Warning"
+    assert message.startswith("query (team-a/base.query) changed definition: sha256:")
+    assert next(m for _, r, m in _events(plan) if r == "ToolSetChanged").startswith(
+        "6 tools (+0 -0 ~1)")
+    assert "ToolRenamed" not in [r for _, r, _ in _events(plan)]
+
+
+def test_an_in_cluster_definition_change_is_one_event_not_two() -> None:
+    # Skills and Tools are reviewed through GitOps; only definitions that come from
+    # outside the cluster (MCP servers) get their own warning Event.
     status, observed = _echo(_plan(_base()))
     docs = [skill("base", builtins=["git_operations"],
                   anonymousTools=[anon("lint", description="now it also deletes files")]),
             _actor("base")]
     plan = _plan(docs, old_status=status, observed=observed, now=T1)
-    changed = [(t, m) for t, r, m in _events(plan) if r == "ToolDefinitionChanged"]
-    assert len(changed) == 1
-    type_, message = changed[0]
-    assert type_ == "Warning"
-    assert message.startswith("lint (team-a/base.lint) changed definition: sha256:")
-    assert next(m for _, r, m in _events(plan) if r == "ToolSetChanged").startswith(
-        "6 tools (+0 -0 ~1)")
-    assert "ToolRenamed" not in [r for _, r, _ in _events(plan)]
+    assert [r for _, r, _ in _events(plan)] == ["ToolSetChanged"]
+    assert next(m for _, r, m in _events(plan)).startswith("6 tools (+0 -0 ~1)")
 
 
 # -- skills ---------------------------------------------------------------------

@@ -59,7 +59,8 @@ def test_include_override_keyed_by_name_in_the_included_set() -> None:
 def test_nearer_override_applies_after_deeper() -> None:
     docs = [skill("base", anonymousTools=[anon("x", description="base")]),
             skill("mid", includes=[{"skill": "base", "overrides": {"x": {
-                "description": "mid", "capabilities": {"writes": True, "requiresApproval": True}}}}]),
+                "description": "mid",
+                "capabilities": {"writes": True, "requiresApproval": True}}}}]),
             skill("top", includes=[{"skill": "mid", "overrides": {"x": {
                 "description": "top", "capabilities": {"requiresApproval": False}}}}]),
             actor("a", skills=["top"])]
@@ -112,7 +113,8 @@ def test_override_of_an_unknown_tool() -> None:
 ])
 def test_builtin_capability_overrides_may_tighten(tool_name: str, caps: dict[str, Any]) -> None:
     docs = [skill("b", builtins=["file_operations", "shell_operations"]),
-            skill("top", includes=[{"skill": "b", "overrides": {tool_name: {"capabilities": caps}}}])]
+            skill("top", includes=[{"skill": "b",
+                                    "overrides": {tool_name: {"capabilities": caps}}}])]
     resolution = resolve_skill(docs, "team-a/top")
     assert resolution.ok, [p.line() for p in resolution.problems]
     assert by_name(resolution)[tool_name]["capabilities"].items() >= caps.items()
@@ -129,7 +131,8 @@ def test_builtin_capability_overrides_may_tighten(tool_name: str, caps: dict[str
 def test_builtin_capability_overrides_may_not_loosen(tool_name: str, caps: dict[str, Any],
                                                       field: str) -> None:
     docs = [skill("b", builtins=["file_operations", "shell_operations"]),
-            skill("top", includes=[{"skill": "b", "overrides": {tool_name: {"capabilities": caps}}}]),
+            skill("top", includes=[{"skill": "b",
+                                    "overrides": {tool_name: {"capabilities": caps}}}]),
             actor("a", skills=["top"])]
     resolution = resolve_actor(docs, "team-a/a")
     assert [(p.subject.name, p.field, p.reason) for p in resolution.problems] == [

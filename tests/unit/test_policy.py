@@ -259,3 +259,12 @@ def test_config_maps_are_looked_up_in_the_skills_namespace() -> None:
     docs = [configmap("cm", {"SKILL.md": skill_md("notes")}, ns="platform"),
             skill("s", agentSkills=[{"configMapRef": {"name": "cm"}}])]
     assert [p.reason for p in resolve_skill(docs, "team-a/s").problems] == [P.REF_NOT_FOUND]
+
+
+def test_includes_inside_a_shared_skill_are_checked_from_its_own_namespace() -> None:
+    docs = [skill("lib", "platform", includes=[{"skill": "base"}], sharing={"from": "All"}),
+            skill("base", "platform", anonymousTools=[anon("inner")]),
+            actor("a", skills=["platform/lib"])]
+    resolution = resolve_actor(docs, "team-a/a")
+    assert resolution.ok
+    assert by_name(resolution)["inner"]["path"] == ["platform/lib", "platform/base"]

@@ -18,8 +18,13 @@ from skillop.resolve.toolset import canonical_json, configmap_data, render_docum
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 TOP_KEYS = ["apiVersion", "kind", "actor", "hash", "tools", "mcpServers", "agentSkills"]
+#: Every tool's keys, in order; the optional ones are there only when set, and
+#: ``digest`` pins the definition (docs/decisions.md).
 TOOL_KEYS = ["name", "bindingName", "qualifiedName", "source", "skill", "title", "description",
-             "inputSchema", "outputSchema", "capabilities", "runtime", "path"]
+             "inputSchema", "outputSchema", "capabilities", "runtime", "mcpServer", "path",
+             "digest"]
+OPTIONAL = {"title": "title", "outputSchema": "output_schema", "runtime": "runtime",
+            "mcpServer": "mcp_server"}
 SOURCES = {"builtin", "tool", "mcp", "anonymous", "agent_skill"}
 
 
@@ -41,9 +46,14 @@ def test_document_shape() -> None:
         "skillop.dev/v1alpha1", "ToolSet", "team-a/dev")
     assert doc["hash"].startswith("sha256:") and len(doc["hash"]) == 7 + 64
     assert {t["source"] for t in doc["tools"]} == SOURCES
-    for t in doc["tools"]:
-        expected = [*TOOL_KEYS[:-1], "mcpServer", "path"] if t["source"] == "mcp" else TOOL_KEYS
+    resolution = resolve_actor(_every_source(), "team-a/dev")
+    for t, effective in zip(doc["tools"], resolution.tools, strict=True):
+        tooldef = effective.entry.tool
+        expected = [k for k in TOOL_KEYS
+                    if k not in OPTIONAL or getattr(tooldef, OPTIONAL[k]) is not None]
         assert list(t) == expected, t["name"]
+        assert ("mcpServer" in t) == (t["source"] == "mcp")
+        assert t["digest"] == tooldef.digest()
         assert isinstance(t["capabilities"], dict)
         assert t["path"] == ["team-a/all"]
         assert t["qualifiedName"] == f"team-a/all.{t['name']}"
@@ -51,9 +61,10 @@ def test_document_shape() -> None:
                                   "transport": "streamable-http", "url": "http://d/mcp"}]
     assert doc["agentSkills"] == [{"name": "notes", "skill": "team-a/all",
                                    "key": "agent-skill.notes.md"}]
-    run = by_name(resolve_actor(_every_source(), "team-a/dev"))["run_pytest"]
+    run = by_name(resolution)["run_pytest"]
     assert (run["title"], run["outputSchema"], run["runtime"]) == (
         "Run pytest", {"type": "object"}, {"command": ["pytest"]})
+    assert "title" not in by_name(resolution)["lint"]
 
 
 def test_tools_are_sorted_by_name() -> None:

@@ -11,8 +11,9 @@ not known to be read-only. Three operations matter to the resolver:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cached_property
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from pydantic.alias_generators import to_camel
@@ -66,6 +67,12 @@ class Capabilities(BaseModel):
         # A cached_property is not a field: equality, hashing and dumps ignore it.
         return self.model_dump(by_alias=True, exclude_none=True, mode="json")
 
+    def model_copy(self, *, update: Mapping[str, Any] | None = None,
+                   deep: bool = False) -> Self:
+        copy = super().model_copy(update=update, deep=deep)
+        copy.__dict__.pop("_set_fields", None)  # ``update`` may have changed fields
+        return copy
+
     def to_dict(self) -> dict[str, Any]:
         """The set fields, camelCase, as they appear in documents (a fresh copy)."""
         fields = self._set_fields
@@ -81,6 +88,8 @@ class Capabilities(BaseModel):
         """This, with every field the override sets replaced."""
         if not override._set_fields:
             return self
+        if not self._set_fields:
+            return override
         merged = {**self._set_fields, **override._set_fields}
         return Capabilities.model_validate(merged)
 
@@ -142,7 +151,7 @@ def capabilities_from_annotations(annotations: dict[str, Any]) -> Capabilities:
         cap: value for hint, cap in MCP_ANNOTATIONS.items()
         if isinstance(value := annotations.get(hint), bool)
     }
-    return Capabilities.model_validate(mapped)
+    return Capabilities.model_validate(mapped) if mapped else EMPTY
 
 
 EMPTY = Capabilities()

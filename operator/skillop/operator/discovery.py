@@ -61,6 +61,9 @@ class ServerWatch:
     last_sync: str | None = None
     error: str | None = None
     reason: str | None = None
+    #: A listing is under way whose result has not been delivered yet (a watched
+    #: server: until the watch session's own first listing arrives).
+    listing: bool = False
 
 
 class Discovery:
@@ -182,13 +185,18 @@ class Discovery:
             watch = self.servers[server.url] = ServerWatch(server.url, server.effective_transport,
                                                            secret)
         watch.users.add((ref, server.name))
+        new_headers = watch.secret is None and secret is not None
         watch.secret = watch.secret or secret
         interval = seconds(server.refresh_interval or skill.spec.refresh_interval,
                            self.config.mcp_refresh_seconds)
+        shorter = watch.task is not None and interval < watch.interval
         watch.interval = min(watch.interval, interval) if watch.task else interval
         if watch.task is None or watch.task.done():
             watch.task = asyncio.get_running_loop().create_task(self._run(watch))
-        else:
+        elif new_headers or shorter or not watch.listing:
+            # A listing already under way ends after this change and serves as its
+            # refresh: a burst of Skills naming one server (start-up, an apply of a
+            # directory) costs one session, not one per Skill.
             watch.wake.set()
 
     def _forget(self, ref: ObjectRef) -> None:
@@ -209,11 +217,13 @@ class Discovery:
 
         while True:
             watch.wake.clear()  # before listing: a Skill change during it lists again
+            watch.listing = True
             try:
                 headers = await self._headers(watch)
                 self.connections += 1
                 result = await list_tools(watch.url, transport=watch.transport,  # type: ignore[arg-type]
                                           headers=headers, guard=self.guard, limits=self.limits)
+                watch.listing = result.list_changed  # until the watch session has listed
                 self._success(watch, result)
                 if result.list_changed:
                     # The watch runs until a Skill change wakes this task (new headers,
@@ -227,16 +237,20 @@ class Discovery:
                         ping_interval=min(watch.interval, PING_SECONDS)))
                     continue
             except DiscoveryError as err:
+                watch.listing = False
                 self._failure(watch, err.reason, str(err))
             except Exception as err:  # a Secret that cannot be read, and the like
+                watch.listing = False
                 self._failure(watch, "DiscoveryFailed", f"{type(err).__name__}: {err}")
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(watch.wake.wait(), timeout=watch.interval)
 
     async def _async_success(self, watch: ServerWatch, result: Any) -> None:
+        watch.listing = False
         self._success(watch, result)
 
     async def _async_failure(self, watch: ServerWatch, err: Any) -> None:
+        watch.listing = False
         self._failure(watch, err.reason, str(err))
 
     def _success(self, watch: ServerWatch, result: Any) -> None:

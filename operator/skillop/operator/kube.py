@@ -40,7 +40,9 @@ class Kube:
             config.load_kube_config()
         # Bodies are plain dicts (the API server validates them): typed as Any here.
         self._client: Any = kubernetes.client
-        self._api = kubernetes.client.ApiClient()
+        configuration = kubernetes.client.Configuration.get_default_copy()
+        configuration.connection_pool_maxsize = threads  # one connection per writer thread
+        self._api = kubernetes.client.ApiClient(configuration)
         self.core: Any = kubernetes.client.CoreV1Api(self._api)
         self.custom: Any = kubernetes.client.CustomObjectsApi(self._api)
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="skillop-api")

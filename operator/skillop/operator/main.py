@@ -16,6 +16,8 @@ def run() -> int:
     config = OperatorConfig.from_env()
     logging.basicConfig(level=config.log_level,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # kopf logs every handler run at INFO; skillop's own batch lines say what matters.
+    logging.getLogger("kopf.objects").setLevel(max(logging.WARNING, logging.root.level))
     asyncio.run(kopf.operator(
         clusterwide=not config.namespaces,
         namespaces=list(config.namespaces),

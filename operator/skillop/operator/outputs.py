@@ -201,7 +201,9 @@ def _events(old_status: Mapping[str, Any], resolution: Resolution) -> list[Event
         if before and before != tool.name:
             events.append(EventSpec("Normal", "ToolRenamed",
                                     f"{before} -> {tool.name} (name conflict)"))
-    for qualified in changed:
+    # Only definitions from outside the cluster get their own warning: in-cluster
+    # ones changed through a reviewed Skill or Tool, and ToolSetChanged counts them.
+    for qualified in (q for q in changed if new_tools[q].entry.tool.source == "mcp"):
         events.append(EventSpec("Warning", "ToolDefinitionChanged",
                                 f"{new_tools[qualified].name} ({qualified}) changed definition:"
                                 f" {old_tools[qualified].get('digest', '')[:19]} ->"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
+import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
@@ -103,12 +104,16 @@ class Reconciler:
 
     async def process(self, changed: set[Key]) -> None:
         self.batches += 1
+        started = time.monotonic()
         affected = self.store.deps.dependents(changed)
         resolver = Resolver(self.store.catalog)
         jobs = [self._skill(resolver, ref) for ref in sorted(affected.skills)]
         jobs += [self._actor(resolver, ref) for ref in sorted(affected.actors)]
         jobs += [self._invalid(k) for k in sorted(changed) if k in self.store.invalid]
         failed = [r for r in await asyncio.gather(*jobs) if r is not None]
+        log.info("batch %d: %d changes -> %d skills, %d actors in %.3fs (%d to retry)",
+                 self.batches, len(changed), len(affected.skills), len(affected.actors),
+                 time.monotonic() - started, len(failed))
         if failed:
             await asyncio.sleep(1)
             self.mark(failed)

@@ -57,32 +57,52 @@ def _json_value(value: Any) -> str:
 #: Tool document keys whose values are the ToolDef's own fields, unchanged.
 _DEFINITION_KEYS = frozenset({"source", "title", "description", "inputSchema", "outputSchema",
                               "capabilities", "runtime", "mcpServer"})
-#: For each key order of a tool document (there are a few): the keys sorted, each
-#: with its JSON-encoded prefix.
-_KEY_ORDERS: dict[tuple[str, ...], tuple[tuple[str, str], ...]] = {}
+#: Tool document keys whose values depend on the actor. Every other key's value
+#: must depend on the entry alone: its JSON is cached per entry (``_tool_json``).
+_PER_ACTOR_KEYS = frozenset({"name", "bindingName", "path"})
+Template = tuple[tuple[str, ...], tuple[str, ...]]
 
 
-def _tool_json(doc: dict[str, Any], tool: ToolDef) -> str:
-    """``canonical_json(doc)`` of a tool document, from the tool's cached fragments:
-    a tool reached by many actors has its schemas serialised once, not once each."""
+def _tool_json(doc: dict[str, Any], entry: Entry) -> str:
+    """``canonical_json(doc)`` of a tool document. An entry is shared by every actor
+    that reaches it, so the JSON of all but the per-actor keys is built once per
+    entry (from its ToolDef's cached fragments) and only those few are encoded here.
+    """
     keys = tuple(doc)
-    order = _KEY_ORDERS.get(keys)
-    if order is None:
-        order = tuple((key, encode_basestring(key) + ":") for key in sorted(keys))
-        if len(_KEY_ORDERS) < 64:
-            _KEY_ORDERS[keys] = order
+    template = entry.json_cache.get(keys)
+    if template is None:
+        template = entry.json_cache[keys] = _template(doc, entry.tool)
+    texts, variables = template
+    pieces = [texts[0]]
+    for key, text in zip(variables, texts[1:], strict=True):
+        pieces += (_json_value(doc[key]), text)
+    return "".join(pieces)
+
+
+def _template(doc: dict[str, Any], tool: ToolDef) -> Template:
+    """The canonical JSON of ``doc`` as constant texts around its per-actor values:
+    ``texts[0] + json(doc[variables[0]]) + texts[1] + ... + texts[-1]``."""
     fragments = tool.fragments()
-    return "{" + ",".join([
-        prefix + (fragments[key] if key in _DEFINITION_KEYS else _json_value(doc[key]))
-        for key, prefix in order
-    ]) + "}"
+    texts: list[str] = []
+    variables: list[str] = []
+    text = "{"
+    for i, key in enumerate(sorted(doc)):
+        text += ("," if i else "") + encode_basestring(key) + ":"
+        if key in _PER_ACTOR_KEYS:
+            texts.append(text)
+            variables.append(key)
+            text = ""
+        else:
+            text += fragments[key] if key in _DEFINITION_KEYS else _json_value(doc[key])
+    texts.append(text + "}")
+    return tuple(texts), tuple(variables)
 
 
 def tool_document(tool: EffectiveTool, path: Sequence[str] | None = None) -> dict[str, Any]:
-    """One tool, with exactly the contract's keys: ``title``, ``outputSchema`` and
-    ``runtime`` are null when unset (so every tool has the same shape), and
-    ``mcpServer`` is there for MCP tools only. ``path`` is ``tool.path`` spelled
-    out, when the caller has it."""
+    """One tool. Optional fields (``title``, ``outputSchema``, ``runtime``,
+    ``mcpServer``) are absent when unset; ``digest`` pins the definition (see
+    docs/decisions.md). ``path`` is ``tool.path`` spelled out, when the caller
+    has it."""
     t = tool.entry.tool
     doc: dict[str, Any] = {
         "name": tool.name,
@@ -90,16 +110,20 @@ def tool_document(tool: EffectiveTool, path: Sequence[str] | None = None) -> dic
         "qualifiedName": tool.entry.qualified_name,
         "source": t.source,
         "skill": tool.entry.skill.canonical,
-        "title": t.title,
-        "description": t.description,
-        "inputSchema": t.input_schema,
-        "outputSchema": t.output_schema,
-        "capabilities": t.capabilities.to_dict(),
-        "runtime": t.runtime,
     }
+    if t.title is not None:
+        doc["title"] = t.title
+    doc["description"] = t.description
+    doc["inputSchema"] = t.input_schema
+    if t.output_schema is not None:
+        doc["outputSchema"] = t.output_schema
+    doc["capabilities"] = t.capabilities.to_dict()
+    if t.runtime is not None:
+        doc["runtime"] = t.runtime
     if t.mcp_server is not None:
         doc["mcpServer"] = t.mcp_server
     doc["path"] = [ref.canonical for ref in tool.path] if path is None else list(path)
+    doc["digest"] = t.digest()
     return doc
 
 
@@ -142,7 +166,7 @@ def toolset_document(
             for t in ordered if t.key is not None
         ],
     }
-    tools_json = [_tool_json(d, t.entry.tool) for d, t in zip(doc["tools"], ordered, strict=True)]
+    tools_json = [_tool_json(d, t.entry) for d, t in zip(doc["tools"], ordered, strict=True)]
     doc["hash"] = _hash(doc, tools_json)
     return doc
 

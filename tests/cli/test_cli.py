@@ -1,0 +1,382 @@
+"""The ``skillop`` command, run as a subprocess on real files."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from clirun import EXAMPLES, PYTHON_ARGS, command_for, problem_lines, run
+
+from skillop.cli.load import load_paths
+from skillop.model.names import ObjectRef
+from skillop.resolve.catalog import Catalog
+from skillop.resolve.resolver import Resolver
+from skillop.resolve.toolset import render_document
+
+EX = str(EXAMPLES)
+BAD = """\
+apiVersion: skillop.dev/v1alpha1
+kind: Skill
+metadata: {name: a, namespace: team-a}
+spec:
+  includes:
+    - skill: hub:team-a/x
+  tools:
+    - ref: missing-tool
+---
+apiVersion: skillop.dev/v1alpha1
+kind: Skill
+metadata: {name: c, namespace: team-a}
+spec:
+  includs: []
+---
+apiVersion: skillop.dev/v1alpha1
+kind: Actor
+metadata: {name: act, namespace: team-a}
+spec:
+  skills: [a, nope]
+"""
+
+
+def _expected_document(actor: str) -> str:
+    resolver = Resolver(Catalog.of(load_paths([EX]).objects))
+    resolution = resolver.resolve_actor(ObjectRef(*actor.split("/")))
+    assert resolution is not None
+    return render_document(resolution.document)
+
+
+@pytest.fixture
+def bad(tmp_path: Path) -> Path:
+    path = tmp_path / "bad.yaml"
+    path.write_text(BAD)
+    return path
+
+
+# -- validate -------------------------------------------------------------------------
+
+
+def test_validate_examples() -> None:
+    result = run("validate", "-f", EX)
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout == "valid: 3 tools, 8 skills, 2 actors\n"
+
+
+def test_validate_reports_one_line_per_problem(bad: Path) -> None:
+    result = run("validate", "-f", str(bad))
+    assert result.returncode == 1
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == len(set(lines))
+    parsed = [(m["file"], m["subject"], m["field"], m["reason"])
+              for m in problem_lines(result.stderr)]
+    assert parsed == [
+        (str(bad), "Actor team-a/act", "spec.skills[1]", "RefNotFound"),
+        (str(bad), "Skill team-a/a", "spec.includes[0].skill", "InvalidRef"),
+        (str(bad), "Skill team-a/a", "spec.tools[0].ref", "RefNotFound"),
+        (str(bad), "Skill team-a/c", "spec.includs", "InvalidSpec"),
+    ]
+    assert "'hub'" in lines[1]
+    assert lines[3].endswith("spec.includs: InvalidSpec: unknown field")
+
+
+def test_validate_cycle_and_forbidden_override(tmp_path: Path) -> None:
+    (tmp_path / "m.yaml").write_text("""\
+apiVersion: skillop.dev/v1alpha1
+kind: Skill
+metadata: {name: a, namespace: team-a}
+spec: {includes: [{skill: b}], builtins: [file_operations]}
+---
+apiVersion: skillop.dev/v1alpha1
+kind: Skill
+metadata: {name: b, namespace: team-a}
+spec: {includes: [{skill: a}]}
+---
+apiVersion: skillop.dev/v1alpha1
+kind: Skill
+metadata: {name: top, namespace: team-a}
+spec:
+  includes:
+    - skill: fs
+      overrides: {write_file: {capabilities: {readOnly: true}}}
+---
+apiVersion: skillop.dev/v1alpha1
+kind: Skill
+metadata: {name: fs, namespace: team-a}
+spec: {builtins: [file_operations]}
+""")
+    result = run("validate", "-f", str(tmp_path))
+    assert result.returncode == 1
+    messages = {(m["subject"], m["reason"]): m["message"] for m in problem_lines(result.stderr)}
+    assert messages[("Skill team-a/a", "CycleDetected")] == (
+        "include cycle: team-a/a -> team-a/b -> team-a/a")
+    assert messages[("Skill team-a/b", "CycleDetected")] == (
+        "include cycle: team-a/b -> team-a/a -> team-a/b")
+    assert "readOnly" in messages[("Skill team-a/top", "ForbiddenOverride")]
+
+
+# -- tools ------------------------------------------------------------------------------
+
+
+def test_tools_json_is_exactly_the_toolset_document() -> None:
+    result = run("tools", "team-a/developer", "-f", EX, "-o", "json")
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout == _expected_document("team-a/developer")
+    doc = json.loads(result.stdout)
+    assert list(doc) == ["apiVersion", "kind", "actor", "hash", "tools", "mcpServers",
+                         "agentSkills"]
+    assert (doc["kind"], doc["actor"]) == ("ToolSet", "team-a/developer")
+    names = [t["name"] for t in doc["tools"]]
+    assert names == sorted(names)
+    assert {t["source"] for t in doc["tools"]} == {"builtin", "tool", "mcp", "anonymous",
+                                                   "agent_skill"}
+    for tool in doc["tools"]:
+        assert {"name", "bindingName", "qualifiedName", "source", "skill", "description",
+                "inputSchema", "capabilities", "path"} <= set(tool)
+        assert ("mcpServer" in tool) == (tool["source"] == "mcp")
+    assert doc["mcpServers"] == [{"name": "docker", "skill": "team-a/docker-tools",
+                                  "transport": "streamable-http",
+                                  "url": "http://docker-mcp.tools.svc:8080/mcp"}]
+    assert doc["agentSkills"] == [{"name": "release-notes", "skill": "team-a/deploy",
+                                   "key": "agent-skill.release-notes.md"}]
+
+
+def test_tools_output_is_the_same_bytes_every_run() -> None:
+    outputs = {run("tools", "team-a/reviewer", "-f", EX, "-o", "json",
+                   env={"PYTHONHASHSEED": seed}).stdout for seed in ("0", "12345")}
+    assert len(outputs) == 1
+
+
+def test_tools_yaml() -> None:
+    result = run("tools", "team-a/developer", "-f", EX, "-o", "yaml")
+    assert result.returncode == 0
+    assert yaml.safe_load(result.stdout) == json.loads(_expected_document("team-a/developer"))
+
+
+def test_tools_table_fits_100_columns(tmp_path: Path) -> None:
+    long = "x" * 120
+    (tmp_path / "long.yaml").write_text(f"""\
+apiVersion: skillop.dev/v1alpha1
+kind: Skill
+metadata: {{name: {'s' * 60}, namespace: {'n' * 60}}}
+spec:
+  anonymousTools:
+    - {{name: {long}, description: {'words ' * 50}}}
+    - {{name: short, description: "two\\nlines", capabilities: {{readOnly: true}}}}
+---
+apiVersion: skillop.dev/v1alpha1
+kind: Actor
+metadata: {{name: a, namespace: {'n' * 60}}}
+spec: {{skills: [{'s' * 60}]}}
+""")
+    for args in (("team-a/developer", "-f", EX), (f"{'n' * 60}/a", "-f", str(tmp_path))):
+        result = run("tools", *args)
+        assert result.returncode == 0, result.stderr
+        lines = result.stdout.splitlines()
+        assert lines[0].split() == ["NAME", "SOURCE", "SKILL", "CAPABILITIES", "DESCRIPTION"]
+        assert max(len(line) for line in lines) <= 100
+    assert "short" in result.stdout and "ro" in result.stdout
+    assert result.stdout.splitlines()[-1] == "2 tools from 1 skills"
+
+
+def test_tools_default_output_is_the_table() -> None:
+    result = run("tools", "team-a/developer", "-f", EX)
+    assert result.stdout.splitlines()[-1] == "24 tools from 8 skills"
+
+
+def test_tools_prints_nothing_on_stdout_when_the_input_has_problems(bad: Path) -> None:
+    for output in ("json", "table"):
+        result = run("tools", "team-a/act", "-f", str(bad), "-o", output)
+        assert result.returncode == 1
+        assert result.stdout == ""
+        assert {m["reason"] for m in problem_lines(result.stderr)} >= {"RefNotFound"}
+
+
+def test_tools_budget_exceeded(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text("""\
+apiVersion: skillop.dev/v1alpha1
+kind: Skill
+metadata: {name: s}
+spec: {builtins: [file_operations]}
+---
+apiVersion: skillop.dev/v1alpha1
+kind: Actor
+metadata: {name: a}
+spec: {skills: [s], skillAccessPolicy: {maxTools: 2}}
+""")
+    result = run("tools", "a", "-f", str(tmp_path), "-o", "json")
+    assert result.returncode == 1
+    assert result.stdout == ""
+    [line] = problem_lines(result.stderr)
+    assert (line["subject"], line["field"], line["reason"]) == (
+        "Actor default/a", "spec.skillAccessPolicy.maxTools", "TooManyTools")
+
+
+def test_unknown_actor() -> None:
+    result = run("tools", "team-a/ghost", "-f", EX)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert "team-a/ghost not found" in result.stderr
+
+
+# -- flatten, tree, explain ----------------------------------------------------------------
+
+
+def test_flatten_a_skill() -> None:
+    result = run("flatten", "team-a/devops-toolkit", "-f", EX, "-o", "json")
+    assert result.returncode == 0
+    doc = json.loads(result.stdout)
+    assert doc["skill"] == "team-a/devops-toolkit"
+    assert "actor" not in doc
+    names = {t["name"] for t in doc["tools"]}
+    assert names == {"build_image", "push_image", "list_images", "kubectl_apply",
+                     "release-notes"}
+    push = next(t for t in doc["tools"] if t["name"] == "push_image")
+    assert push["capabilities"]["requiresApproval"] is True
+
+
+def test_tree_shows_the_hierarchy_and_each_tools_source() -> None:
+    result = run("tree", "team-a/developer", "-f", EX)
+    assert result.returncode == 0
+    out = result.stdout
+    assert out.splitlines()[0] == "Actor team-a/developer"
+    for needle in ("team-a/full-stack-dev", "├── team-a/file-ops", "[builtin] read_file",
+                   "[mcp] build_image", "[tool] run_pytest", "[agent_skill] release-notes",
+                   "[anonymous] lint (as team-a/testing.lint)", "platform/read-only-git"):
+        assert needle in out
+    assert "system_prune" not in out
+
+
+def test_tree_of_a_policy_restricted_actor_marks_pruned_and_dropped() -> None:
+    out = run("tree", "team-a/reviewer", "-f", EX).stdout
+    assert "team-a/devops-toolkit [pruned: denied by skillAccessPolicy.deny '*/devops-*']" in out
+    assert "[builtin] write_file [dropped: has denied capability writes]" in out
+
+
+def test_tree_of_a_skill() -> None:
+    result = run("tree", "team-a/devops-toolkit", "-f", EX)
+    assert result.returncode == 0
+    assert "team-a/docker-tools" in result.stdout
+
+
+@pytest.mark.parametrize(("tool", "has", "needles"), [
+    ("read_file", True, ["has tool read_file", "path: team-a/full-stack-dev -> team-a/file-ops"]),
+    ("write_file", False, ["dropped by policy: has denied capability writes"]),
+    ("push_image", False, ["team-a/devops-toolkit", "pruned", "deny"]),
+    ("lint", False, ["team-a/code-analysis.lint", "team-a/testing.lint"]),
+    ("no_such_tool", False, ["no skill in the input declares a tool by that name"]),
+])
+def test_explain(tool: str, has: bool, needles: list[str]) -> None:
+    result = run("explain", "team-a/reviewer", tool, "-f", EX)
+    assert result.returncode == 0
+    first = result.stdout.splitlines()[0]
+    assert first.startswith(f"Actor team-a/reviewer {'has' if has else 'does not have'} tool")
+    for needle in needles:
+        assert needle in result.stdout
+
+
+def test_explain_unknown_actor() -> None:
+    result = run("explain", "team-a/ghost", "read_file", "-f", EX)
+    assert result.returncode == 1
+    assert "not found" in result.stderr
+
+
+# -- inputs: stdin, directories, multi-doc, namespaces -----------------------------------
+
+
+def test_stdin_multi_document() -> None:
+    text = "\n---\n".join(p.read_text() for p in sorted(EXAMPLES.glob("*.yaml")))
+    result = run("tools", "team-a/developer", "-f", "-", "-o", "json", stdin=text)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["tools"] == json.loads(
+        _expected_document("team-a/developer"))["tools"]
+
+
+def test_several_files_and_a_directory(tmp_path: Path) -> None:
+    (tmp_path / "nested").mkdir()
+    (tmp_path / "nested" / "skills.yml").write_text((EXAMPLES / "skills.yaml").read_text())
+    args = ["-f", str(tmp_path), "-f", str(EXAMPLES / "tools.yaml"),
+            "-f", str(EXAMPLES / "namespaces.yaml"), "-f", str(EXAMPLES / "actors.yaml")]
+    result = run("tools", "team-a/developer", *args, "-o", "json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["tools"] == json.loads(
+        _expected_document("team-a/developer"))["tools"]
+
+
+def test_namespace_flag_and_default_namespace(tmp_path: Path) -> None:
+    (tmp_path / "m.yaml").write_text("""\
+apiVersion: skillop.dev/v1alpha1
+kind: Skill
+metadata: {name: s}
+spec: {builtins: [shell_operations]}
+---
+apiVersion: skillop.dev/v1alpha1
+kind: Actor
+metadata: {name: a}
+spec: {skills: [s]}
+""")
+    default = run("tools", "a", "-f", str(tmp_path), "-o", "json")
+    assert default.returncode == 0
+    assert json.loads(default.stdout)["actor"] == "default/a"
+    other = run("tools", "a", "-n", "dev", "-f", str(tmp_path), "-o", "json")
+    assert json.loads(other.stdout)["actor"] == "dev/a"
+    assert json.loads(other.stdout)["tools"][0]["skill"] == "dev/s"
+    assert run("tools", "developer", "-n", "team-a", "-f", EX).returncode == 0
+
+
+# -- usage errors -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args", [
+    (),
+    ("frobnicate",),
+    ("tools",),
+    ("tools", "team-a/developer"),
+    ("tools", "team-a/developer", "-f", EX, "-o", "xml"),
+    ("tools", "hub:team-a/developer", "-f", EX),
+])
+def test_usage_errors_exit_2(args: tuple[str, ...]) -> None:
+    result = run(*args)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert result.stdout == ""
+    assert "error" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_help() -> None:
+    result = run("--help")
+    assert result.returncode == 0
+    for command in ("validate", "tools", "flatten", "tree", "explain", "operator"):
+        assert command in result.stdout
+
+
+def test_kubectl_plugin_name() -> None:
+    command = command_for("kubectl-skillop")
+    result = run("validate", "-f", EX, command=command)
+    assert result.returncode == 0
+
+
+# -- start-up ------------------------------------------------------------------------------
+
+
+def test_offline_cli_imports_neither_kopf_nor_kubernetes() -> None:
+    result = run("tools", "team-a/developer", "-f", EX,
+                 command=[sys.executable, "-X", "importtime", *PYTHON_ARGS])
+    assert result.returncode == 0
+    imported = {line.split("|")[-1].strip().split(".")[0]
+                for line in result.stderr.splitlines() if line.startswith("import time:")}
+    assert "skillop" in imported
+    assert not imported & {"kopf", "kubernetes", "aiohttp", "mcp", "httpx"}
+
+
+def test_tools_on_the_examples_is_fast() -> None:
+    run("validate", "-f", EX)  # warm the file system cache
+    start = time.perf_counter()
+    result = run("tools", "team-a/developer", "-f", EX, "-o", "json")
+    elapsed = time.perf_counter() - start
+    print(f"skillop tools on examples/: {elapsed:.3f} s wall")
+    assert result.returncode == 0
+    assert elapsed < 2.0
