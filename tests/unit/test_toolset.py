@@ -158,3 +158,24 @@ def test_examples_developer_and_reviewer() -> None:
     assert not any(t["skill"] in ("team-a/docker-tools", "team-a/deploy")
                    for t in rev_tools.values())
     assert "release-notes" not in rev_tools
+
+
+def test_the_fast_hash_equals_the_hash_of_the_whole_document() -> None:
+    # The ToolSet hash is assembled from cached per-tool JSON; it must stay the
+    # sha256 of the whole document's canonical JSON, whatever the document holds.
+    from pathlib import Path
+
+    from skillop.cli.load import load_paths
+    from skillop.model.names import ObjectRef
+    from skillop.resolve.catalog import Catalog
+    from skillop.resolve.resolver import Resolver
+    from skillop.resolve.toolset import document_hash
+
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    resolver = Resolver(Catalog.of(load_paths([str(examples)]).objects))
+    for ref in (ObjectRef("team-a", "developer"), ObjectRef("team-a", "reviewer")):
+        resolution = resolver.resolve_actor(ref)
+        assert resolution is not None
+        assert document_hash(resolution.document) == resolution.document["hash"]
+    skill = resolver.resolve_skill(ObjectRef("team-a", "full-stack-dev"))
+    assert skill is not None and document_hash(skill.document) == skill.document["hash"]

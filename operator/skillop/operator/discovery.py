@@ -213,7 +213,7 @@ class Discovery:
         return dict(await self.writer.read_secret(watch.secret))
 
     async def _run(self, watch: ServerWatch) -> None:
-        from skillop.sources.mcp_client import DiscoveryError, list_tools, watch_tools
+        from skillop.sources.mcp_client import DiscoveryError, watch_tools
 
         while True:
             watch.wake.clear()  # before listing: a Skill change during it lists again
@@ -221,20 +221,20 @@ class Discovery:
             try:
                 headers = await self._headers(watch)
                 self.connections += 1
-                result = await list_tools(watch.url, transport=watch.transport,  # type: ignore[arg-type]
-                                          headers=headers, guard=self.guard, limits=self.limits)
-                watch.listing = result.list_changed  # until the watch session has listed
-                self._success(watch, result)
-                if result.list_changed:
-                    # The watch runs until a Skill change wakes this task (new headers,
-                    # a shorter interval: reconnect and list again at once). It pings
-                    # at the refresh interval at most, so a dead server shows soon.
-                    await _until_woken(watch.wake, watch_tools(
-                        watch.url, transport=watch.transport,  # type: ignore[arg-type]
-                        headers=headers, guard=self.guard, limits=self.limits,
-                        on_change=lambda r: self._async_success(watch, r),
-                        on_error=lambda e: self._async_failure(watch, e),
-                        ping_interval=min(watch.interval, PING_SECONDS)))
+                # One connection per server: it lists, and stays open as the watch
+                # when the server announces listChanged; otherwise it returns and the
+                # server is polled. A Skill change wakes this task (new headers, a
+                # shorter interval: connect and list again at once). Pings come at
+                # the refresh interval at most, so a dead server shows soon.
+                await _until_woken(watch.wake, watch_tools(
+                    watch.url, transport=watch.transport,  # type: ignore[arg-type]
+                    headers=headers, guard=self.guard, limits=self.limits,
+                    on_change=lambda r: self._async_success(watch, r),
+                    on_error=lambda e: self._async_failure(watch, e),
+                    ping_interval=min(watch.interval, PING_SECONDS),
+                    reconnect_backoff=(0.5, max(0.5, min(watch.interval, 30.0))),
+                    only_if_announced=True))
+                if watch.wake.is_set():
                     continue
             except DiscoveryError as err:
                 watch.listing = False

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 OPTIONAL_FIELDS = {"license", "compatibility", "metadata", "allowed-tools"}
 
@@ -34,7 +35,7 @@ def parse_skill_md(text: str) -> AgentSkillDoc:
     """Split and validate a SKILL.md document."""
     front, body = _split(text)
     try:
-        meta = yaml.safe_load(front)
+        meta = yaml.load(front, Loader=_LOADER)  # a safe loader, in C when built
     except yaml.YAMLError as err:
         raise AgentSkillError(f"frontmatter is not valid YAML: {_first_line(err)}") from None
     if not isinstance(meta, dict):

@@ -685,6 +685,10 @@ class _Flag:
         await self._event.wait()
 
 
+class _NotAnnounced(Exception):
+    """The server does not announce listChanged: the caller polls it instead."""
+
+
 class _CallbackFailed(Exception):
     """Carries an exception raised by on_change through the SDK's task groups."""
 
@@ -713,8 +717,13 @@ async def watch_tools(
     on_error: Callable[[DiscoveryError], Awaitable[None]],
     reconnect_backoff: tuple[float, float] = (0.5, 30.0),
     ping_interval: float = 15.0,
+    only_if_announced: bool = False,
 ) -> None:
     """Keep a session open and call ``on_change`` with the full list on every change.
+
+    With ``only_if_announced``, a server that does not announce ``tools.listChanged``
+    is listed once on the same connection and the call returns, so a caller can
+    start every server this way (one connection each) and poll those that return.
 
     Lists once per connection, then again on every
     ``notifications/tools/list_changed``. Every ``ping_interval`` seconds of
@@ -740,7 +749,10 @@ async def watch_tools(
                 on_change,
                 backoff,
                 ping_interval,
+                only_if_announced,
             )
+        except _NotAnnounced:
+            return
         except DiscoveryError as error:
             logger.debug("watch interrupted: %s", error)
             await on_error(error)
@@ -756,6 +768,7 @@ async def _watch_session(
     on_change: Callable[[DiscoveryResult], Awaitable[None]],
     backoff: _Backoff,
     ping_interval: float,
+    only_if_announced: bool = False,
 ) -> None:
     """One connection of a watch; returns never, raises DiscoveryError when it ends."""
     changed = _Flag()
@@ -773,10 +786,13 @@ async def _watch_session(
             async with _session(url, transport, headers, wire, limits, on_message) as session:
                 connecting.deadline = math.inf
                 await _serve_watch(
-                    session, wire, changed, limits, on_change, backoff, ping_interval
+                    session, wire, changed, limits, on_change, backoff, ping_interval,
+                    only_if_announced,
                 )
         raise TimeoutError("connecting took too long")
     except Exception as exc:
+        if _first(exc, _NotAnnounced) is not None:
+            raise _NotAnnounced() from None
         if (carrier := _first(exc, _CallbackFailed)) is not None:
             raise (carrier.__cause__ or carrier) from None
         raise _classify(exc, wire, _Redactor(headers)) from None
@@ -790,9 +806,12 @@ async def _serve_watch(
     on_change: Callable[[DiscoveryResult], Awaitable[None]],
     backoff: _Backoff,
     ping_interval: float,
+    only_if_announced: bool = False,
 ) -> NoReturn:
     """List, hand the list over, wait for a change; again and again."""
-    await _wait_event_stream(wire, limits)
+    announced = _announces_list_changed(session)
+    if announced:
+        await _wait_event_stream(wire, limits)
     while True:
         wire.raise_if_failed()
         changed.clear()
@@ -804,6 +823,8 @@ async def _serve_watch(
             await on_change(result)
         except Exception as exc:
             raise _CallbackFailed() from exc
+        if only_if_announced and not announced:
+            raise _NotAnnounced()
         await _idle_until_changed(session, wire, changed, ping_interval, limits)
 
 
