@@ -56,8 +56,14 @@ class ObservedConfigMap:
 
 
 def data_digest(data: Mapping[str, str]) -> str:
-    raw = json.dumps(dict(data), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(raw.encode()).hexdigest()
+    """sha256 of a ConfigMap's data (keys and values, NUL-separated: no re-encoding)."""
+    digest = hashlib.sha256()
+    for k in sorted(data):
+        digest.update(k.encode())
+        digest.update(b"\0")
+        digest.update(str(data[k]).encode())
+        digest.update(b"\0")
+    return digest.hexdigest()
 
 
 def configmap_name(actor: ActorResource) -> str:
@@ -109,6 +115,20 @@ def _status_tools(resolution: Resolution) -> list[dict[str, str]]:
     ]
 
 
+def remembered(kind: str, status: Mapping[str, Any]) -> dict[str, Any]:
+    """What the store keeps of a status: a Skill's tool list only as a digest.
+
+    Nothing reads a Skill's old tool list, and with 10,000 Skills the lists were
+    most of the operator's memory; equality of the digest is what "unchanged"
+    needs. An Actor's list stays whole: its events compare old and new tools.
+    """
+    out = dict(status)
+    if kind == "Skill" and isinstance(out.get("tools"), list):
+        raw = json.dumps(out["tools"], sort_keys=True, separators=(",", ":"))
+        out["tools"] = "sha256:" + hashlib.sha256(raw.encode()).hexdigest()
+    return out
+
+
 def _same(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bool:
     return old is not None and {k: v for k, v in old.items() if v is not None} == new
 
@@ -120,7 +140,7 @@ def actor_plan(actor: ActorResource, resolution: Resolution, *, old_status: Mapp
     """The writes that bring an Actor's ConfigMap and status up to date."""
     problems = list(resolution.problems)
     cm_name = configmap_name(actor)
-    data = configmap_data(resolution.document, resolution.tools)
+    data = configmap_data(resolution.document, resolution.tools, text=resolution.text or None)
     size = sum(len(k) + len(v.encode()) for k, v in data.items())
     if not problems and size > MAX_CONFIGMAP_BYTES:
         problems.append(Problem(actor.subject, "", TOO_LARGE,
@@ -268,4 +288,5 @@ def skill_plan(skill: SkillResource, resolution: Resolution, *, old_status: Mapp
             for s in servers
         ],
     }
-    return Plan(None if _same(old_status, status) else status)
+    same = _same(remembered("Skill", old_status), remembered("Skill", status))
+    return Plan(None if same else status)

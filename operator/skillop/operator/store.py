@@ -33,6 +33,7 @@ from skillop.operator.outputs import (
     MANAGED_BY,
     ObservedConfigMap,
     data_digest,
+    remembered,
 )
 from skillop.resolve.catalog import Catalog
 from skillop.sources.mcp_tools import McpToolInfo
@@ -59,7 +60,7 @@ class Store:
         ref = ObjectRef(meta.get("namespace", ""), meta.get("name", ""))
         if kind in ("Tool", "Skill", "Actor"):
             k = key(str(kind), ref)
-            self.statuses[k] = dict(body.get("status") or {})
+            self.statuses[k] = remembered(str(kind), body.get("status") or {})
             generation = meta.get("generation")
             return self._resource(k, obj, result.problems,
                                   generation if isinstance(generation, int) else 0)
@@ -114,7 +115,7 @@ class Store:
 
     def record_status(self, kind: str, ref: ObjectRef, status: Mapping[str, Any]) -> None:
         """Remember a status just written, so an echo of it is no news."""
-        self.statuses[key(kind, ref)] = dict(status)
+        self.statuses[key(kind, ref)] = remembered(kind, status)
 
     def record_configmap(self, body: Mapping[str, Any]) -> None:
         self._managed_configmap(body)

@@ -27,7 +27,7 @@ from skillop.resolve.flatten import Flattener
 from skillop.resolve.naming import binding_names, effective_names
 from skillop.resolve.policy import SkillGate, capability_refusal
 from skillop.resolve.skills import SkillView, skill_view
-from skillop.resolve.toolset import EffectiveTool, toolset_document
+from skillop.resolve.toolset import EffectiveTool, build_toolset
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +56,8 @@ class Resolution:
     pruned: tuple[PrunedItem, ...]
     document: dict[str, Any] = field(repr=False)
     dropped: tuple[tuple[Entry, str], ...] = ()
+    #: The document's canonical JSON: what the ConfigMap stores.
+    text: str = field(default="", repr=False)
 
     @property
     def ok(self) -> bool:
@@ -268,11 +270,11 @@ class Resolver:
                                     f"{len(tools)} tools exceed the budget of {max_tools}",
                                     self._origin(subject)))
         servers = self._servers(skills)
-        doc = toolset_document(owner_kind=owner_kind,
-                               owner=f"{subject.namespace}/{subject.name}",
-                               tools=tools, servers=servers)
+        doc, text = build_toolset(owner_kind=owner_kind,
+                                  owner=f"{subject.namespace}/{subject.name}",
+                                  tools=tools, servers=servers)
         return Resolution(subject, tools, skills, tuple(problems), tuple(warnings),
-                          tuple(pruned), doc, tuple(dropped))
+                          tuple(pruned), doc, tuple(dropped), text)
 
     def _origin(self, subject: Subject) -> str | None:
         ref = ObjectRef(subject.namespace, subject.name)

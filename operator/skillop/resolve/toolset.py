@@ -147,6 +147,19 @@ def toolset_document(
     servers: Sequence[tuple[ObjectRef, McpServer]],
 ) -> dict[str, Any]:
     """The document, with ``hash`` filled in. ``owner_kind`` is ``actor`` or ``skill``."""
+    return build_toolset(owner_kind=owner_kind, owner=owner, tools=tools, servers=servers)[0]
+
+
+def build_toolset(
+    *, owner_kind: str, owner: str, tools: Sequence[EffectiveTool],
+    servers: Sequence[tuple[ObjectRef, McpServer]],
+) -> tuple[dict[str, Any], str]:
+    """The document and its canonical JSON (what the ConfigMap stores).
+
+    Both come from the same per-tool JSON fragments, cached per entry, so an
+    actor's 600-tool document is assembled, not re-serialised, for its hash and
+    for its ConfigMap.
+    """
     used = {(t.entry.skill, t.entry.tool.mcp_server) for t in tools if t.entry.tool.mcp_server}
     ordered = sorted(tools, key=lambda t: t.name)
     paths: dict[int, tuple[str, ...]] = {}
@@ -168,7 +181,7 @@ def toolset_document(
     }
     tools_json = [_tool_json(d, t.entry) for d, t in zip(doc["tools"], ordered, strict=True)]
     doc["hash"] = _hash(doc, tools_json)
-    return doc
+    return doc, _canonical(doc, tools_json, with_hash=True)
 
 
 def _path_names(path: tuple[ObjectRef, ...], memo: dict[int, tuple[str, ...]],
@@ -189,25 +202,34 @@ def document_hash(doc: dict[str, Any]) -> str:
 def _hash(doc: dict[str, Any], tools_json: list[str] | None) -> str:
     """``document_hash``; given ``tools_json`` (the canonical JSON of each of
     ``doc["tools"]``), the tools are not serialised again."""
-    body = {k: v for k, v in doc.items() if k != "hash"}
-    if tools_json is None:
-        text = canonical_json(body)
-    else:
-        text = "{" + ",".join(
-            f"{encode_basestring(key)}:"
-            + ("[" + ",".join(tools_json) + "]" if key == "tools" else canonical_json(body[key]))
-            for key in sorted(body)
-        ) + "}"
+    text = _canonical(doc, tools_json, with_hash=False)
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
+def _canonical(doc: dict[str, Any], tools_json: list[str] | None, *, with_hash: bool) -> str:
+    """``canonical_json`` of the document (optionally without ``hash``), reusing
+    the tools' JSON when given."""
+    body = doc if with_hash else {k: v for k, v in doc.items() if k != "hash"}
+    if tools_json is None:
+        return canonical_json(body)
+    return "{" + ",".join(
+        f"{encode_basestring(key)}:"
+        + ("[" + ",".join(tools_json) + "]" if key == "tools" else canonical_json(body[key]))
+        for key in sorted(body)
+    ) + "}"
+
+
 def render_document(doc: dict[str, Any]) -> str:
-    """The document as stored and printed: indented JSON, fixed key order."""
+    """The document as the CLI prints it: indented JSON, the contract's key order."""
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
-def configmap_data(doc: dict[str, Any], tools: Sequence[EffectiveTool]) -> dict[str, str]:
-    data = {TOOLS_KEY: render_document(doc)}
+def configmap_data(doc: dict[str, Any], tools: Sequence[EffectiveTool], *,
+                   text: str | None = None) -> dict[str, str]:
+    """The ConfigMap's data: ``tools.json`` in canonical JSON (sorted keys, no
+    spaces: compact, and exactly the bytes that were hashed, plus the hash) and
+    one key per Agent Skill body. ``text`` is that JSON when already built."""
+    data = {TOOLS_KEY: (canonical_json(doc) if text is None else text) + "\n"}
     for tool in tools:
         if tool.key is not None and tool.entry.tool.body is not None:
             data[tool.key] = tool.entry.tool.body
