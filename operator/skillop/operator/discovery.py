@@ -64,6 +64,8 @@ class ServerWatch:
     #: A listing is under way whose result has not been delivered yet (a watched
     #: server: until the watch session's own first listing arrives).
     listing: bool = False
+    #: The server announced listChanged and a session is open on it: its list is live.
+    watched: bool = False
 
 
 class Discovery:
@@ -132,13 +134,14 @@ class Discovery:
         generation = skill.meta.generation
         if self._generations.get(ref) == generation:
             return  # a status write echoed back: nothing to refresh
-        if ref in self._generations:
+        changed = ref in self._generations  # not merely seen for the first time
+        if changed:
             self._accept_all(skill)  # re-applying a Skill accepts what its servers serve now
         self._generations[ref] = generation
         self._forget(ref)
         for server in skill.spec.mcp_servers:
             if server.url is not None:
-                self._watch(ref, server, skill)
+                self._watch(ref, server, skill, refresh=changed)
 
     def _accept_all(self, skill: SkillResource) -> None:
         for server in skill.spec.mcp_servers:
@@ -176,7 +179,14 @@ class Discovery:
                 await task
 
     # -- internals ----------------------------------------------------------------
-    def _watch(self, ref: ObjectRef, server: McpServer, skill: SkillResource) -> None:
+    def _watch(self, ref: ObjectRef, server: McpServer, skill: SkillResource, *,
+               refresh: bool) -> None:
+        """Make sure the server is listed and kept fresh for this skill.
+
+        A changed Skill re-lists its servers (API Semantics 9); a Skill seen for
+        the first time (start-up, a new Skill) joins a server whose list is live
+        (watched) or being fetched without another connection.
+        """
         assert server.url is not None
         secret = (ObjectRef(ref.namespace, server.headers_from.secret_ref.name)
                   if server.headers_from is not None else None)
@@ -193,10 +203,12 @@ class Discovery:
         watch.interval = min(watch.interval, interval) if watch.task else interval
         if watch.task is None or watch.task.done():
             watch.task = asyncio.get_running_loop().create_task(self._run(watch))
-        elif new_headers or shorter or not watch.listing:
+        elif new_headers or shorter or (refresh and not watch.listing) \
+                or not (watch.listing or watch.watched):
             # A listing already under way ends after this change and serves as its
             # refresh: a burst of Skills naming one server (start-up, an apply of a
-            # directory) costs one session, not one per Skill.
+            # directory) costs one session, not one per Skill. A watched server's
+            # list is live already: its open session is the refresh.
             watch.wake.set()
 
     def _forget(self, ref: ObjectRef) -> None:
@@ -259,6 +271,7 @@ class Discovery:
                                   annotations=dict(t.annotations))
                       for t in result.tools)
         was_failing = watch.error is not None
+        watch.watched = bool(result.list_changed)
         watch.tool_count, watch.error, watch.reason = len(infos), None, None
         watch.last_sync = _now()
         before = self.store.catalog.discovered.get(watch.url)
@@ -297,6 +310,7 @@ class Discovery:
         return None
 
     def _failure(self, watch: ServerWatch, reason: str, message: str) -> None:
+        watch.watched = False
         log.warning("MCP discovery failed: %s", message)
         changed = (watch.error, watch.reason) != (message, reason)
         watch.error, watch.reason = message, reason
