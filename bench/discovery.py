@@ -30,9 +30,8 @@ in-process (kopf's ``KopfRunner``) with ``SKILLOP_MCP_ALLOW=127.0.0.1`` and a
   ``tools/list`` (counted server-side);
 * ``connections``: MCP sessions the servers saw opened (``initialize``
   requests) during the round, against the number of distinct servers (the
-  target is one each). A server announcing ``listChanged`` keeps one watch
-  session open afterwards; the figure breaks the sessions down into one-shot
-  listings (the operator's ``Discovery.connections``) and watch sessions;
+  target is one each). The operator opens one session per server: it lists,
+  and stays open as the watch when the server announces ``listChanged``;
 * ``list_changed -> configmaps``: ``--changes`` times (different servers), one
   server's tools change (``set_tools`` adds a tool and sends
   ``notifications/tools/list_changed``), timed until every Actor depending on
@@ -314,9 +313,8 @@ def report(args: argparse.Namespace, f: dict[str, Any]) -> None:
           f"Ready, ConfigMap tools.json = its servers' tools)")
     print(f"connections: {f['initialize']} for {f['distinct_servers']} distinct servers "
           f"(MCP sessions opened = initialize requests seen by the servers, whole round; "
-          f"of which {f['one_shot']} one-shot listings (Discovery.connections) and the rest "
-          f"listChanged watch sessions, which stay open; tools/list calls: "
-          f"{f['tools_list']})")
+          f"the operator counted {f['one_shot']}; each lists, then stays open as the watch; "
+          f"tools/list calls: {f['tools_list']})")
     for c in f["changes"]:
         w = c["writes"]
         print(f"  change on server {c['server']} ({c['skills']} skills, {c['dependents']} "
