@@ -218,3 +218,37 @@ def assert_secret_nowhere(cluster: Cluster) -> None:
     for needle in (SECRET_VALUE, "s3cr3t-t0ken-9f8e7d",
                    base64.b64encode(SECRET_VALUE.encode()).decode()):
         assert needle not in text
+
+
+def test_restart_and_unchanged_polls_write_nothing(cluster: Cluster) -> None:
+    """A restart re-lists every server; with nothing changed, nothing is written.
+
+    Also: a poll that finds the same list leaves lastSync (and the status) alone.
+    """
+    from conftest import operator
+
+    with ServerHandle(tools=[make_tool("alpha"), make_tool("beta")]) as srv:
+        with operator():
+            cluster.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+            cluster.apply(skill("polled", {"name": "srv", "url": srv.url},
+                                refreshInterval="1s"))
+            cluster.apply(skill("unreachable", {"name": "gone",
+                                                "url": "http://gone.example.svc/mcp",
+                                                "tools": [{"name": "declared"}]}))
+            cluster.apply(actor("agent", "polled", "unreachable"))
+            wait_tools(cluster, "agent", {"alpha", "beta", "declared"})
+            wait_discovered(cluster, "unreachable", "False")
+            polls = srv.count("tools/list")
+            wait_for(lambda: srv.count("tools/list") >= polls + 2, timeout=TIMEOUT,
+                     message="two more polls")
+            mark = cluster.emulator.write_mark()
+            wait_for(lambda: srv.count("tools/list") >= polls + 4, timeout=TIMEOUT,
+                     message="two more polls")
+            assert cluster.emulator.filter_writes(since=mark) == []
+        mark = cluster.emulator.write_mark()
+        listed = srv.count("tools/list")
+        with operator():
+            wait_for(lambda: srv.count("tools/list") > listed, timeout=TIMEOUT,
+                     message="the restarted operator lists the server")
+            time.sleep(2.0)
+        assert cluster.emulator.filter_writes(since=mark) == []

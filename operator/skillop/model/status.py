@@ -52,6 +52,8 @@ class McpServerStatus(StatusModel):
     last_sync: Short | None = None
     error: Annotated[str, StringConstraints(max_length=4096)] | None = None
     url: Annotated[str, StringConstraints(max_length=2048)] | None = None
+    #: sha256 of the server's current tool list (lastSync moves only when it changes).
+    tools_digest: Short | None = None
     #: Pinned servers: the accepted definition digest of each tool.
     pinned_digests: dict[Short, Short] | None = Field(default=None, max_length=1024)
 

@@ -33,7 +33,7 @@ from skillop.operator.outputs import ServerState
 from skillop.operator.runtime import Reconciler
 from skillop.operator.settings import OperatorConfig
 from skillop.operator.store import Store
-from skillop.sources.mcp_tools import McpToolInfo, info_digest
+from skillop.sources.mcp_tools import McpToolInfo, info_digest, tools_digest
 
 log = logging.getLogger("skillop.discovery")
 _DURATION = re.compile(r"([0-9]+)(ms|s|m|h)")
@@ -59,6 +59,7 @@ class ServerWatch:
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     tool_count: int | None = None
     last_sync: str | None = None
+    tools_digest: str | None = None
     error: str | None = None
     reason: str | None = None
     #: A listing is under way whose result has not been delivered yet (a watched
@@ -98,7 +99,8 @@ class Discovery:
             pinned, broken = self._pin_state(skill.ref, server)
             out.append(ServerState(server.name, count, watch.last_sync, watch.error, server.url,
                                    {"reason": watch.reason} if watch.reason else {},
-                                   pinned=pinned, violations=broken))
+                                   pinned=pinned, violations=broken,
+                                   tools_digest=watch.tools_digest))
         return out
 
     def _pin_state(self, ref: ObjectRef, server: McpServer,
@@ -194,6 +196,8 @@ class Discovery:
         if watch is None:
             watch = self.servers[server.url] = ServerWatch(server.url, server.effective_transport,
                                                            secret)
+            watch.last_sync, watch.tools_digest = self._recorded_sync(ref, server.name)
+            self.store.catalog.pending.add(server.url)
         watch.users.add((ref, server.name))
         new_headers = watch.secret is None and secret is not None
         watch.secret = watch.secret or secret
@@ -218,6 +222,22 @@ class Discovery:
                 if watch.task is not None:
                     watch.task.cancel()
                 del self.servers[url]
+                self._settled(url)
+
+    def _settled(self, url: str) -> set[Key]:
+        """The server's first listing since start is over: what waited, goes."""
+        if url not in self.store.catalog.pending:
+            return set()
+        self.store.catalog.pending.discard(url)
+        return self.store.deps.users_of(key("McpServer", url))
+
+    def _recorded_sync(self, ref: ObjectRef, server: str) -> tuple[str | None, str | None]:
+        """lastSync and toolsDigest as the Skill's status last recorded them."""
+        status = self.store.statuses.get(key("Skill", ref), {})
+        for entry in status.get("mcpServers") or []:
+            if entry.get("name") == server:
+                return entry.get("lastSync"), entry.get("toolsDigest")
+        return None, None
 
     async def _headers(self, watch: ServerWatch) -> dict[str, str]:
         if watch.secret is None:
@@ -273,13 +293,18 @@ class Discovery:
         was_failing = watch.error is not None
         watch.watched = bool(result.list_changed)
         watch.tool_count, watch.error, watch.reason = len(infos), None, None
-        watch.last_sync = _now()
+        digest = tools_digest(infos)
+        if digest != watch.tools_digest or watch.last_sync is None:
+            # lastSync says when the list last changed: a poll that finds the same
+            # list, or a restart, writes nothing.
+            watch.last_sync, watch.tools_digest = _now(), digest
         before = self.store.catalog.discovered.get(watch.url)
         self.changes[watch.url] = (pinning.definition_changes(before, infos)
                                    if before is not None else [])
         changed = self.store.set_discovered(watch.url, infos)
         changed |= self._settle_pins(watch, infos)
-        if changed or was_failing or watch.tool_count is not None:
+        changed |= self._settled(watch.url)
+        if changed or was_failing:
             self.reconciler.mark(changed | self._users(watch))
 
     def _settle_pins(self, watch: ServerWatch, live: tuple[McpToolInfo, ...]) -> set[Key]:
@@ -314,9 +339,10 @@ class Discovery:
         log.warning("MCP discovery failed: %s", message)
         changed = (watch.error, watch.reason) != (message, reason)
         watch.error, watch.reason = message, reason
-        if changed:
+        waited = self._settled(watch.url)
+        if changed or waited:
             self.reconciler.mark(self.store.deps.users_of(key("McpServer", watch.url))
-                                 | self._users(watch))
+                                 | self._users(watch) | waited)
 
     def _users(self, watch: ServerWatch) -> set[Key]:
         return {key("Skill", ref) for ref, _ in watch.users}

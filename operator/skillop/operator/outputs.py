@@ -245,6 +245,7 @@ class ServerState:
     #: Pinned servers: accepted digest by tool, and what the server now violates.
     pinned: Mapping[str, str] | None = None
     violations: tuple[str, ...] = ()
+    tools_digest: str | None = None
 
 
 def skill_plan(skill: SkillResource, resolution: Resolution, *, old_status: Mapping[str, Any],
@@ -282,6 +283,7 @@ def skill_plan(skill: SkillResource, resolution: Resolution, *, old_status: Mapp
         "mcpServers": [
             {k: v for k, v in {"name": s.name, "toolCount": s.tool_count,
                                "lastSync": s.last_sync, "error": s.error, "url": s.url,
+                               "toolsDigest": s.tools_digest,
                                "pinnedDigests": dict(s.pinned) if s.pinned is not None
                                else None}.items()
              if v is not None}

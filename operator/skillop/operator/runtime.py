@@ -118,10 +118,25 @@ class Reconciler:
             await asyncio.sleep(1)
             self.mark(failed)
 
+    def _waiting(self, resolver: Resolver, skills: Iterable[ObjectRef]) -> bool:
+        """Whether a resolution reaches an MCP server still being listed since start.
+
+        Such objects are resolved when that first listing ends (Discovery marks
+        them), so a restart never flips an Actor to declared tools and back.
+        """
+        pending = self.store.catalog.pending
+        if not pending:
+            return False
+        for ref in skills:
+            view = resolver.view(ref)
+            if view is not None and any(s.url in pending for s in view.servers):
+                return True
+        return False
+
     async def _skill(self, resolver: Resolver, ref: ObjectRef) -> Key | None:
         skill = self.store.catalog.skills.get(ref)
         resolution = resolver.resolve_skill(ref)
-        if skill is None or resolution is None:
+        if skill is None or resolution is None or self._waiting(resolver, resolution.skills):
             return None
         k = key("Skill", ref)
         plan = skill_plan(skill, resolution, old_status=self.store.statuses.get(k, {}),
@@ -131,7 +146,7 @@ class Reconciler:
     async def _actor(self, resolver: Resolver, ref: ObjectRef) -> Key | None:
         actor = self.store.catalog.actors.get(ref)
         resolution = resolver.resolve_actor(ref)
-        if actor is None or resolution is None:
+        if actor is None or resolution is None or self._waiting(resolver, resolution.skills):
             return None
         observed = self.store.observed_configmap(ObjectRef(ref.namespace, configmap_name(actor)))
         plan = actor_plan(actor, resolution,

@@ -39,6 +39,9 @@ class Catalog:
     discovered: dict[str, tuple[McpToolInfo, ...]] = field(default_factory=dict)
     #: Objects that exist but failed to parse, by (kind, ref): why, in one line.
     invalid: dict[tuple[str, ObjectRef], str] = field(default_factory=dict)
+    #: MCP endpoints whose first listing since start has not finished: what
+    #: reaches them waits, rather than flipping to declared tools and back.
+    pending: set[str] = field(default_factory=set)
     #: Accepted definitions of pinned servers, by (skill, server name).
     accepted: dict[tuple[ObjectRef, str], tuple[McpToolInfo, ...]] = field(default_factory=dict)
 

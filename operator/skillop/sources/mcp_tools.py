@@ -89,3 +89,11 @@ def changed_fields(old: McpToolInfo, new: McpToolInfo) -> list[str]:
              "outputSchema": (old.output_schema, new.output_schema),
              "annotations": (old.annotations, new.annotations)}
     return [name for name, (a, b) in pairs.items() if a != b]
+
+
+def tools_digest(infos: tuple[McpToolInfo, ...]) -> str:
+    """sha256 over a server's whole tool list (each tool's ``info_digest``)."""
+    import hashlib
+
+    joined = "\n".join(sorted(info_digest(i) for i in infos))
+    return "sha256:" + hashlib.sha256(joined.encode()).hexdigest()
