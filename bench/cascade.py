@@ -64,6 +64,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
+from benchkit import wait_until
+
 ROOT = Path(__file__).resolve().parents[1]
 GROUP, VERSION = "skillop.dev", "v1alpha1"
 HASH_ANNOTATION = "skillop.dev/tools-hash"
@@ -272,16 +274,6 @@ class Cluster:
     def delete_namespace(self) -> None:
         with contextlib.suppress(self.api_exception):
             self.core.delete_namespace(self.ns)
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float, what: str,
-               interval: float = 0.25) -> float:
-    start = time.monotonic()
-    while not predicate():
-        if time.monotonic() - start > timeout:
-            raise TimeoutError(f"not within {timeout}s: {what}")
-        time.sleep(interval)
-    return time.monotonic() - start
 
 
 @contextlib.contextmanager

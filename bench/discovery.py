@@ -63,6 +63,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from benchkit import wait_until
+
 ROOT = Path(__file__).resolve().parents[1]
 GROUP, VERSION = "skillop.dev", "v1alpha1"
 MANAGED = "app.kubernetes.io/managed-by=skillop"
@@ -137,16 +139,6 @@ class Cluster:
             doc = json.loads((cm.get("data") or {}).get("tools.json") or "{}")
             out[name] = {t["name"] for t in doc.get("tools", [])}
         return out
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float, what: str,
-               interval: float = 0.25) -> float:
-    start = time.monotonic()
-    while not predicate():
-        if time.monotonic() - start > timeout:
-            raise TimeoutError(f"not within {timeout}s: {what}")
-        time.sleep(interval)
-    return time.monotonic() - start
 
 
 @contextlib.contextmanager
