@@ -293,6 +293,8 @@ def environment(kubeconfig: str | None) -> Iterator[WriteLog | None]:
         import kubernetes
 
         os.environ["KUBECONFIG"] = os.path.abspath(kubeconfig)
+        # The client reads $KUBECONFIG when first imported; kopf's login uses that.
+        kubernetes.config.kube_config.KUBE_CONFIG_DEFAULT_LOCATION = os.path.abspath(kubeconfig)
         kubernetes.config.load_kube_config(config_file=kubeconfig)
         yield None
         return
