@@ -26,7 +26,7 @@ PLURALS = {"Skill": "skills", "Actor": "actors", "Tool": "tools"}
 
 
 class WriteFailed(Exception):
-    pass
+    """A write still failing after the retries; the caller re-queues the object."""
 
 
 class Kube:
