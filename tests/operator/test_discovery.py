@@ -252,3 +252,20 @@ def test_restart_and_unchanged_polls_write_nothing(cluster: Cluster) -> None:
                      message="the restarted operator lists the server")
             time.sleep(2.0)
         assert cluster.emulator.filter_writes(since=mark) == []
+
+
+def test_discovery_off_uses_declared_tools_and_connects_nowhere(
+        cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    from conftest import operator
+
+    monkeypatch.setenv("SKILLOP_MCP_DISCOVERY", "false")
+    with ServerHandle(tools=[make_tool("live")], list_changed=True) as srv, operator():
+        cluster.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+        cluster.apply(skill("declared", {"name": "srv", "url": srv.url,
+                                         "tools": [{"name": "declared_only"}]}))
+        cluster.apply(actor("agent", "declared"))
+        wait_tools(cluster, "agent", {"declared_only"})
+        cluster.wait_ready("Actor", NS, "agent")
+        status = cluster.get("Skill", NS, "declared")["status"]
+        assert "Discovered" not in {c["type"] for c in status["conditions"]}
+        assert srv.count("initialize") == 0

@@ -241,6 +241,7 @@ def test_deployment_resources_from_values() -> None:
 def test_env_from_values() -> None:
     assert env() == {
         "SKILLOP_NAMESPACES": "",
+        "SKILLOP_MCP_DISCOVERY": "true",
         "SKILLOP_MCP_ALLOW": "*.svc,*.svc.cluster.local",
         "SKILLOP_MCP_REFRESH_SECONDS": "300",
         "SKILLOP_RESYNC_SECONDS": "300",
@@ -253,6 +254,7 @@ def test_env_from_values() -> None:
     assert custom["SKILLOP_MCP_REFRESH_SECONDS"] == "60"
     assert custom["SKILLOP_RESYNC_SECONDS"] == "30"
     assert custom["SKILLOP_LOG_LEVEL"] == "DEBUG"
+    assert env({"mcp": {"discovery": False}})["SKILLOP_MCP_DISCOVERY"] == "false"
 
 
 def test_env_is_what_the_operator_reads(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -266,6 +268,10 @@ def test_env_is_what_the_operator_reads(monkeypatch: pytest.MonkeyPatch) -> None
     assert config.mcp_refresh_seconds == 60.0
     assert config.resync_seconds == 300.0
     assert config.liveness == "http://0.0.0.0:8080/healthz"
+    assert config.mcp_discovery is True
+    monkeypatch.setenv("SKILLOP_MCP_DISCOVERY", env({"mcp": {"discovery": False}})[
+        "SKILLOP_MCP_DISCOVERY"])
+    assert OperatorConfig.from_env().mcp_discovery is False
 
 
 # -- RBAC: least privilege, and exactly what the operator uses ---------------------------

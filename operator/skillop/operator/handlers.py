@@ -50,7 +50,10 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     reconciler = Reconciler(store, writer, debounce=CONFIG.debounce_seconds,
                             concurrency=CONFIG.write_concurrency)
     memo.store, memo.writer, memo.reconciler = store, writer, reconciler
-    memo.discovery = attach_discovery(store, reconciler, writer, CONFIG)
+    # Read at start (not import) time, like a restart with new settings would.
+    config = OperatorConfig.from_env()
+    memo.discovery = (attach_discovery(store, reconciler, writer, config)
+                      if config.mcp_discovery else None)
     memo.worker = asyncio.create_task(reconciler.run(), name="skillop-reconciler")
     memo.resync = asyncio.create_task(reconciler.resync(CONFIG.resync_seconds),
                                       name="skillop-resync")

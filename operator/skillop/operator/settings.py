@@ -33,11 +33,13 @@ def _bool(name: str, default: bool = False) -> bool:
 class OperatorConfig:
     #: Namespaces to watch; empty means all (cluster-wide).
     namespaces: tuple[str, ...] = ()
+    #: List url MCP servers live; off: declared tools only, no connection made.
+    mcp_discovery: bool = True
     #: Host globs the operator may contact for MCP discovery.
     mcp_allow: tuple[str, ...] = DEFAULT_MCP_ALLOW
     #: Default MCP refresh period (a Skill's refreshInterval overrides it).
     mcp_refresh_seconds: float = 300.0
-    #: Full resync of every Skill and Actor (kopf timer).
+    #: Full resync of every Skill and Actor (the reconciler's own timer).
     resync_seconds: float = 300.0
     #: How long to gather changes into one batch before resolving.
     debounce_seconds: float = 0.05
@@ -62,6 +64,7 @@ class OperatorConfig:
     def from_env(cls) -> OperatorConfig:
         return cls(
             namespaces=_list("SKILLOP_NAMESPACES"),
+            mcp_discovery=_bool("SKILLOP_MCP_DISCOVERY", default=True),
             mcp_allow=_list("SKILLOP_MCP_ALLOW", DEFAULT_MCP_ALLOW),
             mcp_refresh_seconds=_float("SKILLOP_MCP_REFRESH_SECONDS", 300.0),
             resync_seconds=_float("SKILLOP_RESYNC_SECONDS", 300.0),
