@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from functools import cached_property
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 from pydantic.alias_generators import to_camel
 
 Checkpoint = Literal["no", "file", "snapshot"]
@@ -72,6 +72,12 @@ class Capabilities(BaseModel):
         copy = super().model_copy(update=update, deep=deep)
         copy.__dict__.pop("_set_fields", None)  # ``update`` may have changed fields
         return copy
+
+    @field_validator("checkpoint", mode="before")
+    @classmethod
+    def _yaml_no(cls, value: Any) -> Any:
+        # YAML 1.1 reads an unquoted `checkpoint: no` as false; the user meant "no".
+        return "no" if value is False else value
 
     def to_dict(self) -> dict[str, Any]:
         """The set fields, camelCase, as they appear in documents (a fresh copy)."""
