@@ -8,12 +8,12 @@ to any key re-resolves exactly the skills and actors that reach it, transitively
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from skillop.model.manifest import ActorResource, SkillResource
 from skillop.model.names import ObjectRef, RefError, parse_ref
+from skillop.resolve.graph import reachable
 
 Key = tuple[str, str]  # (kind, "namespace/name" or an endpoint)
 
@@ -77,23 +77,17 @@ class DependencyIndex:
 
     def dependents(self, changed: Iterable[Key]) -> Affected:
         """Every Skill and Actor that reaches any changed key (themselves included)."""
-        seen: set[Key] = set()
-        queue = deque(changed)
-        while queue:
-            item = queue.popleft()
-            if item in seen:
-                continue
-            seen.add(item)
-            queue.extend(self._reverse.get(item, ()))
+        seen = reachable(changed, lambda k: self._reverse.get(k, ()))
         return Affected(
-            frozenset(_ref(k) for k in seen if k[0] == "Skill"),
-            frozenset(_ref(k) for k in seen if k[0] == "Actor"),
+            frozenset(ref_of(k) for k in seen if k[0] == "Skill"),
+            frozenset(ref_of(k) for k in seen if k[0] == "Actor"),
         )
 
     def users_of(self, dep: Key) -> set[Key]:
         return set(self._reverse.get(dep, ()))
 
 
-def _ref(k: Key) -> ObjectRef:
+def ref_of(k: Key) -> ObjectRef:
+    """The object a Skill/Actor/Tool/ConfigMap key names."""
     ns, name = k[1].split("/", 1)
     return ObjectRef(ns, name)

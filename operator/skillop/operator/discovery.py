@@ -371,6 +371,6 @@ def _now() -> str:
 def attach_discovery(store: Store, reconciler: Reconciler, writer: Any,
                      config: OperatorConfig) -> Discovery:
     discovery = Discovery(store, reconciler, writer, config)
-    reconciler._server_states = discovery.states
-    reconciler._actor_warnings = discovery.warnings
+    reconciler.server_states = discovery.states
+    reconciler.actor_warnings = discovery.warnings
     return discovery

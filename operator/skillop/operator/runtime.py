@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from skillop.model.manifest import ActorResource, SkillResource
 from skillop.model.names import ObjectRef
 from skillop.model.problems import Problem
-from skillop.operator.deps import Key, key
+from skillop.operator.deps import Key, key, ref_of
 from skillop.operator.outputs import (
     Plan,
     ServerState,
@@ -65,8 +65,10 @@ class Reconciler:
         self._dirty: set[Key] = set()
         self._wake = asyncio.Event()
         self._limit = asyncio.Semaphore(concurrency)
-        self._server_states = server_states or _declared_states
-        self._actor_warnings = actor_warnings or (lambda actor, skills: ())
+        #: What status says of a Skill's MCP servers, and extra warnings for an
+        #: Actor: plain declared facts unless discovery provides live ones.
+        self.server_states: ServerStates = server_states or _declared_states
+        self.actor_warnings: ActorWarnings = actor_warnings or (lambda actor, skills: ())
         self.batches = 0
 
     # -- intake -------------------------------------------------------------------
@@ -140,7 +142,7 @@ class Reconciler:
             return None
         k = key("Skill", ref)
         plan = skill_plan(skill, resolution, old_status=self.store.statuses.get(k, {}),
-                          servers=self._server_states(skill), now=self.clock())
+                          servers=self.server_states(skill), now=self.clock())
         return await self._write("Skill", ref, skill.meta.uid, plan)
 
     async def _actor(self, resolver: Resolver, ref: ObjectRef) -> Key | None:
@@ -152,12 +154,12 @@ class Reconciler:
         plan = actor_plan(actor, resolution,
                           old_status=self.store.statuses.get(key("Actor", ref), {}),
                           observed=observed, now=self.clock(),
-                          extra_warnings=self._actor_warnings(actor, resolution.skills))
+                          extra_warnings=self.actor_warnings(actor, resolution.skills))
         return await self._write("Actor", ref, actor.meta.uid, plan, exists=observed is not None)
 
     async def _invalid(self, k: Key) -> Key | None:
         """An object whose spec does not parse: Ready=False with every problem."""
-        kind, ref = k[0], ObjectRef(*k[1].split("/", 1))
+        kind, ref = k[0], ref_of(k)
         if kind not in ("Skill", "Actor"):
             return None
         problems: Sequence[Problem] = self.store.invalid[k]

@@ -26,6 +26,7 @@ from skillop.operator.deps import (
     Key,
     actor_dependencies,
     key,
+    ref_of,
     skill_dependencies,
 )
 from skillop.operator.outputs import (
@@ -129,7 +130,7 @@ class Store:
 
     def _resource(self, k: Key, obj: object, problems: tuple[Problem, ...],
                   generation: int) -> set[Key]:
-        kind, ref = k[0], _ref(k)
+        kind, ref = k[0], ref_of(k)
         table = self._table(kind)
         old = table.get(ref)
         if not isinstance(obj, Resource):
@@ -177,8 +178,3 @@ class Store:
 def _is_managed(body: Mapping[str, Any]) -> bool:
     labels = (body.get("metadata") or {}).get("labels") or {}
     return all(labels.get(k) == v for k, v in MANAGED_BY.items())
-
-
-def _ref(k: Key) -> ObjectRef:
-    ns, name = k[1].split("/", 1)
-    return ObjectRef(ns, name)

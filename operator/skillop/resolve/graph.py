@@ -12,10 +12,12 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from skillop.model.names import ObjectRef
 
 Edges = Callable[[ObjectRef], Sequence[ObjectRef]]
+T = TypeVar("T")
 
 
 def strongly_connected(nodes: Iterable[ObjectRef], edges: Edges) -> list[list[ObjectRef]]:
@@ -135,6 +137,18 @@ def _shortest_cycle(start: ObjectRef, members: set[ObjectRef], edges: Edges) -> 
 
 def spell_cycle(path: Sequence[ObjectRef]) -> str:
     return " -> ".join(ref.canonical for ref in path)
+
+
+def reachable(starts: Iterable[T], edges: Callable[[T], Iterable[T]]) -> set[T]:
+    """Every node reachable from ``starts`` (the starts included), iteratively."""
+    seen: set[T] = set()
+    stack = list(starts)
+    while stack:
+        node = stack.pop()
+        if node not in seen:
+            seen.add(node)
+            stack.extend(edges(node))
+    return seen
 
 
 def reverse_edges(

@@ -114,13 +114,7 @@ class Resolver:
             return [t for t in self._targets(ref) if t not in explored]
 
         found = graph.cycles(fresh, edges)
-        stack = list(fresh)
-        while stack:
-            ref = stack.pop()
-            if ref in explored:
-                continue
-            explored.add(ref)
-            stack.extend(edges(ref))
+        explored |= graph.reachable(fresh, edges)
         self._cycles.update(found)
         self._cyclic.update(found)
 
