@@ -22,10 +22,24 @@ import kopf
 from skillop.model.names import API_GROUP, API_VERSION
 from skillop.operator.kube import Kube
 from skillop.operator.runtime import Reconciler
-from skillop.operator.settings import OperatorConfig
+from skillop.operator.settings import OperatorConfig, SettingsError
 from skillop.operator.store import Store
 
-CONFIG = OperatorConfig.from_env()
+
+def _import_config() -> OperatorConfig:
+    """The settings the handlers are registered with (the webhook's, at import).
+
+    A value that does not parse is reported by ``skillop operator`` before kopf
+    starts (``main.run``), and raised by ``startup`` under ``kopf run``: never
+    here, where it would be an import traceback.
+    """
+    try:
+        return OperatorConfig.from_env()
+    except SettingsError:
+        return OperatorConfig()
+
+
+CONFIG = _import_config()
 TOOLS = (API_GROUP, API_VERSION, "tools")
 SKILLS = (API_GROUP, API_VERSION, "skills")
 ACTORS = (API_GROUP, API_VERSION, "actors")

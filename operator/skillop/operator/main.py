@@ -4,16 +4,24 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 
-from skillop.operator.settings import OperatorConfig
+from skillop.operator.settings import OperatorConfig, SettingsError
 
 
 def run() -> int:
+    try:
+        # Before anything else (the handlers read the settings on import): a value
+        # that does not parse stops the operator with one line, not a traceback.
+        config = OperatorConfig.from_env()
+    except SettingsError as err:
+        print(f"skillop operator: {err}", file=sys.stderr)
+        return 2
+
     import kopf
 
     import skillop.operator.handlers  # noqa: F401  (registers the handlers)
 
-    config = OperatorConfig.from_env()
     logging.basicConfig(level=config.log_level,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # kopf logs every handler run at INFO; skillop's own batch lines say what matters.
