@@ -21,6 +21,7 @@ test: $(STAMP) lint typecheck unit
 
 lint: $(STAMP)
 	$(BIN)/ruff check operator tests bench
+	$(BIN)/lint-imports --no-cache
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -39,4 +40,4 @@ crds: $(STAMP)
 	$(BIN)/python helm/sync_crds.py
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info
+	rm -rf $(VENV) build dist *.egg-info operator/*.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis

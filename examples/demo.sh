@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 run() { printf '\n$ %s\n' "$*"; "$@"; }
 
 if command -v kubectl >/dev/null 2>&1 && kubectl version --request-timeout=3s >/dev/null 2>&1; then
-  exec python -m skillop.operator.demo
+  exec python examples/demo_cluster.py
 fi
 
 echo "No reachable Kubernetes cluster: running the offline CLI over examples/."

@@ -74,7 +74,3 @@ def parse_ref(text: str, *, namespace: str) -> ObjectRef:
             " (lowercase letters, digits, '-' and '.')"
         )
     return ObjectRef(ns, name)
-
-
-def is_tool_name(text: str) -> bool:
-    return bool(TOOL_NAME_RE.match(text))

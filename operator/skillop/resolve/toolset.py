@@ -142,14 +142,6 @@ def server_document(skill: ObjectRef, server: McpServer) -> dict[str, Any]:
     return doc
 
 
-def toolset_document(
-    *, owner_kind: str, owner: str, tools: Sequence[EffectiveTool],
-    servers: Sequence[tuple[ObjectRef, McpServer]],
-) -> dict[str, Any]:
-    """The document, with ``hash`` filled in. ``owner_kind`` is ``actor`` or ``skill``."""
-    return build_toolset(owner_kind=owner_kind, owner=owner, tools=tools, servers=servers)[0]
-
-
 def build_toolset(
     *, owner_kind: str, owner: str, tools: Sequence[EffectiveTool],
     servers: Sequence[tuple[ObjectRef, McpServer]],
