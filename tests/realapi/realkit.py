@@ -1,0 +1,165 @@
+"""The real-API tier's helpers: the cluster seen as admin, and the operator as a process.
+
+The operator runs as ``skillop operator`` in a child process with its own
+``KUBECONFIG``, as it runs in a pod: its own identity (so the audit log tells
+its requests apart), its own settings, and a restart is a real restart.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from controlplane import OPERATOR_USER, ControlPlane
+
+from clusterkit import Cluster, wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+KUBECTL = str(BIN / "kubectl")
+SKILLOP = str(BIN / "skillop")
+#: What the operator lists and watches before it reconciles anything.
+WATCHED = ("tools", "skills", "actors", "configmaps", "namespaces")
+OPERATOR_ENV = {
+    "SKILLOP_DEBOUNCE_SECONDS": "0.02",
+    "SKILLOP_MCP_ALLOW": "127.0.0.1",
+    "SKILLOP_MCP_REFRESH_SECONDS": "600",
+    "SKILLOP_LOG_LEVEL": "INFO",
+}
+
+
+class RealCluster(Cluster):
+    """The control plane, seen as an admin, with kubectl and the audit log at hand."""
+
+    def __init__(self, plane: ControlPlane) -> None:
+        from kubernetes import config
+
+        super().__init__(config.new_client_from_config(config_file=str(plane.admin_kubeconfig)))
+        self.plane = plane
+
+    def kubectl(self, *args: str, stdin: str | None = None,
+                kubeconfig: Path | None = None) -> subprocess.CompletedProcess[str]:
+        config = str(kubeconfig or self.plane.admin_kubeconfig)
+        return subprocess.run([KUBECTL, f"--kubeconfig={config}", *args], input=stdin,
+                              capture_output=True, text=True, timeout=60, check=False)
+
+    def namespace(self, name: str) -> None:
+        self.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+
+    def delete_namespaces(self, *names: str) -> None:
+        """Start deleting (the namespace controller finishes it in the background)."""
+        from kubernetes.client.exceptions import ApiException
+
+        for name in names:
+            with contextlib.suppress(ApiException):
+                self.core.delete_namespace(name)
+
+
+@dataclasses.dataclass
+class OperatorProcess:
+    popen: subprocess.Popen[bytes]
+    log: Path
+    started: str  # audit stageTimestamp before the start
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+def _watching(plane: ControlPlane, user: str, since: str) -> bool:
+    watched = {e["objectRef"]["resource"] for e in plane.audit()
+               if e.get("verb") == "watch" and e.get("user", {}).get("username") == user
+               and e.get("stageTimestamp", "") > since and "objectRef" in e}
+    return set(WATCHED) <= watched
+
+
+def audit_now() -> str:
+    """A timestamp comparable with the audit log's ``stageTimestamp`` (RFC 3339, UTC, µs)."""
+    import datetime
+
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@contextlib.contextmanager
+def operator_process(plane: ControlPlane, *, kubeconfig: Path | None = None,
+                     user: str = OPERATOR_USER, env: Mapping[str, str] | None = None,
+                     name: str = "operator", timeout: float = 60.0,
+                     ) -> Iterator[OperatorProcess]:
+    """``skillop operator`` until the context exits; yields once its watches are open."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("SKILLOP_")}
+    environ.update(OPERATOR_ENV)
+    environ.update(env or {})
+    environ["KUBECONFIG"] = str(kubeconfig or plane.operator_kubeconfig)
+    log = plane.workdir / f"{name}-{time.monotonic_ns()}.log"
+    started = audit_now()
+    with log.open("wb") as out:
+        popen = subprocess.Popen([SKILLOP, "operator"], stdout=out, stderr=subprocess.STDOUT,
+                                 stdin=subprocess.DEVNULL, env=environ, start_new_session=True)
+    proc = OperatorProcess(popen, log, started)
+    try:
+        wait_for(lambda: popen.poll() is not None or _watching(plane, user, started),
+                 timeout=timeout, interval=0.1, message=f"{name} watching {WATCHED}")
+        if popen.poll() is not None:
+            raise RuntimeError(f"{name} exited with {popen.returncode}:\n{proc.output()[-3000:]}")
+        yield proc
+    finally:
+        stop(popen)
+
+
+def stop(popen: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
+    if popen.poll() is None:
+        popen.send_signal(signal.SIGTERM)  # kopf stops gracefully on SIGTERM
+        try:
+            popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            popen.kill()
+            popen.wait(timeout)
+
+
+def strip_nulls(value: Any) -> Any:
+    """A merge patch's content as it reads once applied: null means absent."""
+    if isinstance(value, dict):
+        return {k: strip_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [strip_nulls(v) for v in value]
+    return value
+
+
+def status_writes(plane: ControlPlane, *, user: str = OPERATOR_USER,
+                  ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(status sent, status the server kept) for every status write of ``user`` so far."""
+    out = []
+    for event in plane.writes(user=user):
+        ref = event.get("objectRef", {})
+        if ref.get("subresource") != "status" or "requestObject" not in event:
+            continue
+        sent = (event["requestObject"] or {}).get("status")
+        kept = (event.get("responseObject") or {}).get("status")
+        if sent is not None and event.get("responseStatus", {}).get("code") == 200:
+            out.append((sent, kept or {}))
+    return out
+
+
+def wait_quiet(plane: ControlPlane, *, user: str = OPERATOR_USER, quiet: float = 1.0,
+               timeout: float = 30.0) -> None:
+    """Until ``user`` has written nothing for ``quiet`` seconds."""
+    def last_write() -> str:
+        writes = plane.writes(user=user)
+        return writes[-1]["stageTimestamp"] if writes else ""
+
+    deadline = time.monotonic() + timeout
+    seen, since = last_write(), time.monotonic()
+    while time.monotonic() - since < quiet:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{user} still writing after {timeout}s")
+        time.sleep(0.1)
+        now = last_write()
+        if now != seen:
+            seen, since = now, time.monotonic()
