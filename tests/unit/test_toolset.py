@@ -22,9 +22,9 @@ TOP_KEYS = ["apiVersion", "kind", "actor", "hash", "tools", "mcpServers", "agent
 #: ``digest`` pins the definition (docs/decisions.md).
 TOOL_KEYS = ["name", "bindingName", "qualifiedName", "source", "skill", "title", "description",
              "inputSchema", "outputSchema", "capabilities", "runtime", "mcpServer", "path",
-             "digest"]
+             "digest", "upstreamDigest"]
 OPTIONAL = {"title": "title", "outputSchema": "output_schema", "runtime": "runtime",
-            "mcpServer": "mcp_server"}
+            "mcpServer": "mcp_server", "upstreamDigest": "upstream_digest"}
 SOURCES = {"builtin", "tool", "mcp", "anonymous", "agent_skill"}
 
 
@@ -53,6 +53,7 @@ def test_document_shape() -> None:
                     if k not in OPTIONAL or getattr(tooldef, OPTIONAL[k]) is not None]
         assert list(t) == expected, t["name"]
         assert ("mcpServer" in t) == (t["source"] == "mcp")
+        assert ("upstreamDigest" in t) == (t["source"] == "mcp")
         assert t["digest"] == tooldef.digest()
         assert isinstance(t["capabilities"], dict)
         assert t["path"] == ["team-a/all"]
@@ -179,3 +180,22 @@ def test_the_fast_hash_equals_the_hash_of_the_whole_document() -> None:
         assert document_hash(resolution.document) == resolution.document["hash"]
     skill = resolver.resolve_skill(ObjectRef("team-a", "full-stack-dev"))
     assert skill is not None and document_hash(skill.document) == skill.document["hash"]
+
+
+def test_upstream_digest_is_the_servers_definition_and_survives_overrides() -> None:
+    """``digest`` follows overrides; ``upstreamDigest`` stays what the server gave
+    (the definition the gateway compares with the live listing at call time)."""
+    from skillop.sources.mcp_tools import McpToolInfo, info_digest
+
+    build = anon("build", inputSchema={"type": "object"})
+    base = [skill("srv", mcpServers=[{"name": "d", "url": "http://d/mcp", "tools": [build]}]),
+            skill("top", includes=[{"skill": "srv", "overrides": {
+                "build": {"description": "Build, as team-a says"}}}]),
+            actor("plain", skills=["srv"]), actor("over", skills=["top"])]
+    plain = by_name(resolve_actor(base, "team-a/plain"))["build"]
+    over = by_name(resolve_actor(base, "team-a/over"))["build"]
+    assert over["description"] == "Build, as team-a says"
+    assert plain["digest"] != over["digest"]
+    expected = info_digest(McpToolInfo(name="build", description="inline build",
+                                       input_schema={"type": "object"}))
+    assert plain["upstreamDigest"] == over["upstreamDigest"] == expected

@@ -35,6 +35,10 @@ class ToolDef:
     mcp_server: str | None = None
     #: An Agent Skill's Markdown body: content for the pod, not part of the definition.
     body: str | None = None
+    #: An MCP tool's definition as its server gives it, before any override
+    #: (``mcp_tools.info_digest``): what ``skillop gateway`` compares with the live
+    #: listing at call time. Overrides keep it; None for other sources.
+    upstream_digest: str | None = None
     #: ``fragments()`` and ``digest()``, computed on first use. Not part of the
     #: definition: left out of init, comparisons and repr; ``replace`` starts afresh.
     _fragments: dict[str, str] = field(default_factory=dict, init=False, repr=False,

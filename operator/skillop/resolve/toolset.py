@@ -101,7 +101,8 @@ def _template(doc: dict[str, Any], tool: ToolDef) -> Template:
 def tool_document(tool: EffectiveTool, path: Sequence[str] | None = None) -> dict[str, Any]:
     """One tool. Optional fields (``title``, ``outputSchema``, ``runtime``,
     ``mcpServer``) are absent when unset; ``digest`` pins the definition (see
-    docs/decisions.md). ``path`` is ``tool.path`` spelled out, when the caller
+    docs/decisions.md); an MCP tool's ``upstreamDigest`` is its definition as the
+    server gave it, before overrides (docs/toolset.md). ``path`` is ``tool.path`` spelled out, when the caller
     has it."""
     t = tool.entry.tool
     doc: dict[str, Any] = {
@@ -124,6 +125,8 @@ def tool_document(tool: EffectiveTool, path: Sequence[str] | None = None) -> dic
         doc["mcpServer"] = t.mcp_server
     doc["path"] = [ref.canonical for ref in tool.path] if path is None else list(path)
     doc["digest"] = t.digest()
+    if t.upstream_digest is not None:
+        doc["upstreamDigest"] = t.upstream_digest
     return doc
 
 

@@ -7,6 +7,8 @@ win field by field), then the server's ``toolFilter`` applies.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,14 +69,13 @@ def _tool_def(server: McpServer, info: McpToolInfo) -> ToolDef:
         capabilities=caps,
         title=title if isinstance(title, str) else None,
         mcp_server=server.name,
+        upstream_digest=info_digest(info),
     )
 
 
 def info_digest(info: McpToolInfo) -> str:
-    """sha256 of a tool as its server defines it: what pinning compares."""
-    import hashlib
-    import json
-
+    """sha256 of a tool as its server defines it: what pinning compares, and the
+    ToolSet's ``upstreamDigest`` (checked by ``skillop gateway`` at call time)."""
     body = {"name": info.name, "title": info.title, "description": info.description,
             "inputSchema": info.input_schema, "outputSchema": info.output_schema,
             "annotations": info.annotations}
@@ -93,7 +94,5 @@ def changed_fields(old: McpToolInfo, new: McpToolInfo) -> list[str]:
 
 def tools_digest(infos: tuple[McpToolInfo, ...]) -> str:
     """sha256 over a server's whole tool list (each tool's ``info_digest``)."""
-    import hashlib
-
     joined = "\n".join(sorted(info_digest(i) for i in infos))
     return "sha256:" + hashlib.sha256(joined.encode()).hexdigest()
