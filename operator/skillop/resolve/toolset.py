@@ -102,8 +102,8 @@ def tool_document(tool: EffectiveTool, path: Sequence[str] | None = None) -> dic
     """One tool. Optional fields (``title``, ``outputSchema``, ``runtime``,
     ``mcpServer``) are absent when unset; ``digest`` pins the definition (see
     docs/decisions.md); an MCP tool's ``upstreamDigest`` is its definition as the
-    server gave it, before overrides (docs/toolset.md). ``path`` is ``tool.path`` spelled out, when the caller
-    has it."""
+    server gave it, before overrides (docs/toolset.md). ``path`` is ``tool.path``
+    spelled out, when the caller has it."""
     t = tool.entry.tool
     doc: dict[str, Any] = {
         "name": tool.name,
