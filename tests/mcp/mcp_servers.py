@@ -12,6 +12,11 @@ drive it from synchronous code or from any event loop:
         srv.requests                # every HTTP request the server saw (method, path, headers)
         srv.count("tools/list")     # JSON-RPC calls by method
 
+`tools_by_auth` serves another list to requests with a given Authorization
+header (a multi-tenant server): `ServerHandle(tools=public, tools_by_auth=
+{"Bearer a": team_a_tools})` lists `team_a_tools` only to clients sending
+`Authorization: Bearer a`, and `public` to everyone else.
+
 Also: `StatusServer` (answers every request with one fixed status, e.g. a 307
 redirect) and `SilentServer` (accepts TCP connections and never answers).
 """
@@ -199,9 +204,11 @@ class ServerHandle:
     `list_delay`: seconds each `tools/list` takes (a slow server).
     `fail_with`: when set, `tools/list` answers a JSON-RPC error with this message.
     `transport`: "streamable-http" (path /mcp) or "sse" (path /sse).
+    `tools_by_auth`: the list served to requests with that Authorization header.
     """
 
     tools: list[types.Tool] = field(default_factory=list)
+    tools_by_auth: dict[str, list[types.Tool]] = field(default_factory=dict)
     page_size: int | None = None
     list_changed: bool = False
     list_delay: float = 0.0
@@ -289,6 +296,10 @@ class ServerHandle:
         if self.fail_with is not None:
             raise MCPError(types.INVALID_PARAMS, self.fail_with)
         tools = list(self.tools)
+        request = ctx.request
+        auth = request.headers.get("authorization") if isinstance(request, Request) else None
+        if auth is not None and auth in self.tools_by_auth:
+            tools = list(self.tools_by_auth[auth])
         start = int(params.cursor) if params is not None and params.cursor else 0
         size = self.page_size or max(len(tools), 1)
         end = start + size

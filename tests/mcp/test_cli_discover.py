@@ -88,3 +88,57 @@ def test_unreachable_server_warns_and_keeps_declared_tools() -> None:
     assert done.returncode == 0
     assert "ConnectFailed" in done.stderr and "using the declared tools" in done.stderr
     assert [t["name"] for t in json.loads(done.stdout)["tools"]] == ["declared_only"]
+
+
+def tenant_manifests(url: str) -> list[str]:
+    """Two namespaces naming one URL, one with a Secret: as documents, in file order."""
+    authed = f"""
+apiVersion: skillop.dev/v1alpha1
+kind: Skill
+metadata: {{name: gateway, namespace: team-a}}
+spec:
+  mcpServers:
+    - name: gw
+      url: {url}
+      headersFrom: {{secretRef: {{name: gateway-token}}}}
+      tools: [{{name: declared_for_a}}]
+---
+apiVersion: skillop.dev/v1alpha1
+kind: Actor
+metadata: {{name: agent, namespace: team-a}}
+spec: {{skills: [gateway]}}
+"""
+    public = f"""
+apiVersion: skillop.dev/v1alpha1
+kind: Skill
+metadata: {{name: gateway, namespace: team-b}}
+spec:
+  mcpServers:
+    - name: gw
+      url: {url}
+      tools: [{{name: declared_for_b}}]
+---
+apiVersion: skillop.dev/v1alpha1
+kind: Actor
+metadata: {{name: agent, namespace: team-b}}
+spec: {{skills: [gateway]}}
+"""
+    return [authed, public]
+
+
+def test_discover_is_keyed_by_url_and_secret() -> None:
+    """The CLI reads no Secret: a Skill naming one keeps its declared tools, and the
+    list fetched without credentials serves only the Skills naming none, whichever
+    comes first in the input."""
+    with ServerHandle(tools=server_tools()) as server:
+        for docs in (tenant_manifests(server.url), tenant_manifests(server.url)[::-1]):
+            text = "---".join(docs)
+            args = ("-f", "-", "-o", "json", "--discover", "--allow", "127.0.0.1")
+            a = run("tools", "team-a/agent", *args, stdin=text)
+            b = run("tools", "team-b/agent", *args, stdin=text)
+            assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
+            assert [t["name"] for t in json.loads(a.stdout)["tools"]] == ["declared_for_a"]
+            assert "Secret team-a/gateway-token" in a.stderr
+            assert {t["name"] for t in json.loads(b.stdout)["tools"]} == {
+                "build_image", "list_images", "live_only"}
+        assert all("authorization" not in r.headers for r in server.requests)

@@ -7,15 +7,18 @@ from typing import Any, cast
 from skillkit import actor, ref, skill
 
 from skillop.model.manifest import ActorResource, Resource, SkillResource, parse_object
+from skillop.model.specs import ServerKey
 from skillop.operator.deps import (
     DependencyIndex,
     Key,
     actor_dependencies,
     key,
+    server_dep,
     skill_dependencies,
 )
 
 URL = "http://docker-mcp.tools.svc:8080/mcp"
+SERVER = server_dep(ServerKey(URL))
 
 
 def _skill(doc: dict[str, Any]) -> SkillResource:
@@ -78,7 +81,7 @@ def test_tool_configmap_and_endpoint_changes_reach_the_users() -> None:
     for changed in (key("Tool", ref("team-a/run-pytest")),
                     key("Tool", ref("team-b/shared-lint")),
                     key("ConfigMap", ref("team-a/pdf-skill")),
-                    ("McpServer", URL)):
+                    SERVER):
         affected = index.dependents([changed])
         assert _names(affected.skills) == {"team-a/base", "team-a/mid", "team-a/top"}, changed
         assert _names(affected.actors) == {"team-a/dev", "team-a/ops"}, changed
@@ -88,7 +91,8 @@ def test_unrelated_keys_affect_nothing() -> None:
     index = _index(_world())
     for changed in (key("Tool", ref("team-b/run-pytest")),
                     key("ConfigMap", ref("team-b/pdf-skill")),
-                    ("McpServer", "http://elsewhere/mcp")):
+                    server_dep(ServerKey("http://elsewhere/mcp")),
+                    server_dep(ServerKey(URL, ref("team-a/token")))):
         assert not index.dependents([changed]), changed
     # a skill nobody uses re-resolves itself only
     lonely = index.dependents([key("Skill", ref("team-b/base"))])
@@ -152,6 +156,6 @@ def test_several_changes_at_once_are_unioned_and_cycles_terminate() -> None:
 def test_dependencies_of_a_skill_and_an_actor() -> None:
     deps = skill_dependencies(_skill(_world()[0]))
     assert deps == {("Tool", "team-a/run-pytest"), ("Tool", "team-b/shared-lint"),
-                    ("ConfigMap", "team-a/pdf-skill"), ("McpServer", URL)}
+                    ("ConfigMap", "team-a/pdf-skill"), SERVER}
     assert actor_dependencies(_actor(actor("x", skills=["a", "team-b/b"]))) == {
         ("Skill", "team-a/a"), ("Skill", "team-b/b")}

@@ -8,7 +8,8 @@ from typing import Any
 from skillkit import actor, anon, configmap, namespace, ref, skill, skill_md, tool
 
 from skillop.model import problems as P
-from skillop.operator.deps import key
+from skillop.model.specs import ServerKey
+from skillop.operator.deps import key, server_dep
 from skillop.operator.outputs import HASH_ANNOTATION, MANAGED_BY
 from skillop.operator.store import Store
 from skillop.sources.mcp_tools import McpToolInfo
@@ -175,14 +176,14 @@ def test_namespace_label_changes_return_that_namespaces_skills_and_actors() -> N
 
 def test_set_discovered_returns_the_endpoint_only_when_the_list_changes() -> None:
     store = Store()
-    url = "http://docker-mcp/mcp"
+    server = ServerKey("http://docker-mcp/mcp")
+    dep = server_dep(server)
     tools = (McpToolInfo("build", "Build an image"), McpToolInfo("push", "Push it"))
-    assert store.set_discovered(url, tools) == {("McpServer", url)}
-    assert store.set_discovered(url, tuple(tools)) == set()
-    assert store.set_discovered(url, tools[:1]) == {("McpServer", url)}
-    assert store.set_discovered(url, (McpToolInfo("build", "Build images"),)) == {
-        ("McpServer", url)}
-    assert store.catalog.discovered[url] == (McpToolInfo("build", "Build images"),)
+    assert store.set_discovered(server, tools) == {dep}
+    assert store.set_discovered(server, tuple(tools)) == set()
+    assert store.set_discovered(server, tools[:1]) == {dep}
+    assert store.set_discovered(server, (McpToolInfo("build", "Build images"),)) == {dep}
+    assert store.catalog.discovered[server] == (McpToolInfo("build", "Build images"),)
 
 
 def test_a_discovered_change_reaches_the_skills_using_the_endpoint() -> None:
@@ -191,10 +192,24 @@ def test_a_discovered_change_reaches_the_skills_using_the_endpoint() -> None:
     store.upsert(skill("docker", mcpServers=[{"name": "d", "url": url,
                                               "tools": [anon("build")]}]))
     store.upsert(actor("dev", skills=["docker"]))
-    changed = store.set_discovered(url, (McpToolInfo("build"),))
+    changed = store.set_discovered(ServerKey(url), (McpToolInfo("build"),))
     affected = store.deps.dependents(changed)
     assert {r.name for r in affected.skills} == {"docker"}
     assert {r.name for r in affected.actors} == {"dev"}
+
+
+def test_a_listing_made_with_a_secret_reaches_only_the_skills_naming_that_secret() -> None:
+    store = Store()
+    url = "http://gateway.tools.svc/mcp"
+    authed = {"name": "gw", "url": url, "headersFrom": {"secretRef": {"name": "token"}}}
+    store.upsert(skill("with-secret", mcpServers=[authed]))
+    store.upsert(skill("without", mcpServers=[{"name": "gw", "url": url}]))
+    store.upsert(skill("other-secret", mcpServers=[
+        {**authed, "headersFrom": {"secretRef": {"name": "another"}}}]))
+    changed = store.set_discovered(ServerKey(url, ref("team-a/token")), (McpToolInfo("x"),))
+    assert {r.name for r in store.deps.dependents(changed).skills} == {"with-secret"}
+    changed = store.set_discovered(ServerKey(url), (McpToolInfo("y"),))
+    assert {r.name for r in store.deps.dependents(changed).skills} == {"without"}
 
 
 def test_record_status_is_what_the_next_plan_compares_with() -> None:

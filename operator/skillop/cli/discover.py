@@ -2,7 +2,10 @@
 
 ``--discover`` on ``tools``/``flatten``/``tree``/``explain`` lists every ``url``
 MCP server the input names (one connection per distinct server, all at once)
-and resolves with the live lists, as the operator would. ``skillop discover URL``
+and resolves with the live lists, as the operator would. Lists are keyed as in
+the operator, by URL and the Secret a server's ``headersFrom`` names: the CLI
+reads no Secrets, so a server named with one keeps its declared tools, and the
+list fetched without credentials serves only Skills that name none. ``skillop discover URL``
 prints one server's tools, as a table or as a declared ``tools`` list to paste
 into a Skill. Both use the operator's egress rules: cluster-internal hosts only,
 unless ``--allow`` says otherwise. A server that cannot be listed is a warning
@@ -21,7 +24,7 @@ import yaml
 
 from skillop.cli.render import table
 from skillop.model.manifest import Resource
-from skillop.model.specs import McpServer, SkillSpec
+from skillop.model.specs import McpServer, ServerKey, SkillSpec
 from skillop.resolve.catalog import Catalog
 from skillop.sources.mcp_tools import McpToolInfo
 
@@ -37,14 +40,15 @@ def _client() -> Any:
     return mcp_client
 
 
-def _servers(catalog: Catalog) -> dict[str, McpServer]:
-    out: dict[str, McpServer] = {}
+def _servers(catalog: Catalog) -> dict[ServerKey, McpServer]:
+    out: dict[ServerKey, McpServer] = {}
     for skill in catalog.skills.values():
         spec = skill.spec
         if isinstance(skill, Resource) and isinstance(spec, SkillSpec):
             for server in spec.mcp_servers:
-                if server.url is not None:
-                    out.setdefault(server.url, server)
+                server_key = server.discovery_key(skill.meta.namespace)
+                if server_key is not None:
+                    out.setdefault(server_key, server)
     return out
 
 
@@ -61,21 +65,23 @@ def discover_into(catalog: Catalog, *, allow: Sequence[str], timeout: float) -> 
     limits = client.DiscoveryLimits(connect_timeout=min(timeout, 5.0), total_timeout=timeout)
     servers = _servers(catalog)
 
-    async def one(url: str, server: McpServer) -> str | None:
-        if server.headers_from is not None:
-            return (f"MCP server {url}: headers come from Secret"
-                    f" {server.headers_from.secret_ref.name}, which the CLI does not read;"
+    async def one(server_key: ServerKey, server: McpServer) -> str | None:
+        if server_key.secret is not None:
+            return (f"MCP server {client.display_url(server_key.url)}: headers come from"
+                    f" Secret {server_key.secret}, which the CLI does not read;"
                     " using the declared tools")
         try:
-            result = await client.list_tools(url, transport=server.effective_transport,
+            result = await client.list_tools(server_key.url,
+                                             transport=server.effective_transport,
                                              guard=guard, limits=limits)
         except client.DiscoveryError as err:
             return f"{err}; using the declared tools"
-        catalog.discovered[url] = infos(result)
+        catalog.discovered[server_key] = infos(result)
         return None
 
     async def every() -> list[str | None]:
-        return list(await asyncio.gather(*(one(u, s) for u, s in sorted(servers.items()))))
+        return list(await asyncio.gather(*(one(u, s) for u, s in sorted(servers.items(),
+                                                                   key=lambda i: i[0].text))))
 
     return [w for w in asyncio.run(every()) if w]
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -23,7 +24,7 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
 from skillop.model.capabilities import BooleanCapability, Capabilities
-from skillop.model.names import OBJECT_NAME_PATTERN, TOOL_NAME_PATTERN
+from skillop.model.names import OBJECT_NAME_PATTERN, TOOL_NAME_PATTERN, ObjectRef
 
 JsonObject = dict[str, Any]
 ToolName = Annotated[str, StringConstraints(pattern=TOOL_NAME_PATTERN, max_length=128)]
@@ -211,6 +212,41 @@ class McpServer(SpecModel):
         if self.url is not None:
             return self.url
         return " ".join([*(self.command or []), *self.args])
+
+    def discovery_key(self, namespace: str) -> ServerKey | None:
+        """What this server's live tool list is keyed by, for a Skill in ``namespace``.
+
+        None for stdio servers, which are never contacted. The Secret named by
+        ``headersFrom`` lives in the Skill's namespace.
+        """
+        if self.url is None:
+            return None
+        secret = (ObjectRef(namespace, self.headers_from.secret_ref.name)
+                  if self.headers_from is not None else None)
+        return ServerKey(self.url, secret)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerKey:
+    """One discovery: a server URL and the Secret whose headers are sent to it (or none).
+
+    A tool list fetched with a Secret's credentials is served only to Skills naming
+    that same Secret (``namespace/name``), and one fetched without credentials only
+    to Skills naming none: no tenant sees a listing made with another's token
+    (docs/security.md).
+    """
+
+    url: str
+    secret: ObjectRef | None = None
+
+    @property
+    def text(self) -> str:
+        """An unambiguous one-line form: ``<secret or -> <url>`` (a Secret's name has
+        no spaces, so where the URL starts is never in doubt)."""
+        return f"{self.secret or '-'} {self.url}"
+
+    def __str__(self) -> str:
+        return self.url if self.secret is None else f"{self.url} (Secret {self.secret})"
 
 
 class ConfigMapKeyRef(SpecModel):

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 
 from skillop.model.manifest import ActorResource, SkillResource
 from skillop.model.names import ObjectRef, RefError, parse_ref
+from skillop.model.specs import ServerKey
 from skillop.resolve.graph import reachable
 
-Key = tuple[str, str]  # (kind, "namespace/name" or an endpoint)
+Key = tuple[str, str]  # (kind, "namespace/name" or ServerKey.text)
 
 
 def key(kind: str, ref: ObjectRef | str) -> Key:
@@ -47,8 +48,13 @@ def skill_dependencies(skill: SkillResource) -> set[Key]:
     deps |= {key("Tool", r) for r in _refs((t.ref for t in spec.tools), ns)}
     deps |= {key("ConfigMap", ObjectRef(ns, a.config_map_ref.name))
              for a in spec.agent_skills if a.config_map_ref is not None}
-    deps |= {key("McpServer", s.url) for s in spec.mcp_servers if s.url is not None}
+    deps |= {server_dep(k) for s in spec.mcp_servers if (k := s.discovery_key(ns)) is not None}
     return deps
+
+
+def server_dep(server: ServerKey) -> Key:
+    """The key of one discovery (URL and Secret): a new listing marks its users."""
+    return ("McpServer", server.text)
 
 
 def actor_dependencies(actor: ActorResource) -> set[Key]:

@@ -1,7 +1,12 @@
 """Live MCP discovery in the operator: one task per distinct server.
 
-Every ``url`` server named by any Skill gets one task (many Skills naming one
-server share it). The task lists the server's tools; when the server announces
+Every ``url`` server named by any Skill gets one task per ``ServerKey``: its URL
+and the Secret its ``headersFrom`` names (``namespace/name``). Many Skills naming
+one URL with the same Secret (or all without one) share a task; a listing made
+with a Secret's credentials is served only to Skills naming that Secret, so no
+tenant sees a tool list fetched with another tenant's token.
+
+The task lists the server's tools; when the server announces
 ``tools.listChanged`` it keeps a session open and re-lists on each
 notification, otherwise it polls on the shortest ``refreshInterval`` of the
 Skills naming it (default from settings). A Skill change refreshes its servers
@@ -26,9 +31,9 @@ from typing import Any
 
 from skillop.model.manifest import ActorResource, Resource, SkillResource, parse_object
 from skillop.model.names import ObjectRef
-from skillop.model.specs import McpServer, SkillSpec
+from skillop.model.specs import McpServer, ServerKey, SkillSpec
 from skillop.operator import pinning
-from skillop.operator.deps import Key, key
+from skillop.operator.deps import Key, key, server_dep
 from skillop.operator.outputs import ServerState
 from skillop.operator.runtime import Reconciler
 from skillop.operator.settings import OperatorConfig
@@ -50,9 +55,8 @@ def seconds(duration: str | None, default: float) -> float:
 
 @dataclass
 class ServerWatch:
-    url: str
+    key: ServerKey
     transport: str
-    secret: ObjectRef | None
     users: set[tuple[ObjectRef, str]] = field(default_factory=set)
     interval: float = 300.0
     task: asyncio.Task[None] | None = None
@@ -68,6 +72,15 @@ class ServerWatch:
     #: The server announced listChanged and a session is open on it: its list is live.
     watched: bool = False
 
+    @property
+    def url(self) -> str:
+        return self.key.url
+
+    @property
+    def secret(self) -> ObjectRef | None:
+        """The Secret whose keys are sent as headers; fixed for the watch's life."""
+        return self.key.secret
+
 
 class Discovery:
     def __init__(self, store: Store, reconciler: Reconciler, writer: Any,
@@ -80,18 +93,19 @@ class Discovery:
         self.config = config
         self.guard = EgressGuard(config.mcp_allow)
         self.limits = DiscoveryLimits()
-        self.servers: dict[str, ServerWatch] = {}
+        self.servers: dict[ServerKey, ServerWatch] = {}
         self._generations: dict[ObjectRef, int] = {}
         self._accept_notes: dict[ObjectRef, frozenset[str]] = {}
         #: The last change of each server's definitions: (tool, changed fields).
-        self.changes: dict[str, list[tuple[str, list[str]]]] = {}
+        self.changes: dict[ServerKey, list[tuple[str, list[str]]]] = {}
         self.connections = 0
 
     # -- what the reconciler asks ------------------------------------------------
     def states(self, skill: SkillResource) -> list[ServerState]:
         out = []
         for server in skill.spec.mcp_servers:
-            watch = self.servers.get(server.url or "")
+            server_key = server.discovery_key(skill.meta.namespace)
+            watch = self.servers.get(server_key) if server_key is not None else None
             if watch is None or server.url is None:
                 out.append(ServerState(server.name, len(server.tools)))
                 continue
@@ -108,7 +122,9 @@ class Discovery:
         accepted = self.store.catalog.accepted.get((ref, server.name))
         if not server.pin or accepted is None:
             return None, ()
-        live = self.store.catalog.discovered.get(server.url or "", accepted)
+        server_key = server.discovery_key(ref.namespace)
+        live = (self.store.catalog.discovered.get(server_key, accepted)
+                if server_key is not None else accepted)
         digests = {t.name: info_digest(t) for t in accepted}
         return digests, tuple(v.message() for v in pinning.violations(accepted, live))
 
@@ -120,10 +136,10 @@ class Discovery:
                    for skill, name in sorted(w.users) if skill in reached]
         changed = [f"ToolDefinitionChanged: tool {tool} of MCP server {name} (skill {skill})"
                    f" changed {', '.join(fields)}"
-                   for url, w in sorted(self.servers.items())
+                   for server_key, w in sorted(self.servers.items(), key=lambda i: i[0].text)
                    for skill, name in sorted(w.users)
                    if skill in reached and (skill, name) not in self.store.catalog.accepted
-                   for tool, fields in self.changes.get(url, [])]
+                   for tool, fields in self.changes.get(server_key, [])]
         return failing + changed
 
     # -- what the handlers tell ---------------------------------------------------
@@ -147,8 +163,9 @@ class Discovery:
 
     def _accept_all(self, skill: SkillResource) -> None:
         for server in skill.spec.mcp_servers:
-            if server.pin and server.url in self.store.catalog.discovered:
-                live = self.store.catalog.discovered[server.url]
+            server_key = server.discovery_key(skill.meta.namespace)
+            live = self.store.catalog.discovered.get(server_key) if server_key else None
+            if server.pin and live is not None:
                 self.reconciler.mark(self.store.set_accepted(skill.ref, server.name, live))
 
     def _accept_annotated(self, skill: SkillResource) -> None:
@@ -159,7 +176,8 @@ class Discovery:
         self._accept_notes[skill.ref] = digests
         for server in skill.spec.mcp_servers:
             accepted = self.store.catalog.accepted.get((skill.ref, server.name))
-            live = self.store.catalog.discovered.get(server.url or "")
+            server_key = server.discovery_key(skill.meta.namespace)
+            live = self.store.catalog.discovered.get(server_key) if server_key else None
             if server.pin and accepted is not None and live is not None:
                 taken = pinning.accept(accepted, live, digests)
                 self.reconciler.mark(self.store.set_accepted(skill.ref, server.name, taken))
@@ -189,47 +207,45 @@ class Discovery:
         the first time (start-up, a new Skill) joins a server whose list is live
         (watched) or being fetched without another connection.
         """
-        assert server.url is not None
-        secret = (ObjectRef(ref.namespace, server.headers_from.secret_ref.name)
-                  if server.headers_from is not None else None)
-        watch = self.servers.get(server.url)
+        server_key = server.discovery_key(ref.namespace)
+        assert server_key is not None
+        watch = self.servers.get(server_key)
         if watch is None:
-            watch = self.servers[server.url] = ServerWatch(server.url, server.effective_transport,
-                                                           secret)
+            watch = self.servers[server_key] = ServerWatch(server_key,
+                                                           server.effective_transport)
             watch.last_sync, watch.tools_digest = self._recorded_sync(ref, server.name)
-            self.store.catalog.pending.add(server.url)
+            self.store.catalog.pending.add(server_key)
         watch.users.add((ref, server.name))
-        new_headers = watch.secret is None and secret is not None
-        watch.secret = watch.secret or secret
         interval = seconds(server.refresh_interval or skill.spec.refresh_interval,
                            self.config.mcp_refresh_seconds)
         shorter = watch.task is not None and interval < watch.interval
         watch.interval = min(watch.interval, interval) if watch.task else interval
         if watch.task is None or watch.task.done():
             watch.task = asyncio.get_running_loop().create_task(self._run(watch))
-        elif new_headers or shorter or (refresh and not watch.listing) \
+        elif shorter or (refresh and not watch.listing) \
                 or not (watch.listing or watch.watched):
             # A listing already under way ends after this change and serves as its
             # refresh: a burst of Skills naming one server (start-up, an apply of a
             # directory) costs one session, not one per Skill. A watched server's
-            # list is live already: its open session is the refresh.
+            # list is live already: its open session is the refresh. (Headers never
+            # change under a watch: another Secret is another ServerKey.)
             watch.wake.set()
 
     def _forget(self, ref: ObjectRef) -> None:
-        for url, watch in list(self.servers.items()):
+        for server_key, watch in list(self.servers.items()):
             watch.users = {u for u in watch.users if u[0] != ref}
             if not watch.users:
                 if watch.task is not None:
                     watch.task.cancel()
-                del self.servers[url]
-                self._settled(url)
+                del self.servers[server_key]
+                self._settled(server_key)
 
-    def _settled(self, url: str) -> set[Key]:
+    def _settled(self, server_key: ServerKey) -> set[Key]:
         """The server's first listing since start is over: what waited, goes."""
-        if url not in self.store.catalog.pending:
+        if server_key not in self.store.catalog.pending:
             return set()
-        self.store.catalog.pending.discard(url)
-        return self.store.deps.users_of(key("McpServer", url))
+        self.store.catalog.pending.discard(server_key)
+        return self.store.deps.users_of(server_dep(server_key))
 
     def _recorded_sync(self, ref: ObjectRef, server: str) -> tuple[str | None, str | None]:
         """lastSync and toolsDigest as the Skill's status last recorded them."""
@@ -298,12 +314,12 @@ class Discovery:
             # lastSync says when the list last changed: a poll that finds the same
             # list, or a restart, writes nothing.
             watch.last_sync, watch.tools_digest = _now(), digest
-        before = self.store.catalog.discovered.get(watch.url)
-        self.changes[watch.url] = (pinning.definition_changes(before, infos)
+        before = self.store.catalog.discovered.get(watch.key)
+        self.changes[watch.key] = (pinning.definition_changes(before, infos)
                                    if before is not None else [])
-        changed = self.store.set_discovered(watch.url, infos)
+        changed = self.store.set_discovered(watch.key, infos)
         changed |= self._settle_pins(watch, infos)
-        changed |= self._settled(watch.url)
+        changed |= self._settled(watch.key)
         if changed or was_failing:
             self.reconciler.mark(changed | self._users(watch))
 
@@ -339,9 +355,9 @@ class Discovery:
         log.warning("MCP discovery failed: %s", message)
         changed = (watch.error, watch.reason) != (message, reason)
         watch.error, watch.reason = message, reason
-        waited = self._settled(watch.url)
+        waited = self._settled(watch.key)
         if changed or waited:
-            self.reconciler.mark(self.store.deps.users_of(key("McpServer", watch.url))
+            self.reconciler.mark(self.store.deps.users_of(server_dep(watch.key))
                                  | self._users(watch) | waited)
 
     def _users(self, watch: ServerWatch) -> set[Key]:

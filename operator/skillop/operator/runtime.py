@@ -131,7 +131,8 @@ class Reconciler:
             return False
         for ref in skills:
             view = resolver.view(ref)
-            if view is not None and any(s.url in pending for s in view.servers):
+            if view is not None and any(s.discovery_key(ref.namespace) in pending
+                                        for s in view.servers):
                 return True
         return False
 

@@ -21,12 +21,14 @@ from skillop.model.manifest import (
 )
 from skillop.model.names import ObjectRef
 from skillop.model.problems import Problem
+from skillop.model.specs import ServerKey
 from skillop.operator.deps import (
     DependencyIndex,
     Key,
     actor_dependencies,
     key,
     ref_of,
+    server_dep,
     skill_dependencies,
 )
 from skillop.operator.outputs import (
@@ -96,11 +98,11 @@ class Store:
             self.deps.remove(k)
         return {k} if existed else set()
 
-    def set_discovered(self, endpoint: str, tools: tuple[McpToolInfo, ...]) -> set[Key]:
-        if self.catalog.discovered.get(endpoint) == tools:
+    def set_discovered(self, server: ServerKey, tools: tuple[McpToolInfo, ...]) -> set[Key]:
+        if self.catalog.discovered.get(server) == tools:
             return set()
-        self.catalog.discovered[endpoint] = tools
-        return {key("McpServer", endpoint)}
+        self.catalog.discovered[server] = tools
+        return {server_dep(server)}
 
     def set_accepted(self, skill: ObjectRef, server: str,
                      tools: tuple[McpToolInfo, ...] | None) -> set[Key]:

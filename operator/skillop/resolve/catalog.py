@@ -2,7 +2,9 @@
 
 The CLI fills one from manifest files; the operator keeps one up to date from
 watch events. The resolver only reads it. ``discovered`` holds live MCP tool
-lists by server endpoint; where a server has none, its declared tools count.
+lists by ``ServerKey`` (URL and the Secret whose headers fetched the list, so a
+listing made with one tenant's credentials never serves another); where a
+server has none, its declared tools count.
 ``accepted`` holds what a pinned server's skill has accepted, which wins over
 the live list (see ``skillop.operator.pinning``).
 """
@@ -23,6 +25,7 @@ from skillop.model.manifest import (
     ToolResource,
 )
 from skillop.model.names import ObjectRef
+from skillop.model.specs import ServerKey
 from skillop.sources.mcp_tools import McpToolInfo
 
 SHARED_LABEL = "skillop.dev/shared"
@@ -36,12 +39,12 @@ class Catalog:
     actors: dict[ObjectRef, ActorResource] = field(default_factory=dict)
     configmaps: dict[ObjectRef, ConfigMapData] = field(default_factory=dict)
     namespaces: dict[str, Mapping[str, str]] = field(default_factory=dict)
-    discovered: dict[str, tuple[McpToolInfo, ...]] = field(default_factory=dict)
+    discovered: dict[ServerKey, tuple[McpToolInfo, ...]] = field(default_factory=dict)
     #: Objects that exist but failed to parse, by (kind, ref): why, in one line.
     invalid: dict[tuple[str, ObjectRef], str] = field(default_factory=dict)
-    #: MCP endpoints whose first listing since start has not finished: what
+    #: MCP servers whose first listing since start has not finished: what
     #: reaches them waits, rather than flipping to declared tools and back.
-    pending: set[str] = field(default_factory=set)
+    pending: set[ServerKey] = field(default_factory=set)
     #: Accepted definitions of pinned servers, by (skill, server name).
     accepted: dict[tuple[ObjectRef, str], tuple[McpToolInfo, ...]] = field(default_factory=dict)
 

@@ -139,8 +139,9 @@ def _registry_tool(b: _Builder, text: str, override: Override | None, field: str
 
 def _mcp_server(b: _Builder, server: McpServer, field: str) -> None:
     infos = b.catalog.accepted.get((b.skill.ref, server.name)) if server.pin else None
-    if infos is None and server.url:
-        infos = b.catalog.discovered.get(server.endpoint)
+    server_key = server.discovery_key(b.ns)
+    if infos is None and server_key is not None:
+        infos = b.catalog.discovered.get(server_key)
     if infos is None:
         infos = declared_infos(server)
     if server.url is None and not server.tools:

@@ -69,6 +69,7 @@ __all__ = [
     "EgressGuard",
     "ErrorReason",
     "McpTransport",
+    "display_url",
     "list_tools",
     "watch_tools",
 ]
@@ -187,6 +188,11 @@ def _display_url(url: str | httpx2.URL) -> str:
     if parsed is None:
         return "<invalid URL>"
     return str(parsed.copy_with(userinfo=b"", query=None, fragment=None))
+
+
+def display_url(url: str) -> str:
+    """What a caller may print of a server URL (see ``_display_url``)."""
+    return _display_url(url)
 
 
 def _redirect_target(base: httpx2.URL, location: str | None) -> str:
