@@ -205,6 +205,10 @@ class ServerHandle:
     `fail_with`: when set, `tools/list` answers a JSON-RPC error with this message.
     `transport`: "streamable-http" (path /mcp) or "sse" (path /sse).
     `tools_by_auth`: the list served to requests with that Authorization header.
+    `tools/call` answers every listed tool with the JSON text
+    `{"tool": name, "arguments": {...}}` (plus `"header": value` of the request
+    header named `echo_header`, to test redaction), after `call_delay` seconds;
+    every call is recorded in `calls`.
     """
 
     tools: list[types.Tool] = field(default_factory=list)
@@ -215,6 +219,9 @@ class ServerHandle:
     fail_with: str | None = None
     transport: Literal["streamable-http", "sse"] = "streamable-http"
     host: str = LOOPBACK
+    call_delay: float = 0.0
+    echo_header: str | None = None
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     requests: list[SeenRequest] = field(default_factory=list)
     port: int = 0
     _uvicorn: _UvicornThread | None = field(default=None, repr=False)
@@ -306,8 +313,24 @@ class ServerHandle:
         next_cursor = str(end) if end < len(tools) else None
         return types.ListToolsResult(tools=tools[start:end], next_cursor=next_cursor)
 
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        arguments = dict(params.arguments or {})
+        self.calls.append((params.name, arguments))
+        if self.call_delay:
+            await asyncio.sleep(self.call_delay)
+        if params.name not in {t.name for t in self.tools}:
+            raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
+        body: dict[str, Any] = {"tool": params.name, "arguments": arguments}
+        if self.echo_header is not None:
+            headers = getattr(ctx.request, "headers", None) or {}
+            body["header"] = headers.get(self.echo_header)
+        return types.CallToolResult(content=[types.TextContent(text=json.dumps(body))])
+
     def _new_server(self) -> Server[Any]:
-        server: Server[Any] = Server("skillop-test", version="1.0", on_list_tools=self._list_tools)
+        server: Server[Any] = Server("skillop-test", version="1.0", on_list_tools=self._list_tools,
+                                    on_call_tool=self._call_tool)
         # The lowlevel server announces listChanged only through NotificationOptions.
         options = NotificationOptions(tools_changed=self.list_changed)
         server.create_initialization_options = functools.partial(  # type: ignore[method-assign]

@@ -17,6 +17,8 @@ import yaml
 
 from skillop.cli.load import Loaded, load_paths
 from skillop.cli.render import tools_table, tree
+from skillop.gateway.command import add_parser as gateway_parser
+from skillop.gateway.command import gateway_command
 from skillop.model.manifest import DEFAULT_NAMESPACE
 from skillop.model.names import ObjectRef, RefError, parse_ref
 from skillop.model.problems import Problem
@@ -70,6 +72,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--header", action="append", default=[], metavar="NAME=VALUE")
     p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS")
     sub.add_parser("operator", help="run the operator (kopf) with the project's settings")
+    gateway_parser(sub)
     return parser
 
 
@@ -79,6 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from skillop.operator.main import run  # kopf only when running the operator
 
         return run()
+    if args.command == "gateway":
+        return gateway_command(args)
     if args.command == "discover":
         from skillop.cli.discover import discover_command
 

@@ -69,6 +69,7 @@ __all__ = [
     "EgressGuard",
     "ErrorReason",
     "McpTransport",
+    "discovered_tool",
     "display_url",
     "list_tools",
     "watch_tools",
@@ -958,3 +959,9 @@ class DiscoveryCache:
         # Retrieve the outcome so an error nobody awaited any more is not reported as lost.
         if not done.cancelled():
             done.exception()
+
+
+def discovered_tool(tool: types.Tool) -> DiscoveredTool:
+    """One listed tool as discovery records it (its MCP hint annotations only):
+    what ``mcp_tools.info_digest`` digests, for anyone comparing a live listing."""
+    return _convert(tool)

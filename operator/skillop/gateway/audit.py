@@ -1,0 +1,56 @@
+"""The audit trail: one JSON line per tool call.
+
+Each line says who called what, where it went, how long it took and how it
+ended: ``time``, ``actor``, ``bindingName``, ``upstream`` (server name, null for
+Agent Skills and unknown tools), ``upstreamTool``, ``durationMs``, ``outcome``
+(``ok``, ``error`` or ``refused``) and, unless ok, ``reason``. Arguments and
+results are never written: they may hold anything the agent or the upstream
+handles. Reasons are the gateway's own words, never upstream text or header
+values.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal, TextIO
+
+Outcome = Literal["ok", "error", "refused"]
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRecord:
+    actor: str
+    binding_name: str
+    upstream: str | None
+    upstream_tool: str | None
+    duration_ms: float
+    outcome: Outcome
+    reason: str | None = None
+
+    def line(self, now: datetime) -> str:
+        body: dict[str, object] = {
+            "time": now.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "actor": self.actor, "bindingName": self.binding_name,
+            "upstream": self.upstream, "upstreamTool": self.upstream_tool,
+            "durationMs": round(self.duration_ms, 3), "outcome": self.outcome,
+        }
+        if self.reason is not None:
+            body["reason"] = self.reason
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+
+
+class AuditLog:
+    """Writes records to a stream, one line each, flushed at once (a sidecar's
+    stdout is collected line by line)."""
+
+    def __init__(self, stream: Callable[[], TextIO] = lambda: sys.stdout) -> None:
+        self._stream = stream
+
+    def write(self, record: AuditRecord) -> None:
+        stream = self._stream()
+        stream.write(record.line(datetime.now(UTC)) + "\n")
+        stream.flush()

@@ -1,0 +1,89 @@
+"""Mounted Secrets: upstream headers and stdio environment, read from files.
+
+Each Secret an upstream names (``headersFrom.secretRef``, ``valueFrom.secretKeyRef``)
+is mounted into the gateway container only, one directory per Secret:
+``<secrets-dir>/<secret-name>/<key>`` (default secrets-dir
+``/var/run/skillop/secrets``; docs/gateway.md). For ``headersFrom`` every key is
+a header name and its file the value, as the operator sends them.
+
+Values are read when a connection is opened, held in memory and never printed:
+errors name the Secret and the key, never a value.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from skillop.gateway.served import SecretKey, Upstream
+
+DEFAULT_SECRETS_DIR = Path("/var/run/skillop/secrets")
+#: A header value never needs more; a larger file is not a header.
+_MAX_VALUE_BYTES = 64 * 1024
+
+
+class SecretMissing(Exception):
+    """A Secret (or one of its keys) is not mounted; the message names it, no value."""
+
+
+def headers_of(upstream: Upstream, root: Path) -> dict[str, str]:
+    """The HTTP headers for ``upstream``: every key of its ``headersFrom`` Secret."""
+    if upstream.headers_secret is None:
+        return {}
+    directory = root / upstream.headers_secret
+    try:
+        keys = sorted(name for name in os.listdir(directory) if not name.startswith("."))
+    except OSError:
+        raise SecretMissing(f"Secret {upstream.headers_secret} is not mounted at"
+                            f" {directory}") from None
+    return {key: _value(SecretKey(upstream.headers_secret, key), root) for key in keys}
+
+
+def env_of(upstream: Upstream, root: Path) -> dict[str, str]:
+    """The environment of a stdio upstream: literal values and Secret keys."""
+    env: dict[str, str] = {}
+    for entry in upstream.env:
+        if entry.secret_key is not None:
+            env[entry.name] = _value(entry.secret_key, root)
+        elif entry.value is not None:
+            env[entry.name] = entry.value
+    return env
+
+
+def _value(ref: SecretKey, root: Path) -> str:
+    path = root / ref.secret / ref.key
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(_MAX_VALUE_BYTES + 1)
+    except OSError:
+        raise SecretMissing(f"key {ref.key} of Secret {ref.secret} is not mounted at"
+                            f" {path}") from None
+    if len(raw) > _MAX_VALUE_BYTES:
+        raise SecretMissing(f"key {ref.key} of Secret {ref.secret} is larger than"
+                            f" {_MAX_VALUE_BYTES} bytes")
+    try:
+        # A trailing newline (echo > file) is never part of a header value.
+        return raw.decode("utf-8").rstrip("\r\n")
+    except UnicodeDecodeError:
+        raise SecretMissing(f"key {ref.key} of Secret {ref.secret} is not UTF-8") from None
+
+
+def secrets_signature(names: tuple[str, ...], root: Path) -> Mapping[str, object]:
+    """What changes when kubelet updates a mounted Secret: each directory's entries
+    with the identity of the files they point to (kubelet swaps ``..data``)."""
+    signature: dict[str, object] = {}
+    for name in names:
+        directory = root / name
+        try:
+            entries = []
+            with os.scandir(directory) as scan:
+                for entry in scan:
+                    if entry.name.startswith(".") and entry.name != "..data":
+                        continue
+                    stat = entry.stat()
+                    entries.append((entry.name, stat.st_ino, stat.st_mtime_ns, stat.st_size))
+            signature[name] = tuple(sorted(entries))
+        except OSError:
+            signature[name] = None
+    return signature

@@ -1,0 +1,322 @@
+"""Upstream MCP servers: one pooled client session each, with its live listing.
+
+A ``Link`` owns at most one open session to one upstream (streamable HTTP, SSE
+or a stdio command), shared by every call to that server. The session lives in
+a task of its own (the SDK's sessions must be closed by the task that opened
+them); calls borrow it. On connect, and again on every
+``notifications/tools/list_changed``, the link lists the server's tools and
+keeps each one's digest (``mcp_tools.info_digest``, what the ToolSet's
+``upstreamDigest`` holds), so a call can tell whether the tool it forwards to is
+still the one the set was resolved from.
+
+A connection that fails is dropped; the next call opens a new one. Failures are
+``UpstreamUnavailable`` with a reason safe to show anyone: it names the server,
+never a header value (the same ``EgressGuard`` and no-redirect rule as
+discovery apply to every request, docs/mcp.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import anyio
+import httpx2
+import mcp_types as types
+from mcp.client.session import ClientSession, IncomingMessage
+from mcp.client.sse import sse_client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from skillop.gateway.secrets import SecretMissing, env_of, headers_of
+from skillop.gateway.served import ServerKey, Upstream
+from skillop.sources.mcp_client import EgressGuard, discovered_tool
+from skillop.sources.mcp_tools import McpToolInfo, info_digest
+
+logger = logging.getLogger(__name__)
+
+_CLIENT_INFO: Final = types.Implementation(name="skillop-gateway", version="0.1.0")
+_MAX_PAGES: Final = 100
+_MIN_SECRET_LEN: Final = 4
+
+Spawn = Callable[[Callable[[], Coroutine[Any, Any, None]]], object]
+
+
+class UpstreamUnavailable(Exception):
+    """The upstream cannot be reached or answered badly; the message is safe to show."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """How links connect: where Secrets are mounted, which hosts may be contacted."""
+
+    secrets_dir: Path
+    guard: EgressGuard
+    connect_timeout: float = 10.0
+
+
+class _Fence(httpx2.AsyncBaseTransport):
+    """Every request the SDK makes: the egress guard first, and no redirect followed.
+
+    Raising from here surfaces inside the SDK's task groups in many shapes, so the
+    refusal is also recorded and wins when the failure is explained."""
+
+    def __init__(self, guard: EgressGuard) -> None:
+        self._guard = guard
+        self._inner = httpx2.AsyncHTTPTransport(trust_env=False)
+        self.refusal: str | None = None
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        if not self._guard.allows(request.url):
+            self.refusal = "the URL is not in the gateway's egress allow-list"
+            raise httpx2.ConnectError(self.refusal, request=request)
+        response = await self._inner.handle_async_request(request)
+        if 300 <= response.status_code < 400:
+            await response.aclose()
+            self.refusal = f"HTTP {response.status_code} redirect was not followed"
+            raise httpx2.ConnectError(self.refusal, request=request)
+        return response
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+@dataclass(eq=False)
+class _Connection:
+    """One connection attempt of a link, from opening to closing."""
+
+    session: ClientSession | None = None
+    digests: Mapping[str, str] = field(default_factory=dict)
+    ready: anyio.Event = field(default_factory=anyio.Event)
+    wake: anyio.Event = field(default_factory=anyio.Event)
+    changed: bool = False
+    closed: bool = False
+    error: str | None = None
+
+    def close(self) -> None:
+        self.closed = True
+        self.wake.set()
+
+
+class Link:
+    """The pooled session to one upstream; see the module docstring."""
+
+    def __init__(self, upstream: Upstream, settings: Settings, spawn: Spawn) -> None:
+        self.upstream = upstream
+        self._settings = settings
+        self._spawn = spawn
+        self._current: _Connection | None = None
+        self._secret_values: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        return self.upstream.name
+
+    async def connection(self) -> tuple[ClientSession, Mapping[str, str]]:
+        """The open session and the live digests by tool name; connects when needed."""
+        conn = self._current
+        if conn is None or conn.closed:
+            conn = self._current = _Connection()
+            self._spawn(lambda: self._run(conn))
+        with anyio.move_on_after(self._settings.connect_timeout):
+            await conn.ready.wait()
+        if conn.session is None:
+            if not conn.ready.is_set():
+                conn.close()
+                conn.error = f"no connection within {self._settings.connect_timeout:g} s"
+            raise UpstreamUnavailable(f"upstream {self.label} unavailable: {conn.error}")
+        return conn.session, conn.digests
+
+    def drop(self, session: ClientSession | None = None) -> None:
+        """Close the connection (only if it is still the one holding ``session``)."""
+        conn = self._current
+        if conn is not None and (session is None or conn.session is session):
+            conn.close()
+            self._current = None
+
+    def redact(self, text: str) -> str:
+        """``text`` without this upstream's secret values (headers, env)."""
+        for value in self._secret_values:
+            text = text.replace(value, "[redacted]")
+        return text
+
+    @property
+    def has_secrets(self) -> bool:
+        return bool(self._secret_values)
+
+    async def _run(self, conn: _Connection) -> None:
+        fence = _Fence(self._settings.guard)
+        try:
+            async with self._open(conn, fence) as session:
+                conn.digests = await _list_digests(session)
+                conn.session = session
+                conn.ready.set()
+                while not conn.closed:
+                    await conn.wake.wait()
+                    conn.wake = anyio.Event()
+                    if conn.changed and not conn.closed:
+                        conn.changed = False
+                        conn.digests = await _list_digests(session)
+        except Exception as exc:
+            conn.error = fence.refusal or self._explain(exc)
+            print(f"skillop gateway: upstream {self.label}: {conn.error}", file=sys.stderr)
+        finally:
+            conn.closed = True
+            conn.session = None
+            conn.ready.set()
+            if self._current is conn:
+                self._current = None
+
+    @asynccontextmanager
+    async def _open(self, conn: _Connection, fence: _Fence) -> AsyncIterator[ClientSession]:
+        upstream = self.upstream
+
+        async def on_message(message: IncomingMessage) -> None:
+            if isinstance(message, types.ToolListChangedNotification):
+                conn.changed = True
+                conn.wake.set()
+
+        async with AsyncExitStack() as stack:
+            if upstream.url is not None:
+                headers = headers_of(upstream, self._settings.secrets_dir)
+                self._remember_secrets(headers.values())
+                self._settings.guard.check(upstream.url)
+                streams: Any = _http_streams(upstream, headers, fence, stack)
+            else:
+                env = env_of(upstream, self._settings.secrets_dir)
+                self._remember_secrets(
+                    env[e.name] for e in upstream.env if e.secret_key is not None)
+                command = list(upstream.command)
+                streams = stdio_client(StdioServerParameters(
+                    command=command[0], args=[*command[1:], *upstream.args], env=env))
+            read, write = await stack.enter_async_context(streams)
+            session = await stack.enter_async_context(ClientSession(
+                read, write, message_handler=on_message, client_info=_CLIENT_INFO))
+            await session.initialize()
+            yield session
+
+    def _remember_secrets(self, values: Any) -> None:
+        kept = {v for v in values if len(v) >= _MIN_SECRET_LEN}
+        self._secret_values = tuple(sorted(kept, key=len, reverse=True))
+
+    def _explain(self, exc: BaseException) -> str:
+        """One safe line for whatever the SDK raised."""
+        leaves = list(_leaves(exc))
+        for leaf in leaves:
+            if isinstance(leaf, SecretMissing):
+                return str(leaf)
+            if isinstance(leaf, TimeoutError | httpx2.TimeoutException):
+                return "no answer in time"
+            if isinstance(leaf, httpx2.ConnectError):
+                return "cannot connect"
+            if isinstance(leaf, httpx2.HTTPStatusError):
+                return f"HTTP {leaf.response.status_code}"
+            if isinstance(leaf, MCPError):
+                return f"MCP error {leaf.code}: {self.redact(leaf.error.message)[:200]}"
+            if isinstance(leaf, FileNotFoundError | PermissionError):
+                return f"cannot start {self.upstream.command[0]!r}"
+        if any(isinstance(leaf, httpx2.TransportError | anyio.ClosedResourceError
+                          | anyio.BrokenResourceError | anyio.EndOfStream) for leaf in leaves):
+            return "connection lost"
+        from skillop.sources.mcp_client import DiscoveryError
+
+        for leaf in leaves:
+            if isinstance(leaf, DiscoveryError):
+                return f"{leaf.reason}: {leaf.detail}"
+        return f"{type(leaves[0]).__name__}" if leaves else "failed"
+
+
+def _http_streams(upstream: Upstream, headers: Mapping[str, str], fence: _Fence,
+                  stack: AsyncExitStack) -> Any:
+    assert upstream.url is not None
+    # Reads are unbounded (the notification stream idles); each call has its own deadline.
+    timeout = httpx2.Timeout(30.0, connect=5.0, read=None)
+
+    def client(extra: Mapping[str, str] | None = None) -> httpx2.AsyncClient:
+        return httpx2.AsyncClient(transport=fence, headers={**(extra or {}), **headers},
+                                  timeout=timeout, follow_redirects=False, trust_env=False)
+
+    if upstream.transport == "sse":
+        def factory(headers: dict[str, str] | None = None, timeout: Any = None,
+                    auth: Any = None) -> httpx2.AsyncClient:
+            return client(headers)
+
+        return sse_client(upstream.url, httpx_client_factory=factory)
+    http = client()
+    stack.push_async_callback(http.aclose)
+    return streamable_http_client(upstream.url, http_client=http)
+
+
+async def _list_digests(session: ClientSession) -> dict[str, str]:
+    """Every tool the server lists, by name, with its ``info_digest``."""
+    digests: dict[str, str] = {}
+    cursor: str | None = None
+    for _ in range(_MAX_PAGES):
+        params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
+        page = await session.list_tools(params=params)
+        for tool in page.tools:
+            if tool.name not in digests:
+                found = discovered_tool(tool)
+                digests[tool.name] = info_digest(McpToolInfo(
+                    name=found.name, description=found.description, title=found.title,
+                    input_schema=found.input_schema, output_schema=found.output_schema,
+                    annotations=dict(found.annotations)))
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    return digests
+
+
+def _leaves(exc: BaseException) -> Any:
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            yield from _leaves(inner)
+    else:
+        yield exc
+
+
+class Pool:
+    """The links of the current set, replaced when an upstream's definition or
+    Secrets change (the next call reconnects with the new ones)."""
+
+    def __init__(self, settings: Settings, spawn: Spawn) -> None:
+        self._settings = settings
+        self._spawn = spawn
+        self._links: dict[ServerKey, Link] = {}
+        self._signatures: dict[ServerKey, object] = {}
+
+    def update(self, upstreams: Mapping[ServerKey, Upstream],
+               signatures: Mapping[ServerKey, object]) -> None:
+        for key, link in list(self._links.items()):
+            if upstreams.get(key) != link.upstream or signatures.get(key) != self._signatures.get(
+                    key):
+                link.drop()
+                del self._links[key]
+        for key, upstream in upstreams.items():
+            if key not in self._links:
+                self._links[key] = Link(upstream, self._settings, self._spawn)
+        self._signatures = dict(signatures)
+
+    def link(self, key: ServerKey) -> Link | None:
+        return self._links.get(key)
+
+    def connect_all(self) -> None:
+        """Open every link in the background: upstreams are listed on connect."""
+        for link in self._links.values():
+            self._spawn(lambda link=link: _warm(link))  # type: ignore[misc]
+
+    def close(self) -> None:
+        for link in self._links.values():
+            link.drop()
+
+
+async def _warm(link: Link) -> None:
+    # A failure is already reported; the next call retries.
+    with suppress(UpstreamUnavailable):
+        await link.connection()

@@ -1,0 +1,180 @@
+"""The gateway under test, as the pod runs it: a `skillop gateway` process reading a
+kubelet-style volume, with the official SDK's client as the agent.
+
+* `Volume`: a directory updated the way kubelet updates ConfigMap and Secret
+  volumes (files in a timestamped directory, `..data` swapped atomically, one
+  top-level symlink per key);
+* `toolset_files`: the ToolSet and Agent Skill bodies the real resolver writes for
+  an actor (the ConfigMap's data);
+* `GatewayProcess`: `skillop gateway --listen 127.0.0.1:0` with its stdout (audit)
+  and stderr captured;
+* `agent`: an initialized SDK `ClientSession` to the gateway, over HTTP or stdio.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Iterable, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import mcp_types as types
+from mcp.client.session import ClientSession, ElicitationFnT, MessageHandlerFnT
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from skillkit import resolve_actor
+
+from skillop.resolve.toolset import configmap_data
+
+SKILLOP = str(Path(sys.executable).parent / "skillop")
+
+
+class Volume:
+    """A directory kubelet manages: `write` swaps the whole content at once."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._generation = 0
+
+    def write(self, data: Mapping[str, str]) -> None:
+        self._generation += 1
+        stamp = f"..{time.strftime('%Y_%m_%d_%H_%M_%S')}.{self._generation}"
+        target = self.root / stamp
+        target.mkdir()
+        for key, value in data.items():
+            (target / key).write_text(value)
+        old = os.readlink(self.root / "..data") if (self.root / "..data").is_symlink() else None
+        tmp = self.root / "..data_tmp"
+        os.symlink(stamp, tmp)
+        os.rename(tmp, self.root / "..data")  # the atomic swap
+        for key in data:
+            link = self.root / key
+            if not link.is_symlink():
+                os.symlink(f"..data/{key}", link)
+        for entry in self.root.iterdir():
+            if (entry.is_symlink() and not entry.name.startswith("..")
+                    and entry.name not in data):
+                entry.unlink()
+        if old is not None:
+            for stale in (self.root / old).iterdir():
+                stale.unlink()
+            (self.root / old).rmdir()
+
+
+def toolset_files(docs: Iterable[Any], actor: str) -> dict[str, str]:
+    """The Actor ConfigMap's data, as the operator writes it."""
+    resolution = resolve_actor(list(docs), actor)
+    return configmap_data(resolution.document, resolution.tools)
+
+
+def echo_tool(name: str, server: str) -> dict[str, Any]:
+    """A declared MCP tool equal to what `mcp_servers.make_tool(name)` serves."""
+    return {"name": name, "description": f"Tool {name}",
+            "inputSchema": {"type": "object", "properties": {}}}
+
+
+class GatewayProcess:
+    """`skillop gateway` as a child process; `url` once it serves."""
+
+    def __init__(self, toolset: Path, secrets: Path, *extra: str,
+                 env: Mapping[str, str] | None = None) -> None:
+        self.args = [SKILLOP, "gateway", "--toolset-dir", str(toolset), "--secrets-dir",
+                     str(secrets), "--listen", "127.0.0.1:0", "--allow", "127.0.0.1:*",
+                     "--poll", "0.1", *extra]
+        self.env = {**os.environ, **(env or {})}
+        self.stdout: list[str] = []
+        self.stderr: list[str] = []
+        self.url = ""
+        self._proc: subprocess.Popen[str] | None = None
+
+    def __enter__(self) -> GatewayProcess:
+        self._proc = subprocess.Popen(self.args, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True, env=self.env)
+        threading.Thread(target=self._pump, args=(self._proc.stdout, self.stdout),
+                         daemon=True).start()
+        threading.Thread(target=self._pump, args=(self._proc.stderr, self.stderr),
+                         daemon=True).start()
+        deadline = time.monotonic() + 30
+        while not self.url:
+            for line in list(self.stderr):
+                if " at http://" in line:
+                    self.url = line.rsplit(" at ", 1)[1].strip()
+            if time.monotonic() > deadline or self._proc.poll() is not None:
+                self.stop()
+                raise RuntimeError(f"gateway did not start: {''.join(self.stderr)}")
+            time.sleep(0.02)
+        return self
+
+    @staticmethod
+    def _pump(stream: Any, sink: list[str]) -> None:
+        for line in stream:
+            sink.append(line)
+
+    def stop(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def audit(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.stdout if line.strip()]
+
+    def wait_audit(self, count: int, timeout: float = 10) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + timeout
+        while len(self.audit()) < count and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return self.audit()
+
+    def logs(self) -> str:
+        return "".join(self.stdout) + "".join(self.stderr)
+
+
+@asynccontextmanager
+async def agent(url: str, *, elicitation: ElicitationFnT | None = None,
+                on_message: MessageHandlerFnT | None = None) -> AsyncIterator[ClientSession]:
+    """The SDK client, as an agent would hold it, connected to the gateway over HTTP."""
+    async with AsyncExitStack() as stack:
+        http = await stack.enter_async_context(httpx2.AsyncClient(timeout=30))
+        read, write = await stack.enter_async_context(
+            streamable_http_client(url, http_client=http))
+        session = await stack.enter_async_context(ClientSession(
+            read, write, elicitation_callback=elicitation, message_handler=on_message))
+        await session.initialize()
+        yield session
+
+
+@asynccontextmanager
+async def stdio_agent(toolset: Path, secrets: Path, errlog: Any,
+                      *extra: str) -> AsyncIterator[ClientSession]:
+    """The SDK client running `skillop gateway --stdio` as its server process."""
+    params = StdioServerParameters(
+        command=SKILLOP,
+        args=["gateway", "--stdio", "--toolset-dir", str(toolset), "--secrets-dir",
+              str(secrets), "--allow", "127.0.0.1:*", "--poll", "0.1", *extra])
+    async with AsyncExitStack() as stack:
+        read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+        session = await stack.enter_async_context(ClientSession(read, write))
+        await session.initialize()
+        yield session
+
+
+def text_of(result: types.CallToolResult) -> str:
+    return "".join(c.text for c in result.content if isinstance(c, types.TextContent))
