@@ -1,0 +1,386 @@
+"""`skillop gateway` over streamable HTTP: a real SDK upstream on loopback, the
+gateway as its own process reading a kubelet-style volume, the SDK client as the
+agent."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from gatewaykit import GatewayProcess, Volume, agent, echo_tool, text_of, toolset_files
+from mcp.client.session import ClientRequestContext, IncomingMessage
+from mcp.shared.exceptions import MCPError
+from mcp_servers import ServerHandle, make_tool
+from skillkit import actor, anon, skill, skill_md
+
+from skillop.gateway.served import META_CAPABILITIES
+
+ACTOR = "team-a/dev"
+SECRET = "up-token"
+TOKEN = "Bearer s3cr3t-gateway-token"
+
+
+def _docs(url: str, *, secret: str | None = None, more: tuple[str, ...] = ()) -> list[Any]:
+    tools = [echo_tool("echo", "up"),
+             {**echo_tool("slow", "up"), "capabilities": {"timeoutSeconds": 1}},
+             {**echo_tool("guarded", "up"), "capabilities": {"requiresApproval": True}},
+             *(echo_tool(name, "up") for name in more)]
+    server: dict[str, Any] = {"name": "up", "url": url, "tools": tools}
+    if secret is not None:
+        server["headersFrom"] = {"secretRef": {"name": secret}}
+    return [
+        skill("srv", mcpServers=[server], builtins=["git_operations"],
+              anonymousTools=[anon("lint")], agentSkills=[{"inline": skill_md("notes")}]),
+        skill("team", includes=[{"skill": "srv", "overrides": {
+            "echo": {"description": "Echo, as team-a says", "capabilities": {"destructive": True}},
+        }}]),
+        actor("dev", skills=["team"]),
+    ]
+
+
+@pytest.fixture
+def upstream() -> Iterator[ServerHandle]:
+    tools = [make_tool(n) for n in ("echo", "slow", "guarded", "extra")]
+    with ServerHandle(tools=tools, list_changed=True) as srv:
+        yield srv
+
+
+class Mounts:
+    """The pod's volumes: the Actor ConfigMap and the Secrets, kubelet-style."""
+
+    def __init__(self, root: Path) -> None:
+        self.tools = Volume(root / "tools")
+        self.secrets_root = root / "secrets"
+        self.secrets_root.mkdir()
+
+    def toolset(self, docs: list[Any]) -> None:
+        self.tools.write(toolset_files(docs, ACTOR))
+
+    def secret(self, name: str, data: dict[str, str]) -> None:
+        Volume(self.secrets_root / name).write(data)
+
+    def gateway(self, *extra: str) -> GatewayProcess:
+        return GatewayProcess(self.tools.root, self.secrets_root, *extra)
+
+
+@pytest.fixture
+def mounts(tmp_path: Path) -> Mounts:
+    return Mounts(tmp_path)
+
+
+def _run(fn: Any) -> Any:
+    return anyio.run(fn)
+
+
+def test_listing_is_exactly_the_sets_mcp_and_agent_skill_tools(
+        upstream: ServerHandle, mounts: Mounts) -> None:
+    docs = _docs(upstream.url)
+    mounts.toolset(docs)
+    document = json.loads(toolset_files(docs, ACTOR)["tools.json"])
+    expected = {t["bindingName"]: t for t in document["tools"]
+                if t["source"] in ("mcp", "agent_skill")}
+    assert {t["source"] for t in document["tools"]} > {"mcp", "agent_skill"}  # builtins too
+
+    async def listing() -> list[types.Tool]:
+        async with agent(gw.url) as session:
+            return list((await session.list_tools()).tools)
+
+    with mounts.gateway() as gw:
+        listed = {t.name: t for t in _run(listing)}
+    assert set(listed) == set(expected) == {"echo", "slow", "guarded", "notes"}
+    for name, tool in listed.items():
+        assert tool.description == expected[name]["description"]
+        assert tool.input_schema == expected[name]["inputSchema"]
+        assert tool.meta is not None and tool.meta[META_CAPABILITIES] == (
+            expected[name]["capabilities"])
+    echo = listed["echo"]
+    assert echo.description == "Echo, as team-a says"  # the override, not the server's text
+    assert echo.annotations is not None and echo.annotations.destructive_hint is True
+    assert listed["notes"].annotations is not None
+    assert listed["notes"].annotations.read_only_hint is True
+
+
+def test_calls_reach_the_upstream_under_its_own_name_and_agent_skills_return_the_body(
+        upstream: ServerHandle, mounts: Mounts) -> None:
+    other = ServerHandle(tools=[make_tool("echo")]).start()
+    try:
+        # Two skills serving an `echo` each: the effective names are qualified and the
+        # binding names differ from `echo`, the name both upstreams know.
+        docs = [*_docs(upstream.url)[:2],
+                skill("twin", mcpServers=[{"name": "up", "url": other.url,
+                                           "tools": [echo_tool("echo", "up")]}]),
+                actor("dev", skills=["team", "twin"])]
+        files = toolset_files(docs, ACTOR)
+        mounts.tools.write(files)
+        bindings = {t["qualifiedName"]: t["bindingName"]
+                    for t in json.loads(files["tools.json"])["tools"]}
+        mine, theirs = bindings["team-a/srv.echo"], bindings["team-a/twin.echo"]
+        assert "echo" not in (mine, theirs)
+
+        async def calls() -> tuple[str, str, str]:
+            async with agent(gw.url) as session:
+                a = await session.call_tool(mine, {"n": 1})
+                b = await session.call_tool(theirs, {"n": 2})
+                c = await session.call_tool("notes", {})
+                return text_of(a), text_of(b), text_of(c)
+
+        with mounts.gateway() as gw:
+            a, b, body = _run(calls)
+        assert json.loads(a) == {"tool": "echo", "arguments": {"n": 1}}
+        assert json.loads(b) == {"tool": "echo", "arguments": {"n": 2}}
+        assert upstream.calls == [("echo", {"n": 1})] and other.calls == [("echo", {"n": 2})]
+        assert body == files["agent-skill.notes.md"]
+    finally:
+        other.stop()
+
+
+def test_tools_outside_the_set_are_refused_as_unknown(
+        upstream: ServerHandle, mounts: Mounts) -> None:
+    mounts.toolset(_docs(upstream.url))
+
+    async def attempts() -> list[MCPError]:
+        errors = []
+        async with agent(gw.url) as session:
+            # `extra` is served upstream but not in the set; `git_diff` and `lint`
+            # are in the set but run inside the agent, not through the gateway.
+            for name in ("extra", "git_diff", "lint", "nope"):
+                with pytest.raises(MCPError) as caught:
+                    await session.call_tool(name, {})
+                errors.append(caught.value)
+        return errors
+
+    with mounts.gateway() as gw:
+        errors = _run(attempts)
+        audit = gw.wait_audit(4)
+    assert [e.code for e in errors] == [types.INVALID_PARAMS] * 4
+    assert [e.error.message for e in errors] == [
+        "Unknown tool: extra", "Unknown tool: git_diff", "Unknown tool: lint",
+        "Unknown tool: nope"]
+    assert upstream.calls == []
+    assert [(a["bindingName"], a["outcome"], a["reason"]) for a in audit] == [
+        (n, "refused", "unknown tool") for n in ("extra", "git_diff", "lint", "nope")]
+
+
+def test_headers_come_from_the_mounted_secret_and_never_reach_client_or_logs(
+        mounts: Mounts) -> None:
+    with ServerHandle(tools=[make_tool(n) for n in ("echo", "slow", "guarded")],
+                      echo_header="authorization") as srv:
+        mounts.toolset(_docs(srv.url, secret=SECRET))
+        mounts.secret(SECRET, {"Authorization": TOKEN + "\n", "X-Tenant": "team-a"})
+
+        async def call() -> tuple[types.CallToolResult, list[types.Tool]]:
+            async with agent(gw.url) as session:
+                listed = list((await session.list_tools()).tools)
+                return await session.call_tool("echo", {"q": "x"}), listed
+
+        with mounts.gateway() as gw:
+            result, listed = _run(call)
+            gw.wait_audit(1)
+            srv.stop()  # an error path too: its message must not carry the value
+            failed, _ = _run(call)
+            gw.wait_audit(2)
+            logs = gw.logs()
+    posts = [r for r in srv.requests if r.rpc_method == "tools/call"]
+    assert posts and all(r.headers.get("authorization") == TOKEN for r in posts)
+    assert all(r.headers.get("x-tenant") == "team-a" for r in posts)
+    client_visible = result.model_dump_json() + failed.model_dump_json() + "".join(
+        t.model_dump_json() for t in listed)
+    assert "s3cr3t" not in client_visible
+    assert json.loads(text_of(result))["header"] == "[redacted]"
+    assert failed.is_error and "unavailable" in text_of(failed)
+    assert "s3cr3t" not in logs and "team-a/dev" in logs
+
+
+def test_approval_by_elicitation_accepted_declined_and_unsupported(
+        upstream: ServerHandle, mounts: Mounts) -> None:
+    mounts.toolset(_docs(upstream.url))
+    asked: list[str] = []
+
+    def answering(action: str) -> Any:
+        async def elicit(ctx: ClientRequestContext,
+                         params: types.ElicitRequestParams) -> types.ElicitResult:
+            asked.append(params.message)
+            content = {"approve": True} if action == "accept" else None
+            return types.ElicitResult(action=action, content=content)  # type: ignore[arg-type]
+        return elicit
+
+    async def call(elicitation: Any) -> types.CallToolResult:
+        async with agent(gw.url, elicitation=elicitation) as session:
+            result: types.CallToolResult = await session.call_tool(
+                "guarded", {"target": "prod"})
+            return result
+
+    with mounts.gateway() as gw:
+        accepted = _run(lambda: call(answering("accept")))
+        assert upstream.calls == [("guarded", {"target": "prod"})]
+        declined = _run(lambda: call(answering("decline")))
+        cancelled = _run(lambda: call(answering("cancel")))
+        unsupported = _run(lambda: call(None))
+        audit = gw.wait_audit(4)
+    assert not accepted.is_error
+    assert json.loads(text_of(accepted))["arguments"] == {"target": "prod"}
+    assert len(asked) == 3 and "guarded" in asked[0] and "prod" in asked[0]
+    assert declined.is_error and "approval declined" in text_of(declined)
+    assert cancelled.is_error and "approval cancelled" in text_of(cancelled)
+    assert unsupported.is_error and "does not support MCP elicitation" in text_of(unsupported)
+    assert upstream.calls == [("guarded", {"target": "prod"})]  # only the approved one
+    assert [a["outcome"] for a in audit] == ["ok", "refused", "refused", "refused"]
+
+
+def test_timeout_seconds_is_enforced_per_call(upstream: ServerHandle, mounts: Mounts) -> None:
+    mounts.toolset(_docs(upstream.url))
+    upstream.call_delay = 5
+
+    async def calls() -> tuple[types.CallToolResult, float, types.CallToolResult]:
+        async with agent(gw.url) as session:
+            start = time.monotonic()
+            slow = await session.call_tool("slow", {})
+            took = time.monotonic() - start
+            upstream.call_delay = 0
+            after = await session.call_tool("slow", {})
+            return slow, took, after
+
+    with mounts.gateway() as gw:
+        slow, took, after = _run(calls)
+        audit = gw.wait_audit(2)
+    assert slow.is_error and "timed out after 1 s" in text_of(slow)
+    assert 0.9 < took < 4
+    assert not after.is_error  # the pooled session survived the abandoned call
+    assert (audit[0]["outcome"], audit[0]["reason"]) == ("error",
+                                                         "timed out after 1 s (timeoutSeconds)")
+
+
+def test_a_tool_whose_upstream_definition_changed_is_refused(
+        upstream: ServerHandle, mounts: Mounts) -> None:
+    mounts.toolset(_docs(upstream.url))
+
+    async def calls() -> list[types.CallToolResult]:
+        async with agent(gw.url) as session:
+            before = await session.call_tool("echo", {})
+            # The server swaps in a different `echo` and says so.
+            upstream.set_tools([make_tool("echo", description="Now deletes everything"),
+                                make_tool("slow"), make_tool("guarded")])
+            deadline = time.monotonic() + 10
+            while True:
+                changed = await session.call_tool("echo", {})
+                if changed.is_error or time.monotonic() > deadline:
+                    break
+                await anyio.sleep(0.05)
+            untouched = await session.call_tool("slow", {})
+            return [before, changed, untouched]
+
+    with mounts.gateway() as gw:
+        before, changed, untouched = _run(calls)
+    assert not before.is_error and not untouched.is_error
+    assert changed.is_error
+    assert "definition changed since it was resolved" in text_of(changed)
+    assert [name for name, _ in upstream.calls].count("echo") >= 1
+    assert upstream.calls[-1][0] == "slow"
+
+
+def test_a_definition_differing_from_the_start_is_refused(mounts: Mounts) -> None:
+    with ServerHandle(tools=[make_tool("echo", description="Not what was declared")]) as srv:
+        mounts.toolset(_docs(srv.url))
+
+        async def call() -> types.CallToolResult:
+            async with agent(gw.url) as session:
+                result: types.CallToolResult = await session.call_tool("echo", {})
+                return result
+
+        with mounts.gateway() as gw:
+            result = _run(call)
+            audit = gw.wait_audit(1)
+    assert result.is_error and "definition changed since it was resolved" in text_of(result)
+    assert srv.calls == []
+    assert audit[0]["outcome"] == "refused"
+
+
+def test_hot_reload_changes_the_listing_and_tells_connected_clients(
+        upstream: ServerHandle, mounts: Mounts) -> None:
+    mounts.toolset(_docs(upstream.url))
+    notified = anyio.Event()
+
+    async def on_message(message: IncomingMessage) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            notified.set()
+
+    async def session_across_reload() -> tuple[set[str], set[str], types.CallToolResult]:
+        async with agent(gw.url, on_message=on_message) as session:
+            before = {t.name for t in (await session.list_tools()).tools}
+            mounts.toolset(_docs(upstream.url, more=("extra",)))
+            with anyio.fail_after(10):
+                await notified.wait()
+            after = {t.name for t in (await session.list_tools()).tools}
+            return before, after, await session.call_tool("extra", {"k": "v"})
+
+    with mounts.gateway() as gw:
+        before, after, result = _run(session_across_reload)
+        # A set that cannot be read leaves the current one served.
+        mounts.tools.write({"tools.json": "{not json"})
+        time.sleep(0.5)
+
+        async def still() -> set[str]:
+            async with agent(gw.url) as session:
+                return {t.name for t in (await session.list_tools()).tools}
+
+        kept = _run(still)
+        assert gw.alive
+        stderr = "".join(gw.stderr)
+    assert after - before == {"extra"}
+    assert not result.is_error and upstream.calls[-1] == ("extra", {"k": "v"})
+    assert kept == after
+    assert "tools.json: not JSON" in stderr and "serving the previous set" in stderr
+
+
+def test_upstream_down_is_a_clean_error_and_the_gateway_stays_up(
+        upstream: ServerHandle, mounts: Mounts) -> None:
+    mounts.toolset(_docs(upstream.url))
+
+    async def call(name: str) -> types.CallToolResult:
+        async with agent(gw.url) as session:
+            result: types.CallToolResult = await session.call_tool(name, {})
+            return result
+
+    with mounts.gateway() as gw:
+        assert not _run(lambda: call("echo")).is_error
+        upstream.stop()
+        down = _run(lambda: call("echo"))
+        body = _run(lambda: call("notes"))  # what needs no upstream still works
+        upstream.start()
+        deadline = time.monotonic() + 15
+        back = _run(lambda: call("echo"))
+        while back.is_error and time.monotonic() < deadline:
+            time.sleep(0.2)
+            back = _run(lambda: call("echo"))
+        assert gw.alive
+        audit = gw.wait_audit(4)
+    assert down.is_error and text_of(down).startswith("error: upstream up unavailable")
+    assert not body.is_error
+    assert not back.is_error
+    assert audit[1]["outcome"] == "error" and audit[1]["upstream"] == "up"
+
+
+def test_audit_lines_never_hold_arguments_or_results(
+        upstream: ServerHandle, mounts: Mounts) -> None:
+    mounts.toolset(_docs(upstream.url))
+
+    async def call() -> None:
+        async with agent(gw.url) as session:
+            await session.call_tool("echo", {"password": "hunter2-argument"})
+
+    with mounts.gateway() as gw:
+        _run(call)
+        (line,) = gw.wait_audit(1)
+        stdout = "".join(gw.stdout)
+    assert set(line) == {"time", "actor", "bindingName", "upstream", "upstreamTool",
+                         "durationMs", "outcome"}
+    assert (line["actor"], line["bindingName"], line["upstream"], line["upstreamTool"],
+            line["outcome"]) == (ACTOR, "echo", "up", "echo", "ok")
+    assert line["time"].endswith("Z") and line["durationMs"] >= 0
+    assert "hunter2" not in stdout and "arguments" not in stdout

@@ -1,0 +1,83 @@
+"""`skillop gateway --stdio`: the SDK client runs the gateway as its stdio server;
+upstreams are a real SDK server over HTTP and a stdio command whose env comes
+from a mounted Secret."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from gatewaykit import Volume, echo_tool, stdio_agent, text_of, toolset_files
+from mcp.shared.exceptions import MCPError
+from mcp_servers import ServerHandle, make_tool
+from skillkit import actor, skill
+
+ACTOR = "team-a/dev"
+STDIO_UPSTREAM = Path(__file__).with_name("stdio_upstream.py")
+TOKEN = "stdio-s3cr3t-token"
+
+
+def _docs(url: str, *, extra: bool = False) -> list[Any]:
+    tools = [echo_tool("echo", "up"), *([echo_tool("extra", "up")] if extra else [])]
+    return [
+        skill("srv", mcpServers=[
+            {"name": "up", "url": url, "tools": tools},
+            {"name": "local", "command": [sys.executable, str(STDIO_UPSTREAM)],
+             "env": [{"name": "TOKEN", "valueFrom": {"secretKeyRef": {
+                 "name": "local-token", "key": "token"}}}],
+             "tools": [echo_tool("token_digest", "local")]},
+        ], builtins=["git_operations"]),
+        actor("dev", skills=["srv"]),
+    ]
+
+
+def test_stdio_gateway_serves_the_set_and_forwards_to_http_and_stdio_upstreams(
+        tmp_path: Path) -> None:
+    tools_dir, secrets = Volume(tmp_path / "tools"), tmp_path / "secrets"
+    Volume(secrets / "local-token").write({"token": TOKEN})
+    with (tempfile.TemporaryFile("w+") as errlog,
+          ServerHandle(tools=[make_tool("echo"), make_tool("extra")], list_changed=True) as srv):
+        tools_dir.write(toolset_files(_docs(srv.url), ACTOR))
+
+        async def session() -> dict[str, Any]:
+            out: dict[str, Any] = {}
+            async with stdio_agent(tools_dir.root, secrets, errlog) as agent:
+                out["listed"] = {t.name for t in (await agent.list_tools()).tools}
+                out["echo"] = await agent.call_tool("echo", {"via": "stdio"})
+                out["token"] = await agent.call_tool("token_digest", {})
+                with pytest.raises(MCPError) as unknown:
+                    await agent.call_tool("git_diff", {})
+                out["unknown"] = unknown.value
+                # Hot reload reaches a stdio client too.
+                tools_dir.write(toolset_files(_docs(srv.url, extra=True), ACTOR))
+                deadline = time.monotonic() + 10
+                while "extra" not in out.setdefault("after", set()):
+                    assert time.monotonic() < deadline, "the reload never showed"
+                    await anyio.sleep(0.1)
+                    out["after"] = {t.name for t in (await agent.list_tools()).tools}
+            return out
+
+        out = anyio.run(session)
+        errlog.seek(0)
+        stderr = errlog.read()
+    assert out["listed"] == {"echo", "token_digest"}
+    assert json.loads(text_of(out["echo"])) == {"tool": "echo", "arguments": {"via": "stdio"}}
+    assert srv.calls == [("echo", {"via": "stdio"})]
+    token: types.CallToolResult = out["token"]
+    assert text_of(token) == hashlib.sha256(TOKEN.encode()).hexdigest()
+    assert out["unknown"].code == types.INVALID_PARAMS
+    assert out["after"] == {"echo", "token_digest", "extra"}
+    # stdout is the protocol: the audit lines go to stderr, one JSON object each.
+    audit = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+    assert [(a["bindingName"], a["outcome"]) for a in audit] == [
+        ("echo", "ok"), ("token_digest", "ok"), ("git_diff", "refused")]
+    assert audit[1]["upstream"] == "local"
+    assert TOKEN not in stderr
