@@ -1,0 +1,65 @@
+"""examples/actor-pod.yaml: the gateway as the agent's sidecar, Secrets and the
+ConfigMap mounted into the gateway only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from skillop.cli.main import _parser
+
+POD = Path(__file__).resolve().parents[2] / "examples" / "actor-pod.yaml"
+
+
+def _pod() -> dict[str, Any]:
+    pod: dict[str, Any] = yaml.safe_load(POD.read_text())
+    return pod
+
+
+def _containers() -> dict[str, dict[str, Any]]:
+    return {c["name"]: c for c in _pod()["spec"]["containers"]}
+
+
+def _volumes() -> dict[str, dict[str, Any]]:
+    return {v["name"]: v for v in _pod()["spec"]["volumes"]}
+
+
+def _env(container: dict[str, Any]) -> dict[str, str]:
+    return {e["name"]: e["value"] for e in container.get("env", [])}
+
+
+def test_the_agent_gets_no_secret_and_no_tool_set_volume() -> None:
+    agent = _containers()["agent"]
+    volumes = _volumes()
+    mounted = {m["name"] for m in agent.get("volumeMounts", [])}
+    assert not {n for n in mounted if "secret" in volumes[n]}
+    assert not {n for n in mounted if "configMap" in volumes[n]}
+    assert not any("secretKeyRef" in str(e) for e in agent.get("env", []))
+    assert _pod()["spec"]["automountServiceAccountToken"] is False
+
+
+def test_the_gateway_mounts_the_configmap_and_each_secret_where_it_reads_them() -> None:
+    gateway = _containers()["skillop-gateway"]
+    env = _env(gateway)
+    volumes = _volumes()
+    mounts = {m["name"]: m for m in gateway["volumeMounts"]}
+    assert all(m.get("readOnly") for m in mounts.values())
+    configmaps = [n for n in mounts if "configMap" in volumes[n]]
+    assert [mounts[n]["mountPath"] for n in configmaps] == [env["SKILLOP_TOOLSET_DIR"]]
+    secrets = [n for n in mounts if "secret" in volumes[n]]
+    assert secrets
+    for name in secrets:
+        secret_name = volumes[name]["secret"]["secretName"]
+        assert mounts[name]["mountPath"] == f"{env['SKILLOP_SECRETS_DIR']}/{secret_name}"
+
+
+def test_the_agent_talks_to_the_gateways_loopback_listener() -> None:
+    containers = _containers()
+    args = _parser().parse_args(containers["skillop-gateway"]["args"])
+    assert args.command == "gateway" and not args.stdio
+    host, port = args.listen.rsplit(":", 1)
+    assert host == "127.0.0.1"
+    assert _env(containers["agent"])["SKILLOP_MCP_URL"] == f"http://127.0.0.1:{port}/mcp"
+    assert containers["skillop-gateway"]["readinessProbe"]["tcpSocket"]["port"] == int(port)
