@@ -24,8 +24,11 @@ versions. :class:`Emulator` adds what a real apiserver does and kopf relies on:
 * LIST returns the current ``resourceVersion``; WATCH honours
   ``?resourceVersion=``, ``timeoutSeconds``, and simple label/field selectors;
 * discovery for CRDs registered from their manifests and for a few core
-  resources (configmaps, secrets, events, namespaces);
-* a thread-safe log of every write request, to count API writes.
+  resources (configmaps, secrets, events, namespaces) and Leases
+  (coordination.k8s.io/v1, for leader election: create answers 409 if one
+  exists, PUT/PATCH 409 on a stale ``resourceVersion``);
+* a thread-safe log of every write request, with the client's User-Agent, to
+  count API writes (per process, too).
 
 :func:`run_emulator` serves it on a loopback port in a daemon thread with its
 own event loop and points the ``kubernetes`` client (and thus kopf) at it.
@@ -128,6 +131,7 @@ CORE_RESOURCES: tuple[ResourceSpec, ...] = (
     ResourceSpec('', 'v1', 'events', 'Event', 'event', shortnames=('ev',)),
     ResourceSpec('', 'v1', 'namespaces', 'Namespace', 'namespace', namespaced=False,
                  shortnames=('ns',)),
+    ResourceSpec('coordination.k8s.io', 'v1', 'leases', 'Lease', 'lease'),
     ResourceSpec('apiextensions.k8s.io', 'v1', 'customresourcedefinitions',
                  'CustomResourceDefinition', 'customresourcedefinition', namespaced=False,
                  shortnames=('crd', 'crds')),
@@ -198,6 +202,7 @@ class WriteRecord:
     changed: bool  # False for rejected requests and no-op writes
     content_type: str | None
     at: float  # time.monotonic() when the response was ready
+    user_agent: str | None = None  # the client's User-Agent header (who wrote)
 
     @property
     def is_status(self) -> bool:
@@ -515,21 +520,29 @@ class Emulator(kmock.KubernetesEmulator):
             subresource: types.EllipsisType | str | None = ...,
             changed: bool | None = None,
             include_events: bool = False,
+            include_leases: bool = False,
+            user_agent: str | None = None,
     ) -> list[WriteRecord]:
         """
         Write records matching all the given criteria.
 
         ``resource`` is a plural ('actors') or a full reference
         ('skillop.dev/v1alpha1/actors', 'v1/configmaps'). kopf's own Event posts
-        are excluded unless ``include_events=True`` or ``resource='events'``.
+        are excluded unless ``include_events=True`` or ``resource='events'``; so
+        are leader election's Lease renewals unless ``include_leases=True`` or
+        ``resource='leases'`` (coordination, not object writes).
         ``subresource='status'`` selects status writes, ``None`` main-body ones.
+        ``user_agent`` selects the writes whose User-Agent contains it.
         """
         ref = kmock.resource(resource) if resource is not None else None
         wanted_events = include_events or (ref is not None and ref.plural == 'events')
+        wanted_leases = include_leases or (ref is not None and ref.plural == 'leases')
         return [
             record for record in self.writes[since:]
             if ref is None or ref.check(record.ref)
             if wanted_events or record.resource != 'events'
+            if wanted_leases or record.resource != 'leases'
+            if user_agent is None or user_agent in (record.user_agent or '')
             if namespace is None or record.namespace == namespace
             if name is None or record.name == name
             if method is None or record.method == method.upper()
@@ -626,6 +639,8 @@ class Emulator(kmock.KubernetesEmulator):
                 changed=outcome.changed if outcome is not None else False,
                 content_type=_content_type(request.headers) or None,
                 at=time.monotonic(),
+                user_agent=next((v for k, v in request.headers.items()
+                                 if k.lower() == 'user-agent'), None),
             ))
 
     async def _serve_version(self, request: kmock_rendering.Request) -> Body:

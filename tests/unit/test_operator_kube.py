@@ -22,7 +22,10 @@ def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[Kube]:
     client = Kube.__new__(Kube)  # no kubeconfig, no cluster
     client._client = kubernetes.client
     client._pool = ThreadPoolExecutor(max_workers=2)
+    client._lease_pool = ThreadPoolExecutor(max_workers=1)
     client.writes = 0
+    client.may_write = lambda: True
+    client.metrics = None
     yield client
     client.close()
 

@@ -307,6 +307,7 @@ class Discovery:
                                   annotations=dict(t.annotations))
                       for t in result.tools)
         was_failing = watch.error is not None
+        self._count("Listed")
         watch.watched = bool(result.list_changed)
         watch.tool_count, watch.error, watch.reason = len(infos), None, None
         digest = tools_digest(infos)
@@ -352,6 +353,7 @@ class Discovery:
 
     def _failure(self, watch: ServerWatch, reason: str, message: str) -> None:
         watch.watched = False
+        self._count(reason)
         log.warning("MCP discovery failed: %s", message)
         changed = (watch.error, watch.reason) != (message, reason)
         watch.error, watch.reason = message, reason
@@ -359,6 +361,16 @@ class Discovery:
         if changed or waited:
             self.reconciler.mark(self.store.deps.users_of(server_dep(watch.key))
                                  | self._users(watch) | waited)
+
+    def _count(self, reason: str) -> None:
+        if self.reconciler.metrics is not None:
+            self.reconciler.metrics.discovery(reason)
+
+    def server_states(self) -> list[str]:
+        """Each server's state for the metrics: ok, failing, or pending (first listing)."""
+        pending = self.store.catalog.pending
+        return ["pending" if url in pending else "failing" if w.error else "ok"
+                for url, w in list(self.servers.items())]
 
     def _users(self, watch: ServerWatch) -> set[Key]:
         return {key("Skill", ref) for ref, _ in watch.users}
@@ -389,4 +401,6 @@ def attach_discovery(store: Store, reconciler: Reconciler, writer: Any,
     discovery = Discovery(store, reconciler, writer, config)
     reconciler.server_states = discovery.states
     reconciler.actor_warnings = discovery.warnings
+    if reconciler.metrics is not None:
+        reconciler.metrics.watch_servers(discovery.server_states)
     return discovery

@@ -2,13 +2,17 @@
 
 * ``@kopf.index`` on every watched kind fills the store during the initial
   listing; kopf runs no other handler until every index is populated, so the
-  first write happens only after the whole cluster state is known.
+  first write happens only after the whole cluster state is known. Each index
+  update marks what changed (the store compares spec and labels).
 * ``on.event`` records deletions (indices see no deletion) and opens the gate.
-* ``on.create/update/resume`` request the one idempotent reconcile of each
-  Skill and Actor; the slow resync is the Reconciler's own timer
-  (``Reconciler.resync``), not ``kopf.timer``: kopf timers put a finalizer on
-  every object, so Skills and Actors could not be deleted while the operator is
-  down, and each object would cost one more write.
+* No ``on.create/update/resume`` handlers: kopf would store its diff-base and
+  progress in annotations on every object, a write per change by every replica
+  (a standby included), while the index already sees every change. The slow
+  resync is the Reconciler's own timer (``Reconciler.resync``), not
+  ``kopf.timer``: kopf timers put a finalizer on every object, so Skills and
+  Actors could not be deleted while the operator is down.
+* Leader election (``leader.Elector``, a Lease) decides which replica writes;
+  every replica watches, and serves the webhook and ``/metrics`` (``health``).
 """
 
 from __future__ import annotations
@@ -18,9 +22,13 @@ import logging
 from typing import Any
 
 import kopf
+from prometheus_client import CollectorRegistry
 
+from skillop import __version__
 from skillop.model.names import API_GROUP, API_VERSION
 from skillop.operator.kube import Kube
+from skillop.operator.leader import Elector, stop
+from skillop.operator.metrics import Metrics
 from skillop.operator.runtime import Reconciler
 from skillop.operator.settings import OperatorConfig, SettingsError
 from skillop.operator.store import Store
@@ -56,21 +64,60 @@ if CONFIG.webhook:  # the validating admission webhook (docs/webhook.md); off by
 
 @kopf.on.startup()
 async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
-    configure(settings)
-    store = Store()
-    writer = Kube(threads=CONFIG.write_concurrency)
-    from skillop.operator.discovery import attach_discovery
-
-    reconciler = Reconciler(store, writer, debounce=CONFIG.debounce_seconds,
-                            concurrency=CONFIG.write_concurrency)
-    memo.store, memo.writer, memo.reconciler = store, writer, reconciler
     # Read at start (not import) time, like a restart with new settings would.
     config = OperatorConfig.from_env()
+    configure(settings)
+    memo.metrics = metrics = Metrics(CollectorRegistry())
+    store = Store()
+    writer = Kube(threads=config.write_concurrency,
+                  user_agent=f"skillop/{__version__} ({config.lease.identity})")
+    writer.metrics = metrics
+    from skillop.operator.discovery import attach_discovery
+
+    reconciler = Reconciler(store, writer, debounce=config.debounce_seconds,
+                            concurrency=config.write_concurrency, metrics=metrics)
+    memo.store, memo.writer, memo.reconciler = store, writer, reconciler
     memo.discovery = (attach_discovery(store, reconciler, writer, config)
                       if config.mcp_discovery else None)
+    memo.health = await _health(config, metrics)
+    memo.elector = _elector(config, writer, reconciler, metrics)
+    memo.election = (asyncio.create_task(memo.elector.run(), name="skillop-election")
+                     if memo.elector is not None else None)
     memo.worker = asyncio.create_task(reconciler.run(), name="skillop-reconciler")
-    memo.resync = asyncio.create_task(reconciler.resync(CONFIG.resync_seconds),
+    memo.resync = asyncio.create_task(reconciler.resync(config.resync_seconds),
                                       name="skillop-resync")
+
+
+def _elector(config: OperatorConfig, writer: Kube, reconciler: Reconciler,
+             metrics: Metrics) -> Elector | None:
+    """Gate the reconciler and the API client on holding the Lease (if elected)."""
+    if not config.lease.enabled:
+        metrics.leading(True)
+        return None
+
+    def lead() -> None:
+        metrics.leading(True)
+        reconciler.lead()
+
+    def follow() -> None:
+        metrics.leading(False)
+        reconciler.follow()
+
+    elector = Elector(writer, config.lease, on_lead=lead, on_follow=follow)
+    writer.may_write = lambda: elector.is_leader
+    reconciler.follow()
+    metrics.leading(False)
+    return elector
+
+
+async def _health(config: OperatorConfig, metrics: Metrics) -> Any:
+    if not config.liveness:
+        return None
+    from skillop.operator.health import HealthServer
+
+    server = HealthServer(config.liveness, metrics.registry)
+    await server.start()
+    return server
 
 
 def configure(settings: kopf.OperatorSettings) -> None:
@@ -90,12 +137,19 @@ def configure(settings: kopf.OperatorSettings) -> None:
 
 @kopf.on.cleanup()
 async def cleanup(memo: kopf.Memo, **_: Any) -> None:
+    await stop(getattr(memo, "election", None))
+    elector = getattr(memo, "elector", None)
+    if elector is not None:
+        await elector.release()  # stops writing first; a standby takes over at once
     for task in (getattr(memo, "worker", None), getattr(memo, "resync", None)):
         if task is not None:
             task.cancel()
     discovery = getattr(memo, "discovery", None)
     if discovery is not None:
         await discovery.stop()
+    health = getattr(memo, "health", None)
+    if health is not None:
+        await health.stop()
     writer = getattr(memo, "writer", None)
     if writer is not None:
         writer.close()
@@ -125,19 +179,3 @@ def _watch(resource: tuple[str, str, str]) -> None:
 
 for _resource in KINDS:
     _watch(_resource)
-
-
-@kopf.on.resume(*SKILLS)
-@kopf.on.create(*SKILLS)
-@kopf.on.update(*SKILLS)  # type: ignore[arg-type]  # kopf types fn as ChangingFn
-async def reconcile_skill(name: str, namespace: str, memo: kopf.Memo, **_: Any) -> None:
-    memo.reconciler.loaded.set()
-    memo.reconciler.request("Skill", namespace, name)
-
-
-@kopf.on.resume(*ACTORS)
-@kopf.on.create(*ACTORS)
-@kopf.on.update(*ACTORS)  # type: ignore[arg-type]
-async def reconcile_actor(name: str, namespace: str, memo: kopf.Memo, **_: Any) -> None:
-    memo.reconciler.loaded.set()
-    memo.reconciler.request("Actor", namespace, name)

@@ -4,6 +4,12 @@ Uses the official client from a thread pool. Conflicts (409), throttling (429),
 server errors and dropped connections are retried with exponential backoff; a
 write that still fails raises ``WriteFailed`` and the caller re-queues the object.
 Secrets are read only here and their values are never logged.
+
+Writes pass a gate (``may_write``): with leader election, only the leader's
+writes go out; a standby's are refused before any request (``NotLeader``).
+Lease calls (leader election) bypass the gate, use their own thread (a burst of
+writes never delays a renewal) and are never retried here: a 409 means another
+replica won the race, and the elector decides what to do next.
 """
 
 from __future__ import annotations
@@ -14,9 +20,13 @@ import datetime
 import logging
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from skillop.model.names import API_GROUP, API_VERSION, ObjectRef
+
+if TYPE_CHECKING:
+    from skillop.operator.metrics import Metrics
 
 log = logging.getLogger("skillop.kube")
 T = TypeVar("T")
@@ -29,8 +39,54 @@ class WriteFailed(Exception):
     """A write still failing after the retries; the caller re-queues the object."""
 
 
+class NotLeader(WriteFailed):
+    """A write refused by the gate: this replica is not the leader (nothing was sent)."""
+
+
+class LeaseConflict(Exception):
+    """The Lease changed since it was read (HTTP 409): another replica got there first."""
+
+
+class LeaseUnavailable(Exception):
+    """The Lease could not be read or written (API unreachable, an error status)."""
+
+
+#: The wire format of Lease times (metav1.MicroTime).
+MICRO_TIME = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+
+@dataclass(frozen=True)
+class LeaseRecord:
+    """A coordination.k8s.io/v1 Lease's spec, as leader election reads and writes it."""
+
+    holder: str
+    duration_seconds: int
+    acquire_time: str | None = None
+    renew_time: str | None = None
+    transitions: int = 0
+    #: The version read; a write asserts it (optimistic concurrency).
+    resource_version: str | None = None
+
+    def spec(self) -> dict[str, Any]:
+        spec: dict[str, Any] = {"leaseDurationSeconds": self.duration_seconds,
+                                "leaseTransitions": self.transitions}
+        if self.holder:
+            spec["holderIdentity"] = self.holder
+        if self.acquire_time:
+            spec["acquireTime"] = self.acquire_time
+        if self.renew_time:
+            spec["renewTime"] = self.renew_time
+        return spec
+
+
+def _micro_time(value: Any) -> str | None:
+    if isinstance(value, datetime.datetime):
+        return value.astimezone(datetime.UTC).strftime(MICRO_TIME)
+    return str(value) if value else None
+
+
 class Kube:
-    def __init__(self, *, threads: int = 16) -> None:
+    def __init__(self, *, threads: int = 16, user_agent: str | None = None) -> None:
         import kubernetes  # the operator only: the CLI never imports the client
 
         config: Any = kubernetes.config
@@ -43,10 +99,38 @@ class Kube:
         configuration = kubernetes.client.Configuration.get_default_copy()
         configuration.connection_pool_maxsize = threads  # one connection per writer thread
         self._api = kubernetes.client.ApiClient(configuration)
+        if user_agent:  # which replica wrote what, in the API server's audit log
+            self._api.user_agent = user_agent
         self.core: Any = kubernetes.client.CoreV1Api(self._api)
         self.custom: Any = kubernetes.client.CustomObjectsApi(self._api)
+        self.coordination: Any = kubernetes.client.CoordinationV1Api(self._api)
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="skillop-api")
+        self._lease_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="skillop-lease")
         self.writes = 0
+        #: The write gate; leader election makes it "am I the leader".
+        self.may_write: Callable[[], bool] = lambda: True
+        self.metrics: Metrics | None = None
+
+    def _gate(self, kind: str, what: str) -> None:
+        if not self.may_write():
+            self._count(kind, "refused")
+            raise NotLeader(f"{what}: not the leader")
+
+    def _count(self, kind: str, outcome: str) -> None:
+        if self.metrics is not None:
+            self.metrics.api_write(kind, outcome)
+
+    async def _write(self, kind: str, what: str, fn: Callable[[], T]) -> T:
+        """A gated, counted write (retried by ``_call``)."""
+        self._gate(kind, what)
+        self.writes += 1
+        try:
+            result = await self._call(what, fn)
+        except WriteFailed:
+            self._count(kind, "error")
+            raise
+        self._count(kind, "success")
+        return result
 
     async def _call(self, what: str, fn: Callable[[], T]) -> T:
         loop = asyncio.get_running_loop()
@@ -67,15 +151,13 @@ class Kube:
                            old: Mapping[str, Any]) -> None:
         # A merge patch: fields no longer present are nulled, so the status is whole.
         body = {"status": {**{k: None for k in old if k not in new}, **new}}
-        self.writes += 1
-        await self._call(f"patch {kind} {ref} status", lambda: (
+        await self._write(kind, f"patch {kind} {ref} status", lambda: (
             self.custom.patch_namespaced_custom_object_status(
                 API_GROUP, API_VERSION, ref.namespace, PLURALS[kind], ref.name, body)))
 
     async def apply_configmap(self, body: Mapping[str, Any], *, exists: bool) -> None:
         meta = body["metadata"]
         ns, name = meta["namespace"], meta["name"]
-        self.writes += 1
 
         def write() -> object:
             try:
@@ -89,7 +171,7 @@ class Kube:
                     return self.core.replace_namespaced_config_map(name, ns, body)
                 raise
 
-        await self._call(f"write configmap {ns}/{name}", write)
+        await self._write("ConfigMap", f"write configmap {ns}/{name}", write)
 
     async def post_event(self, kind: str, ref: ObjectRef, uid: str, type_: str, reason: str,
                          message: str) -> None:
@@ -104,8 +186,10 @@ class Kube:
             "reportingComponent": "skillop", "reportingInstance": "skillop",
         }
         try:
-            await self._call(f"post event on {kind} {ref}",
-                             lambda: self.core.create_namespaced_event(ref.namespace, body))
+            await self._write("Event", f"post event on {kind} {ref}",
+                              lambda: self.core.create_namespaced_event(ref.namespace, body))
+        except NotLeader:
+            pass  # stepped down mid-batch: the new leader reports what it finds
         except WriteFailed as err:
             log.warning("could not post event: %s", err)
 
@@ -116,5 +200,68 @@ class Kube:
         data = getattr(secret, "data", None) or {}
         return {k: base64.b64decode(v).decode() for k, v in data.items()}
 
+    # -- leader election ----------------------------------------------------------
+    async def _lease_call(self, what: str, fn: Callable[[], T]) -> T:
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._lease_pool, fn)
+        except self._client.ApiException as err:
+            if err.status == 409:
+                raise LeaseConflict(what) from None
+            raise LeaseUnavailable(f"{what}: HTTP {err.status} {err.reason}") from None
+        except OSError as err:
+            raise LeaseUnavailable(f"{what}: {type(err).__name__}") from None
+
+    async def read_lease(self, namespace: str, name: str, *,
+                         timeout: float) -> LeaseRecord | None:
+        """The Lease, or None if there is none."""
+        def read() -> Any:
+            try:
+                return self.coordination.read_namespaced_lease(
+                    name, namespace, _request_timeout=timeout)
+            except self._client.ApiException as err:
+                if err.status == 404:
+                    return None
+                raise
+
+        lease = await self._lease_call(f"read lease {namespace}/{name}", read)
+        if lease is None:
+            return None
+        spec = lease.spec
+        return LeaseRecord(
+            holder=spec.holder_identity or "", duration_seconds=spec.lease_duration_seconds or 0,
+            acquire_time=_micro_time(spec.acquire_time), renew_time=_micro_time(spec.renew_time),
+            transitions=spec.lease_transitions or 0,
+            resource_version=lease.metadata.resource_version)
+
+    async def write_lease(self, namespace: str, name: str, record: LeaseRecord, *,
+                          timeout: float) -> str:
+        """Create the Lease (no version read) or replace the version read.
+
+        Returns the new resourceVersion; ``LeaseConflict`` if another replica
+        created or changed it first.
+        """
+        body: dict[str, Any] = {
+            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": name, "namespace": namespace}, "spec": record.spec()}
+        if record.resource_version is None:
+            fn: Callable[[], Any] = lambda: self.coordination.create_namespaced_lease(  # noqa: E731
+                namespace, body, _request_timeout=timeout)
+        else:
+            body["metadata"]["resourceVersion"] = record.resource_version
+            fn = lambda: self.coordination.replace_namespaced_lease(  # noqa: E731
+                name, namespace, body, _request_timeout=timeout)
+        try:
+            lease = await self._lease_call(f"write lease {namespace}/{name}", fn)
+        except LeaseConflict:
+            self._count("Lease", "conflict")
+            raise
+        except LeaseUnavailable:
+            self._count("Lease", "error")
+            raise
+        self._count("Lease", "success")
+        return str(lease.metadata.resource_version)
+
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self._lease_pool.shutdown(wait=False, cancel_futures=True)

@@ -26,10 +26,11 @@ def run() -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # kopf logs every handler run at INFO; skillop's own batch lines say what matters.
     logging.getLogger("kopf.objects").setLevel(max(logging.WARNING, logging.root.level))
+    # standalone: no kopf peering; the Lease decides who writes (leader.py). The
+    # health port (liveness and /metrics) is skillop's own server (health.py).
     asyncio.run(kopf.operator(
         clusterwide=not config.namespaces,
         namespaces=list(config.namespaces),
         standalone=True,
-        liveness_endpoint=config.liveness or None,
     ))
     return 0

@@ -5,6 +5,11 @@ changes (an ``kubectl apply -f dir/``) becomes one batch, then resolves every
 affected Skill and Actor against one Resolver (each skill flattened once per
 batch) and performs only the writes a Plan says are needed. Nothing is written
 before the store has seen the initial listing of every kind.
+
+With leader election a standby keeps its store warm and gathers changes but
+processes no batch (``leading`` is clear); on becoming the leader it marks every
+Skill and Actor (``lead``): one level-based full pass writes whatever changed
+while no one was leading, and nothing else.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from skillop.model.manifest import ActorResource, SkillResource
 from skillop.model.names import ObjectRef
 from skillop.model.problems import Problem
 from skillop.operator.deps import Key, key, ref_of
+from skillop.operator.metrics import Metrics
 from skillop.operator.outputs import (
     Plan,
     ServerState,
@@ -56,12 +62,16 @@ class Reconciler:
     def __init__(self, store: Store, writer: Writer, *, debounce: float = 0.05,
                  concurrency: int = 16, clock: Callable[[], str] = utcnow,
                  server_states: ServerStates | None = None,
-                 actor_warnings: ActorWarnings | None = None) -> None:
+                 actor_warnings: ActorWarnings | None = None,
+                 metrics: Metrics | None = None) -> None:
         self.store = store
         self.writer = writer
         self.debounce = debounce
         self.clock = clock
         self.loaded = asyncio.Event()
+        #: Set while this replica may write (always, without leader election).
+        self.leading = asyncio.Event()
+        self.leading.set()
         self._dirty: set[Key] = set()
         self._wake = asyncio.Event()
         self._limit = asyncio.Semaphore(concurrency)
@@ -70,6 +80,10 @@ class Reconciler:
         self.server_states: ServerStates = server_states or _declared_states
         self.actor_warnings: ActorWarnings = actor_warnings or (lambda actor, skills: ())
         self.batches = 0
+        self.metrics = metrics
+        if metrics is not None:
+            metrics.watch_queue(lambda: len(self._dirty))
+            metrics.watch_objects(lambda: self.store.statuses)
 
     # -- intake -------------------------------------------------------------------
     def mark(self, keys: Iterable[Key]) -> None:
@@ -81,12 +95,31 @@ class Reconciler:
     def request(self, kind: str, namespace: str, name: str) -> None:
         self.mark({key(kind, ObjectRef(namespace, name))})
 
+    def everything(self) -> set[Key]:
+        return ({key("Skill", r) for r in self.store.catalog.skills}
+                | {key("Actor", r) for r in self.store.catalog.actors}
+                | set(self.store.invalid))
+
+    # -- leadership -----------------------------------------------------------------
+    def lead(self) -> None:
+        """This replica became the leader: a full pass, then business as usual."""
+        self.mark(self.everything())
+        self._wake.set()
+        self.leading.set()
+
+    def follow(self) -> None:
+        """This replica is a standby: changes gather, no batch runs."""
+        self.leading.clear()
+
     # -- the worker ---------------------------------------------------------------
     async def run(self) -> None:
         await self.loaded.wait()
         while True:
             await self._wake.wait()
+            await self.leading.wait()
             await asyncio.sleep(self.debounce)
+            if not self.leading.is_set():
+                continue
             self._wake.clear()
             batch, self._dirty = self._dirty, set()
             try:
@@ -101,8 +134,7 @@ class Reconciler:
         await self.loaded.wait()
         while True:
             await asyncio.sleep(every)
-            self.mark({key("Skill", r) for r in self.store.catalog.skills}
-                      | {key("Actor", r) for r in self.store.catalog.actors})
+            self.mark(self.everything())
 
     async def process(self, changed: set[Key]) -> None:
         self.batches += 1
@@ -113,6 +145,9 @@ class Reconciler:
         jobs += [self._actor(resolver, ref) for ref in sorted(affected.actors)]
         jobs += [self._invalid(k) for k in sorted(changed) if k in self.store.invalid]
         failed = [r for r in await asyncio.gather(*jobs) if r is not None]
+        if self.metrics is not None:
+            self.metrics.batch(time.monotonic() - started, skills=len(affected.skills),
+                               actors=len(affected.actors))
         log.info("batch %d: %d changes -> %d skills, %d actors in %.3fs (%d to retry)",
                  self.batches, len(changed), len(affected.skills), len(affected.actors),
                  time.monotonic() - started, len(failed))

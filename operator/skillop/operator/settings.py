@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import socket
+import urllib.parse
 import uuid
 from dataclasses import dataclass, field
 
@@ -80,6 +81,21 @@ def _level(name: str) -> str:
     raw = (_raw(name) or "INFO").upper()
     if raw not in _LEVELS:
         raise SettingsError(f"{name}={raw!r} is not one of {', '.join(_LEVELS)}")
+    return raw
+
+
+def _endpoint(name: str) -> str:
+    """``http://HOST:PORT/PATH`` (the health server), or empty: none."""
+    raw = _raw(name)
+    if raw is None:
+        return ""
+    parts = urllib.parse.urlsplit(raw)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if parts.scheme != "http" or port is None:
+        raise SettingsError(f"{name}={raw!r} is not an http://HOST:PORT/PATH address")
     return raw
 
 
@@ -183,7 +199,7 @@ class OperatorConfig:
             debounce_seconds=_float("SKILLOP_DEBOUNCE_SECONDS", 0.05, zero=True),
             write_concurrency=_int("SKILLOP_WRITE_CONCURRENCY", 16, maximum=1024),
             log_level=_level("SKILLOP_LOG_LEVEL"),
-            liveness=os.environ.get("SKILLOP_LIVENESS", ""),
+            liveness=_endpoint("SKILLOP_LIVENESS"),
             lease=LeaseConfig.from_env(),
             webhook=_bool("SKILLOP_WEBHOOK"),
             webhook_port=_int("SKILLOP_WEBHOOK_PORT", 9443),

@@ -41,6 +41,9 @@ def _check(kwargs: dict[str, Any]) -> None:
     old: kopf.Body | None = kwargs.get("old")
     previous = dict(old) if old is not None and kwargs.get("operation") == "UPDATE" else None
     messages = review(dict(body), _catalog(kwargs.get("memo")), old=previous)
+    metrics = getattr(kwargs.get("memo"), "metrics", None)
+    if metrics is not None:
+        metrics.admission(str(body.get("kind") or ""), allowed=not messages)
     if messages:
         raise kopf.AdmissionError("; ".join(messages), code=422)
 
