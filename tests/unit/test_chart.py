@@ -58,8 +58,14 @@ def deployment(values: dict[str, Any] | None = None) -> dict[str, Any]:
 
 
 def env(values: dict[str, Any] | None = None) -> dict[str, str]:
+    """The container's plain-value variables (``valueFrom`` ones: see ``env_from``)."""
     (container,) = deployment(values)["spec"]["template"]["spec"]["containers"]
-    return {e["name"]: e["value"] for e in container["env"]}
+    return {e["name"]: e["value"] for e in container["env"] if "value" in e}
+
+
+def env_from(values: dict[str, Any] | None = None) -> dict[str, Any]:
+    (container,) = deployment(values)["spec"]["template"]["spec"]["containers"]
+    return {e["name"]: e["valueFrom"] for e in container["env"] if "valueFrom" in e}
 
 
 # -- lint and schema ----------------------------------------------------------------------
@@ -69,6 +75,9 @@ def env(values: dict[str, Any] | None = None) -> dict[str, str]:
     {},
     {"namespaces": ["team-a", "team-b"], "mcp": {"headersFromSecrets": True}},
     {"crds": {"enabled": False}},
+    {"replicaCount": 1, "leaderElection": {"enabled": False}},
+    {"replicaCount": 3, "metrics": {"serviceMonitor": {"enabled": True,
+                                                       "labels": {"release": "prom"}}}},
 ])
 def test_lint_passes(values: dict[str, Any]) -> None:
     report = helm.lint(str(CHART), values, strict=True)
@@ -118,6 +127,8 @@ def test_defaults_render_the_expected_objects() -> None:
         "ServiceAccount", "Deployment",
         "ClusterRole", "ClusterRoleBinding",    # namespaces and CRDs (kopf)
         "ClusterRole", "ClusterRoleBinding",    # the namespaced resources, cluster-wide
+        "Role", "RoleBinding",                  # the Lease, in the release namespace
+        "PodDisruptionBudget", "Service",       # two replicas; /metrics
     ])
     labels = deployment()["metadata"]["labels"]
     assert labels["app.kubernetes.io/name"] == "skillop"
@@ -179,8 +190,10 @@ def test_sync_crds_escapes_template_braces() -> None:
 
 def test_namespaced_mode_uses_roles() -> None:
     docs = render({"namespaces": ["team-a", "team-b"]})
-    roles = of_kind(docs, "Role")
-    bindings = of_kind(docs, "RoleBinding")
+    # (The Lease's Role, in the release namespace, is tested below.)
+    roles = [r for r in of_kind(docs, "Role") if "leases" not in str(r["rules"])]
+    bindings = [b for b in of_kind(docs, "RoleBinding")
+                if not b["metadata"]["name"].endswith("-leader-election")]
     assert sorted(r["metadata"]["namespace"] for r in roles) == ["team-a", "team-b"]
     assert sorted(b["metadata"]["namespace"] for b in bindings) == ["team-a", "team-b"]
     for b in bindings:
@@ -200,8 +213,6 @@ def test_namespaced_mode_uses_roles() -> None:
 
 def test_deployment_security_settings() -> None:
     dep = deployment()
-    assert dep["spec"]["replicas"] == 1
-    assert dep["spec"]["strategy"] == {"type": "Recreate"}
     pod = dep["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == "skillop"
     psc = pod["securityContext"]
@@ -247,7 +258,14 @@ def test_env_from_values() -> None:
         "SKILLOP_RESYNC_SECONDS": "300",
         "SKILLOP_LOG_LEVEL": "INFO",
         "SKILLOP_LIVENESS": "http://0.0.0.0:8080/healthz",
+        "SKILLOP_LEADER_ELECTION": "true",
+        "SKILLOP_LEASE_NAME": "skillop",
+        "SKILLOP_LEASE_NAMESPACE": "skillop-system",
+        "SKILLOP_LEASE_DURATION_SECONDS": "15",
+        "SKILLOP_LEASE_RENEW_DEADLINE_SECONDS": "10",
+        "SKILLOP_LEASE_RETRY_SECONDS": "1",
     }
+    assert env_from() == {"POD_NAME": {"fieldRef": {"fieldPath": "metadata.name"}}}
     custom = env({"mcp": {"allow": ["mcp.example.com"], "refreshSeconds": 60},
                   "resyncSeconds": 30, "logLevel": "DEBUG"})
     assert custom["SKILLOP_MCP_ALLOW"] == "mcp.example.com"
@@ -269,6 +287,10 @@ def test_env_is_what_the_operator_reads(monkeypatch: pytest.MonkeyPatch) -> None
     assert config.resync_seconds == 300.0
     assert config.liveness == "http://0.0.0.0:8080/healthz"
     assert config.mcp_discovery is True
+    assert (config.lease.enabled, config.lease.name, config.lease.namespace) == (
+        True, "skillop", "skillop-system")
+    assert (config.lease.duration_seconds, config.lease.renew_deadline_seconds,
+            config.lease.retry_seconds) == (15.0, 10.0, 1.0)
     monkeypatch.setenv("SKILLOP_MCP_DISCOVERY", env({"mcp": {"discovery": False}})[
         "SKILLOP_MCP_DISCOVERY"])
     assert OperatorConfig.from_env().mcp_discovery is False
@@ -286,16 +308,21 @@ KUBE_CALLS: dict[str, set[Grant]] = {
     "replace_namespaced_config_map": {("", "configmaps", "update")},
     "create_namespaced_event": {("", "events", "create")},
     "read_namespaced_secret": {("", "secrets", "get")},  # only with mcp.headersFromSecrets
+    # Leader election, in the release namespace only.
+    "read_namespaced_lease": {("coordination.k8s.io", "leases", "get")},
+    "create_namespaced_lease": {("coordination.k8s.io", "leases", "create")},
+    "replace_namespaced_lease": {("coordination.k8s.io", "leases", "update")},
 }
+LEASE_CALLS = ("read_namespaced_lease", "create_namespaced_lease", "replace_namespaced_lease")
 
-#: What kopf itself needs: watch every indexed kind, annotate skills and actors
-#: (progress and diff-base under skillop.dev/), post its own events, discover CRDs.
+#: What kopf itself needs: watch every indexed kind, post its own events, discover
+#: CRDs. No patch of Skills or Actors: skillop has no kopf handler that keeps its
+#: progress or diff-base in their annotations.
 KOPF_NEEDS: set[Grant] = {
     *((g, r, v) for g, r in [("skillop.dev", "tools"), ("skillop.dev", "skills"),
                              ("skillop.dev", "actors"), ("", "configmaps"), ("", "namespaces"),
                              ("apiextensions.k8s.io", "customresourcedefinitions")]
       for v in ("list", "watch")),
-    ("skillop.dev", "skills", "patch"), ("skillop.dev", "actors", "patch"),
     ("", "events", "create"),
 }
 
@@ -305,13 +332,15 @@ def _grants(group: str, resources: list[str], verbs: list[str]) -> set[Grant]:
 
 #: The whole grant, exactly: nothing else may appear.
 NAMESPACED_GRANTS: set[Grant] = (
-    _grants("skillop.dev", ["tools"], ["get", "list", "watch"])
-    | _grants("skillop.dev", ["skills", "actors"], ["get", "list", "watch", "patch"])
+    _grants("skillop.dev", ["tools", "skills", "actors"], ["get", "list", "watch"])
     | _grants("skillop.dev", ["skills/status", "actors/status"], ["get", "patch"])
     | _grants("", ["configmaps"], ["get", "list", "watch", "create", "update", "patch"])
     | _grants("", ["events"], ["create", "patch"])
 )
 SECRET_GRANTS: set[Grant] = {("", "secrets", "get")}
+#: In the release namespace only.
+LEASE_GRANTS: set[Grant] = _grants("coordination.k8s.io", ["leases"], ["get", "create", "update"])
+RELEASE_NS = "skillop-system"
 CLUSTER_GRANTS: set[Grant] = (
     _grants("", ["namespaces"], ["get", "list", "watch"])
     | _grants("apiextensions.k8s.io", ["customresourcedefinitions"], ["get", "list", "watch"])
@@ -352,12 +381,13 @@ def granted(docs: list[dict[str, Any]]) -> tuple[set[Grant], dict[str, set[Grant
 
 
 def kube_py_calls() -> set[str]:
-    """The Kubernetes client methods kube.py calls (``self.core.X``/``self.custom.X``)."""
+    """The Kubernetes client methods kube.py calls (``self.core.X``, ``self.custom.X``,
+    ``self.coordination.X``)."""
     calls = set()
     for node in ast.walk(ast.parse(KUBE_PY.read_text())):
         if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)
                 and isinstance(node.value.value, ast.Name) and node.value.value.id == "self"
-                and node.value.attr in ("core", "custom")):
+                and node.value.attr in ("core", "custom", "coordination")):
             calls.add(node.attr)
     return calls
 
@@ -370,13 +400,14 @@ def test_rbac_table_covers_every_call_in_kube_py() -> None:
 @pytest.mark.parametrize("secrets", [False, True])
 def test_rbac_clusterwide_is_exactly_what_is_needed(secrets: bool) -> None:
     cluster, per_ns = granted(render({"mcp": {"headersFromSecrets": secrets}}))
-    assert per_ns == {}
+    assert per_ns == {RELEASE_NS: LEASE_GRANTS}
     expected = NAMESPACED_GRANTS | CLUSTER_GRANTS | (SECRET_GRANTS if secrets else set())
     assert cluster == expected
     needed = KOPF_NEEDS | set().union(*KUBE_CALLS.values())
     if not secrets:
         needed -= SECRET_GRANTS
-    assert needed <= cluster, needed - cluster
+    assert needed - LEASE_GRANTS <= cluster, needed - LEASE_GRANTS - cluster
+    assert needed >= LEASE_GRANTS
 
 
 @pytest.mark.parametrize("secrets", [False, True])
@@ -385,11 +416,11 @@ def test_rbac_namespaced_is_exactly_what_is_needed(secrets: bool) -> None:
                                       "mcp": {"headersFromSecrets": secrets}}))
     assert cluster == CLUSTER_GRANTS  # nothing namespaced is granted cluster-wide
     expected = NAMESPACED_GRANTS | (SECRET_GRANTS if secrets else set())
-    assert per_ns == {"team-a": expected, "team-b": expected}
+    assert per_ns == {"team-a": expected, "team-b": expected, RELEASE_NS: LEASE_GRANTS}
     needed = KOPF_NEEDS | set().union(*KUBE_CALLS.values())
     if not secrets:
         needed -= SECRET_GRANTS
-    assert needed <= cluster | expected, needed - cluster - expected
+    assert needed - LEASE_GRANTS <= cluster | expected, needed - cluster - expected
 
 
 def test_secrets_are_not_readable_by_default() -> None:
@@ -431,12 +462,14 @@ def secret_data(docs: list[dict[str, Any]]) -> dict[str, bytes]:
 ])
 def test_webhook_disabled_renders_nothing(values: dict[str, Any]) -> None:
     docs = render(values)
-    assert {d["kind"] for d in docs} & WEBHOOK_KINDS == set()
+    webhook_docs = [d for d in docs if d["kind"] in WEBHOOK_KINDS
+                    and d["metadata"]["name"] != "skillop-metrics"]
+    assert webhook_docs == []
     out = _CHART.render(values=values, name="skillop", namespace="skillop-system")
     assert [path for path, text in out.items() if "webhook" in text.lower()] == []
     container = container_of(deployment(values))
     assert [p["name"] for p in container["ports"]] == ["health"]
-    assert "readinessProbe" not in container
+    assert container["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
     assert not any(name.startswith("SKILLOP_WEBHOOK") for name in env(values))
 
 
@@ -544,7 +577,7 @@ def test_webhook_service_and_deployment_agree(values: dict[str, Any],
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     docs = render(values)
     (dep,) = of_kind(docs, "Deployment")
-    (svc,) = of_kind(docs, "Service")
+    (svc,) = [s for s in of_kind(docs, "Service") if s["metadata"]["name"] == "skillop-webhook"]
     container = container_of(dep)
     variables = env(values)
     port = values["webhook"].get("port", 9443)
@@ -699,3 +732,106 @@ def test_webhook_needs_no_rbac(values: dict[str, Any]) -> None:
     assert granted(render(values)) == granted(render())
     ns_values = {**values, "namespaces": ["team-a"]}
     assert granted(render(ns_values)) == granted(render({"namespaces": ["team-a"]}))
+
+
+# -- high availability and metrics --------------------------------------------------------
+
+
+def test_two_replicas_roll_without_downtime() -> None:
+    docs = render()
+    dep = deployment()
+    assert dep["spec"]["replicas"] == 2
+    assert dep["spec"]["strategy"] == {
+        "type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
+    pod = dep["spec"]["template"]
+    # Preferably on different nodes, selecting exactly this release's pods.
+    (term,) = pod["spec"]["affinity"]["podAntiAffinity"][
+        "preferredDuringSchedulingIgnoredDuringExecution"]
+    assert term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+    assert term["podAffinityTerm"]["labelSelector"]["matchLabels"] == (
+        dep["spec"]["selector"]["matchLabels"])
+    assert "requiredDuringSchedulingIgnoredDuringExecution" not in (
+        pod["spec"]["affinity"]["podAntiAffinity"])
+    (pdb,) = of_kind(docs, "PodDisruptionBudget")
+    assert pdb["apiVersion"] == "policy/v1"
+    assert pdb["metadata"]["namespace"] == RELEASE_NS
+    assert pdb["spec"]["minAvailable"] == 1
+    assert pdb["spec"]["selector"]["matchLabels"] == dep["spec"]["selector"]["matchLabels"]
+    assert pdb["spec"]["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
+
+
+def test_one_replica_has_no_disruption_budget_and_own_affinity_wins() -> None:
+    assert of_kind(render({"replicaCount": 1}), "PodDisruptionBudget") == []
+    assert of_kind(render({"podDisruptionBudget": {"enabled": False}}),
+                   "PodDisruptionBudget") == []
+    mine = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "pool", "operator": "In", "values": ["ops"]}]}]}}}
+    assert deployment({"affinity": mine})["spec"]["template"]["spec"]["affinity"] == mine
+
+
+def test_lease_rbac_only_in_the_release_namespace() -> None:
+    docs = render({"namespaces": ["team-a"]})
+    (role,) = [r for r in of_kind(docs, "Role") if "leases" in str(r["rules"])]
+    assert role["metadata"]["namespace"] == RELEASE_NS
+    assert rule_grants(role["rules"]) == LEASE_GRANTS
+    for cluster_role in of_kind(docs, "ClusterRole"):
+        assert "leases" not in str(cluster_role["rules"])
+    variables = env({"leaderElection": {"leaseDurationSeconds": 30,
+                                        "renewDeadlineSeconds": 20, "retryPeriodSeconds": 2}})
+    assert (variables["SKILLOP_LEASE_DURATION_SECONDS"],
+            variables["SKILLOP_LEASE_RENEW_DEADLINE_SECONDS"],
+            variables["SKILLOP_LEASE_RETRY_SECONDS"]) == ("30", "20", "2")
+
+
+def test_leader_election_off_drops_the_lease_and_its_rbac() -> None:
+    docs = render({"replicaCount": 1, "leaderElection": {"enabled": False}})
+    assert not any("leases" in str(r["rules"]) for r in of_kind(docs, "Role"))
+    variables = env({"replicaCount": 1, "leaderElection": {"enabled": False}})
+    assert variables["SKILLOP_LEADER_ELECTION"] == "false"
+    assert not any(name.startswith("SKILLOP_LEASE_") for name in variables)
+
+
+def test_metrics_service_reaches_the_health_port() -> None:
+    docs = render()
+    dep = deployment()
+    (svc,) = [s for s in of_kind(docs, "Service") if s["metadata"]["name"] == "skillop-metrics"]
+    assert svc["spec"]["selector"] == dep["spec"]["selector"]["matchLabels"]
+    (port,) = svc["spec"]["ports"]
+    assert (port["name"], port["port"], port["targetPort"]) == ("metrics", 8080, "health")
+    ports = {p["name"]: p["containerPort"] for p in container_of(dep)["ports"]}
+    assert ports["health"] == 8080
+    # /metrics is served where SKILLOP_LIVENESS puts the health server.
+    assert env()["SKILLOP_LIVENESS"].startswith("http://0.0.0.0:8080/")
+    assert of_kind(docs, "ServiceMonitor") == []  # off by default
+    assert of_kind(render({"metrics": {"service": {"enabled": False}}}), "Service") == []
+
+
+def test_service_monitor_scrapes_the_metrics_service() -> None:
+    docs = render({"metrics": {"serviceMonitor": {"enabled": True, "interval": "15s",
+                                                  "labels": {"release": "prom"}}}})
+    (monitor,) = of_kind(docs, "ServiceMonitor")
+    (svc,) = [s for s in of_kind(docs, "Service") if s["metadata"]["name"] == "skillop-metrics"]
+    assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
+    assert monitor["metadata"]["labels"]["release"] == "prom"
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= svc["metadata"]["labels"].items()
+    assert monitor["spec"]["namespaceSelector"] == {"matchNames": [RELEASE_NS]}
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert (endpoint["port"], endpoint["path"], endpoint["interval"]) == (
+        "metrics", "/metrics", "15s")
+    with pytest.raises(helm.HelmError, match=r"needs metrics\.service\.enabled"):
+        render({"metrics": {"service": {"enabled": False}, "serviceMonitor": {"enabled": True}}})
+
+
+@pytest.mark.parametrize("values", [
+    {"replicaCount": 0},
+    {"replicaCount": "2"},
+    {"leaderElection": {"leaseDurationSeconds": "15"}},
+    {"leaderElection": {"enable": True}},
+    {"podDisruptionBudget": {"minAvailable": "half"}},
+    {"metrics": {"serviceMonitor": {"enabled": "yes"}}},
+    {"metrics": {"serviceMonitor": {"interval": "30"}}},
+])
+def test_ha_values_schema_rejects(values: dict[str, Any]) -> None:
+    with pytest.raises(helm.HelmValuesError):
+        _CHART.validate_schema(_CHART.merge_values(values))

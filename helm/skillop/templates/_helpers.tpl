@@ -51,16 +51,15 @@ app.kubernetes.io/part-of: skillop
 {{/*
 Rules on namespaced resources: bound with a ClusterRoleBinding when every namespace
 is watched, with a RoleBinding in each namespace otherwise. Each rule is one API call
-the operator makes (operator/skillop/operator/kube.py) or one kopf needs to watch and
-annotate the objects; tests/unit/test_chart.py keeps the two in step.
+the operator makes (operator/skillop/operator/kube.py) or one kopf needs to watch the
+objects (skillop has no kopf handler that annotates them); tests/unit/test_chart.py
+keeps the two in step. The Lease (leader election) is granted in the release
+namespace only (leader-election.yaml).
 */}}
 {{- define "skillop.namespacedRules" -}}
 - apiGroups: ["skillop.dev"]
-  resources: ["tools"]
+  resources: ["tools", "skills", "actors"]
   verbs: ["get", "list", "watch"]
-- apiGroups: ["skillop.dev"]
-  resources: ["skills", "actors"]
-  verbs: ["get", "list", "watch", "patch"]
 - apiGroups: ["skillop.dev"]
   resources: ["skills/status", "actors/status"]
   verbs: ["get", "patch"]
@@ -111,4 +110,9 @@ between the two never makes Helm adopt (or cert-manager overwrite) the other's.
 {{/* Where the webhook Secret is mounted in the operator container. */}}
 {{- define "skillop.webhookCertDir" -}}
 /etc/skillop/webhook
+{{- end }}
+
+{{/* The leader election Lease, in the release namespace. */}}
+{{- define "skillop.leaseName" -}}
+{{- include "skillop.fullname" . }}
 {{- end }}

@@ -369,8 +369,8 @@ class Discovery:
     def server_states(self) -> list[str]:
         """Each server's state for the metrics: ok, failing, or pending (first listing)."""
         pending = self.store.catalog.pending
-        return ["pending" if url in pending else "failing" if w.error else "ok"
-                for url, w in list(self.servers.items())]
+        return ["pending" if server in pending else "failing" if w.error else "ok"
+                for server, w in list(self.servers.items())]
 
     def _users(self, watch: ServerWatch) -> set[Key]:
         return {key("Skill", ref) for ref, _ in watch.users}

@@ -124,8 +124,8 @@ class _ServerCollector(Collector):
 
     def collect(self) -> Iterable[Metric]:
         family = GaugeMetricFamily(
-            f"{PREFIX}_mcp_servers", "Distinct MCP servers discovered, by state"
-            " (ok, failing, pending: first listing not over)", labels=["state"])
+            f"{PREFIX}_mcp_servers", "MCP servers discovered (one per URL and Secret), by"
+            " state (ok, failing, pending: first listing not over)", labels=["state"])
         tally = Tally(self._states())
         for state in ("ok", "failing", "pending"):
             family.add_metric([state], tally[state])
