@@ -73,7 +73,12 @@ class Elector:
     # -- the loop -------------------------------------------------------------------
     async def run(self) -> None:
         while True:
-            await self.step()
+            try:
+                await self.step()
+            except Exception:  # a bug must not freeze leadership as it is
+                log.exception("lease %s: election step failed", self._name)
+                if self.is_leader:
+                    self._follow()
             await asyncio.sleep(self.config.retry_seconds)
 
     async def step(self) -> None:
