@@ -11,10 +11,11 @@ from typing import Any
 from skillkit import actor, anon, by_name, catalog, resolve_actor, skill, skill_md, tool
 
 from skillop.cli.load import load_paths
+from skillop.model.canonical import canonical_json
 from skillop.model.names import ObjectRef
 from skillop.resolve.catalog import Catalog
 from skillop.resolve.resolver import Resolver
-from skillop.resolve.toolset import canonical_json, configmap_data, render_document
+from skillop.resolve.toolset import configmap_data, render_document
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 TOP_KEYS = ["apiVersion", "kind", "actor", "hash", "tools", "mcpServers", "agentSkills"]

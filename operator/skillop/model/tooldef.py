@@ -8,13 +8,11 @@ Schemas are plain JSON objects and are never mutated after construction.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from json.encoder import encode_basestring
 from typing import Any, Literal
 
+from skillop.model.canonical import canonical_fragment, sha256_digest
 from skillop.model.capabilities import Capabilities
 from skillop.model.specs import Override
 
@@ -63,7 +61,7 @@ class ToolDef:
         actor that reaches it and its schemas are never mutated."""
         cached = self._fragments
         if not cached:
-            cached.update({key: _canonical(value) for key, value in (
+            cached.update({key: canonical_fragment(value) for key, value in (
                 ("name", self.name), ("title", self.title), ("description", self.description),
                 ("inputSchema", self.input_schema), ("outputSchema", self.output_schema),
                 ("capabilities", self.capabilities.to_dict()), ("runtime", self.runtime),
@@ -77,8 +75,7 @@ class ToolDef:
             fragments = self.fragments()
             # The body as json.dumps(body, sort_keys=True, separators=(",", ":")) spells it.
             raw = "{" + ",".join(f'"{key}":{fragments[key]}' for key in _DIGESTED) + "}"
-            object.__setattr__(self, "_digest",
-                               "sha256:" + hashlib.sha256(raw.encode()).hexdigest())
+            object.__setattr__(self, "_digest", sha256_digest(raw))
         assert self._digest is not None
         return self._digest
 
@@ -86,12 +83,3 @@ class ToolDef:
 #: The fields ``digest`` covers, in sorted order.
 _DIGESTED = ("capabilities", "description", "inputSchema", "name", "outputSchema", "title")
 
-
-def _canonical(value: Any) -> str:
-    """``json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)``,
-    with shortcuts for the common strings and nulls (the same string encoder)."""
-    if isinstance(value, str):
-        return encode_basestring(value)
-    if value is None:
-        return "null"
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

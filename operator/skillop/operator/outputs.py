@@ -9,12 +9,12 @@ cluster gets zero writes. Conditions follow KEP-1623: ``Ready`` always present,
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from skillop.model import problems as P
+from skillop.model.canonical import json_digest
 from skillop.model.manifest import ActorResource, SkillResource
 from skillop.model.names import GROUP_VERSION
 from skillop.model.problems import Problem
@@ -124,8 +124,7 @@ def remembered(kind: str, status: Mapping[str, Any]) -> dict[str, Any]:
     """
     out = dict(status)
     if kind == "Skill" and isinstance(out.get("tools"), list):
-        raw = json.dumps(out["tools"], sort_keys=True, separators=(",", ":"))
-        out["tools"] = "sha256:" + hashlib.sha256(raw.encode()).hexdigest()
+        out["tools"] = json_digest(out["tools"])
     return out
 
 

@@ -10,7 +10,7 @@ and n short messages, not n searches and n messages of n names each.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -149,13 +149,3 @@ def reachable(starts: Iterable[T], edges: Callable[[T], Iterable[T]]) -> set[T]:
             seen.add(node)
             stack.extend(edges(node))
     return seen
-
-
-def reverse_edges(
-    nodes: Iterable[ObjectRef], edges: Edges
-) -> Mapping[ObjectRef, list[ObjectRef]]:
-    out: dict[ObjectRef, list[ObjectRef]] = {}
-    for node in nodes:
-        for nxt in edges(node):
-            out.setdefault(nxt, []).append(node)
-    return out

@@ -7,13 +7,13 @@ its own ``hash`` field, so equal inputs give equal bytes and equal hashes.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring
 from typing import Any
 
+from skillop.model.canonical import canonical_json, sha256_digest
 from skillop.model.names import GROUP_VERSION, ObjectRef
 from skillop.model.specs import McpServer
 from skillop.model.tooldef import ToolDef
@@ -35,10 +35,6 @@ class EffectiveTool:
         if self.entry.tool.source != "agent_skill":
             return None
         return f"agent-skill.{self.binding_name}.md"
-
-
-def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def _json_value(value: Any) -> str:
@@ -198,7 +194,7 @@ def _hash(doc: dict[str, Any], tools_json: list[str] | None) -> str:
     """``document_hash``; given ``tools_json`` (the canonical JSON of each of
     ``doc["tools"]``), the tools are not serialised again."""
     text = _canonical(doc, tools_json, with_hash=False)
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+    return sha256_digest(text)
 
 
 def _canonical(doc: dict[str, Any], tools_json: list[str] | None, *, with_hash: bool) -> str:

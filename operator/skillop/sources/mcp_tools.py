@@ -7,12 +7,11 @@ win field by field), then the server's ``toolFilter`` applies.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from skillop.model.canonical import json_digest, sha256_digest
 from skillop.model.capabilities import Capabilities, capabilities_from_annotations
 from skillop.model.specs import McpServer
 from skillop.model.tooldef import ToolDef
@@ -79,8 +78,7 @@ def info_digest(info: McpToolInfo) -> str:
     body = {"name": info.name, "title": info.title, "description": info.description,
             "inputSchema": info.input_schema, "outputSchema": info.output_schema,
             "annotations": info.annotations}
-    raw = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return "sha256:" + hashlib.sha256(raw.encode()).hexdigest()
+    return json_digest(body)
 
 
 def changed_fields(old: McpToolInfo, new: McpToolInfo) -> list[str]:
@@ -94,5 +92,4 @@ def changed_fields(old: McpToolInfo, new: McpToolInfo) -> list[str]:
 
 def tools_digest(infos: tuple[McpToolInfo, ...]) -> str:
     """sha256 over a server's whole tool list (each tool's ``info_digest``)."""
-    joined = "\n".join(sorted(info_digest(i) for i in infos))
-    return "sha256:" + hashlib.sha256(joined.encode()).hexdigest()
+    return sha256_digest("\n".join(sorted(info_digest(i) for i in infos)))
