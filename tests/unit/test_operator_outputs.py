@@ -13,7 +13,6 @@ from skillop.operator.outputs import (
     ACTOR_LABEL,
     HASH_ANNOTATION,
     MANAGED_BY,
-    MAX_CONFIGMAP_BYTES,
     ObservedConfigMap,
     Plan,
     ServerState,
@@ -22,6 +21,7 @@ from skillop.operator.outputs import (
 )
 from skillop.operator.store import Store
 from skillop.resolve.resolver import Resolver
+from skillop.resolve.toolset import MAX_CONFIGMAP_BYTES
 
 Doc = dict[str, Any]
 T0 = "2024-01-01T00:00:00Z"

@@ -1,14 +1,16 @@
 """Reading manifests from files, directories and stdin.
 
-Multi-document YAML (and JSON, a subset); ``List`` objects are expanded; files
-are read in sorted order so output never depends on the file system. Anything
-that cannot be read becomes a Problem naming the file, never a traceback.
+Multi-document YAML (and JSON, a subset), read as kubectl reads it
+(``model.yamlread``); ``List`` objects are expanded; files are read in sorted
+order so output never depends on the file system. Files and stdin take the same
+path from bytes on. Anything that cannot be read becomes a Problem naming the
+file, never a traceback.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,33 +18,9 @@ from typing import Any
 import yaml
 
 from skillop.model import problems as P
+from skillop.model import yamlread
 from skillop.model.manifest import DEFAULT_NAMESPACE, Parsed, parse_object
 from skillop.model.problems import Problem, Subject
-
-#: libyaml's parser when PyYAML was built with it (much faster), else the pure one.
-_Base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _Loader(_Base):  # type: ignore[misc]
-    """The safe loader, refusing duplicate keys.
-
-    YAML would silently keep the last value, so a key given twice (or two
-    manifests pasted together without ``---``) would lose half the input.
-    """
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[tuple[str, str]] = set()
-        for key_node, _ in node.value:
-            if isinstance(key_node, yaml.ScalarNode):
-                key = (key_node.tag, key_node.value)
-                if key in seen:
-                    raise yaml.constructor.ConstructorError(
-                        "while constructing a mapping", node.start_mark,
-                        f"found duplicate key {key_node.value!r}", key_node.start_mark)
-                seen.add(key)
-        mapping: dict[Any, Any] = super().construct_mapping(node, deep)
-        return mapping
-
 
 SUFFIXES = {".yaml", ".yml", ".json"}
 
@@ -60,17 +38,32 @@ def load_paths(paths: Iterable[str], *, namespace: str = DEFAULT_NAMESPACE,
     loaded = Loaded()
     for path in paths:
         if path == "-":
-            text = (stdin or sys.stdin).read()
-            load_text(text, origin="<stdin>", namespace=namespace, into=loaded)
+            _load_bytes(lambda: _read_stream(stdin or sys.stdin), "<stdin>", namespace, loaded)
             continue
         for file in _files(Path(path), loaded):
-            try:
-                text = file.read_text("utf-8")
-            except (OSError, UnicodeDecodeError) as err:
-                loaded.problems.append(_file_problem(str(file), f"cannot read: {err}"))
-                continue
-            load_text(text, origin=str(file), namespace=namespace, into=loaded)
+            _load_bytes(file.read_bytes, str(file), namespace, loaded)
     return loaded
+
+
+def _read_stream(stream: Any) -> bytes:
+    """A stream's bytes: undecoded, so stdin gets the same UTF-8 check as files."""
+    raw = getattr(stream, "buffer", stream).read()
+    return raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else bytes(raw)
+
+
+def _load_bytes(read: Callable[[], bytes], origin: str, namespace: str, loaded: Loaded) -> None:
+    try:
+        text = read().decode("utf-8")
+    except (OSError, UnicodeError) as err:
+        loaded.problems.append(_file_problem(origin, f"cannot read: {_reason(err)}"))
+        return
+    load_text(text, origin=origin, namespace=namespace, into=loaded)
+
+
+def _reason(err: Exception) -> str:
+    if isinstance(err, UnicodeDecodeError):
+        return f"not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset {err.start})"
+    return str(err)
 
 
 def _files(path: Path, loaded: Loaded) -> Iterator[Path]:
@@ -90,12 +83,9 @@ def load_text(text: str, *, origin: str, namespace: str = DEFAULT_NAMESPACE,
               into: Loaded | None = None) -> Loaded:
     loaded = into if into is not None else Loaded()
     try:
-        docs = list(yaml.load_all(text, Loader=_Loader))
+        docs = yamlread.load_all(text)
     except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else "?"
-        reason = getattr(err, "problem", None) or str(err).splitlines()[0]
-        loaded.problems.append(_file_problem(origin, f"malformed YAML at {where}: {reason}"))
+        loaded.problems.append(_file_problem(origin, _yaml_message(err)))
         return loaded
     for doc in _expand(docs):
         if doc is None:
@@ -108,6 +98,15 @@ def load_text(text: str, *, origin: str, namespace: str = DEFAULT_NAMESPACE,
             subject = result.problems[0].subject
             loaded.invalid.add((subject.kind, subject.namespace, subject.name))
     return loaded
+
+
+def _yaml_message(err: yaml.YAMLError) -> str:
+    if isinstance(err, yamlread.ExcessiveAliasing):
+        return f"YAML refused: {err}"
+    mark = getattr(err, "problem_mark", None)
+    where = f" at line {mark.line + 1}" if mark is not None else ""
+    reason = getattr(err, "problem", None) or str(err).splitlines()[0]
+    return f"malformed YAML{where}: {reason[:200]}"
 
 
 def _expand(docs: list[Any]) -> Iterator[Any]:

@@ -73,11 +73,12 @@ class Capabilities(BaseModel):
         copy.__dict__.pop("_set_fields", None)  # ``update`` may have changed fields
         return copy
 
-    @field_validator("checkpoint", mode="before")
+    @field_validator("write_scope", "tags", mode="before")
     @classmethod
-    def _yaml_no(cls, value: Any) -> Any:
-        # YAML 1.1 reads an unquoted `checkpoint: no` as false; the user meant "no".
-        return "no" if value is False else value
+    def _json_lists(cls, value: Any) -> Any:
+        # JSON has lists, not tuples; strict validation (as the API server
+        # checks types) would refuse a list for the tuple these are kept in.
+        return tuple(value) if isinstance(value, list) else value
 
     def to_dict(self) -> dict[str, Any]:
         """The set fields, camelCase, as they appear in documents (a fresh copy)."""

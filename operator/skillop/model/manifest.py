@@ -15,6 +15,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from skillop.model import problems as P
+from skillop.model.jsonvalue import NotJson, json_value
 from skillop.model.names import (
     GROUP_VERSION,
     NAMESPACE_RE,
@@ -106,6 +107,29 @@ def _reason_of(error_type: str) -> str:
     }.get(error_type, P.INVALID_SPEC)
 
 
+#: Errors about a value's type: the message says what was given instead, since
+#: YAML can make a value something the author did not write (``no`` is false).
+_TYPED_ERRORS = frozenset({"bool_type", "int_type", "string_type", "literal_error",
+                           "dict_type", "list_type", "tuple_type", "model_type",
+                           "int_from_float", "float_type", "model_attributes_type"})
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, (int, float)):
+        return f"the number {value}"
+    if isinstance(value, str):
+        return f"the string {value[:40]!r}" + ("…" if len(value) > 40 else "")
+    if value is None:
+        return "null"
+    return "a list" if isinstance(value, list) else "a mapping"
+
+
+_QUOTE_HINT = (" (YAML reads unquoted yes/no, on/off, y/n and true/false as booleans;"
+               " quote the text, e.g. \"no\")")
+
+
 def validation_problems(
     err: ValidationError, subject: Subject, *, origin: str | None, prefix: str = "spec"
 ) -> list[Problem]:
@@ -116,6 +140,11 @@ def validation_problems(
             msg = "unknown field"
         elif e["type"] == "missing":
             msg = "required field is missing"
+        elif e["type"] in _TYPED_ERRORS:
+            msg = msg.replace("valid tuple", "valid list")  # tuples are lists in JSON
+            msg = f"{msg}, not {_json_type(e['input'])}"
+            if e["type"] in ("string_type", "literal_error") and isinstance(e["input"], bool):
+                msg += _QUOTE_HINT
         path = field_path(e["loc"], prefix=prefix)
         if e["type"] == "forbidden_override":
             path += f".{e.get('ctx', {}).get('key')}"
@@ -132,11 +161,11 @@ def _meta(doc: Mapping[str, Any], subject: Subject, origin: str | None,
                               "metadata must be a mapping with a name", origin)]
     problems = []
     name, raw_ns = raw.get("name"), raw.get("namespace")
-    if not isinstance(name, str) or len(name) > 253 or not OBJECT_NAME_RE.match(name):
+    if not isinstance(name, str) or len(name) > 253 or not OBJECT_NAME_RE.fullmatch(name):
         problems.append(Problem(subject, "metadata.name", P.INVALID_SPEC,
                                 "must be a DNS-1123 name of at most 253 characters", origin))
     ns = subject.namespace
-    if (raw_ns is not None and not isinstance(raw_ns, str)) or not NAMESPACE_RE.match(ns):
+    if (raw_ns is not None and not isinstance(raw_ns, str)) or not NAMESPACE_RE.fullmatch(ns):
         problems.append(Problem(subject, "metadata.namespace", P.INVALID_SPEC,
                                 "must be a DNS-1123 label of at most 63 characters", origin))
     labels = _string_map(raw.get("labels"))
@@ -177,7 +206,9 @@ def _identify(doc: Mapping[str, Any], default_namespace: str) -> Subject:
 
 
 def _shown(value: Any, limit: int = 253) -> str:
-    text = value if isinstance(value, str) else str(value)
+    # Never str() a container: a YAML alias bomb's is exponentially long.
+    text = value if isinstance(value, (str, int, float)) else f"<{type(value).__name__}>"
+    text = str(text)
     return text if len(text) <= limit else text[:64] + "…"
 
 
@@ -229,7 +260,10 @@ def _parse_skillop(doc: Mapping[str, Any], subject: Subject, api_version: str, k
         problems.append(Problem(subject, "spec", P.INVALID_SPEC, "spec must be a mapping", origin))
         return ParseResult(None, tuple(problems))
     try:
-        spec = model.model_validate(spec_raw)
+        spec = model.model_validate(json_value(spec_raw), strict=True, by_name=False)
+    except NotJson as err:
+        problems.append(Problem(subject, err.path, P.INVALID_SPEC, err.message, origin))
+        return ParseResult(None, tuple(problems))
     except ValidationError as err:
         problems += validation_problems(err, subject, origin=origin)
         return ParseResult(None, tuple(problems))

@@ -15,6 +15,11 @@ API_GROUP = "skillop.dev"
 API_VERSION = "v1alpha1"
 GROUP_VERSION = f"{API_GROUP}/{API_VERSION}"
 
+# Every pattern here is matched against the whole string (``fullmatch``): in
+# Python's ``re``, ``$`` also matches before a trailing newline, so ``match``
+# would accept "notes\n". The patterns keep ``^...$`` because they also go into
+# the CRDs, whose (RE2) ``$`` is the end of the text.
+
 #: MCP tool names: 1-128 characters of letters, digits, ``_``, ``.`` and ``-``.
 TOOL_NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,128}$"
 TOOL_NAME_RE = re.compile(TOOL_NAME_PATTERN)
@@ -66,9 +71,9 @@ def parse_ref(text: str, *, namespace: str) -> ObjectRef:
     if len(parts) > 2:
         raise RefError(f"reference {text!r} has more than one '/'; use 'name' or 'namespace/name'")
     ns, name = (parts[0], parts[1]) if len(parts) == 2 else (namespace, parts[0])
-    if not NAMESPACE_RE.match(ns):
+    if not NAMESPACE_RE.fullmatch(ns):
         raise RefError(f"reference {text!r}: {ns!r} is not a valid namespace name")
-    if not OBJECT_NAME_RE.match(name):
+    if not OBJECT_NAME_RE.fullmatch(name):
         raise RefError(
             f"reference {text!r}: {name!r} is not a valid object name"
             " (lowercase letters, digits, '-' and '.')"

@@ -7,7 +7,21 @@ CamelCase code (``RefNotFound``, ``CycleDetected`` ...), ``message`` the prose.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+#: Longest field path and message a problem line shows: input can make either
+#: as long as the input (a 1 MB key is a 1 MB field path), and one problem
+#: must stay one readable line, in a terminal, a condition or a webhook reply.
+MAX_FIELD = 256
+MAX_MESSAGE = 1024
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]")
+
+
+def one_line(text: str, limit: int) -> str:
+    """``text`` on one line (control characters escaped), at most ``limit`` characters."""
+    text = _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 @dataclass(frozen=True, order=True, slots=True)
@@ -34,17 +48,25 @@ class Problem:
 
     def line(self) -> str:
         """``file: Kind ns/name: field: Reason: message``."""
-        parts = [self.origin] if self.origin else []
-        parts += [str(self.subject)]
+        parts = [one_line(self.origin, MAX_FIELD)] if self.origin else []
+        parts += [one_line(str(self.subject), MAX_FIELD)]
         if self.field:
-            parts.append(self.field)
-        parts += [self.reason, self.message]
+            parts.append(self.shown_field)
+        parts += [self.reason, self.shown_message]
         return ": ".join(parts)
 
     def short(self) -> str:
         """Without the file: what a status condition's message carries."""
-        where = f" {self.field}" if self.field else ""
-        return f"{self.subject}{where}: {self.message}"
+        where = f" {self.shown_field}" if self.field else ""
+        return f"{one_line(str(self.subject), MAX_FIELD)}{where}: {self.shown_message}"
+
+    @property
+    def shown_field(self) -> str:
+        return one_line(self.field, MAX_FIELD)
+
+    @property
+    def shown_message(self) -> str:
+        return one_line(self.message, MAX_MESSAGE)
 
 
 # Reasons, shared by the CLI, conditions and docs.
@@ -59,4 +81,5 @@ DUPLICATE_TOOL_NAME = "DuplicateToolName"
 UNKNOWN_BUILTIN = "UnknownBuiltin"
 INVALID_AGENT_SKILL = "InvalidAgentSkill"
 TOO_MANY_TOOLS = "TooManyTools"
+TOO_LARGE = "TooLarge"
 DEPENDENCY_FAILED = "DependencyFailed"

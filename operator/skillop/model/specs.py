@@ -374,7 +374,7 @@ class AccessPolicy(SpecModel):
 
 def glob_problem(glob: str) -> str | None:
     """Why a skill-name glob is malformed, or None when it is fine."""
-    if not GLOB_RE.match(glob):
+    if not GLOB_RE.fullmatch(glob):
         return "may contain only lowercase letters, digits, '.', '-', '/', '*', '?' and [...]"
     depth = 0
     for ch in glob:

@@ -25,7 +25,7 @@ from typing import Any
 
 from skillop.model import problems as P
 from skillop.model.manifest import ActorResource, Resource, SkillResource, parse_object
-from skillop.model.problems import Problem
+from skillop.model.problems import Problem, one_line
 from skillop.model.specs import ActorSpec, SkillSpec
 from skillop.resolve.catalog import Catalog
 from skillop.resolve.resolver import Resolver
@@ -41,8 +41,14 @@ REJECTED = frozenset({
 })
 
 
-def review(body: Mapping[str, Any], catalog: Catalog, *,
-           old: Mapping[str, Any] | None = None,
+#: What goes back to kubectl: each line and all of them together are bounded,
+#: whatever the object (a 1 MB field name must not come back as a 1 MB reply).
+MAX_LINE = 1024
+MAX_LINES = 20
+MAX_TOTAL = 8192
+
+
+def review(body: Any, catalog: Catalog, *, old: Any = None,
            namespace: str | None = None) -> list[str]:
     """Why ``body`` (a Skill or Actor) must be rejected; empty when it is admitted.
 
@@ -50,9 +56,17 @@ def review(body: Mapping[str, Any], catalog: Catalog, *,
     change (finalizers, annotations, kopf's own bookkeeping), the update is
     admitted whatever the object's state, so an object can always be cleaned up.
     ``namespace`` is the request's namespace, for objects that carry none yet.
+    Whatever ``body`` is (the API server sends objects, but a reviewer must not
+    trust that), the answer is a short list of short lines, never an exception.
     """
-    if old is not None and _same_content(old, body):
+    if not isinstance(body, Mapping):
+        return [f"{P.INVALID_SPEC}: the object must be a mapping, not {type(body).__name__}"]
+    if isinstance(old, Mapping) and _same_content(old, body):
         return []
+    return bounded(_review(body, catalog, namespace))
+
+
+def _review(body: Mapping[str, Any], catalog: Catalog, namespace: str | None) -> list[str]:
     kind = body.get("kind")
     if kind not in ("Skill", "Actor"):
         return []
@@ -94,8 +108,24 @@ def _lines(problems: tuple[Problem, ...]) -> list[str]:
 
 def line(problem: Problem) -> str:
     """``field: Reason: message`` (the object is the one under review)."""
-    parts = [problem.field] if problem.field else []
-    return ": ".join([*parts, problem.reason, problem.message])
+    parts = [problem.shown_field] if problem.field else []
+    return ": ".join([*parts, problem.reason, problem.shown_message])
+
+
+def bounded(lines: list[str]) -> list[str]:
+    """At most ``MAX_LINES`` lines of at most ``MAX_LINE`` characters, ``MAX_TOTAL``
+    in all; what is left out is counted in a last line."""
+    out: list[str] = []
+    total = 0
+    for text in lines:
+        text = one_line(text, MAX_LINE)
+        if len(out) == MAX_LINES or total + len(text) > MAX_TOTAL:
+            break
+        out.append(text)
+        total += len(text)
+    if len(out) < len(lines):
+        out.append(f"... and {len(lines) - len(out)} more")
+    return out
 
 
 def _same_content(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
@@ -103,4 +133,7 @@ def _same_content(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
         meta = obj.get("metadata")
         return meta.get("labels") if isinstance(meta, Mapping) else None
 
-    return old.get("spec") == new.get("spec") and labels(old) == labels(new)
+    try:
+        return bool(old.get("spec") == new.get("spec") and labels(old) == labels(new))
+    except RecursionError:  # objects nested too deep to compare: review the new one
+        return False

@@ -25,9 +25,7 @@ from skillop.resolve.toolset import configmap_data
 MANAGED_BY = {"app.kubernetes.io/managed-by": "skillop"}
 HASH_ANNOTATION = "skillop.dev/tools-hash"
 ACTOR_LABEL = "skillop.dev/actor"
-MAX_CONFIGMAP_BYTES = 900 * 1024
 MAX_WARNINGS = 64
-TOO_LARGE = "TooLarge"
 REF_REASONS = (P.REF_NOT_FOUND, P.REF_NOT_PERMITTED, P.INVALID_REF)
 
 
@@ -139,12 +137,8 @@ def actor_plan(actor: ActorResource, resolution: Resolution, *, old_status: Mapp
     """The writes that bring an Actor's ConfigMap and status up to date."""
     problems = list(resolution.problems)
     cm_name = configmap_name(actor)
+    # An oversized set is already a problem of the resolution (TooLarge).
     data = configmap_data(resolution.document, resolution.tools, text=resolution.text or None)
-    size = sum(len(k) + len(v.encode()) for k, v in data.items())
-    if not problems and size > MAX_CONFIGMAP_BYTES:
-        problems.append(Problem(actor.subject, "", TOO_LARGE,
-                                f"the ToolSet is {size // 1024} KiB; a ConfigMap holds at most"
-                                f" {MAX_CONFIGMAP_BYTES // 1024} KiB", actor.origin))
     good = not problems
     digest = data_digest(data)
     write_cm = good and (observed is None or observed.data_digest != digest

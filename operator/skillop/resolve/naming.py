@@ -28,7 +28,7 @@ def effective_names(pairs: Sequence[tuple[str, str]]) -> list[str]:
 
 
 def binding_name(name: str, *, digits: int = 8) -> str:
-    if BINDING_RE.match(name):
+    if BINDING_RE.fullmatch(name):
         return name
     suffix = hashlib.sha256(name.encode()).hexdigest()[:digits]
     base = _UNSAFE.sub("_", name).strip("_") or "tool"
@@ -42,7 +42,7 @@ def binding_names(names: Iterable[str]) -> dict[str, str]:
     ordered = sorted(names)
     # Names that are already valid claim themselves first, so they never move.
     for name in ordered:
-        if BINDING_RE.match(name):
+        if BINDING_RE.fullmatch(name):
             out[name] = name
             taken.add(name)
     for name in ordered:

@@ -27,7 +27,13 @@ from skillop.resolve.flatten import Flattener
 from skillop.resolve.naming import binding_names, effective_names
 from skillop.resolve.policy import SkillGate, capability_refusal
 from skillop.resolve.skills import SkillView, skill_view
-from skillop.resolve.toolset import EffectiveTool, build_toolset
+from skillop.resolve.toolset import (
+    MAX_CONFIGMAP_BYTES,
+    EffectiveTool,
+    build_toolset,
+    configmap_data,
+    data_size,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,8 +273,20 @@ class Resolver:
         doc, text = build_toolset(owner_kind=owner_kind,
                                   owner=f"{subject.namespace}/{subject.name}",
                                   tools=tools, servers=servers)
+        if owner_kind == "actor" and not problems:
+            problems += self._size_problems(subject, doc, tools, text)
         return Resolution(subject, tools, skills, tuple(problems), tuple(warnings),
                           tuple(pruned), doc, tuple(dropped), text)
+
+    def _size_problems(self, subject: Subject, doc: dict[str, Any],
+                       tools: Sequence[EffectiveTool], text: str) -> list[Problem]:
+        """``TooLarge`` when the actor's ConfigMap would not fit (see toolset)."""
+        size = data_size(configmap_data(doc, tools, text=text))
+        if size <= MAX_CONFIGMAP_BYTES:
+            return []
+        return [Problem(subject, "", P.TOO_LARGE,
+                        f"the ToolSet is {size // 1024} KiB; a ConfigMap holds at most"
+                        f" {MAX_CONFIGMAP_BYTES // 1024} KiB", self._origin(subject))]
 
     def _origin(self, subject: Subject) -> str | None:
         ref = ObjectRef(subject.namespace, subject.name)

@@ -20,6 +20,10 @@ from skillop.model.tooldef import ToolDef
 from skillop.resolve.entries import Entry
 
 TOOLS_KEY = "tools.json"
+#: The most an Actor's ConfigMap may hold (keys and values, in bytes): the API
+#: server refuses objects over 1 MiB, and metadata needs room. An Actor whose
+#: tool set would not fit is ``TooLarge``, in the operator and the CLI alike.
+MAX_CONFIGMAP_BYTES = 900 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,6 +217,11 @@ def _canonical(doc: dict[str, Any], tools_json: list[str] | None, *, with_hash: 
 def render_document(doc: dict[str, Any]) -> str:
     """The document as the CLI prints it: indented JSON, the contract's key order."""
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def data_size(data: dict[str, str]) -> int:
+    """A ConfigMap's data size as the API server counts it: UTF-8 bytes."""
+    return sum(len(k.encode()) + len(v.encode()) for k, v in data.items())
 
 
 def configmap_data(doc: dict[str, Any], tools: Sequence[EffectiveTool], *,

@@ -14,7 +14,8 @@ from typing import Any
 
 import yaml
 
-_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from skillop.model import yamlread
+
 NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 OPTIONAL_FIELDS = {"license", "compatibility", "metadata", "allowed-tools"}
 
@@ -35,7 +36,7 @@ def parse_skill_md(text: str) -> AgentSkillDoc:
     """Split and validate a SKILL.md document."""
     front, body = _split(text)
     try:
-        meta = yaml.load(front, Loader=_LOADER)  # a safe loader, in C when built
+        meta = yamlread.load_one(front)  # as kubectl reads YAML, aliases bounded
     except yaml.YAMLError as err:
         raise AgentSkillError(f"frontmatter is not valid YAML: {_first_line(err)}") from None
     if not isinstance(meta, dict):
@@ -61,7 +62,7 @@ def _check_fields(meta: dict[str, Any]) -> None:
     name = meta.get("name")
     if not isinstance(name, str) or not name:
         raise AgentSkillError("frontmatter field 'name' is required")
-    if len(name) > 64 or not NAME_RE.match(name):
+    if len(name) > 64 or not NAME_RE.fullmatch(name):
         raise AgentSkillError(
             f"frontmatter name {name[:80]!r} must be 1-64 lowercase letters, digits and"
             " hyphens, with no leading, trailing or double hyphen"

@@ -1,0 +1,186 @@
+"""YAML read as ``kubectl`` reads it: into values JSON can carry, with bounded aliases.
+
+kubectl turns YAML into JSON before the API server sees it, so a manifest means
+what its JSON means. Read with a plain YAML 1.1 loader it would mean more:
+unquoted dates become ``datetime`` objects, ``!!binary`` bytes, ``!!set`` sets,
+and a few hundred bytes of nested aliases ("billion laughs") expand into
+billions of values. Here:
+
+* scalars resolve as in kubectl's YAML decoder (go-yaml, YAML 1.1): timestamps
+  stay strings (``default: 2024-01-01`` is the string kubectl sends), ``y`` and
+  ``n`` are booleans like ``yes`` and ``no``, ``1e3`` is a number, ``12:30`` is
+  text (PyYAML would read the base-60 number 750);
+* duplicate keys are an error (YAML would silently keep the last one);
+* alias expansion is bounded by the rule kubectl's YAML decoder (go-yaml) uses:
+  past 1,000 decoded values and 100 values from aliases, a document whose
+  alias-made share exceeds 99% (falling to 10% for documents of millions of
+  values) is refused. Construction shares aliased values, so the expanded size
+  is counted on the shared structure without ever expanding it.
+
+What JSON cannot carry (NaN, binary, sets, non-string keys, recursive anchors)
+is left in the values and reported by ``model.jsonvalue`` with the field's path,
+where the object the field belongs to is known.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import yaml
+
+#: libyaml's parser when PyYAML was built with it (much faster), else the pure one.
+_Base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
+
+#: go-yaml's bounds on alias expansion (see the module docstring).
+ALIAS_RATIO_LOW, ALIAS_RATIO_HIGH = 400_000, 4_000_000
+MIN_DECODED, MIN_FROM_ALIASES = 1_000, 100
+
+
+class ExcessiveAliasing(yaml.YAMLError):
+    """A document whose aliases expand far beyond what is written."""
+
+
+_BOOL, _INT, _FLOAT = (f"tag:yaml.org,2002:{t}" for t in ("bool", "int", "float"))
+#: go-yaml's scalars, where they differ from PyYAML's YAML 1.1: ``y``/``n`` are
+#: booleans, ``1e3`` is a float, ``12:30`` is a string (not a base-60 number).
+_GO_SCALARS = (
+    (_BOOL, re.compile(r"^(?:y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE"
+                       r"|on|On|ON|off|Off|OFF)$"), "yYnNtTfFoO"),
+    (_FLOAT, re.compile(r"^(?:[-+]?(?:[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?"
+                        r"|\.[0-9][0-9_]*(?:[eE][-+]?[0-9]+)?|[0-9][0-9_]*[eE][-+]?[0-9]+)"
+                        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"), "-+0123456789."),
+    (_INT, re.compile(r"^(?:[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)"
+                      r"|[-+]?0x[0-9a-fA-F_]+)$"), "-+0123456789"),
+)
+_REPLACED = {_TIMESTAMP, _BOOL, _INT, _FLOAT}
+
+
+def _resolvers() -> dict[str, list[tuple[str, re.Pattern[str]]]]:
+    out = {first: [(tag, regexp) for tag, regexp in resolvers if tag not in _REPLACED]
+           for first, resolvers in _Base.yaml_implicit_resolvers.items()}
+    for tag, regexp, firsts in _GO_SCALARS:
+        for first in firsts:
+            out.setdefault(first, []).insert(0, (tag, regexp))
+    return out
+
+
+class Loader(_Base):  # type: ignore[misc]
+    """The safe loader, reading scalars as go-yaml does; duplicate keys refused."""
+
+    yaml_implicit_resolvers = _resolvers()
+    bool_values = {**_Base.bool_values, "y": True, "n": False}
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[tuple[str, str]] = set()
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode):
+                key = (key_node.tag, key_node.value)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping", node.start_mark,
+                        f"found duplicate key {key_node.value[:64]!r}", key_node.start_mark)
+                seen.add(key)
+        mapping: dict[Any, Any] = super().construct_mapping(node, deep)
+        return mapping
+
+    def construct_timestamp_as_text(self, node: yaml.ScalarNode) -> str:
+        # An explicit ``!!timestamp`` too: kubectl sends the text, not a time.
+        return str(self.construct_scalar(node))
+
+    def construct_go_float(self, node: yaml.ScalarNode) -> float | str:
+        value: float = self.construct_yaml_float(node)
+        if math.isinf(value) and "inf" not in node.value.lower():
+            return str(node.value)  # out of a float's range: go-yaml keeps the text
+        return value
+
+
+Loader.add_constructor(_TIMESTAMP, Loader.construct_timestamp_as_text)
+Loader.add_constructor(_FLOAT, Loader.construct_go_float)
+
+
+def load_all(text: str) -> list[Any]:
+    """Every document of ``text``; ``yaml.YAMLError`` (or ``ExcessiveAliasing``)
+    when it is malformed."""
+    loader = Loader(text)
+    try:
+        docs = []
+        while loader.check_data():
+            doc = loader.get_data()
+            refuse_excessive_aliasing(doc)
+            docs.append(doc)
+        return docs
+    finally:
+        loader.dispose()
+
+
+def load_one(text: str) -> Any:
+    """The single document of ``text`` (None when empty), as ``load_all`` reads it."""
+    docs = load_all(text)
+    if len(docs) > 1:
+        raise yaml.YAMLError("expected a single document, found several")
+    return docs[0] if docs else None
+
+
+def refuse_excessive_aliasing(doc: Any) -> None:
+    decoded, written = expansion(doc)
+    from_aliases = decoded - written
+    if (from_aliases > MIN_FROM_ALIASES and decoded > MIN_DECODED
+            and from_aliases / decoded > allowed_alias_ratio(decoded)):
+        raise ExcessiveAliasing(
+            f"document contains excessive aliasing: {written} values written expand to"
+            f" {_count(decoded)}")
+
+
+def _count(n: int) -> str:
+    return f"{n:,}" if n < 10**12 else f"about 10^{len(str(n)) - 1}"
+
+
+def allowed_alias_ratio(decoded: int) -> float:
+    """The share of values that may come from aliases (go-yaml's scale)."""
+    if decoded <= ALIAS_RATIO_LOW:
+        return 0.99
+    if decoded >= ALIAS_RATIO_HIGH:
+        return 0.10
+    return 0.99 - 0.89 * (decoded - ALIAS_RATIO_LOW) / (ALIAS_RATIO_HIGH - ALIAS_RATIO_LOW)
+
+
+def expansion(doc: Any) -> tuple[int, int]:
+    """``(decoded, written)``: how many values ``doc`` has when every shared
+    container is expanded, and how many when each is counted once.
+
+    Linear in the distinct containers (sizes are memoized by identity); a
+    container that contains itself counts its inner occurrence as one value.
+    """
+    sizes: dict[int, int] = {}
+    written = 0
+    on_path: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(doc, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if done:
+            on_path.discard(key)
+            sizes[key] = 1 + sum(_size_of(child, sizes) for child in _children(node))
+            continue
+        if not isinstance(node, (dict, list)) or key in sizes or key in on_path:
+            continue
+        on_path.add(key)
+        written += 1 + sum(1 for c in _children(node) if not isinstance(c, (dict, list)))
+        stack.append((node, True))
+        stack.extend((child, False) for child in _children(node))
+    return _size_of(doc, sizes), max(written, 1)
+
+
+def _children(node: Any) -> list[Any]:
+    if isinstance(node, dict):
+        return [*node.keys(), *node.values()]
+    return list(node)
+
+
+def _size_of(value: Any, sizes: dict[int, int]) -> int:
+    if isinstance(value, (dict, list)):
+        return sizes.get(id(value), 1)  # absent: a recursive back-reference
+    return 1
