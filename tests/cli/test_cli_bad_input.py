@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from clirun import problem_lines, run
+from clirun import SKILLOP, problem_lines, run
 
 SKILL = "apiVersion: skillop.dev/v1alpha1\nkind: Skill\n"
 ACTOR = "apiVersion: skillop.dev/v1alpha1\nkind: Actor\n"
+TOOL = "apiVersion: skillop.dev/v1alpha1\nkind: Tool\n"
+#: An 800-byte manifest whose aliases expand to 10^12 strings ("billion laughs").
+ALIAS_BOMB = TOOL + "metadata: {name: lol}\nspec:\n  description: d\n  inputSchema:\n" + (
+    '    a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
+    + "".join(f"    a{i}: &a{i} [{','.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 12)))
 
 CASES: dict[str, bytes | str] = {
     "malformed": "apiVersion: [unclosed\n",
@@ -36,6 +42,30 @@ CASES: dict[str, bytes | str] = {
     "bad-agent-skill": SKILL + "metadata: {name: s}\nspec: {agentSkills: [{inline: 'no front'}]}\n",
     "deep-nesting": SKILL + "metadata: {name: s}\nspec: {description: " + "[" * 5000
                     + "]" * 5000 + "}\n",
+    "deep-schema": TOOL + "metadata: {name: t}\nspec: {description: d, inputSchema: {a: "
+                   + "[" * 200 + "]" * 200 + "}}\n",
+    "alias-bomb": ALIAS_BOMB,
+    "nan": TOOL + "metadata: {name: t}\nspec: {description: d, inputSchema: {default: .nan}}\n",
+    "binary-tag": TOOL + "metadata: {name: t}\nspec: {description: !!binary aGVsbG8=}\n",
+    "set-tag": TOOL + "metadata: {name: t}\nspec: {description: d, runtime: !!set {a}}\n",
+    "recursive-anchor": TOOL + "metadata: {name: t}\nspec: {description: d,"
+                        " inputSchema: &s {items: *s}}\n",
+    "number-key": TOOL + "metadata: {name: t}\nspec: {description: d, inputSchema: {1: a}}\n",
+    "custom-tag": TOOL + "metadata: {name: t}\nspec: {description: !vault secret}\n",
+    "string-bool": TOOL + "metadata: {name: t}\nspec: {description: d,"
+                   " capabilities: {writes: 'yes'}}\n",
+    "string-int": TOOL + "metadata: {name: t}\nspec: {description: d,"
+                  " capabilities: {timeoutSeconds: '30'}}\n",
+    "bool-int": ACTOR + "metadata: {name: a}\nspec: {skillAccessPolicy: {maxTools: true}}\n",
+    "bool-enum": TOOL + "metadata: {name: t}\nspec: {description: d,"
+                 " capabilities: {checkpoint: no}}\n",
+    "newline-name": SKILL + 'metadata: {name: "notes\\n"}\n',
+    "newline-ref": ACTOR + 'metadata: {name: a}\nspec: {skills: ["notes\\n"]}\n',
+    "newline-tool-name": TOOL + 'metadata: {name: t}\nspec: {name: "t\\n", description: d}\n',
+    "newline-skill-md": SKILL + "metadata: {name: md}\nspec: {agentSkills: [{inline: "
+                        '"---\\nname: \\"notes\\\\n\\"\\ndescription: d\\n---\\nbody"}]}\n',
+    "huge-key": TOOL + "metadata: {name: t}\nspec:\n  description: d\n  ? " + "k" * 1_000_000
+                + "\n  : 1\n",
 }
 
 
@@ -152,3 +182,66 @@ def test_a_long_cycle_gives_short_lines(tmp_path: Path) -> None:
     cycles = [m for m in lines if m["reason"] == "CycleDetected"]
     assert len(cycles) == 3000
     assert max(len(m.string) for m in cycles) < 1000
+
+
+def _limit_memory() -> None:
+    """In the child: at most 1 GiB of address space (an expanding bomb dies early)."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (2**30, 2**30))
+
+
+def test_an_alias_bomb_is_refused_quickly_in_bounded_memory(tmp_path: Path) -> None:
+    path = _write(tmp_path, "bomb", ALIAS_BOMB)
+    assert path.stat().st_size < 900
+    for args in (("validate",), ("tools", "a", "-o", "json")):
+        start = time.perf_counter()
+        result = subprocess.run([*SKILLOP, *args, "-f", str(path)], capture_output=True,
+                                text=True, timeout=60, preexec_fn=_limit_memory, check=False)
+        elapsed = time.perf_counter() - start
+        assert (result.returncode, result.stdout) == (1, ""), result.stderr[-500:]
+        # ``tools a``: the actor is not found, and the file's problem says why.
+        [line] = problem_lines(result.stderr.replace("Actor default/a not found in the given"
+                                                     " manifests\n", ""))
+        assert line["file"] == str(path) and "excessive aliasing" in line["message"]
+        assert elapsed < 10, elapsed
+
+
+def test_stdin_is_read_with_the_checks_files_get(tmp_path: Path) -> None:
+    path = _write(tmp_path, "latin1", SKILL + "metadata: {name: s}\nspec: {description: caf\xe9}\n")
+    path.write_bytes(path.read_text().encode("latin-1"))
+    from_file = subprocess.run([*SKILLOP, "validate", "-f", str(path)], capture_output=True,
+                               timeout=60, check=False)
+    from_stdin = subprocess.run([*SKILLOP, "validate", "-f", "-"], input=path.read_bytes(),
+                                capture_output=True, timeout=60, check=False)
+    assert from_stdin.returncode == from_file.returncode == 1
+    assert b"Traceback" not in from_stdin.stderr
+    assert from_stdin.stderr.decode() == from_file.stderr.decode().replace(str(path), "<stdin>")
+    assert "not UTF-8" in from_stdin.stderr.decode()
+
+
+def test_stdin_reads_the_same_yaml_as_files() -> None:
+    result = run("validate", "-f", "-", stdin=CASES["nan"])  # type: ignore[arg-type]
+    [line] = problem_lines(result.stderr)
+    assert (line["file"], line["field"], line["reason"]) == (
+        "<stdin>", "spec.inputSchema.default", "InvalidSpec")
+
+
+def _big_actor(tmp_path: Path, tools: int) -> Path:
+    anon = ", ".join(f"{{name: t{i:04d}, description: {'x' * 4000}}}" for i in range(tools))
+    text = (SKILL + f"metadata: {{name: s}}\nspec: {{anonymousTools: [{anon}]}}\n---\n"
+            + ACTOR + "metadata: {name: a}\nspec: {skills: [s]}\n")
+    return _write(tmp_path, f"big{tools}", text)
+
+
+def test_an_actor_too_large_for_its_configmap_fails_as_in_the_operator(tmp_path: Path) -> None:
+    path = _big_actor(tmp_path, 240)  # about 940 KiB of tools.json
+    for args in (("validate",), ("tools", "a", "-o", "json")):
+        result = run(*args, "-f", str(path))
+        assert (result.returncode, result.stdout) == (1, ""), result.stderr[-500:]
+        [line] = problem_lines(result.stderr)
+        assert (line["subject"], line["reason"]) == ("Actor default/a", "TooLarge")
+        assert "900 KiB" in line["message"]
+    # The same skill flattened alone has no ConfigMap, so no limit.
+    assert run("flatten", "s", "-f", str(path), "-o", "json").returncode == 0
+    assert run("validate", "-f", str(_big_actor(tmp_path, 200))).returncode == 0

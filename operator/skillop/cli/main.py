@@ -166,9 +166,10 @@ def _resolve(args: argparse.Namespace, loaded: Loaded, kind: str, name: str,
     resolution = (resolver.resolve_actor(ref) if kind == "Actor"
                   else resolver.resolve_skill(ref))
     if resolution is None:
-        if (kind, ref.namespace, ref.name) in loaded.invalid:
-            return _report(loaded.problems)
-        print(f"{kind} {ref} not found in the given manifests", file=sys.stderr)
+        # The input's problems first: a file that could not be read may be why.
+        _report(loaded.problems)
+        if (kind, ref.namespace, ref.name) not in loaded.invalid:
+            print(f"{kind} {ref} not found in the given manifests", file=sys.stderr)
         return EXIT_PROBLEMS
     return resolver, resolution
 
