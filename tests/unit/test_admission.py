@@ -176,3 +176,45 @@ def test_examples_are_admitted() -> None:
     for doc in reviewed:
         assert review(doc, catalog) == [], doc["metadata"]
         assert review(doc, Catalog()) == [], doc["metadata"]  # in any order
+
+
+@pytest.mark.parametrize("body", [[], ["Skill"], "Skill", None, 7, b"Skill"])
+def test_a_body_that_is_not_an_object_is_rejected_not_raised(body: Any) -> None:
+    [line] = review(body, Catalog())
+    assert line.startswith("InvalidSpec: the object must be a mapping")
+
+
+@pytest.mark.parametrize("body", [
+    {"kind": "Skill"},
+    {"kind": "Skill", "apiVersion": "skillop.dev/v1alpha1"},
+    {"kind": "Skill", "apiVersion": "skillop.dev/v1alpha1", "metadata": None, "spec": None},
+    {"kind": "Actor", "apiVersion": "skillop.dev/v1alpha1", "metadata": [], "spec": "x"},
+    {"kind": ["Skill"], "apiVersion": 1},
+    {"kind": "Skill", "apiVersion": "skillop.dev/v1alpha1", "metadata": {"name": {"a": 1}}},
+])
+def test_missing_and_mistyped_fields_are_rejected_not_raised(body: dict[str, Any]) -> None:
+    lines = review(body, Catalog(), old=[1, 2])
+    assert all(isinstance(x, str) and len(x) <= 1024 for x in lines)
+
+
+def test_a_huge_field_path_comes_back_short() -> None:
+    key = "k" * 1_000_000
+    lines = review(skill("s", **{key: 1}), Catalog())
+    assert len(lines) == 1 and len(lines[0]) <= 1024
+    assert lines[0].startswith("spec.kkkk") and "…" in lines[0]
+    assert lines[0].endswith("InvalidSpec: unknown field")
+
+
+def test_many_problems_come_back_bounded_with_a_count() -> None:
+    tools = [{"name": f"bad name {i}" + "x" * 900, "description": "d"} for i in range(1000)]
+    lines = review(skill("s", anonymousTools=tools), Catalog())
+    assert sum(map(len, lines)) <= 8192 + 100
+    assert lines[-1].startswith("... and ") and lines[-1].endswith(" more")
+    left_out = int(lines[-1].split()[2])
+    assert left_out + len(lines) - 1 == 1000
+
+
+def test_problem_lines_never_span_lines() -> None:
+    lines = review(skill("s", anonymousTools=[{"name": "a\nb", "description": "d"}],
+                         includes=[{"skill": "x\n"}]), Catalog())
+    assert lines and all("\n" not in line for line in lines)
