@@ -12,7 +12,7 @@ import pytest
 from skillkit import actor, anon, skill, skill_md, tool
 
 from skillop.model.manifest import parse_object
-from skillop.model.names import RefError, is_tool_name, parse_ref
+from skillop.model.names import TOOL_NAME_RE, RefError, parse_ref
 from skillop.model.specs import glob_problem
 from skillop.resolve.naming import BINDING_RE, binding_name, binding_names
 from skillop.sources.agent_skill import AgentSkillError, parse_skill_md
@@ -25,7 +25,7 @@ def test_references(ref: str) -> None:
 
 
 def test_tool_and_binding_names() -> None:
-    assert is_tool_name("notes") and not is_tool_name("notes\n")
+    assert TOOL_NAME_RE.fullmatch("notes") and not TOOL_NAME_RE.fullmatch("notes\n")
     assert BINDING_RE.fullmatch(binding_name("notes\n"))
     assert binding_name("notes\n") != "notes\n"
     assert "notes\n" not in binding_names(["notes\n", "notes"]).values()

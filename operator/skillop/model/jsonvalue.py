@@ -16,6 +16,7 @@ needs it, and serialising it would overflow Python's stack in the operator.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 #: Deepest nesting below the manifest's root (``spec`` is level 1).
@@ -61,7 +62,7 @@ def json_value(value: Any, *, path: str = "spec", depth: int = 1) -> Any:
             target.append(copy)
         else:
             target[key] = copy
-        if isinstance(item, (dict, list)):
+        if isinstance(item, (Mapping, list)):
             stack.append((_EXIT, None, item, where, level))
             stack.extend(reversed(_children(item, copy, where, level)))
     return holder[0]
@@ -69,18 +70,18 @@ def json_value(value: Any, *, path: str = "spec", depth: int = 1) -> Any:
 
 def _copy_of(value: Any, path: str, depth: int, on_path: set[int]) -> Any:
     """A scalar's JSON value, or an empty container to fill."""
-    if isinstance(value, (dict, list)):
+    if isinstance(value, (Mapping, list)):
         if id(value) in on_path:
             raise NotJson(path, "contains itself (a YAML anchor used inside its own"
                                 " value); JSON cannot hold a recursive structure")
         if depth > MAX_DEPTH:
             raise NotJson(path, f"is nested more than {MAX_DEPTH} levels deep")
         on_path.add(id(value))
-        return {} if isinstance(value, dict) else []
+        return {} if isinstance(value, Mapping) else []
     return _scalar(value, path)
 
 
-def _children(value: dict[Any, Any] | list[Any], copy: Any, path: str, depth: int,
+def _children(value: Mapping[Any, Any] | list[Any], copy: Any, path: str, depth: int,
               ) -> list[tuple[Any, str | None, Any, str, int]]:
     if isinstance(value, list):
         return [(copy, None, v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value)]
