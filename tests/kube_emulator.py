@@ -77,8 +77,10 @@ __all__ = [
     'ResourceSpec',
     'WriteRecord',
     'operator_args',
+    'read_write_log',
     'run_emulator',
     'run_operator',
+    'select_writes',
     'specs_from_crd',
     'wait_for',
     'wait_until_quiet',
@@ -425,6 +427,9 @@ class Emulator(kmock.KubernetesEmulator):
     # the newest are kept (reactions only ever match the request just appended);
     # the write log above is separate.
     request_history: int = 4
+    # Also append each write record, as a JSON line, to this file: how a test reads
+    # the log of an emulator served by another process (``--write-log``).
+    write_log: pathlib.Path | None = None
 
     _specs: dict[kmock.resource, ResourceSpec] = attrs.field(factory=dict, init=False)
     _mutex: threading.RLock = attrs.field(factory=threading.RLock, init=False)
@@ -509,50 +514,14 @@ class Emulator(kmock.KubernetesEmulator):
         with self._mutex:
             return len(self._writes)
 
-    def filter_writes(
-            self,
-            resource: str | kmock.resource | None = None,
-            *,
-            since: int = 0,
-            namespace: str | None = None,
-            name: str | None = None,
-            method: str | None = None,
-            subresource: types.EllipsisType | str | None = ...,
-            changed: bool | None = None,
-            include_events: bool = False,
-            include_leases: bool = False,
-            user_agent: str | None = None,
-    ) -> list[WriteRecord]:
-        """
-        Write records matching all the given criteria.
-
-        ``resource`` is a plural ('actors') or a full reference
-        ('skillop.dev/v1alpha1/actors', 'v1/configmaps'). kopf's own Event posts
-        are excluded unless ``include_events=True`` or ``resource='events'``; so
-        are leader election's Lease renewals unless ``include_leases=True`` or
-        ``resource='leases'`` (coordination, not object writes).
-        ``subresource='status'`` selects status writes, ``None`` main-body ones.
-        ``user_agent`` selects the writes whose User-Agent contains it.
-        """
-        ref = kmock.resource(resource) if resource is not None else None
-        wanted_events = include_events or (ref is not None and ref.plural == 'events')
-        wanted_leases = include_leases or (ref is not None and ref.plural == 'leases')
-        return [
-            record for record in self.writes[since:]
-            if ref is None or ref.check(record.ref)
-            if wanted_events or record.resource != 'events'
-            if wanted_leases or record.resource != 'leases'
-            if user_agent is None or user_agent in (record.user_agent or '')
-            if namespace is None or record.namespace == namespace
-            if name is None or record.name == name
-            if method is None or record.method == method.upper()
-            if subresource is ... or record.subresource == subresource
-            if changed is None or record.changed == changed
-        ]
+    def filter_writes(self, resource: str | kmock.resource | None = None, *, since: int = 0,
+                      **criteria: Any) -> list[WriteRecord]:
+        """Write records matching all the given criteria; see :func:`select_writes`."""
+        return select_writes(self.writes[since:], resource, **criteria)
 
     def count_writes(self, resource: str | kmock.resource | None = None, *, since: int = 0,
                      **criteria: Any) -> int:
-        """Count write requests; see :meth:`filter_writes` for the criteria."""
+        """Count write requests; see :func:`select_writes` for the criteria."""
         return len(self.filter_writes(resource, since=since, **criteria))
 
     def seconds_since_last_write(self) -> float:
@@ -560,6 +529,7 @@ class Emulator(kmock.KubernetesEmulator):
         with self._mutex:
             last = self._writes[-1].at if self._writes else None
         return float('inf') if last is None else time.monotonic() - last
+
 
     def shutdown(self) -> None:
         """End all watch-streams so that the HTTP server can stop promptly (loop thread)."""
@@ -624,7 +594,7 @@ class Emulator(kmock.KubernetesEmulator):
         resource = request.resource
         spec = self._specs.get(resource)
         with self._mutex:
-            self._writes.append(WriteRecord(
+            record = WriteRecord(
                 seq=len(self._writes),
                 method=request.method.value.upper(),
                 path=request.url.path,
@@ -641,7 +611,11 @@ class Emulator(kmock.KubernetesEmulator):
                 at=time.monotonic(),
                 user_agent=next((v for k, v in request.headers.items()
                                  if k.lower() == 'user-agent'), None),
-            ))
+            )
+            self._writes.append(record)
+            if self.write_log is not None:
+                with self.write_log.open('a', encoding='utf-8') as log:
+                    log.write(json.dumps(dataclasses.asdict(record)) + '\n')
 
     async def _serve_version(self, request: kmock_rendering.Request) -> Body:
         payload = cast(Body, await super()._serve_version(request))
@@ -1231,6 +1205,55 @@ def _preserved_logging() -> Iterator[None]:
         quiet.propagate = saved[3]
 
 
+def select_writes(
+        records: Iterable[WriteRecord],
+        resource: str | kmock.resource | None = None,
+        *,
+        namespace: str | None = None,
+        name: str | None = None,
+        method: str | None = None,
+        subresource: types.EllipsisType | str | None = ...,
+        changed: bool | None = None,
+        include_events: bool = False,
+        include_leases: bool = False,
+        user_agent: str | None = None,
+) -> list[WriteRecord]:
+    """
+    The write records matching all the given criteria.
+
+    ``resource`` is a plural ('actors') or a full reference
+    ('skillop.dev/v1alpha1/actors', 'v1/configmaps'). kopf's own Event posts
+    are excluded unless ``include_events=True`` or ``resource='events'``; so
+    are leader election's Lease renewals unless ``include_leases=True`` or
+    ``resource='leases'`` (coordination, not object writes).
+    ``subresource='status'`` selects status writes, ``None`` main-body ones.
+    ``user_agent`` selects the writes whose User-Agent contains it.
+    """
+    ref = kmock.resource(resource) if resource is not None else None
+    wanted_events = include_events or (ref is not None and ref.plural == 'events')
+    wanted_leases = include_leases or (ref is not None and ref.plural == 'leases')
+    return [
+        record for record in records
+        if ref is None or ref.check(record.ref)
+        if wanted_events or record.resource != 'events'
+        if wanted_leases or record.resource != 'leases'
+        if user_agent is None or user_agent in (record.user_agent or '')
+        if namespace is None or record.namespace == namespace
+        if name is None or record.name == name
+        if method is None or record.method == method.upper()
+        if subresource is ... or record.subresource == subresource
+        if changed is None or record.changed == changed
+    ]
+
+
+def read_write_log(path: str | os.PathLike[str]) -> list[WriteRecord]:
+    """The write records an emulator served with ``--write-log`` has logged so far."""
+    text = pathlib.Path(path).read_text(encoding='utf-8')
+    # The last line may be half-written while the emulator runs.
+    lines = text.split('\n')[:-1]
+    return [WriteRecord(**json.loads(line)) for line in lines if line]
+
+
 def wait_until_quiet(emulator: Emulator, *, quiet: float = 0.3, timeout: float = 10.0) -> None:
     """Wait until no write request arrived for ``quiet`` seconds (e.g. kopf is idle)."""
     wait_for(lambda: emulator.seconds_since_last_write() >= quiet, timeout=timeout,
@@ -1267,13 +1290,18 @@ def wait_for(
         time.sleep(interval)
 
 
-def serve_forever(crds: Sequence[str], kubeconfig: str) -> None:
+def serve_forever(crds: Sequence[str], kubeconfig: str, write_log: str | None = None) -> None:
     """Serve the emulator in this process until interrupted, for another process's use.
 
     Benchmarks run the operator against it as against a real cluster
     (``--kubeconfig``), so the API server does not share the operator's GIL.
+    With ``write_log``, every write record is appended there as a JSON line
+    (:func:`read_write_log` reads them back).
     """
-    server = _ServerThread(Emulator(keep_history=False), '127.0.0.1')
+    log = pathlib.Path(write_log) if write_log else None
+    if log is not None:
+        log.write_text('')
+    server = _ServerThread(Emulator(keep_history=False, write_log=log), '127.0.0.1')
     server.emulator.register_crds([pathlib.Path(c) for c in crds])
     url = server.start(10.0)
     pathlib.Path(kubeconfig).write_text(yaml.safe_dump(_kubeconfig(url)))
@@ -1291,5 +1319,6 @@ if __name__ == '__main__':
     parser = argparse.ArgumentParser(description='Serve the Kubernetes API emulator.')
     parser.add_argument('--crds', nargs='*', default=[], help='CRD files or directories')
     parser.add_argument('--kubeconfig', required=True, help='where to write the kubeconfig')
+    parser.add_argument('--write-log', help='append every write record here (JSON lines)')
     ns = parser.parse_args()
-    serve_forever(ns.crds, ns.kubeconfig)
+    serve_forever(ns.crds, ns.kubeconfig, ns.write_log)

@@ -1,26 +1,35 @@
-"""``skillop operator`` replicas as child processes, against the emulated API.
+"""``skillop operator`` replicas as child processes, against an emulated API in its own.
 
+``EmulatorProcess`` serves ``tests/kube_emulator.py`` in a child process
+(``--kubeconfig``, ``--write-log``), as a real API server would be: the test
+talks to it with the kubernetes client and reads its write log from the file.
 Each replica is the real command (the one the container runs) with its own
 environment: a Lease identity (``SKILLOP_LEASE_IDENTITY``, which is also in its
-User-Agent, so the emulator's write log says which process wrote what), a
-health port serving ``/metrics``, and the kubeconfig of an emulator served by
-the test process. The operator processes share nothing but the API.
+User-Agent, so the write log says which process wrote what) and a health port
+serving ``/metrics``. The processes share nothing but the API.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
 import urllib.request
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from kube_emulator import EmulatorHandle, wait_for
+import kubernetes
+
+from kube_emulator import WriteRecord, read_write_log, select_writes, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 LEASE = ("default", "skillop")  # SKILLOP_LEASE_NAMESPACE / SKILLOP_LEASE_NAME
@@ -39,8 +48,57 @@ def skillop_command() -> list[str]:
     return [*command, "operator"]
 
 
+class EmulatorProcess:
+    """The emulated API in a child process; duck-types what ``conftest.Cluster`` uses
+    of an ``EmulatorHandle`` (``custom``, ``core``, ``emulator.filter_writes``...)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.kubeconfig = folder / "kubeconfig.yaml"
+        self.write_log = folder / "writes.jsonl"
+        self._output = (folder / "emulator.log").open("wb")
+        self.process = subprocess.Popen(
+            [sys.executable, str(ROOT / "tests" / "kube_emulator.py"), "--crds",
+             str(ROOT / "crds"), "--kubeconfig", str(self.kubeconfig),
+             "--write-log", str(self.write_log)],
+            stdout=self._output, stderr=subprocess.STDOUT, cwd=ROOT)
+        wait_for(lambda: self.kubeconfig.exists() and self.write_log.exists(), timeout=30,
+                 interval=0.05, message="the emulator serves")
+        self.api_client = kubernetes.config.new_client_from_config(
+            config_file=str(self.kubeconfig))
+        self.custom = kubernetes.client.CustomObjectsApi(self.api_client)
+        self.core = kubernetes.client.CoreV1Api(self.api_client)
+        self.coordination = kubernetes.client.CoordinationV1Api(self.api_client)
+        self.emulator = self
+
+    def close(self) -> None:
+        self.api_client.close()
+        self.process.send_signal(signal.SIGINT)
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(10)
+        self._output.close()
+
+    # -- the write log, as the in-process emulator offers it -------------------------
+    @property
+    def writes(self) -> list[WriteRecord]:
+        return read_write_log(self.write_log)
+
+    def write_mark(self) -> int:
+        return len(self.writes)
+
+    def filter_writes(self, resource: str | None = None, *, since: int = 0,
+                      **criteria: Any) -> list[WriteRecord]:
+        return select_writes(self.writes[since:], resource, **criteria)
+
+    def list_objects(self, plural: str) -> list[Any]:
+        listed = self.custom.list_cluster_custom_object("skillop.dev", "v1alpha1", plural)
+        return list(listed["items"])
+
+
 class Replica:
-    def __init__(self, handle: EmulatorHandle, identity: str, log_dir: Path,
+    def __init__(self, handle: EmulatorProcess, identity: str, log_dir: Path,
                  **env: str) -> None:
         self.handle = handle
         self.identity = identity
@@ -81,6 +139,27 @@ class Replica:
                 samples[match[1] + (match[2] or "")] = float(match[3])
         return samples
 
+    def admit(self, obj: dict[str, Any], *, operation: str = "CREATE",
+              old: dict[str, Any] | None = None) -> tuple[bool, str]:
+        """Ask this replica's webhook (SKILLOP_WEBHOOK=true) as the API server would:
+        (allowed, message). Its certificate is self-signed: not verified here."""
+        plural = {"Skill": "skills", "Actor": "actors"}[obj["kind"]]
+        meta = obj["metadata"]
+        review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+            "uid": str(uuid.uuid4()), "operation": operation, "name": meta["name"],
+            "namespace": meta["namespace"], "object": obj, "oldObject": old, "dryRun": False,
+            "userInfo": {"username": "tester"},
+            "kind": {"group": "skillop.dev", "version": "v1alpha1", "kind": obj["kind"]},
+            "resource": {"group": "skillop.dev", "version": "v1alpha1", "resource": plural}}}
+        context = ssl.create_default_context()
+        context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+        request = urllib.request.Request(
+            f"https://127.0.0.1:{self.env['SKILLOP_WEBHOOK_PORT']}/validate-{plural}",
+            data=json.dumps(review).encode(), headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=10, context=context) as response:
+            answer = json.loads(response.read())["response"]
+        return bool(answer["allowed"]), str((answer.get("status") or {}).get("message", ""))
+
     def sigterm(self) -> None:
         assert self.process is not None
         self.process.send_signal(signal.SIGTERM)
@@ -112,16 +191,31 @@ class Replica:
                                                   user_agent=f"({self.identity})")
 
 
-def lease(handle: EmulatorHandle) -> dict[str, Any]:
-    return handle.emulator.get_object("coordination.k8s.io/v1/leases", *LEASE) or {}
+def lease(handle: EmulatorProcess) -> dict[str, Any]:
+    try:
+        body = handle.coordination.read_namespaced_lease(LEASE[1], LEASE[0])
+    except kubernetes.client.ApiException as err:
+        if err.status == 404:
+            return {}
+        raise
+    return dict(handle.api_client.sanitize_for_serialization(body))
 
 
-def holder(handle: EmulatorHandle) -> str | None:
+def holder(handle: EmulatorProcess) -> str | None:
     return (lease(handle).get("spec") or {}).get("holderIdentity")
 
 
-def wait_holder(handle: EmulatorHandle, identity: str, *, timeout: float) -> float:
+def wait_holder(handle: EmulatorProcess, identity: str, *, timeout: float) -> float:
     """Wait until ``identity`` holds the Lease; return when (time.monotonic)."""
     wait_for(lambda: holder(handle) == identity, timeout=timeout, interval=0.01,
              message=f"{identity} holds the Lease")
     return time.monotonic()
+
+
+@contextlib.contextmanager
+def emulator_process(folder: Path) -> Iterator[EmulatorProcess]:
+    api = EmulatorProcess(folder)
+    try:
+        yield api
+    finally:
+        api.close()

@@ -1,12 +1,13 @@
 """Two ``skillop operator`` processes, one Lease: only the leader writes.
 
 The replicas are child processes (the real command, ``replicas.Replica``); the
-emulated API runs in the test process and logs every write with the writer's
-User-Agent, which carries the replica's Lease identity: that is how writes are
-counted per process. Lease timings are shortened (a 5 s lease instead of 15 s)
-to keep the crash test short; the bounds checked are the documented ones for
-whatever the settings are: a crash is taken over within the lease duration
-plus 2 s, a graceful stop (SIGTERM) within 2 s.
+emulated API runs in a third process (``replicas.EmulatorProcess``) and logs
+every write with the writer's User-Agent, which carries the replica's Lease
+identity: that is how writes are counted per process. Lease timings are
+shortened (a 5 s lease instead of 15 s) to keep the crash test short; the
+bounds checked are the documented ones for whatever the settings are: a crash
+is taken over within the lease duration plus 2 s, a graceful stop (SIGTERM)
+within 2 s.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 import pytest
 from conftest import ROOT, Cluster
-from replicas import Replica, holder, lease, wait_holder
+from replicas import Replica, emulator_process, free_port, holder, lease, wait_holder
 
 from kube_emulator import wait_for
 
@@ -26,6 +27,13 @@ EXAMPLES = ROOT / "examples"
 DURATION = 5.0
 FAST_LEASE = {"SKILLOP_LEASE_DURATION_SECONDS": str(DURATION),
               "SKILLOP_LEASE_RENEW_DEADLINE_SECONDS": "3"}
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    """The emulated API in a process of its own (not conftest's in-process one)."""
+    with emulator_process(tmp_path) as api:
+        yield Cluster(api)  # type: ignore[arg-type]  # duck-types EmulatorHandle
 
 
 @pytest.fixture
@@ -93,6 +101,7 @@ def test_standby_writes_nothing_and_sigterm_hands_over_within_2s(
     sent = time.monotonic()
     a.sigterm()
     taken = wait_holder(cluster.handle, "replica-b", timeout=10)
+    print(f"\nSIGTERM handover: {taken - sent:.2f}s (bound 2 s)", flush=True)
     assert taken - sent < 2.0, f"handover took {taken - sent:.2f}s"
     assert a.process is not None and a.process.wait(20) == 0
     assert "released" in a.log()
@@ -127,6 +136,8 @@ def test_kill_9_the_leader_and_the_standby_writes_the_change_within_the_bound(
     wait_for(lambda: resolved(cluster, before), timeout=DURATION + 10,
              message="the change is written after the failover")
     written = time.monotonic() - crashed
+    print(f"\nkill -9 failover, change written after {written:.2f}s"
+          f" (lease {DURATION:g}s, bound {DURATION + 2:g}s)", flush=True)
     assert written <= DURATION + 2.0, f"failover took {written:.2f}s"
     # B waited for the Lease to expire (A's last renewal was at most one retry
     # period before the crash): it did not steal a live Lease.
@@ -139,17 +150,27 @@ def test_kill_9_the_leader_and_the_standby_writes_the_change_within_the_bound(
     assert cm.metadata.annotations["skillop.dev/tools-hash"] == tools_hash(cluster)
 
 
-def test_a_restarted_standby_with_nothing_to_do_writes_nothing(
+def test_the_standby_answers_the_webhook_and_takes_over_writing_nothing_new(
         cluster: Cluster, replicas: list[Replica], tmp_path: Path) -> None:
-    """The new leader's full pass writes only what changed: here, nothing."""
+    """The standby's webhook judges by its own (warm) view; on taking over, its full
+    pass writes only what changed: here, nothing."""
     a = start(cluster, replicas, "replica-a", tmp_path)
     wait_holder(cluster.handle, "replica-a", timeout=10)
     cluster.apply_dir(EXAMPLES)
     cluster.wait_ready("Actor", "team-a", "developer", timeout=20)
     cluster.wait_ready("Actor", "team-a", "reviewer", timeout=20)
-    b = start(cluster, replicas, "replica-b", tmp_path)
+    b = start(cluster, replicas, "replica-b", tmp_path, SKILLOP_WEBHOOK="true",
+              SKILLOP_WEBHOOK_PORT=str(free_port()), SKILLOP_WEBHOOK_HOST="127.0.0.1")
     wait_for(lambda: b.scrape().get('skillop_objects{kind="Actor",ready="True"}') == 2,
              timeout=20, message="replica-b sees both Actors Ready")
+    # Including full-stack-dev in code-analysis closes a cycle only the cluster's
+    # Skills reveal (full-stack-dev includes code-analysis): the standby knows them.
+    old = cluster.get("Skill", "team-a", "code-analysis")
+    new = {**old, "spec": {**old["spec"], "includes": [
+        *old["spec"]["includes"], {"skill": "full-stack-dev"}]}}
+    allowed, message = b.admit(new, operation="UPDATE", old=old)
+    assert not allowed and "CycleDetected" in message, message
+    assert b.scrape()["skillop_leader"] == 0
     mark = cluster.emulator.write_mark()
     a.sigterm()
     wait_holder(cluster.handle, "replica-b", timeout=10)

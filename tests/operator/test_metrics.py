@@ -8,10 +8,7 @@ use a registry of their own, never prometheus_client's global one.
 
 from __future__ import annotations
 
-import ssl
 import time
-import urllib.request
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,13 +17,20 @@ import pytest
 from conftest import ROOT, Cluster
 from mcp_servers import ServerHandle, make_tool
 from prometheus_client import CollectorRegistry
-from replicas import Replica, free_port, wait_holder
+from replicas import Replica, emulator_process, free_port, wait_holder
 
 from kube_emulator import wait_for
 from skillop.operator.metrics import Metrics
 
 EXAMPLES = ROOT / "examples"
 NS = "team-a"
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    """The emulated API in a process of its own (not conftest's in-process one)."""
+    with emulator_process(tmp_path) as api:
+        yield Cluster(api)  # type: ignore[arg-type]  # duck-types EmulatorHandle
 
 
 @pytest.fixture
@@ -51,24 +55,7 @@ def wait_value(replica: Replica, sample: str, expected: float, timeout: float = 
 
 
 def admission(replica: Replica, obj: dict[str, Any]) -> bool:
-    """Ask the replica's webhook (self-signed: not verified) about a CREATE."""
-    plural = {"Skill": "skills", "Actor": "actors"}[obj["kind"]]
-    review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
-        "uid": str(uuid.uuid4()), "operation": "CREATE", "name": obj["metadata"]["name"],
-        "namespace": NS, "object": obj, "oldObject": None, "dryRun": False,
-        "userInfo": {"username": "tester"},
-        "kind": {"group": "skillop.dev", "version": "v1alpha1", "kind": obj["kind"]},
-        "resource": {"group": "skillop.dev", "version": "v1alpha1", "resource": plural}}}
-    port = replica.env["SKILLOP_WEBHOOK_PORT"]
-    context = ssl.create_default_context()
-    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
-    import json
-
-    request = urllib.request.Request(
-        f"https://127.0.0.1:{port}/validate-{plural}", data=json.dumps(review).encode(),
-        headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=10, context=context) as response:
-        return bool(json.loads(response.read())["response"]["allowed"])
+    return replica.admit(obj)[0]
 
 
 def test_metrics_follow_what_the_operator_does(cluster: Cluster, replica: Replica) -> None:
