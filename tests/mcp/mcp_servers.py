@@ -27,6 +27,7 @@ import asyncio
 import functools
 import json
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
@@ -56,7 +57,8 @@ LOOPBACK = "127.0.0.1"
 _SECURITY = TransportSecuritySettings(
     enable_dns_rebinding_protection=True,
     allowed_hosts=["127.0.0.1:*", "localhost:*"],
-    allowed_origins=["http://127.0.0.1:*", "http://localhost:*"],
+    allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "https://127.0.0.1:*",
+                     "https://localhost:*"],
 )
 
 
@@ -105,13 +107,15 @@ class SeenRequest:
 class _UvicornThread:
     """A uvicorn server for one ASGI app on an already bound socket, in its own thread."""
 
-    def __init__(self, app: ASGIApp, sock: socket.socket) -> None:
+    def __init__(self, app: ASGIApp, sock: socket.socket, *,
+                 tls: ssl.SSLContext | None = None) -> None:
         config = uvicorn.Config(
             app,
             log_level="warning",
             lifespan="on",
             timeout_graceful_shutdown=0.5,
             ws="none",
+            ssl_context_factory=(lambda *_: tls) if tls is not None else None,
         )
         self.server = uvicorn.Server(config)
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -209,6 +213,10 @@ class ServerHandle:
     `{"tool": name, "arguments": {...}}` (plus `"header": value` of the request
     header named `echo_header`, to test redaction), after `call_delay` seconds;
     every call is recorded in `calls`.
+    `stateless`: streamable HTTP in the SDK's stateless mode (`stateless_http=True`,
+    how such servers are scaled out): no session id, so no notification stream,
+    even when `list_changed` is announced.
+    `tls`: serve https with this server-side SSL context.
     """
 
     tools: list[types.Tool] = field(default_factory=list)
@@ -218,6 +226,8 @@ class ServerHandle:
     list_delay: float = 0.0
     fail_with: str | None = None
     transport: Literal["streamable-http", "sse"] = "streamable-http"
+    stateless: bool = False
+    tls: ssl.SSLContext | None = None
     host: str = LOOPBACK
     call_delay: float = 0.0
     echo_header: str | None = None
@@ -236,7 +246,8 @@ class ServerHandle:
         sock = _bind(self.port)
         self.port = sock.getsockname()[1]
         self._sessions.clear()
-        self._uvicorn = _UvicornThread(_RequestRecorder(self._build_app(), self.requests), sock)
+        self._uvicorn = _UvicornThread(_RequestRecorder(self._build_app(), self.requests), sock,
+                                       tls=self.tls)
         self._uvicorn.start()
         return self
 
@@ -255,7 +266,8 @@ class ServerHandle:
     @property
     def url(self) -> str:
         path = "/sse" if self.transport == "sse" else "/mcp"
-        return f"http://{self.host}:{self.port}{path}"
+        scheme = "https" if self.tls is not None else "http"
+        return f"{scheme}://{self.host}:{self.port}{path}"
 
     # -- run-time control -------------------------------------------------------------
 
@@ -342,7 +354,8 @@ class ServerHandle:
         server = self._new_server()
         if self.transport == "sse":
             return _sse_app(server)
-        return server.streamable_http_app(transport_security=_SECURITY)
+        return server.streamable_http_app(transport_security=_SECURITY,
+                                          stateless_http=self.stateless)
 
 
 def _sse_app(server: Server[Any]) -> Starlette:

@@ -538,3 +538,51 @@ def test_cache_keys_separate_servers_without_showing_headers() -> None:
     assert key(url) != key(url + "?tenant=b")
     assert "1234" not in key(url, "streamable-http", {"a": "1234"})
     assert "tenant" not in key(url + "?tenant=b")
+
+
+# --------------------------------------------------------------------------- stateless
+
+
+def test_stateless_server_is_listed_at_once_and_left_to_polling() -> None:
+    """A stateless server announces listChanged but opens no stream: no waiting, no watch."""
+    limits = DiscoveryLimits(connect_timeout=3.0, total_timeout=5.0)
+
+    async def main(server: ServerHandle) -> list[DiscoveryResult]:
+        recorder = Recorder()
+        started = time.monotonic()
+        await watch_tools(server.url, guard=LOCAL, limits=limits, on_change=recorder.on_change,
+                          on_error=recorder.on_error, only_if_announced=True)
+        # Returned (the caller polls) well before the connect timeout a wait would cost.
+        assert time.monotonic() - started < limits.connect_timeout - 1
+        return [await recorder.next_result(timeout=0.1)]
+
+    with ServerHandle(tools=make_tools(2), list_changed=True, stateless=True) as server:
+        (result,) = run(main(server))
+        assert result.list_changed and not result.notifications
+        assert names(result) == ["tool_0000", "tool_0001"]
+        assert not any(r.method == "GET" for r in server.requests)
+
+
+def test_stateless_server_watched_without_a_stream_is_polled() -> None:
+    server = ServerHandle(tools=make_tools(1), list_changed=True, stateless=True)
+
+    async def body(recorder: Recorder) -> None:
+        assert len((await recorder.next_result()).tools) == 1
+        server.set_tools(make_tools(3), notify=False)  # nobody to notify anyway
+        # Polled at the ping interval: the change arrives although nothing announced it.
+        assert len((await recorder.next_result(timeout=3)).tools) == 3
+
+    with server:
+        run(_watching(server, body, ping_interval=0.3))
+
+
+@pytest.mark.parametrize("transport", ["streamable-http", "sse"])
+def test_stateful_server_keeps_its_notification_stream(transport: McpTransport) -> None:
+    server = ServerHandle(tools=make_tools(1), list_changed=True, transport=transport)
+
+    async def body(recorder: Recorder) -> None:
+        first = await recorder.next_result()
+        assert first.notifications
+
+    with server:
+        run(_watching(server, body, ping_interval=60))

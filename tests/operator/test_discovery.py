@@ -130,6 +130,28 @@ def test_server_without_list_changed_is_polled_at_the_skill_refresh_interval(
                  == 2, timeout=TIMEOUT)
 
 
+def test_stateless_server_announcing_list_changed_is_polled(ns: Cluster) -> None:
+    """A stateless server (SDK ``stateless_http``) announces listChanged, opens no stream.
+
+    Its first listing is not held up by a wait for a stream, and a tool added on
+    the server reaches the Actor's ConfigMap within refreshInterval (10 s, the
+    least allowed) plus a few seconds, although no notification ever comes.
+    """
+    with ServerHandle(tools=[make_tool("one")], list_changed=True, stateless=True) as srv:
+        start = time.monotonic()
+        ns.apply(skill("stateless", {"name": "srv", "url": srv.url}, refreshInterval="10s"))
+        ns.apply(actor("scaled", "stateless"))
+        wait_tools(ns, "scaled", {"one"})
+        report(f"stateless server first listing -> ConfigMap: "
+               f"{(time.monotonic() - start) * 1000:.0f} ms")
+        srv.set_tools([make_tool("one"), make_tool("added")], notify=False)
+        changed = time.monotonic()
+        wait_tools(ns, "scaled", {"one", "added"}, timeout=10 + 6)
+        report(f"stateless server change -> ConfigMap (refreshInterval 10s): "
+               f"{(time.monotonic() - changed) * 1000:.0f} ms")
+        assert not any(r.method == "GET" for r in srv.requests)
+
+
 def test_server_down_keeps_last_good_tools_and_recovers(ns: Cluster) -> None:
     srv = ServerHandle(tools=[make_tool("sturdy")], list_changed=True).start()
     try:

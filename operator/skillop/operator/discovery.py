@@ -308,7 +308,7 @@ class Discovery:
                       for t in result.tools)
         was_failing = watch.error is not None
         self._count("Listed")
-        watch.watched = bool(result.list_changed)
+        watch.watched = bool(result.notifications)
         watch.tool_count, watch.error, watch.reason = len(infos), None, None
         digest = tools_digest(infos)
         if digest != watch.tools_digest or watch.last_sync is None:

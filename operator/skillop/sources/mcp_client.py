@@ -8,8 +8,10 @@ Kubernetes in sight:
   ``initialize`` handshake, follows ``tools/list`` pages through ``nextCursor``
   and returns a ``DiscoveryResult``.
 * ``watch_tools`` keeps a session open for servers announcing
-  ``tools.listChanged`` and re-lists on every ``notifications/tools/list_changed``,
-  reconnecting with exponential backoff when the connection is lost.
+  ``tools.listChanged`` that open a notification stream, and re-lists on every
+  ``notifications/tools/list_changed``, reconnecting with exponential backoff
+  when the connection is lost. Stateless servers announce the capability but
+  never open the stream; they are listed at once and polled.
 * ``DiscoveryCache`` shares results between Skills naming the same server and
   coalesces concurrent refreshes into one connection.
 
@@ -28,7 +30,10 @@ The servers are untrusted input, so every connection is fenced in:
   name the URL without userinfo or query, messages from the server are redacted,
   and cache keys carry a keyed hash of the headers.
 
-Every failure is a ``DiscoveryError`` with a machine-readable ``reason``.
+Every failure is a ``DiscoveryError`` with a machine-readable ``reason`` and a
+one-line message of bounded length. The SDK's own log records (tracebacks
+included) are relayed as one-line DEBUG records, never printed: the error says
+what happened, once.
 
 Protocol era: mcp 2.x speaks both the handshake era (``initialize``, up to
 2025-11-25) and the 2026-07-28 era (``server/discover``, where change
@@ -44,11 +49,13 @@ import fnmatch
 import hashlib
 import logging
 import math
+import re
 import secrets
+import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final, Literal, NoReturn
 
 import anyio
@@ -87,6 +94,7 @@ ErrorReason = Literal[
     "Redirected",
     "ProtocolError",
     "HTTPError",
+    "TLSError",
 ]
 
 DEFAULT_EGRESS_PATTERNS: Final[tuple[str, ...]] = ("*.svc", "*.svc.cluster.local")
@@ -104,6 +112,52 @@ _CLIENT_INFO: Final = types.Implementation(name="skillop-discovery", version="0.
 # shred messages: a value "1" would erase every digit).
 _MIN_SECRET_LEN: Final = 4
 _MAX_DETAIL_LEN: Final = 300
+_CONTROL_RUNS: Final = re.compile(r"[\s\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+#: Loggers of the SDK's client side and of its HTTP client; see ``_quiet_sdk_loggers``.
+_SDK_LOGGERS: Final = ("mcp.client", "mcp.shared", "client", "httpx2")
+
+
+def one_line(text: str, limit: int = _MAX_DETAIL_LEN) -> str:
+    """``text`` as one printable line of at most ``limit`` characters.
+
+    Servers answer with error pages, tracebacks and JSON spread over many lines;
+    a condition message, an Event or a CLI error must stay one line.
+    """
+    flat = _CONTROL_RUNS.sub(" ", text).strip()
+    return flat if len(flat) <= limit else flat[: limit - 3].rstrip() + "..."
+
+
+class _SdkRelay(logging.Handler):
+    """Re-emits the SDK's log records as one-line DEBUG records of our own.
+
+    The SDK logs what it also raises (``logger.exception`` with a traceback,
+    ``logger.error`` for a bad content type): on a CLI without logging set up,
+    Python's last-resort handler prints those to stderr, and in the operator they
+    land in the log beside our one-line error. The failure itself reaches the
+    caller as a ``DiscoveryError``; the SDK's account of it is debug detail.
+    """
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = record.getMessage()
+        except Exception:  # a malformed record must not break discovery
+            message = str(record.msg)
+        _sdk_log.debug("%s: %s", record.name, one_line(message))
+
+
+_sdk_log = logging.getLogger(f"{__name__}.sdk")
+
+
+def _quiet_sdk_loggers() -> None:
+    relay = _SdkRelay()
+    for name in _SDK_LOGGERS:
+        sdk = logging.getLogger(name)
+        sdk.propagate = False
+        if not any(isinstance(h, _SdkRelay) for h in sdk.handlers):
+            sdk.addHandler(relay)
+
+
+_quiet_sdk_loggers()
 
 
 # --------------------------------------------------------------------------- results
@@ -148,10 +202,19 @@ _DEFAULT_LIMITS: Final = DiscoveryLimits()
 
 @dataclass(frozen=True)
 class DiscoveryResult:
-    """All tools of a server; ``list_changed`` is its ``tools.listChanged`` capability."""
+    """All tools of a server; ``list_changed`` is its ``tools.listChanged`` capability.
+
+    ``notifications``: a watch holds a notification stream the server opened,
+    so a change reaches the watch without polling. A server may announce
+    ``listChanged`` and never open one (stateless streamable HTTP): then this is
+    False and the server has to be polled. Always False from ``list_tools``.
+    ``skipped``: one line per tool left out because its name cannot be used.
+    """
 
     tools: tuple[DiscoveredTool, ...]
     list_changed: bool
+    notifications: bool = False
+    skipped: tuple[str, ...] = ()
 
 
 class DiscoveryError(Exception):
@@ -163,9 +226,9 @@ class DiscoveryError(Exception):
 
     def __init__(self, reason: ErrorReason, url: str, detail: str) -> None:
         self.reason: ErrorReason = reason
-        self.url = url
-        self.detail = detail
-        super().__init__(f"MCP discovery at {url} failed ({reason}): {detail}")
+        self.url = one_line(url, 2048)
+        self.detail = one_line(detail)
+        super().__init__(f"MCP discovery at {self.url} failed ({reason}): {self.detail}")
 
     def __reduce__(self) -> tuple[type[DiscoveryError], tuple[ErrorReason, str, str]]:
         # Exceptions rebuild from args when copied or pickled; ours has three.
@@ -360,6 +423,9 @@ class _Wire:
         self.http_status: int | None = None
         self.open_event_streams = 0
         self.event_stream_seen = False
+        #: The server gave an ``mcp-session-id``: only then does the SDK open the
+        #: streamable-HTTP notification stream (GET) at all.
+        self.session_seen = False
         self.event_stream_settled = anyio.Event()
         self.wake: Callable[[], None] | None = None  # lets a watch notice a failure at once
 
@@ -466,6 +532,8 @@ class _FencedTransport(httpx2.AsyncBaseTransport):
         except DiscoveryError:
             await response.aclose()
             raise
+        if response.headers.get("mcp-session-id"):
+            wire.session_seen = True
         on_close = None
         if wire.is_event_stream(request, response):
             wire.event_stream_opened()
@@ -608,15 +676,21 @@ def _classify(exc: BaseException, wire: _Wire, redact: _Redactor) -> DiscoveryEr
     if (own := _first(exc, DiscoveryError)) is not None:
         assert isinstance(own, DiscoveryError)
         return own
+    if (tls := _tls_failure(exc)) is not None:
+        return DiscoveryError("TLSError", url, tls)
     if _first(exc, (TimeoutError, httpx2.TimeoutException)) is not None:
         return DiscoveryError("Timeout", url, "no complete answer in time")
     if (connect := _first(exc, httpx2.ConnectError)) is not None:
         return DiscoveryError("ConnectFailed", url, f"cannot connect: {redact(str(connect))}")
     if (status := _first(exc, httpx2.HTTPStatusError)) is not None:
         assert isinstance(status, httpx2.HTTPStatusError)
-        return DiscoveryError("HTTPError", url, f"HTTP {status.response.status_code}")
+        return DiscoveryError("HTTPError", url, _status_detail(status.response.status_code, wire))
     if wire.http_status is not None:
-        return DiscoveryError("HTTPError", url, f"HTTP {wire.http_status}")
+        return DiscoveryError("HTTPError", url, _status_detail(wire.http_status, wire))
+    if (sse := _first(exc, httpx2.SSEError)) is not None:
+        return DiscoveryError("ProtocolError", url, f"not an SSE endpoint: {redact(str(sse))}")
+    if _first(exc, (httpx2.RemoteProtocolError, httpx2.DecodingError)) is not None:
+        return DiscoveryError("ProtocolError", url, "the server's answer is not valid HTTP")
     if (
         lost := _first(
             exc, (httpx2.TransportError, anyio.ClosedResourceError, anyio.BrokenResourceError)
@@ -630,12 +704,40 @@ def _classify(exc: BaseException, wire: _Wire, redact: _Redactor) -> DiscoveryEr
     return DiscoveryError("ProtocolError", url, f"{type(leaf).__name__}: {redact(str(leaf))}")
 
 
+def _status_detail(status: int, wire: _Wire) -> str:
+    """``HTTP <status>``, with a hint when the status says "wrong endpoint"."""
+    if status not in (404, 405):
+        return f"HTTP {status}"
+    other = "sse" if wire.transport == "streamable-http" else "streamable-http"
+    return (f"HTTP {status}: no {wire.transport} MCP endpoint at this URL"
+            f" (if the server speaks {other}, set transport: {other})")
+
+
+def _tls_failure(exc: BaseException) -> str | None:
+    """What went wrong in a TLS handshake, when that is why ``exc`` happened."""
+    for leaf in _leaves(exc):
+        seen: set[int] = set()
+        cause: BaseException | None = leaf
+        while cause is not None and id(cause) not in seen:
+            seen.add(id(cause))
+            if isinstance(cause, ssl.SSLCertVerificationError):
+                why = cause.verify_message or cause.reason or "certificate verify failed"
+                return (f"the server's certificate is not trusted ({why}); give its CA"
+                        " with tls.caConfigMapRef or tls.caSecretRef (CLI: --ca-file)")
+            if isinstance(cause, ssl.SSLError):
+                return f"TLS handshake failed ({cause.reason or type(cause).__name__})"
+            cause = cause.__cause__ or cause.__context__
+    return None
+
+
 def _classify_rpc(rpc: MCPError, url: str, redact: _Redactor) -> DiscoveryError:
     # The SDK reports transport trouble as JSON-RPC errors with reserved codes.
     if rpc.code == types.CONNECTION_CLOSED:
         return DiscoveryError("ConnectFailed", url, "connection lost")
     if rpc.code == types.REQUEST_TIMEOUT:
         return DiscoveryError("Timeout", url, "no answer in time")
+    if rpc.code == types.PARSE_ERROR:
+        return DiscoveryError("ProtocolError", url, "the server's answer is not valid JSON-RPC")
     return DiscoveryError("ProtocolError", url, f"MCP error {rpc.code}: {redact(rpc.message)}")
 
 
@@ -692,8 +794,8 @@ class _Flag:
         await self._event.wait()
 
 
-class _NotAnnounced(Exception):
-    """The server does not announce listChanged: the caller polls it instead."""
+class _NoStream(Exception):
+    """The server opened no notification stream: the caller polls it instead."""
 
 
 class _CallbackFailed(Exception):
@@ -728,14 +830,18 @@ async def watch_tools(
 ) -> None:
     """Keep a session open and call ``on_change`` with the full list on every change.
 
-    With ``only_if_announced``, a server that does not announce ``tools.listChanged``
-    is listed once on the same connection and the call returns, so a caller can
-    start every server this way (one connection each) and poll those that return.
+    With ``only_if_announced``, a server that opens no notification stream (it
+    does not announce ``tools.listChanged``, or it is a stateless streamable-HTTP
+    server that announces it but never opens the stream) is listed once on the
+    same connection and the call returns, so a caller can start every server
+    this way (one connection each) and poll those that return. Without it, such
+    a server is listed again every ``ping_interval`` seconds.
 
-    Lists once per connection, then again on every
-    ``notifications/tools/list_changed``. Every ``ping_interval`` seconds of
-    quiet it pings the server and checks that the notification stream is still
-    open; a lost connection calls ``on_error`` and reconnects after an
+    Lists once per connection (without waiting for a stream that cannot come),
+    then again on every ``notifications/tools/list_changed``; ``on_change`` gets
+    ``DiscoveryResult.notifications`` telling whether the stream is open. Every
+    ``ping_interval`` seconds of quiet it pings the server and checks that the
+    notification stream is still open; a lost connection calls ``on_error`` and reconnects after an
     exponential backoff (``reconnect_backoff`` = (first delay, cap); reset after
     a successful listing). A reconnect always lists again, so no change is
     missed across an outage. Runs until cancelled.
@@ -758,7 +864,7 @@ async def watch_tools(
                 ping_interval,
                 only_if_announced,
             )
-        except _NotAnnounced:
+        except _NoStream:
             return
         except DiscoveryError as error:
             logger.debug("watch interrupted: %s", error)
@@ -798,8 +904,8 @@ async def _watch_session(
                 )
         raise TimeoutError("connecting took too long")
     except Exception as exc:
-        if _first(exc, _NotAnnounced) is not None:
-            raise _NotAnnounced() from None
+        if _first(exc, _NoStream) is not None:
+            raise _NoStream() from None
         if (carrier := _first(exc, _CallbackFailed)) is not None:
             raise (carrier.__cause__ or carrier) from None
         raise _classify(exc, wire, _Redactor(headers)) from None
@@ -817,7 +923,7 @@ async def _serve_watch(
 ) -> NoReturn:
     """List, hand the list over, wait for a change; again and again."""
     announced = _announces_list_changed(session)
-    if announced:
+    if announced and _stream_coming(wire):
         await _wait_event_stream(wire, limits)
     while True:
         wire.raise_if_failed()
@@ -825,18 +931,34 @@ async def _serve_watch(
         wire.bytes = 0  # the byte limit applies to each listing
         with anyio.fail_after(limits.total_timeout):
             result = await _list_all(session, wire, limits)
+        live = announced and wire.open_event_streams > 0
         backoff.reset()
         try:
-            await on_change(result)
+            await on_change(replace(result, notifications=live))
         except Exception as exc:
             raise _CallbackFailed() from exc
-        if only_if_announced and not announced:
-            raise _NotAnnounced()
-        await _idle_until_changed(session, wire, changed, ping_interval, limits)
+        if only_if_announced and not live:
+            raise _NoStream()
+        await _idle_until_changed(session, wire, changed, ping_interval, limits, live=live)
+
+
+def _stream_coming(wire: _Wire) -> bool:
+    """Whether a notification stream may still open on this connection.
+
+    On SSE the stream is the transport itself. On streamable HTTP the SDK opens
+    it (a GET) only when the server gave a session id: a stateless server gives
+    none and never will, so waiting for its stream would only cost the connect
+    timeout.
+    """
+    return wire.transport == "sse" or wire.session_seen
 
 
 async def _wait_event_stream(wire: _Wire, limits: DiscoveryLimits) -> None:
-    """Let the notification stream open before the first listing, so no change slips between."""
+    """Let the notification stream open before the first listing, so no change slips between.
+
+    A server answers the GET at once (200 with an event stream, or 405 when it
+    never pushes); only a hung one costs the connect timeout here.
+    """
     with anyio.move_on_after(limits.connect_timeout):
         await wire.event_stream_settled.wait()
 
@@ -847,12 +969,18 @@ async def _idle_until_changed(
     changed: _Flag,
     ping_interval: float,
     limits: DiscoveryLimits,
+    *,
+    live: bool,
 ) -> None:
-    """Wait for a change notification, checking the connection every ``ping_interval``."""
+    """Wait for a change notification, checking the connection every ``ping_interval``.
+
+    Without a notification stream (``live`` False) nothing will ever notify:
+    return after ``ping_interval``, so the caller lists again (a poll).
+    """
     while True:
         with anyio.move_on_after(ping_interval):
             await changed.wait()
-        if changed.is_set():
+        if changed.is_set() or not live:
             return
         wire.raise_if_failed()
         with anyio.fail_after(limits.total_timeout):
