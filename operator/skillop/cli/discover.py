@@ -1,11 +1,13 @@
 """Live MCP discovery from the command line.
 
-``--discover`` on ``tools``/``flatten``/``tree``/``explain`` lists every ``url``
-MCP server the input names (one connection per distinct server, all at once)
-and resolves with the live lists, as the operator would. Lists are keyed as in
-the operator, by URL and the Secret a server's ``headersFrom`` names: the CLI
-reads no Secrets, so a server named with one keeps its declared tools, and the
-list fetched without credentials serves only Skills that name none. ``skillop discover URL``
+``--discover`` on ``tools``/``flatten``/``tree``/``explain`` lists the ``url``
+MCP servers of the skills the subject reaches and its policy admits (one
+connection per distinct server, all at once; servers of other skills are never
+contacted) and resolves with the live lists, as the operator would. Lists are
+keyed as in the operator, by URL and the Secret a server's ``headersFrom`` names:
+the CLI reads no Secrets, so a server named with one keeps its declared tools,
+and the list fetched without credentials serves only Skills that name none.
+``skillop discover URL``
 prints one server's tools, as a table or as a declared ``tools`` list to paste
 into a Skill. Both use the operator's egress rules: cluster-internal hosts only,
 unless ``--allow`` says otherwise. A server that cannot be listed is a warning
@@ -17,16 +19,17 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import yaml
 
 from skillop.cli.render import table
 from skillop.model.manifest import Resource
+from skillop.model.names import ObjectRef
 from skillop.model.specs import McpServer, ServerKey, SkillSpec
 from skillop.resolve.catalog import Catalog
-from skillop.sources.mcp_tools import McpToolInfo
+from skillop.sources.mcp_tools import McpToolInfo, listed_info
 
 DEFAULT_ALLOW = ("*.svc", "*.svc.cluster.local")
 
@@ -40,9 +43,13 @@ def _client() -> Any:
     return mcp_client
 
 
-def _servers(catalog: Catalog) -> dict[ServerKey, McpServer]:
+def _servers(catalog: Catalog, skills: Iterable[ObjectRef] | None,
+             ) -> dict[ServerKey, McpServer]:
+    """The url servers of ``skills`` (every skill in the catalog when None)."""
+    chosen = catalog.skills.values() if skills is None else (
+        catalog.skills[ref] for ref in skills if ref in catalog.skills)
     out: dict[ServerKey, McpServer] = {}
-    for skill in catalog.skills.values():
+    for skill in chosen:
         spec = skill.spec
         if isinstance(skill, Resource) and isinstance(spec, SkillSpec):
             for server in spec.mcp_servers:
@@ -53,37 +60,42 @@ def _servers(catalog: Catalog) -> dict[ServerKey, McpServer]:
 
 
 def infos(result: Any) -> tuple[McpToolInfo, ...]:
-    return tuple(McpToolInfo(name=t.name, description=t.description, title=t.title,
-                             input_schema=t.input_schema, output_schema=t.output_schema,
-                             annotations=dict(t.annotations)) for t in result.tools)
+    return tuple(listed_info(t) for t in result.tools)
 
 
-def discover_into(catalog: Catalog, *, allow: Sequence[str], timeout: float) -> list[str]:
-    """Fill ``catalog.discovered``; return one warning per server that failed."""
+def _skipped(url: str, result: Any) -> list[str]:
+    """One warning per tool the server listed under a name that cannot be kept."""
+    return [f"MCP server {url}: {line}" for line in result.skipped]
+
+
+def discover_into(catalog: Catalog, *, allow: Sequence[str], timeout: float,
+                  skills: Iterable[ObjectRef] | None = None) -> list[str]:
+    """Fill ``catalog.discovered`` from the servers of ``skills`` (all when None),
+    all at once; return one warning per server that failed or tool skipped."""
     client = _client()
     guard = client.EgressGuard(allow or DEFAULT_ALLOW)
     limits = client.DiscoveryLimits(connect_timeout=min(timeout, 5.0), total_timeout=timeout)
-    servers = _servers(catalog)
+    servers = _servers(catalog, skills)
 
-    async def one(server_key: ServerKey, server: McpServer) -> str | None:
+    async def one(server_key: ServerKey, server: McpServer) -> list[str]:
         if server_key.secret is not None:
-            return (f"MCP server {client.display_url(server_key.url)}: headers come from"
+            return [f"MCP server {client.display_url(server_key.url)}: headers come from"
                     f" Secret {server_key.secret}, which the CLI does not read;"
-                    " using the declared tools")
+                    " using the declared tools"]
         try:
             result = await client.list_tools(server_key.url,
                                              transport=server.effective_transport,
                                              guard=guard, limits=limits)
         except client.DiscoveryError as err:
-            return f"{err}; using the declared tools"
+            return [f"{err}; using the declared tools"]
         catalog.discovered[server_key] = infos(result)
-        return None
+        return _skipped(client.display_url(server_key.url), result)
 
-    async def every() -> list[str | None]:
+    async def every() -> list[list[str]]:
         return list(await asyncio.gather(*(one(u, s) for u, s in sorted(servers.items(),
                                                                    key=lambda i: i[0].text))))
 
-    return [w for w in asyncio.run(every()) if w]
+    return [line for lines in asyncio.run(every()) for line in lines]
 
 
 def discover_command(url: str, *, transport: str, allow: Sequence[str], output: str,
@@ -102,6 +114,8 @@ def discover_command(url: str, *, transport: str, allow: Sequence[str], output: 
         hint = " (pass --allow HOST to contact it)" if err.reason == "URLNotAllowed" else ""
         print(f"skillop: {err}{hint}", file=sys.stderr)
         return 1
+    for line in _skipped(client.display_url(url), result):
+        print(f"warning: {line}", file=sys.stderr)
     declared = [_declared(t) for t in infos(result)]
     if output == "json":
         print(json.dumps({"tools": declared}, indent=2, ensure_ascii=False))
@@ -120,13 +134,16 @@ def discover_command(url: str, *, transport: str, allow: Sequence[str], output: 
 def _declared(info: McpToolInfo) -> dict[str, Any]:
     """One tool as a Skill's ``mcpServers[].tools`` entry."""
     out: dict[str, Any] = {"name": info.name}
-    if info.title:
+    if info.title is not None:
         out["title"] = info.title
     out["description"] = info.description
     out["inputSchema"] = info.input_schema
     if info.output_schema is not None:
         out["outputSchema"] = info.output_schema
-    hints = {k: v for k, v in info.annotations.items() if k != "title"}
-    if hints:
-        out["annotations"] = hints
+    # All of them, the title too: the declared copy must define the same tool
+    # (same digests) as the listing it was printed from.
+    if info.annotations:
+        out["annotations"] = dict(info.annotations)
+    if info.execution is not None:
+        out["execution"] = info.execution
     return out

@@ -142,19 +142,32 @@ def _ref(text: str, args: argparse.Namespace) -> ObjectRef | None:
         return None
 
 
-def _catalog(args: argparse.Namespace, loaded: Loaded) -> Catalog:
+def _catalog(args: argparse.Namespace, loaded: Loaded,
+             subject: tuple[str, ObjectRef] | None = None) -> Catalog:
+    """The catalog of the input; with ``--discover``, live tool lists of the servers
+    ``subject`` (kind, ref) reaches, or of every server when there is no subject."""
     catalog = Catalog.of(loaded.objects)
     for problem in loaded.problems:
-        subject = problem.subject
-        if (subject.kind, subject.namespace, subject.name) in loaded.invalid:
-            ref = ObjectRef(subject.namespace, subject.name)
-            catalog.invalid.setdefault((subject.kind, ref), problem.short())
+        about = problem.subject
+        if (about.kind, about.namespace, about.name) in loaded.invalid:
+            ref = ObjectRef(about.namespace, about.name)
+            catalog.invalid.setdefault((about.kind, ref), problem.short())
     if getattr(args, "discover", False):
         from skillop.cli.discover import discover_into
 
-        for warning in discover_into(catalog, allow=args.allow, timeout=args.timeout):
+        skills = None if subject is None else _reached(catalog, *subject)
+        for warning in discover_into(catalog, allow=args.allow, timeout=args.timeout,
+                                     skills=skills):
             print(f"warning: {warning}", file=sys.stderr)
     return catalog
+
+
+def _reached(catalog: Catalog, kind: str, ref: ObjectRef) -> tuple[ObjectRef, ...]:
+    """The skills ``ref`` reaches and its policy admits, resolved with declared tools:
+    what reaches an Actor does not depend on which tools servers list."""
+    resolver = Resolver(catalog)
+    resolution = resolver.resolve_actor(ref) if kind == "Actor" else resolver.resolve_skill(ref)
+    return resolution.skills if resolution is not None else ()
 
 
 def _resolve(args: argparse.Namespace, loaded: Loaded, kind: str, name: str,
@@ -162,7 +175,7 @@ def _resolve(args: argparse.Namespace, loaded: Loaded, kind: str, name: str,
     ref = _ref(name, args)
     if ref is None:
         return EXIT_USAGE
-    resolver = Resolver(_catalog(args, loaded))
+    resolver = Resolver(_catalog(args, loaded, (kind, ref)))
     resolution = (resolver.resolve_actor(ref) if kind == "Actor"
                   else resolver.resolve_skill(ref))
     if resolution is None:
@@ -240,7 +253,7 @@ def _explain(args: argparse.Namespace, loaded: Loaded) -> int:
     ref = _ref(args.actor, args)
     if ref is None:
         return EXIT_USAGE
-    resolver = Resolver(_catalog(args, loaded))
+    resolver = Resolver(_catalog(args, loaded, ("Actor", ref)))
     explanation = explain(resolver, ref, args.tool)
     if explanation is None:
         print(f"Actor {ref} not found in the given manifests", file=sys.stderr)

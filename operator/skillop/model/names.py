@@ -9,6 +9,7 @@ no remote registries, and silently ignoring one would resolve the wrong object.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 API_GROUP = "skillop.dev"
@@ -79,3 +80,24 @@ def parse_ref(text: str, *, namespace: str) -> ObjectRef:
             " (lowercase letters, digits, '-' and '.')"
         )
     return ObjectRef(ns, name)
+
+
+#: Names an MCP server may send that skillop keeps (API.md, Names): 1-128
+#: characters, none of them whitespace or control characters. Wider than
+#: ``TOOL_NAME_PATTERN`` (unicode, ``/``): such a tool gets a sanitised bindingName.
+#: The Unicode spaces are spelled out: Go's ``\s`` (the API server's regexp) is
+#: ASCII only, Rust's (pydantic's) is not; both read ``\x{...}``.
+SERVER_TOOL_NAME_PATTERN = (r"^[^\s\x00-\x1f\x7f-\x9f\x{a0}\x{1680}\x{2000}-\x{200a}"
+                            r"\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}]{1,128}$")
+MAX_TOOL_NAME_LENGTH = 128
+
+
+def server_tool_name_problem(name: str) -> str | None:
+    """Why a tool name sent by an MCP server cannot be kept, or None when it can."""
+    if not name:
+        return "the name is empty"
+    if len(name) > MAX_TOOL_NAME_LENGTH:
+        return f"the name is longer than {MAX_TOOL_NAME_LENGTH} characters"
+    if any(ch.isspace() or unicodedata.category(ch) == "Cc" for ch in name):
+        return "the name contains whitespace or control characters"
+    return None

@@ -24,13 +24,26 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
 from skillop.model.capabilities import BooleanCapability, Capabilities
-from skillop.model.names import OBJECT_NAME_PATTERN, TOOL_NAME_PATTERN, ObjectRef
+from skillop.model.names import (
+    OBJECT_NAME_PATTERN,
+    SERVER_TOOL_NAME_PATTERN,
+    TOOL_NAME_PATTERN,
+    ObjectRef,
+)
 
 JsonObject = dict[str, Any]
 ToolName = Annotated[str, StringConstraints(pattern=TOOL_NAME_PATTERN, max_length=128)]
 ObjectName = Annotated[str, StringConstraints(pattern=OBJECT_NAME_PATTERN, max_length=253)]
 Reference = Annotated[str, StringConstraints(min_length=1, max_length=317)]
 Description = Annotated[str, StringConstraints(max_length=4096)]
+#: A tool name as an MCP server may spell it (unicode, ``/``): see API.md, Names.
+ServerToolName = Annotated[
+    str, StringConstraints(pattern=SERVER_TOOL_NAME_PATTERN, min_length=1, max_length=128)
+]
+#: MCP servers write long descriptions (usage notes, examples); a declared copy
+#: of what discovery lists must fit. Still bounded: a Skill is one etcd object.
+MAX_MCP_DESCRIPTION = 65536
+McpDescription = Annotated[str, StringConstraints(max_length=MAX_MCP_DESCRIPTION)]
 Title = Annotated[str, StringConstraints(max_length=256)]
 Glob = Annotated[str, StringConstraints(min_length=1, max_length=317)]
 ServerName = Annotated[
@@ -115,6 +128,24 @@ class InlineTool(SpecModel):
     runtime: JsonObject | None = None
 
 
+class ToolExecution(SpecModel):
+    """How a tool may be run (MCP 2025-11-25 ``Tool.execution``), kept as the server says."""
+
+    task_support: Literal["forbidden", "optional", "required"] | None = None
+
+
+class DeclaredMcpTool(InlineTool):
+    """A tool declared for an MCP server: what ``skillop discover -o yaml`` prints.
+
+    Names and descriptions are the server's, so they follow what servers send
+    (API.md, Names), not skillop's own naming rules.
+    """
+
+    name: ServerToolName
+    description: McpDescription = ""
+    execution: ToolExecution | None = None
+
+
 class ToolRefEntry(SpecModel):
     ref: Reference
     overrides: Override | None = None
@@ -180,9 +211,11 @@ class McpServer(SpecModel):
     )
     env: list[EnvVar] = Field(default_factory=list, max_length=256)
     headers_from: HeadersFrom | None = None
-    tools: list[InlineTool] = Field(default_factory=list, max_length=MAX_TOOLS_PER_LIST)
+    tools: list[DeclaredMcpTool] = Field(default_factory=list, max_length=MAX_TOOLS_PER_LIST)
     tool_filter: ToolFilter | None = None
-    overrides: dict[ToolName, Override] = Field(default_factory=dict, max_length=MAX_TOOLS_PER_LIST)
+    overrides: dict[ServerToolName, Override] = Field(
+        default_factory=dict, max_length=MAX_TOOLS_PER_LIST
+    )
     pin: bool = False
     refresh_interval: Duration | None = None
 

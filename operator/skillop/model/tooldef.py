@@ -37,6 +37,8 @@ class ToolDef:
     #: (``mcp_tools.info_digest``): what ``skillop gateway`` compares with the live
     #: listing at call time. Overrides keep it; None for other sources.
     upstream_digest: str | None = None
+    #: MCP ``Tool.execution`` (task support), as the server states it.
+    execution: dict[str, Any] | None = None
     #: ``fragments()`` and ``digest()``, computed on first use. Not part of the
     #: definition: left out of init, comparisons and repr; ``replace`` starts afresh.
     _fragments: dict[str, str] = field(default_factory=dict, init=False, repr=False,
@@ -66,6 +68,7 @@ class ToolDef:
                 ("inputSchema", self.input_schema), ("outputSchema", self.output_schema),
                 ("capabilities", self.capabilities.to_dict()), ("runtime", self.runtime),
                 ("source", self.source), ("mcpServer", self.mcp_server),
+                ("execution", self.execution),
             )})
         return cached
 
@@ -74,7 +77,8 @@ class ToolDef:
         if self._digest is None:
             fragments = self.fragments()
             # The body as json.dumps(body, sort_keys=True, separators=(",", ":")) spells it.
-            raw = "{" + ",".join(f'"{key}":{fragments[key]}' for key in _DIGESTED) + "}"
+            keys = _DIGESTED if self.execution is None else _DIGESTED_WITH_EXECUTION
+            raw = "{" + ",".join(f'"{key}":{fragments[key]}' for key in keys) + "}"
             object.__setattr__(self, "_digest", sha256_digest(raw))
         assert self._digest is not None
         return self._digest
@@ -82,4 +86,7 @@ class ToolDef:
 
 #: The fields ``digest`` covers, in sorted order.
 _DIGESTED = ("capabilities", "description", "inputSchema", "name", "outputSchema", "title")
+#: With ``execution``, only when a tool has it, so that digests of tools without
+#: it stay what they were.
+_DIGESTED_WITH_EXECUTION = tuple(sorted((*_DIGESTED, "execution")))
 

@@ -38,7 +38,7 @@ from skillop.operator.outputs import ServerState
 from skillop.operator.runtime import Reconciler
 from skillop.operator.settings import OperatorConfig
 from skillop.operator.store import Store
-from skillop.sources.mcp_tools import McpToolInfo, info_digest, tools_digest
+from skillop.sources.mcp_tools import McpToolInfo, info_digest, listed_info, tools_digest
 
 log = logging.getLogger("skillop.discovery")
 _DURATION = re.compile(r"([0-9]+)(ms|s|m|h)")
@@ -71,6 +71,8 @@ class ServerWatch:
     listing: bool = False
     #: The server announced listChanged and a session is open on it: its list is live.
     watched: bool = False
+    #: Tools the server listed under names that cannot be kept (API.md, Names).
+    skipped: tuple[str, ...] = ()
 
     @property
     def url(self) -> str:
@@ -140,7 +142,11 @@ class Discovery:
                    for skill, name in sorted(w.users)
                    if skill in reached and (skill, name) not in self.store.catalog.accepted
                    for tool, fields in self.changes.get(server_key, [])]
-        return failing + changed
+        skipped = [f"MCP server {name} of skill {skill}: {line}"
+                   for w in self.servers.values()
+                   for skill, name in sorted(w.users) if skill in reached
+                   for line in w.skipped]
+        return failing + changed + skipped
 
     # -- what the handlers tell ---------------------------------------------------
     def skill_changed(self, body: Mapping[str, Any]) -> None:
@@ -302,12 +308,16 @@ class Discovery:
         self._failure(watch, err.reason, str(err))
 
     def _success(self, watch: ServerWatch, result: Any) -> None:
-        infos = tuple(McpToolInfo(name=t.name, description=t.description, title=t.title,
-                                  input_schema=t.input_schema, output_schema=t.output_schema,
-                                  annotations=dict(t.annotations))
-                      for t in result.tools)
+        infos = tuple(listed_info(t) for t in result.tools)
         was_failing = watch.error is not None
         self._count("Listed")
+        if result.skipped != watch.skipped:
+            from skillop.sources.mcp_client import display_url
+
+            for line in result.skipped:
+                log.warning("MCP server %s: %s", display_url(watch.url), line)
+            watch.skipped = tuple(result.skipped)
+            self.reconciler.mark(self.store.deps.users_of(server_dep(watch.key)))
         watch.watched = bool(result.notifications)
         watch.tool_count, watch.error, watch.reason = len(infos), None, None
         digest = tools_digest(infos)

@@ -56,7 +56,7 @@ def _json_value(value: Any) -> str:
 
 #: Tool document keys whose values are the ToolDef's own fields, unchanged.
 _DEFINITION_KEYS = frozenset({"source", "title", "description", "inputSchema", "outputSchema",
-                              "capabilities", "runtime", "mcpServer"})
+                              "capabilities", "runtime", "mcpServer", "execution"})
 #: Tool document keys whose values depend on the actor. Every other key's value
 #: must depend on the entry alone: its JSON is cached per entry (``_tool_json``).
 _PER_ACTOR_KEYS = frozenset({"name", "bindingName", "path"})
@@ -100,10 +100,10 @@ def _template(doc: dict[str, Any], tool: ToolDef) -> Template:
 
 def tool_document(tool: EffectiveTool, path: Sequence[str] | None = None) -> dict[str, Any]:
     """One tool. Optional fields (``title``, ``outputSchema``, ``runtime``,
-    ``mcpServer``) are absent when unset; ``digest`` pins the definition (see
-    docs/decisions.md); an MCP tool's ``upstreamDigest`` is its definition as the
-    server gave it, before overrides (docs/toolset.md). ``path`` is ``tool.path``
-    spelled out, when the caller has it."""
+    ``mcpServer``, ``execution``) are absent when unset; ``digest`` pins the
+    definition (see docs/decisions.md); an MCP tool's ``upstreamDigest`` is its
+    definition as the server gave it, before overrides (docs/toolset.md). ``path``
+    is ``tool.path`` spelled out, when the caller has it."""
     t = tool.entry.tool
     doc: dict[str, Any] = {
         "name": tool.name,
@@ -123,6 +123,8 @@ def tool_document(tool: EffectiveTool, path: Sequence[str] | None = None) -> dic
         doc["runtime"] = t.runtime
     if t.mcp_server is not None:
         doc["mcpServer"] = t.mcp_server
+    if t.execution is not None:
+        doc["execution"] = t.execution
     doc["path"] = [ref.canonical for ref in tool.path] if path is None else list(path)
     doc["digest"] = t.digest()
     if t.upstream_digest is not None:

@@ -66,6 +66,8 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
+from skillop.model.names import server_tool_name_problem
+
 __all__ = [
     "DEFAULT_EGRESS_PATTERNS",
     "DiscoveredTool",
@@ -173,6 +175,8 @@ class DiscoveredTool:
     input_schema: dict[str, Any]
     output_schema: dict[str, Any] | None
     annotations: dict[str, Any]
+    #: ``Tool.execution`` (MCP 2025-11-25), e.g. ``{"taskSupport": "optional"}``.
+    execution: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -618,6 +622,8 @@ def _convert(tool: types.Tool) -> DiscoveredTool:
         input_schema=dict(tool.input_schema),
         output_schema=dict(tool.output_schema) if tool.output_schema is not None else None,
         annotations=annotations,
+        execution=(tool.execution.model_dump(by_alias=True, exclude_none=True, mode="json")
+                   if tool.execution is not None else None),
     )
 
 
@@ -631,6 +637,7 @@ async def _list_all(
 ) -> DiscoveryResult:
     """Every page of ``tools/list``; tools repeated across pages keep their first listing."""
     tools: dict[str, DiscoveredTool] = {}
+    skipped: list[str] = []
     cursors: set[str] = set()
     cursor: str | None = None
     for _ in range(limits.max_pages):
@@ -638,12 +645,16 @@ async def _list_all(
         page = await session.list_tools(params=params)
         wire.raise_if_failed()
         for tool in page.tools:
+            if (problem := server_tool_name_problem(tool.name)) is not None:
+                skipped.append(f"tool {one_line(repr(tool.name), 140)} skipped: {problem}")
+                continue
             tools.setdefault(tool.name, _convert(tool))
         if len(tools) > limits.max_tools:
             wire.fail("TooManyTools", f"the server lists more than {limits.max_tools} tools")
         cursor = page.next_cursor
         if cursor is None:
-            return DiscoveryResult(tuple(tools.values()), _announces_list_changed(session))
+            return DiscoveryResult(tuple(tools.values()), _announces_list_changed(session),
+                                   skipped=tuple(skipped))
         if cursor in cursors:
             wire.fail("ProtocolError", "tools/list repeated a cursor (pagination loop)")
         cursors.add(cursor)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from skillop.model.canonical import json_digest, sha256_digest
 from skillop.model.capabilities import Capabilities, capabilities_from_annotations
@@ -28,6 +28,34 @@ class McpToolInfo:
     output_schema: dict[str, Any] | None = None
     annotations: dict[str, Any] = field(default_factory=dict)
     capabilities: Capabilities | None = None
+    #: ``Tool.execution`` (MCP 2025-11-25), e.g. ``{"taskSupport": "optional"}``.
+    execution: dict[str, Any] | None = None
+
+
+class ListedTool(Protocol):
+    """A tool as discovery lists it (``mcp_client.DiscoveredTool``)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def title(self) -> str | None: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def input_schema(self) -> dict[str, Any]: ...
+    @property
+    def output_schema(self) -> dict[str, Any] | None: ...
+    @property
+    def annotations(self) -> dict[str, Any]: ...
+    @property
+    def execution(self) -> dict[str, Any] | None: ...
+
+
+def listed_info(tool: ListedTool) -> McpToolInfo:
+    """A discovered tool as an McpToolInfo: the same fields a declared copy has."""
+    return McpToolInfo(name=tool.name, description=tool.description, title=tool.title,
+                       input_schema=tool.input_schema, output_schema=tool.output_schema,
+                       annotations=dict(tool.annotations), execution=tool.execution)
 
 
 def mcp_identity(server: McpServer, tool: str) -> str:
@@ -40,6 +68,8 @@ def declared_infos(server: McpServer) -> tuple[McpToolInfo, ...]:
             name=t.name, description=t.description, title=t.title,
             input_schema=t.input_schema, output_schema=t.output_schema,
             annotations=dict(t.annotations or {}), capabilities=t.capabilities,
+            execution=(t.execution.model_dump(by_alias=True, exclude_none=True)
+                       if t.execution is not None else None),
         )
         for t in server.tools
     )
@@ -69,6 +99,7 @@ def _tool_def(server: McpServer, info: McpToolInfo) -> ToolDef:
         title=title if isinstance(title, str) else None,
         mcp_server=server.name,
         upstream_digest=info_digest(info),
+        execution=info.execution,
     )
 
 
@@ -78,6 +109,8 @@ def info_digest(info: McpToolInfo) -> str:
     body = {"name": info.name, "title": info.title, "description": info.description,
             "inputSchema": info.input_schema, "outputSchema": info.output_schema,
             "annotations": info.annotations}
+    if info.execution is not None:  # absent before MCP 2025-11-25: digests stay as they were
+        body["execution"] = info.execution
     return json_digest(body)
 
 
@@ -86,7 +119,8 @@ def changed_fields(old: McpToolInfo, new: McpToolInfo) -> list[str]:
     pairs = {"title": (old.title, new.title), "description": (old.description, new.description),
              "inputSchema": (old.input_schema, new.input_schema),
              "outputSchema": (old.output_schema, new.output_schema),
-             "annotations": (old.annotations, new.annotations)}
+             "annotations": (old.annotations, new.annotations),
+             "execution": (old.execution, new.execution)}
     return [name for name, (a, b) in pairs.items() if a != b]
 
 
