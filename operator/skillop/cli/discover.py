@@ -59,6 +59,17 @@ def _servers(catalog: Catalog, skills: Iterable[ObjectRef] | None,
     return out
 
 
+def _own_ca(catalog: Catalog, server_key: ServerKey) -> list[str]:
+    """The server's ``tls.caConfigMapRef`` bundle, when the input has that ConfigMap
+    (the CLI reads no Secrets, so a ``caSecretRef`` adds nothing)."""
+    source = server_key.ca
+    if source is None or source.kind != "ConfigMap":
+        return []
+    configmap = catalog.configmaps.get(source.ref)
+    pem = configmap.data.get(source.key) if configmap is not None else None
+    return [pem] if pem else []
+
+
 def infos(result: Any) -> tuple[McpToolInfo, ...]:
     return tuple(listed_info(t) for t in result.tools)
 
@@ -69,9 +80,14 @@ def _skipped(url: str, result: Any) -> list[str]:
 
 
 def discover_into(catalog: Catalog, *, allow: Sequence[str], timeout: float,
-                  skills: Iterable[ObjectRef] | None = None) -> list[str]:
+                  skills: Iterable[ObjectRef] | None = None,
+                  ca: Sequence[str] = ()) -> list[str]:
     """Fill ``catalog.discovered`` from the servers of ``skills`` (all when None),
-    all at once; return one warning per server that failed or tool skipped."""
+    all at once; return one warning per server that failed or tool skipped.
+
+    ``ca``: PEM bundles (``--ca-file``) trusted for every server; a server's
+    ``tls.caConfigMapRef`` adds its bundle when the ConfigMap is in the input.
+    """
     client = _client()
     guard = client.EgressGuard(allow or DEFAULT_ALLOW)
     limits = client.DiscoveryLimits(connect_timeout=min(timeout, 5.0), total_timeout=timeout)
@@ -85,7 +101,8 @@ def discover_into(catalog: Catalog, *, allow: Sequence[str], timeout: float,
         try:
             result = await client.list_tools(server_key.url,
                                              transport=server.effective_transport,
-                                             guard=guard, limits=limits)
+                                             guard=guard, limits=limits,
+                                             ca_bundles=[*ca, *_own_ca(catalog, server_key)])
         except client.DiscoveryError as err:
             return [f"{err}; using the declared tools"]
         catalog.discovered[server_key] = infos(result)
@@ -99,7 +116,7 @@ def discover_into(catalog: Catalog, *, allow: Sequence[str], timeout: float,
 
 
 def discover_command(url: str, *, transport: str, allow: Sequence[str], output: str,
-                     headers: Sequence[str], timeout: float) -> int:
+                     headers: Sequence[str], timeout: float, ca: Sequence[str] = ()) -> int:
     client = _client()
     pairs = [h.split("=", 1) for h in headers]
     if any(len(p) != 2 for p in pairs):
@@ -108,8 +125,8 @@ def discover_command(url: str, *, transport: str, allow: Sequence[str], output: 
     guard = client.EgressGuard(allow or DEFAULT_ALLOW)
     limits = client.DiscoveryLimits(connect_timeout=min(timeout, 5.0), total_timeout=timeout)
     try:
-        result = asyncio.run(client.list_tools(url, transport=transport,
-                                               headers=dict(pairs), guard=guard, limits=limits))
+        result = asyncio.run(client.list_tools(url, transport=transport, headers=dict(pairs),
+                                               guard=guard, limits=limits, ca_bundles=ca))
     except client.DiscoveryError as err:
         hint = " (pass --allow HOST to contact it)" if err.reason == "URLNotAllowed" else ""
         print(f"skillop: {err}{hint}", file=sys.stderr)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NoReturn
 
 import yaml
@@ -50,6 +51,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="hosts discovery may contact (default: *.svc, *.svc.cluster.local)")
     common.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                         help="discovery timeout per server (default 10)")
+    common.add_argument("--ca-file", metavar="PATH",
+                        help="PEM CA certificates to trust for https servers (private CAs)")
     output = _Parser(add_help=False)
     output.add_argument("-o", "--output", choices=("json", "yaml", "table"), default="table")
     parser = _Parser(prog="skillop", description=__doc__.splitlines()[0])
@@ -71,6 +74,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="hosts that may be contacted (default: *.svc, *.svc.cluster.local)")
     p.add_argument("--header", action="append", default=[], metavar="NAME=VALUE")
     p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS")
+    p.add_argument("--ca-file", metavar="PATH",
+                   help="PEM CA certificates to trust for an https server (private CAs)")
     sub.add_parser("operator", help="run the operator (kopf) with the project's settings")
     gateway_parser(sub)
     return parser
@@ -87,10 +92,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "discover":
         from skillop.cli.discover import discover_command
 
-        return discover_command(args.url, transport=args.transport, allow=args.allow,
+        ca = _ca_bundles(args)
+        if ca is None:
+            return EXIT_USAGE
+        return discover_command(args.url, transport=args.transport, allow=args.allow, ca=ca,
                                 output=args.output, headers=args.header, timeout=args.timeout)
     if not args.filename and not args.cluster:
         return _usage("give manifests with -f PATH (or --cluster)")
+    if _ca_bundles(args) is None:
+        return EXIT_USAGE
     loaded = _load(args)
     handler = {"validate": _validate, "tools": _tools, "flatten": _flatten, "tree": _tree,
                "explain": _explain}[args.command]
@@ -107,6 +117,18 @@ def _load(args: argparse.Namespace) -> Loaded:
 
         load_cluster(loaded)
     return loaded
+
+
+def _ca_bundles(args: argparse.Namespace) -> tuple[str, ...] | None:
+    """The ``--ca-file`` bundle (none given: empty); None, said once, when unreadable."""
+    path = getattr(args, "ca_file", None)
+    if not path:
+        return ()
+    try:
+        return (Path(path).read_text(),)
+    except (OSError, UnicodeDecodeError) as err:
+        _usage(f"--ca-file {path}: cannot be read ({getattr(err, 'strerror', None) or err})")
+        return None
 
 
 def _usage(message: str) -> int:
@@ -157,7 +179,7 @@ def _catalog(args: argparse.Namespace, loaded: Loaded,
 
         skills = None if subject is None else _reached(catalog, *subject)
         for warning in discover_into(catalog, allow=args.allow, timeout=args.timeout,
-                                     skills=skills):
+                                     skills=skills, ca=_ca_bundles(args) or ()):
             print(f"warning: {warning}", file=sys.stderr)
     return catalog
 

@@ -166,6 +166,56 @@ class HeadersFrom(SpecModel):
     secret_ref: SecretRef
 
 
+class CaKeyRef(SpecModel):
+    """A key of a ConfigMap or Secret in the Skill's namespace holding PEM CA certificates."""
+
+    name: ObjectName
+    key: Annotated[str, StringConstraints(pattern=r"^[-._a-zA-Z0-9]+$", max_length=253)] = (
+        "ca.crt"
+    )
+
+
+class McpTls(SpecModel):
+    """Trust for an https server signed by a private CA, besides the system's CAs."""
+
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [
+        {"rule": "has(self.caConfigMapRef) != has(self.caSecretRef)",
+         "message": "exactly one of caConfigMapRef and caSecretRef must be set"},
+    ]})
+
+    ca_config_map_ref: CaKeyRef | None = None
+    ca_secret_ref: CaKeyRef | None = None
+
+    @model_validator(mode="after")
+    def _one_of(self) -> McpTls:
+        if (self.ca_config_map_ref is None) == (self.ca_secret_ref is None):
+            raise PydanticCustomError(
+                "one_of", "exactly one of caConfigMapRef and caSecretRef must be set", {}
+            )
+        return self
+
+    def source(self, namespace: str) -> CaSource:
+        if self.ca_config_map_ref is not None:
+            ref = self.ca_config_map_ref
+            return CaSource("ConfigMap", ObjectRef(namespace, ref.name), ref.key)
+        assert self.ca_secret_ref is not None
+        ref = self.ca_secret_ref
+        return CaSource("Secret", ObjectRef(namespace, ref.name), ref.key)
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class CaSource:
+    """Where a server's CA bundle is read from: a ConfigMap or Secret key."""
+
+    kind: Literal["ConfigMap", "Secret"]
+    ref: ObjectRef
+    key: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.kind}/{self.ref}#{self.key}"
+
+
 class EnvVar(SpecModel):
     """An environment variable for a stdio server; values from Secrets stay references."""
 
@@ -211,6 +261,7 @@ class McpServer(SpecModel):
     )
     env: list[EnvVar] = Field(default_factory=list, max_length=256)
     headers_from: HeadersFrom | None = None
+    tls: McpTls | None = None
     tools: list[DeclaredMcpTool] = Field(default_factory=list, max_length=MAX_TOOLS_PER_LIST)
     tool_filter: ToolFilter | None = None
     overrides: dict[ServerToolName, Override] = Field(
@@ -256,7 +307,8 @@ class McpServer(SpecModel):
             return None
         secret = (ObjectRef(namespace, self.headers_from.secret_ref.name)
                   if self.headers_from is not None else None)
-        return ServerKey(self.url, secret)
+        ca = self.tls.source(namespace) if self.tls is not None else None
+        return ServerKey(self.url, secret, ca)
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,12 +323,17 @@ class ServerKey:
 
     url: str
     secret: ObjectRef | None = None
+    #: The server's own CA bundle (``tls``): a listing trusted through one tenant's
+    #: CA is not served to a Skill that did not name it.
+    ca: CaSource | None = None
 
     @property
     def text(self) -> str:
-        """An unambiguous one-line form: ``<secret or -> <url>`` (a Secret's name has
-        no spaces, so where the URL starts is never in doubt)."""
-        return f"{self.secret or '-'} {self.url}"
+        """An unambiguous one-line form: ``<secret or -> [<ca> ]<url>`` (neither a
+        Secret's name nor a CA source has spaces, so where the URL starts is never
+        in doubt)."""
+        ca = f"{self.ca.text} " if self.ca is not None else ""
+        return f"{self.secret or '-'} {ca}{self.url}"
 
     def __str__(self) -> str:
         return self.url if self.secret is None else f"{self.url} (Secret {self.secret})"

@@ -27,11 +27,12 @@ import logging
 import re
 from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from skillop.model.manifest import ActorResource, Resource, SkillResource, parse_object
 from skillop.model.names import ObjectRef
-from skillop.model.specs import McpServer, ServerKey, SkillSpec
+from skillop.model.specs import CaSource, McpServer, ServerKey, SkillSpec
 from skillop.operator import pinning
 from skillop.operator.deps import Key, key, server_dep
 from skillop.operator.outputs import ServerState
@@ -266,14 +267,45 @@ class Discovery:
             return {}
         return dict(await self.writer.read_secret(watch.secret))
 
+    async def _ca_bundles(self, watch: ServerWatch) -> list[str]:
+        """PEM CA bundles trusted for this server besides the system's: the
+        operator-wide one (``SKILLOP_MCP_CA_FILE``) and the server's ``tls`` one,
+        read at every connection, so a rotated CA is used from the next one on."""
+        bundles: list[str] = []
+        if self.config.mcp_ca_file:
+            try:
+                bundles.append(Path(self.config.mcp_ca_file).read_text())
+            except (OSError, UnicodeDecodeError) as err:
+                raise CABundleMissing(f"the operator's CA file {self.config.mcp_ca_file}"
+                                      f" cannot be read ({type(err).__name__})") from None
+        source = watch.key.ca
+        if source is not None:
+            pem = await self._read_ca(source)
+            if not pem:
+                raise CABundleMissing(f"tls: {source.kind} {source.ref} has no key {source.key}")
+            bundles.append(pem)
+        return bundles
+
+    async def _read_ca(self, source: CaSource) -> str | None:
+        if source.kind == "ConfigMap":
+            configmap = self.store.catalog.configmaps.get(source.ref)
+            return configmap.data.get(source.key) if configmap is not None else None
+        try:
+            secret: Mapping[str, str] = await self.writer.read_secret(source.ref)
+            return secret.get(source.key)
+        except Exception as err:  # not found, forbidden: one line, no traceback
+            raise CABundleMissing(f"tls: Secret {source.ref} cannot be read"
+                                  f" ({type(err).__name__})") from None
+
     async def _run(self, watch: ServerWatch) -> None:
-        from skillop.sources.mcp_client import DiscoveryError, watch_tools
+        from skillop.sources.mcp_client import DiscoveryError, display_url, watch_tools
 
         while True:
             watch.wake.clear()  # before listing: a Skill change during it lists again
             watch.listing = True
             try:
                 headers = await self._headers(watch)
+                ca_bundles = await self._ca_bundles(watch)
                 self.connections += 1
                 # One connection per server: it lists, and stays open as the watch
                 # when the server announces listChanged; otherwise it returns and the
@@ -287,12 +319,16 @@ class Discovery:
                     on_error=lambda e: self._async_failure(watch, e),
                     ping_interval=min(watch.interval, PING_SECONDS),
                     reconnect_backoff=(0.5, max(0.5, min(watch.interval, 30.0))),
-                    only_if_announced=True))
+                    only_if_announced=True, ca_bundles=ca_bundles))
                 if watch.wake.is_set():
                     continue
             except DiscoveryError as err:
                 watch.listing = False
                 self._failure(watch, err.reason, str(err))
+            except CABundleMissing as err:
+                watch.listing = False
+                self._failure(watch, "TLSError", f"MCP discovery at {display_url(watch.url)}"
+                                                 f" failed (TLSError): {err}")
             except Exception as err:  # a Secret that cannot be read, and the like
                 watch.listing = False
                 self._failure(watch, "DiscoveryFailed", f"{type(err).__name__}: {err}")
@@ -400,6 +436,10 @@ async def _until_woken(wake: asyncio.Event, work: Coroutine[Any, Any, None]) -> 
                 await pending
     if task.done() and not task.cancelled():
         task.result()
+
+
+class CABundleMissing(Exception):
+    """A configured CA bundle cannot be read; the message says which and why."""
 
 
 def _now() -> str:

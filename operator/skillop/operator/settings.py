@@ -161,6 +161,9 @@ class OperatorConfig:
     mcp_discovery: bool = True
     #: Host globs the operator may contact for MCP discovery.
     mcp_allow: tuple[str, ...] = DEFAULT_MCP_ALLOW
+    #: PEM file of CA certificates every MCP discovery trusts besides the system's
+    #: (a company's private CA); a server's own ``tls`` bundle adds to it.
+    mcp_ca_file: str | None = None
     #: Default MCP refresh period (a Skill's refreshInterval overrides it).
     mcp_refresh_seconds: float = 300.0
     #: Full resync of every Skill and Actor (the reconciler's own timer).
@@ -194,6 +197,7 @@ class OperatorConfig:
             namespaces=_list("SKILLOP_NAMESPACES"),
             mcp_discovery=_bool("SKILLOP_MCP_DISCOVERY", default=True),
             mcp_allow=_list("SKILLOP_MCP_ALLOW", DEFAULT_MCP_ALLOW),
+            mcp_ca_file=os.environ.get("SKILLOP_MCP_CA_FILE") or None,
             mcp_refresh_seconds=_float("SKILLOP_MCP_REFRESH_SECONDS", 300.0),
             resync_seconds=_float("SKILLOP_RESYNC_SECONDS", 300.0),
             debounce_seconds=_float("SKILLOP_DEBOUNCE_SECONDS", 0.05, zero=True),

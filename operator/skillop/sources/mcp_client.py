@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
+import functools
 import hashlib
 import logging
 import math
@@ -416,9 +417,15 @@ class _Wire:
     """
 
     def __init__(
-        self, url: str, transport: McpTransport, guard: EgressGuard, limits: DiscoveryLimits
+        self,
+        url: str,
+        transport: McpTransport,
+        guard: EgressGuard,
+        limits: DiscoveryLimits,
+        tls: ssl.SSLContext | bool = True,
     ):
         self.display_url = _display_url(url)
+        self.tls = tls
         self.transport = transport
         self.guard = guard
         self.max_bytes = limits.max_response_bytes
@@ -557,12 +564,46 @@ def _http_client(
     # every request is bounded by an anyio deadline instead.
     timeout = httpx2.Timeout(limits.total_timeout, connect=limits.connect_timeout, read=None)
     return httpx2.AsyncClient(
-        transport=_FencedTransport(wire, httpx2.AsyncHTTPTransport(trust_env=False)),
+        transport=_FencedTransport(
+            wire, httpx2.AsyncHTTPTransport(trust_env=False, verify=wire.tls)
+        ),
         headers={"accept-encoding": "identity", **headers},
         timeout=timeout,
         follow_redirects=False,
         trust_env=False,
     )
+
+
+# --------------------------------------------------------------------------- trust
+
+
+def trust_context(url: str, ca_bundles: Sequence[str]) -> ssl.SSLContext | bool:
+    """What https connections trust: the system's CAs, plus ``ca_bundles`` (PEM texts).
+
+    Private CAs are the rule inside companies; ``SSL_CERT_FILE`` and the like are
+    not read (``trust_env`` is off, as for proxies), so trust is what the caller
+    configures: per server and operator-wide in the operator, ``--ca-file`` in
+    the CLI. A bundle that is not PEM certificates is a ``TLSError`` naming ``url``.
+    """
+    if not ca_bundles:
+        return True
+    try:
+        return _context(tuple(ca_bundles))
+    except (ssl.SSLError, ValueError) as err:
+        raise DiscoveryError(
+            "TLSError", _display_url(url),
+            f"the CA bundle is not PEM certificates ({type(err).__name__})") from None
+
+
+@functools.lru_cache(maxsize=32)
+def _context(ca_bundles: tuple[str, ...]) -> ssl.SSLContext:
+    # Built once per distinct set of bundles: loading the system store costs ms.
+    context = ssl.create_default_context()
+    for pem in ca_bundles:
+        if "-----BEGIN CERTIFICATE-----" not in pem:
+            raise ValueError("no PEM certificate")
+        context.load_verify_locations(cadata=pem)
+    return context
 
 
 # --------------------------------------------------------------------------- sessions
@@ -762,14 +803,17 @@ async def list_tools(
     headers: Mapping[str, str] | None = None,
     guard: EgressGuard,
     limits: DiscoveryLimits = _DEFAULT_LIMITS,
+    ca_bundles: Sequence[str] = (),
 ) -> DiscoveryResult:
     """Connect, initialize, list every page of tools, disconnect.
 
-    Raises ``DiscoveryError``; ``URLNotAllowed`` before any connection is attempted.
+    ``ca_bundles``: PEM CA certificates trusted besides the system's (see
+    ``trust_context``). Raises ``DiscoveryError``; ``URLNotAllowed`` (and
+    ``TLSError`` for a bundle that is not PEM) before any connection is attempted.
     """
     guard.check(url)
     headers = dict(headers or {})
-    wire = _Wire(url, transport, guard, limits)
+    wire = _Wire(url, transport, guard, limits, trust_context(url, ca_bundles))
     try:
         with anyio.fail_after(limits.total_timeout):
             async with _session(url, transport, headers, wire, limits) as session:
@@ -838,6 +882,7 @@ async def watch_tools(
     reconnect_backoff: tuple[float, float] = (0.5, 30.0),
     ping_interval: float = 15.0,
     only_if_announced: bool = False,
+    ca_bundles: Sequence[str] = (),
 ) -> None:
     """Keep a session open and call ``on_change`` with the full list on every change.
 
@@ -861,6 +906,7 @@ async def watch_tools(
     help). Exceptions raised by ``on_change`` or ``on_error`` end the watch.
     """
     guard.check(url)
+    tls = trust_context(url, ca_bundles)
     backoff = _Backoff(*reconnect_backoff)
     while True:
         try:
@@ -870,6 +916,7 @@ async def watch_tools(
                 dict(headers or {}),
                 guard,
                 limits,
+                tls,
                 on_change,
                 backoff,
                 ping_interval,
@@ -889,6 +936,7 @@ async def _watch_session(
     headers: dict[str, str],
     guard: EgressGuard,
     limits: DiscoveryLimits,
+    tls: ssl.SSLContext | bool,
     on_change: Callable[[DiscoveryResult], Awaitable[None]],
     backoff: _Backoff,
     ping_interval: float,
@@ -901,7 +949,7 @@ async def _watch_session(
         if isinstance(message, types.ToolListChangedNotification):
             changed.set()
 
-    wire = _Wire(url, transport, guard, limits)
+    wire = _Wire(url, transport, guard, limits, tls)
     wire.wake = changed.set
     try:
         # One scope whose deadline bounds connecting only: anyio forbids leaving
