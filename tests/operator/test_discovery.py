@@ -291,3 +291,45 @@ def test_discovery_off_uses_declared_tools_and_connects_nowhere(
         status = cluster.get("Skill", NS, "declared")["status"]
         assert "Discovered" not in {c["type"] for c in status["conditions"]}
         assert srv.count("initialize") == 0
+
+
+def test_private_ca_from_a_configmap_is_trusted_and_its_absence_is_a_tls_error(
+        ns: Cluster, tmp_path: Any) -> None:
+    from bad_servers import make_ca
+
+    ca = make_ca(tmp_path)
+    with ServerHandle(tools=[make_tool("internal")], tls=ca.server_context()) as srv:
+        ns.apply(skill("trusting", {"name": "srv", "url": srv.url,
+                                    "tls": {"caConfigMapRef": {"name": "internal-ca"}},
+                                    "tools": [{"name": "declared_only"}]}))
+        ns.apply(skill("untrusting", {"name": "srv", "url": srv.url,
+                                      "tools": [{"name": "declared_only"}]}))
+        ns.apply(actor("inside", "trusting"))
+        ns.apply(actor("outside", "untrusting"))
+        missing = wait_discovered(ns, "trusting", "False")
+        assert missing["reason"] == "TLSError" and "internal-ca" in missing["message"]
+        # The bundle arrives after its Skill: used at once, not at the next refresh (5 min).
+        ns.apply({"apiVersion": "v1", "kind": "ConfigMap",
+                  "metadata": {"name": "internal-ca", "namespace": NS},
+                  "data": {"ca.crt": ca.ca_pem}})
+        wait_tools(ns, "inside", {"internal"})
+        cond = wait_discovered(ns, "untrusting", "False")
+        assert cond["reason"] == "TLSError" and "not trusted" in cond["message"]
+        wait_tools(ns, "outside", {"declared_only"})
+
+
+def test_operator_wide_ca_file(cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
+                               tmp_path: Any) -> None:
+    from bad_servers import make_ca
+    from conftest import operator
+
+    ca = make_ca(tmp_path)
+    bundle = tmp_path / "operator-ca.pem"
+    bundle.write_text(ca.ca_pem)
+    monkeypatch.setenv("SKILLOP_MCP_CA_FILE", str(bundle))
+    with ServerHandle(tools=[make_tool("internal")], tls=ca.server_context()) as srv, \
+            operator():
+        cluster.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+        cluster.apply(skill("company", {"name": "srv", "url": srv.url}))
+        cluster.apply(actor("agent", "company"))
+        wait_tools(cluster, "agent", {"internal"})

@@ -835,3 +835,25 @@ def test_service_monitor_scrapes_the_metrics_service() -> None:
 def test_ha_values_schema_rejects(values: dict[str, Any]) -> None:
     with pytest.raises(helm.HelmValuesError):
         _CHART.validate_schema(_CHART.merge_values(values))
+
+
+PEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+
+
+def test_mcp_ca_bundle_is_mounted_where_the_operator_reads_it() -> None:
+    values = {"mcp": {"caBundle": PEM}}
+    docs = render(values)
+    (ca,) = [d for d in of_kind(docs, "ConfigMap") if d["metadata"]["name"].endswith("-mcp-ca")]
+    assert ca["data"]["ca.crt"] == PEM
+    dep = deployment(values)
+    path = env(values)["SKILLOP_MCP_CA_FILE"]
+    (mount,) = [m for m in container_of(dep)["volumeMounts"] if m["name"] == "mcp-ca"]
+    assert path == f"{mount['mountPath']}/ca.crt" and mount["readOnly"]
+    (volume,) = [v for v in dep["spec"]["template"]["spec"]["volumes"] if v["name"] == "mcp-ca"]
+    assert volume["configMap"]["name"] == ca["metadata"]["name"]
+
+
+def test_no_mcp_ca_bundle_by_default() -> None:
+    assert "SKILLOP_MCP_CA_FILE" not in env()
+    assert not [d for d in of_kind(render(), "ConfigMap")
+                if d["metadata"]["name"].endswith("-mcp-ca")]

@@ -189,6 +189,15 @@ class Discovery:
                 taken = pinning.accept(accepted, live, digests)
                 self.reconciler.mark(self.store.set_accepted(skill.ref, server.name, taken))
 
+    def configmap_changed(self, namespace: str, name: str) -> None:
+        """A ConfigMap changed: servers whose CA bundle it holds connect again now
+        (a bundle created after its Skill, or a rotated CA, takes effect at once)."""
+        ref = ObjectRef(namespace, name)
+        for watch in self.servers.values():
+            ca = watch.key.ca
+            if ca is not None and ca.kind == "ConfigMap" and ca.ref == ref:
+                watch.wake.set()
+
     def skill_deleted(self, namespace: str, name: str) -> None:
         ref = ObjectRef(namespace, name)
         self._generations.pop(ref, None)

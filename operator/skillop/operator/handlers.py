@@ -161,10 +161,14 @@ def _watch(resource: tuple[str, str, str]) -> None:
 
     @kopf.index(*resource, id=f"{kind.lower()}-index")
     async def index(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-        memo.reconciler.mark(memo.store.upsert(body))
+        changed = memo.store.upsert(body)
+        memo.reconciler.mark(changed)
         discovery = getattr(memo, "discovery", None)
         if discovery is not None and kind == "Skill":
             discovery.skill_changed(body)
+        elif discovery is not None and kind == "ConfigMap" and changed:
+            meta = body.get("metadata") or {}
+            discovery.configmap_changed(meta.get("namespace") or "", meta.get("name") or "")
 
     @kopf.on.event(*resource, id=f"{kind.lower()}-event")
     async def event(type: str, name: str, namespace: str | None, memo: kopf.Memo,
