@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import Cluster, wait_for
+from conftest import Cluster, operator, wait_for
 from mcp_servers import ServerHandle, make_tool
 
 NS = "disc"
@@ -247,7 +247,6 @@ def test_restart_and_unchanged_polls_write_nothing(cluster: Cluster) -> None:
 
     Also: a poll that finds the same list leaves lastSync (and the status) alone.
     """
-    from conftest import operator
 
     with ServerHandle(tools=[make_tool("alpha"), make_tool("beta")]) as srv:
         with operator():
@@ -278,7 +277,6 @@ def test_restart_and_unchanged_polls_write_nothing(cluster: Cluster) -> None:
 
 def test_discovery_off_uses_declared_tools_and_connects_nowhere(
         cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
-    from conftest import operator
 
     monkeypatch.setenv("SKILLOP_MCP_DISCOVERY", "false")
     with ServerHandle(tools=[make_tool("live")], list_changed=True) as srv, operator():
@@ -321,7 +319,6 @@ def test_private_ca_from_a_configmap_is_trusted_and_its_absence_is_a_tls_error(
 def test_operator_wide_ca_file(cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
                                tmp_path: Any) -> None:
     from bad_servers import make_ca
-    from conftest import operator
 
     ca = make_ca(tmp_path)
     bundle = tmp_path / "operator-ca.pem"
