@@ -804,6 +804,8 @@ def test_metrics_service_reaches_the_health_port() -> None:
     # /metrics is served where SKILLOP_LIVENESS puts the health server.
     assert env()["SKILLOP_LIVENESS"].startswith("http://0.0.0.0:8080/")
     assert of_kind(docs, "ServiceMonitor") == []  # off by default
+    assert "Metrics: :8080/metrics on every replica, Service skillop-metrics" in notes()
+    assert "Replicas: 2, one writing at a time (leader election on the Lease" in notes()
     assert of_kind(render({"metrics": {"service": {"enabled": False}}}), "Service") == []
 
 
