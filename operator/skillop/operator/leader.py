@@ -79,7 +79,17 @@ class Elector:
                 log.exception("lease %s: election step failed", self._name)
                 if self.is_leader:
                     self._follow()
-            await asyncio.sleep(self.config.retry_seconds)
+            await asyncio.sleep(self.next_look())
+
+    def next_look(self) -> float:
+        """Seconds until the next look: the retry period, or less if the other
+        holder's Lease expires sooner (a crash is taken over at expiry, not up to
+        a retry period later)."""
+        retry = self.config.retry_seconds
+        if self.is_leader or self._observed is None or not self._held_by_other():
+            return retry
+        expiry = self._observed_at + self._observed.duration_seconds - self.clock()
+        return min(retry, max(0.05, expiry + 0.01))
 
     async def step(self) -> None:
         """One look at the Lease: acquire or renew it, or step down."""
@@ -100,23 +110,34 @@ class Elector:
             self._follow()
 
     async def release(self) -> None:
-        """Give the Lease up (a graceful stop): a standby takes it at once."""
+        """Give the Lease up (a graceful stop): a standby takes it at once.
+
+        Reads the Lease first: a renewal cut short by the stop may have changed it
+        after this replica last looked (its own write, a newer resourceVersion).
+        """
         if not self.is_leader:
             return
         self._follow()  # stop writing first
-        observed = self._observed
-        if observed is None or observed.holder != self.identity:
-            return
-        now = now_micro()
-        released = replace(observed, holder="", duration_seconds=1, acquire_time=now,
-                           renew_time=now)
-        try:
-            await self.api.write_lease(self.config.namespace, self.config.name, released,
-                                       timeout=self._timeout)
-            log.info("lease %s: released", self._name)
-        except (LeaseUnavailable, LeaseConflict) as err:
-            # Not released: a standby takes it once it expires.
-            log.warning("lease %s: not released (%s)", self._name, err)
+        for _ in range(3):
+            try:
+                current = await self.api.read_lease(self.config.namespace, self.config.name,
+                                                    timeout=self._timeout)
+                if current is None or current.holder != self.identity:
+                    return
+                now = now_micro()
+                released = replace(current, holder="", duration_seconds=1, acquire_time=now,
+                                   renew_time=now)
+                await self.api.write_lease(self.config.namespace, self.config.name, released,
+                                           timeout=self._timeout)
+                log.info("lease %s: released", self._name)
+                return
+            except LeaseConflict:
+                continue  # changed between the read and the write: look again
+            except LeaseUnavailable as err:
+                log.warning("lease %s: not released (%s); it expires in %gs", self._name,
+                            err, self.config.duration_seconds)
+                return
+        log.warning("lease %s: not released (kept changing)", self._name)
 
     # -- internals ----------------------------------------------------------------------
     @property
