@@ -38,77 +38,89 @@ class NotJson(ValueError):
         self.message = message
 
 
-_EXIT = object()
+class _Refused(Exception):
+    """Raised where a value is refused; each level adds its key on the way up, so
+    paths are spelled only for the value refused, never on the happy path."""
+
+    def __init__(self, message: str, *, whole: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.whole = whole  # about the whole value, not one field of it
+        self.parts: list[str] = []
 
 
 def json_value(value: Any, *, path: str = "spec", depth: int = 1) -> Any:
     """A fresh JSON-only copy of ``value`` (whole floats as ints); ``NotJson``
-    naming the first field that JSON cannot carry. ``depth`` is ``value``'s own."""
-    holder: list[Any] = []
-    on_path: set[int] = set()
-    count = 0
-    # (where the copy goes, its key there (None: append), value, path, depth)
-    stack: list[tuple[Any, str | None, Any, str, int]] = [(holder, None, value, path, depth)]
-    while stack:
-        target, key, item, where, level = stack.pop()
-        if target is _EXIT:
-            on_path.discard(id(item))
-            continue
-        count += 1
-        if count > MAX_VALUES:
-            raise NotJson(path, f"has more than {MAX_VALUES:,} values")
-        copy = _copy_of(item, where, level, on_path)
-        if key is None:
-            target.append(copy)
-        else:
-            target[key] = copy
-        if isinstance(item, (Mapping, list)):
-            stack.append((_EXIT, None, item, where, level))
-            stack.extend(reversed(_children(item, copy, where, level)))
-    return holder[0]
+    naming the first field that JSON cannot carry. ``depth`` is ``value``'s own.
+
+    Recursive, but never deeper than ``MAX_DEPTH`` frames: deeper is refused.
+    """
+    try:
+        return _copy(value, depth, set(), [0])
+    except _Refused as refused:
+        where = path if refused.whole else path + "".join(reversed(refused.parts))
+        raise NotJson(where, refused.message) from None
 
 
-def _copy_of(value: Any, path: str, depth: int, on_path: set[int]) -> Any:
-    """A scalar's JSON value, or an empty container to fill."""
-    if isinstance(value, (Mapping, list)):
-        if id(value) in on_path:
-            raise NotJson(path, "contains itself (a YAML anchor used inside its own"
-                                " value); JSON cannot hold a recursive structure")
-        if depth > MAX_DEPTH:
-            raise NotJson(path, f"is nested more than {MAX_DEPTH} levels deep")
-        on_path.add(id(value))
-        return {} if isinstance(value, Mapping) else []
-    return _scalar(value, path)
-
-
-def _children(value: Mapping[Any, Any] | list[Any], copy: Any, path: str, depth: int,
-              ) -> list[tuple[Any, str | None, Any, str, int]]:
-    if isinstance(value, list):
-        return [(copy, None, v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value)]
-    out: list[tuple[Any, str | None, Any, str, int]] = []
-    for key, v in value.items():
-        if not isinstance(key, str):
-            raise NotJson(path, f"has the key {_key_text(key)}, which is not a string;"
-                                " JSON keys are strings (quote it)")
-        out.append((copy, key, v, f"{path}.{_shown_key(key)}", depth + 1))
-    return out
-
-
-def _scalar(value: Any, path: str) -> Any:
-    if value is None or isinstance(value, (bool, str)):
+def _copy(value: Any, depth: int, on_path: set[int], count: list[int]) -> Any:
+    if value is None or isinstance(value, (str, bool)):
         return value
     if isinstance(value, int):
         return int(value)
     if isinstance(value, float):
-        if math.isnan(value):
-            raise NotJson(path, "is NaN (.nan), which JSON cannot carry")
-        if math.isinf(value):
-            raise NotJson(path, "is infinite (.inf or a number too large for a float),"
-                                " which JSON cannot carry")
-        if value.is_integer() and abs(value) < _PLAIN_FLOAT_LIMIT:
-            return int(value)
-        return value
-    raise NotJson(path, f"is {_kind_of(value)}, which JSON cannot carry")
+        return _number(value)
+    if not isinstance(value, (Mapping, list)):
+        raise _Refused(f"is {_kind_of(value)}, which JSON cannot carry")
+    if id(value) in on_path:
+        raise _Refused("contains itself (a YAML anchor used inside its own value);"
+                       " JSON cannot hold a recursive structure")
+    if depth > MAX_DEPTH:
+        raise _Refused(f"is nested more than {MAX_DEPTH} levels deep")
+    count[0] += len(value)
+    if count[0] > MAX_VALUES:
+        raise _Refused(f"has more than {MAX_VALUES:,} values", whole=True)
+    on_path.add(id(value))
+    out = _copy_mapping(value, depth, on_path, count) if isinstance(value, Mapping) \
+        else _copy_list(value, depth, on_path, count)
+    on_path.discard(id(value))
+    return out
+
+
+def _copy_mapping(value: Mapping[Any, Any], depth: int, on_path: set[int],
+                  count: list[int]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if not isinstance(key, str):
+            raise _Refused(f"has the key {_key_text(key)}, which is not a string;"
+                           " JSON keys are strings (quote it)")
+        try:
+            out[key] = _copy(item, depth + 1, on_path, count)
+        except _Refused as refused:
+            refused.parts.append(f".{_shown_key(key)}")
+            raise
+    return out
+
+
+def _copy_list(value: list[Any], depth: int, on_path: set[int], count: list[int]) -> list[Any]:
+    out: list[Any] = []
+    for i, item in enumerate(value):
+        try:
+            out.append(_copy(item, depth + 1, on_path, count))
+        except _Refused as refused:
+            refused.parts.append(f"[{i}]")
+            raise
+    return out
+
+
+def _number(value: float) -> float | int:
+    if math.isnan(value):
+        raise _Refused("is NaN (.nan), which JSON cannot carry")
+    if math.isinf(value):
+        raise _Refused("is infinite (.inf or a number too large for a float),"
+                       " which JSON cannot carry")
+    if value.is_integer() and abs(value) < _PLAIN_FLOAT_LIMIT:
+        return int(value)
+    return value
 
 
 def _kind_of(value: Any) -> str:

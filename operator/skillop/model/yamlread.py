@@ -149,38 +149,32 @@ def allowed_alias_ratio(decoded: int) -> float:
 
 def expansion(doc: Any) -> tuple[int, int]:
     """``(decoded, written)``: how many values ``doc`` has when every shared
-    container is expanded, and how many when each is counted once.
+    container is expanded, and how many when each is counted once (a mapping's
+    keys count as values).
 
     Linear in the distinct containers (sizes are memoized by identity); a
     container that contains itself counts its inner occurrence as one value.
     """
+    if not isinstance(doc, (dict, list)):
+        return 1, 1
     sizes: dict[int, int] = {}
+    entered: set[int] = set()
     written = 0
-    on_path: set[int] = set()
     stack: list[tuple[Any, bool]] = [(doc, False)]
     while stack:
         node, done = stack.pop()
-        key = id(node)
+        items = node.values() if isinstance(node, dict) else node
         if done:
-            on_path.discard(key)
-            sizes[key] = 1 + sum(_size_of(child, sizes) for child in _children(node))
+            keys = len(node) if isinstance(node, dict) else 0
+            sizes[id(node)] = 1 + keys + sum(
+                sizes.get(id(c), 1) if isinstance(c, (dict, list)) else 1 for c in items)
             continue
-        if not isinstance(node, (dict, list)) or key in sizes or key in on_path:
+        if id(node) in entered:
             continue
-        on_path.add(key)
-        written += 1 + sum(1 for c in _children(node) if not isinstance(c, (dict, list)))
+        entered.add(id(node))
+        containers = [c for c in items if isinstance(c, (dict, list))]
+        written += 1 + len(node) + (len(node) - len(containers) if isinstance(node, dict)
+                                    else -len(containers))
         stack.append((node, True))
-        stack.extend((child, False) for child in _children(node))
-    return _size_of(doc, sizes), max(written, 1)
-
-
-def _children(node: Any) -> list[Any]:
-    if isinstance(node, dict):
-        return [*node.keys(), *node.values()]
-    return list(node)
-
-
-def _size_of(value: Any, sizes: dict[int, int]) -> int:
-    if isinstance(value, (dict, list)):
-        return sizes.get(id(value), 1)  # absent: a recursive back-reference
-    return 1
+        stack.extend((c, False) for c in containers if id(c) not in entered)
+    return sizes[id(doc)], written
