@@ -28,7 +28,7 @@ from skillop.cli.main import main
 from skillop.operator import admission
 from skillop.resolve.catalog import Catalog
 
-SETTINGS = settings(max_examples=60, deadline=None, database=None,
+SETTINGS = settings(max_examples=50, deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 #: Seconds one in-process run may take, and characters it may print.
 MAX_SECONDS = 5.0
@@ -150,7 +150,7 @@ def test_admission_review_of_anything(body: Any, old: Any) -> None:
     assert all("\n" not in x for x in lines)
 
 
-@settings(max_examples=4, deadline=None, database=None)
+@settings(max_examples=3, deadline=None, database=None)
 @given(docs=st.lists(manifests, min_size=1, max_size=2), text=yaml_texts)
 def test_the_real_command_on_anything(docs: list[dict[str, Any]], text: str) -> None:
     """A few runs of the installed console script, input on stdin."""
