@@ -284,11 +284,18 @@ class ControlPlane:
                     events.append(json.loads(line))
         return events
 
-    def writes(self, *, user: str = OPERATOR_USER, since: str = "") -> list[dict[str, Any]]:
-        """Write requests by ``user`` whose audit ``stageTimestamp`` is after ``since``."""
+    def writes(self, *, user: str = OPERATOR_USER, since: str = "",
+               leases: bool = False) -> list[dict[str, Any]]:
+        """Write requests by ``user`` whose audit ``stageTimestamp`` is after ``since``.
+
+        Leader election's Lease renewals (one a second) are left out unless
+        ``leases``: they are coordination, not writes of the objects skillop manages
+        (as the emulator's ``filter_writes`` does).
+        """
         return [e for e in self.audit()
                 if e.get("verb") in WRITE_VERBS and e.get("user", {}).get("username") == user
-                and e.get("stageTimestamp", "") > since]
+                and e.get("stageTimestamp", "") > since
+                and (leases or (e.get("objectRef") or {}).get("resource") != "leases")]
 
     def check_alive(self) -> None:
         for proc in self.processes:
