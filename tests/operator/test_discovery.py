@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import sys
 import time
 from collections.abc import Iterator
@@ -116,14 +117,15 @@ def test_skill_change_relists_a_watched_server_shared_by_two_skills(ns: Cluster)
 
 def test_server_without_list_changed_is_polled_at_the_skill_refresh_interval(
         ns: Cluster) -> None:
+    # 10s is the shortest refreshInterval a Skill may ask for (docs/security.md).
     with ServerHandle(tools=[make_tool("one")], list_changed=False) as srv:
-        ns.apply(skill("polled", {"name": "srv", "url": srv.url}, refreshInterval="1s"))
+        ns.apply(skill("polled", {"name": "srv", "url": srv.url}, refreshInterval="10s"))
         ns.apply(actor("poller", "polled"))
         wait_tools(ns, "poller", {"one"})
         srv.set_tools([make_tool("one"), make_tool("two")], notify=False)
         start = time.monotonic()
-        wait_tools(ns, "poller", {"one", "two"})
-        report(f"poll (refreshInterval 1s) -> ConfigMap update: "
+        wait_tools(ns, "poller", {"one", "two"}, timeout=TIMEOUT + 10)
+        report(f"poll (refreshInterval 10s) -> ConfigMap update: "
                f"{(time.monotonic() - start) * 1000:.0f} ms")
         assert srv.count("notifications/tools/list_changed") == 0
         wait_for(lambda: ns.get("Skill", NS, "polled")["status"]["mcpServers"][0]["toolCount"]
@@ -152,39 +154,48 @@ def test_stateless_server_announcing_list_changed_is_polled(ns: Cluster) -> None
         assert not any(r.method == "GET" for r in srv.requests)
 
 
-def test_server_down_keeps_last_good_tools_and_recovers(ns: Cluster) -> None:
+def test_server_down_keeps_last_good_tools_and_recovers(
+        cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    # On a watched server the refresh interval bounds the quiet time between pings;
+    # with the operator's default at 1s (a Skill may not ask for less than 10s),
+    # the outage shows within about a second.
+    monkeypatch.setenv("SKILLOP_MCP_REFRESH_SECONDS", "1")
     srv = ServerHandle(tools=[make_tool("sturdy")], list_changed=True).start()
     try:
-        # On a watched server the refresh interval bounds the quiet time between
-        # pings, so the outage shows within about a second.
-        ns.apply(skill("fragile", {"name": "srv", "url": srv.url}, refreshInterval="1s"))
-        ns.apply(actor("survivor", "fragile"))
-        wait_tools(ns, "survivor", {"sturdy"})
-        wait_discovered(ns, "fragile", "True")
-        good = ns.get("Actor", NS, "survivor")["status"]["toolsHash"]
-
-        srv.stop()
-        cond = wait_discovered(ns, "fragile", "False")
-        assert cond["reason"] != "Discovered" and cond["message"].startswith("srv: ")
-        server = ns.get("Skill", NS, "fragile")["status"]["mcpServers"][0]
-        assert server["error"] and server["toolCount"] == 1
-        warned = wait_for(lambda: (s := ns.get("Actor", NS, "survivor")["status"])
-                          .get("warnings") and s, timeout=TIMEOUT,
-                          message="the Actor warns about the failing server")
-        assert any("MCP server srv" in w and "last good" in w for w in warned["warnings"])
-        ready = ns.ready("Actor", NS, "survivor")
-        assert ready is not None and ready["status"] == "True"
-        assert warned["toolsHash"] == good
-        assert cm_tools(ns, "survivor") == {"sturdy"}
-
-        srv.start()  # same port
-        wait_discovered(ns, "fragile", "True", timeout=30)
-        wait_for(lambda: not ns.get("Actor", NS, "survivor")["status"].get("warnings"),
-                 timeout=TIMEOUT, message="the warning is gone")
-        assert "error" not in ns.get("Skill", NS, "fragile")["status"]["mcpServers"][0]
-        assert ns.get("Actor", NS, "survivor")["status"]["toolsHash"] == good
+        with operator():
+            cluster.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+            _outage_and_recovery(cluster, srv)
     finally:
         srv.stop()
+
+
+def _outage_and_recovery(ns: Cluster, srv: ServerHandle) -> None:
+    ns.apply(skill("fragile", {"name": "srv", "url": srv.url}))
+    ns.apply(actor("survivor", "fragile"))
+    wait_tools(ns, "survivor", {"sturdy"})
+    wait_discovered(ns, "fragile", "True")
+    good = ns.get("Actor", NS, "survivor")["status"]["toolsHash"]
+
+    srv.stop()
+    cond = wait_discovered(ns, "fragile", "False")
+    assert cond["reason"] != "Discovered" and cond["message"].startswith("srv: ")
+    server = ns.get("Skill", NS, "fragile")["status"]["mcpServers"][0]
+    assert server["error"] and server["toolCount"] == 1
+    warned = wait_for(lambda: (s := ns.get("Actor", NS, "survivor")["status"])
+                      .get("warnings") and s, timeout=TIMEOUT,
+                      message="the Actor warns about the failing server")
+    assert any("MCP server srv" in w and "last good" in w for w in warned["warnings"])
+    ready = ns.ready("Actor", NS, "survivor")
+    assert ready is not None and ready["status"] == "True"
+    assert warned["toolsHash"] == good
+    assert cm_tools(ns, "survivor") == {"sturdy"}
+
+    srv.start()  # same port
+    wait_discovered(ns, "fragile", "True", timeout=30)
+    wait_for(lambda: not ns.get("Actor", NS, "survivor")["status"].get("warnings"),
+             timeout=TIMEOUT, message="the warning is gone")
+    assert "error" not in ns.get("Skill", NS, "fragile")["status"]["mcpServers"][0]
+    assert ns.get("Actor", NS, "survivor")["status"]["toolsHash"] == good
 
 
 def test_disallowed_url_uses_declared_tools(ns: Cluster) -> None:
@@ -201,34 +212,48 @@ def test_disallowed_url_uses_declared_tools(ns: Cluster) -> None:
 
 
 SECRET_VALUE = "Bearer s3cr3t-t0ken-9f8e7d"
+ENV_SECRET_VALUE = "ghp_envS3cretValue0123456789"
 
 
-def test_secret_headers_are_sent_and_never_written(ns: Cluster) -> None:
+def test_secret_headers_are_sent_and_never_written(ns: Cluster,
+                                                  caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)  # everything anyone logs, the SDK's debug lines included
     ns.core.create_namespaced_secret(NS, {
         "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "mcp-auth", "namespace": NS},
         "data": {"Authorization": base64.b64encode(SECRET_VALUE.encode()).decode()}})
+    ns.core.create_namespaced_secret(NS, {
+        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "tool-env", "namespace": NS},
+        "data": {"token": base64.b64encode(ENV_SECRET_VALUE.encode()).decode()}})
     srv = ServerHandle(tools=[make_tool("private")], list_changed=True).start()
     try:
+        stdio = {"name": "local", "command": ["gh-mcp"], "tools": [{"name": "gh_issue"}],
+                 "env": [{"name": "GH_TOKEN",
+                          "valueFrom": {"secretKeyRef": {"name": "tool-env", "key": "token"}}}]}
         ns.apply(skill("authed", {"name": "srv", "url": srv.url,
                                   "headersFrom": {"secretRef": {"name": "mcp-auth"}}},
-                           refreshInterval="1s"))
+                       stdio, refreshInterval="10s"))
         ns.apply(actor("holder", "authed"))
-        wait_tools(ns, "holder", {"private"})
+        wait_tools(ns, "holder", {"private", "gh_issue"})
         wait_discovered(ns, "authed", "True")
         assert srv.requests and all(r.headers.get("authorization") == SECRET_VALUE
                                     for r in srv.requests)
-        assert_secret_nowhere(ns)
+        # The env Secret travels as the reference it is.
+        doc = json.loads(ns.configmap(NS, "holder-tools").data["tools.json"])
+        local = next(s for s in doc["mcpServers"] if s["name"] == "local")
+        assert local["env"] == [{"name": "GH_TOKEN", "valueFrom": {
+            "secretKeyRef": {"name": "tool-env", "key": "token"}}}]
+        assert_secret_nowhere(ns, caplog.text)
         # An error message is no leak either.
         srv.stop()
         wait_discovered(ns, "authed", "False")
         wait_for(lambda: ns.get("Actor", NS, "holder")["status"].get("warnings"),
                  timeout=TIMEOUT)
-        assert_secret_nowhere(ns)
+        assert_secret_nowhere(ns, caplog.text)
     finally:
         srv.stop()
 
 
-def assert_secret_nowhere(cluster: Cluster) -> None:
+def assert_secret_nowhere(cluster: Cluster, logs: str) -> None:
     api = cluster.handle.api_client
     dumped = [api.sanitize_for_serialization(cluster.core.list_namespaced_config_map(NS)),
               api.sanitize_for_serialization(cluster.core.list_namespaced_event(NS))]
@@ -237,22 +262,28 @@ def assert_secret_nowhere(cluster: Cluster) -> None:
             "skillop.dev", "v1alpha1", NS, plural))
     text = json.dumps(dumped)
     assert "private" in text  # the listing is what we think it is
-    for needle in (SECRET_VALUE, "s3cr3t-t0ken-9f8e7d",
-                   base64.b64encode(SECRET_VALUE.encode()).decode()):
+    assert "skillop" in logs and "authed" in logs  # the operator's logs were captured
+    for needle in (SECRET_VALUE, "s3cr3t-t0ken-9f8e7d", ENV_SECRET_VALUE,
+                   base64.b64encode(SECRET_VALUE.encode()).decode(),
+                   base64.b64encode(ENV_SECRET_VALUE.encode()).decode()):
         assert needle not in text
+        assert needle not in logs
 
 
-def test_restart_and_unchanged_polls_write_nothing(cluster: Cluster) -> None:
+def test_restart_and_unchanged_polls_write_nothing(
+        cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
     """A restart re-lists every server; with nothing changed, nothing is written.
 
     Also: a poll that finds the same list leaves lastSync (and the status) alone.
+    Polls come every second: the operator's default, which (unlike a Skill's
+    refreshInterval) has no floor.
     """
 
+    monkeypatch.setenv("SKILLOP_MCP_REFRESH_SECONDS", "1")
     with ServerHandle(tools=[make_tool("alpha"), make_tool("beta")]) as srv:
         with operator():
             cluster.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
-            cluster.apply(skill("polled", {"name": "srv", "url": srv.url},
-                                refreshInterval="1s"))
+            cluster.apply(skill("polled", {"name": "srv", "url": srv.url}))
             cluster.apply(skill("unreachable", {"name": "gone",
                                                 "url": "http://gone.example.svc/mcp",
                                                 "tools": [{"name": "declared"}]}))

@@ -1,4 +1,5 @@
-"""Tenants stay apart in discovery (API "Secrets and tenancy").
+"""Tenants stay apart in discovery, and credentials in URLs are called out (API "Secrets
+and tenancy").
 
 The real operator, the emulated API and one real MCP server that lists
 different tools depending on the Authorization header, as a multi-tenant
@@ -129,3 +130,23 @@ def test_a_skill_without_a_secret_never_gets_a_token_made_listing(running: Clust
         wait_tools(cluster, "tenant-c", "agent", set())
         cluster.wait_ready("Actor", "tenant-c", "agent")
         assert sessions_by_auth(srv) == {TOKENS["tenant-a"]: 1, None: 1}
+
+
+def test_credential_query_parameters_warn_in_skill_and_actor_status(running: Cluster) -> None:
+    """The URL is written to ConfigMaps every reaching namespace can read: say so."""
+    cluster = running
+    namespace(cluster, "tenant-a")
+    url = "http://gateway.tools.svc/mcp?region=eu&api_key=k3y-v4lue-77"
+    cluster.apply(skill("tenant-a", "gw", url))
+    cluster.apply(actor("tenant-a", "agent", "gw"))
+
+    def warned(kind: str, name: str) -> list[str]:
+        status = cluster.get(kind, "tenant-a", name).get("status") or {}
+        return [w for w in status.get("warnings", []) if "api_key" in w]
+
+    for kind, name in (("Skill", "gw"), ("Actor", "agent")):
+        [warning] = wait_for(lambda: warned(kind, name), timeout=TIMEOUT,  # noqa: B023
+                             message=f"the {kind} warns about api_key")
+        assert "spec.mcpServers[0].url" in warning and "ConfigMaps" in warning
+        assert "k3y-v4lue-77" not in warning and "region" not in warning
+    cluster.wait_ready("Actor", "tenant-a", "agent")

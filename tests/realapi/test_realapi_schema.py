@@ -90,6 +90,30 @@ INVALID = {
     "selector-without-from": (
         skill("sharing", {"sharing": {"from": "Selector"}}),
         "spec.sharing: Invalid value: selector is required with from: Selector, and only then"),
+    "url-with-userinfo": (
+        skill("userinfo", {"mcpServers": [{"name": "x",
+                                           "url": "http://bot:hunter2-pw@mcp.tools.svc/mcp"}]}),
+        "spec.mcpServers[0]: Invalid value: url must not carry credentials (user:password@);"
+        " name a Secret in headersFrom instead"),
+    "env-value-and-value-from": (
+        skill("env-both", {"mcpServers": [{"name": "x", "command": ["srv"], "env": [
+            {"name": "A", "value": "1",
+             "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]}]}),
+        "spec.mcpServers[0].env[0]: Invalid value: exactly one of value and valueFrom must be"
+        " set"),
+    "env-neither-value-nor-value-from": (
+        skill("env-neither", {"mcpServers": [{"name": "x", "command": ["srv"],
+                                              "env": [{"name": "A"}]}]}),
+        "spec.mcpServers[0].env[0]: Invalid value: exactly one of value and valueFrom must be"
+        " set"),
+    "refresh-below-floor": (
+        skill("refresh", {"refreshInterval": "1ms"}),
+        'spec.refreshInterval: Invalid value: "1ms": refreshInterval must be at least 10s'),
+    "server-refresh-below-floor": (
+        skill("server-refresh", {"mcpServers": [{"name": "x", "url": URL,
+                                                 "refreshInterval": "9s999ms"}]}),
+        'spec.mcpServers[0].refreshInterval: Invalid value: "9s999ms": refreshInterval must be'
+        " at least 10s"),
     "from-without-selector": (
         skill("sharing-all", {"sharing": {"from": "All", "selector": {"matchLabels": {"a": "b"}}}}),
         "spec.sharing: Invalid value: selector is required with from: Selector, and only then"),
@@ -113,9 +137,14 @@ def test_invalid_objects_are_rejected_with_the_documented_message(ns: RealCluste
 
 
 def test_a_valid_object_with_every_rule_satisfied_is_accepted(ns: RealCluster) -> None:
-    doc = skill("valid", {"mcpServers": [{"name": "x", "url": URL, "transport": "sse"},
+    doc = skill("valid", {"mcpServers": [{"name": "x", "url": URL, "transport": "sse",
+                                          "refreshInterval": "9s1000ms"},
                                          {"name": "y", "command": ["srv"], "transport": "stdio",
-                                          "tools": [{"name": "t"}]}],
+                                          "tools": [{"name": "t"}], "env": [
+                                              {"name": "MODE", "value": "fast"},
+                                              {"name": "TOKEN", "valueFrom": {"secretKeyRef": {
+                                                  "name": "srv-token", "key": "token"}}}]}],
+                          "refreshInterval": "10s",
                           "agentSkills": [{"configMapRef": {"name": "notes"}}],
                           "sharing": {"from": "Selector", "selector": {"matchLabels": {"a": "b"}}},
                           "anonymousTools": [{"name": "t", "capabilities": {"writes": True}}]})

@@ -148,9 +148,12 @@ def _problem_order(p: Problem) -> tuple[str, str, str, str, str]:
 
 def _validate(args: argparse.Namespace, loaded: Loaded) -> int:
     catalog = _catalog(args, loaded)
-    problems = loaded.problems + Resolver(catalog).all_problems()
+    resolver = Resolver(catalog)
+    problems = loaded.problems + resolver.all_problems()
     if problems:
         return _report(problems)
+    for warning in resolver.all_warnings():
+        print(f"warning: {warning}", file=sys.stderr)
     print(f"valid: {len(catalog.tools)} tools, {len(catalog.skills)} skills,"
           f" {len(catalog.actors)} actors")
     return EXIT_OK

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -21,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 from pydantic.alias_generators import to_camel
+from pydantic.config import JsonDict
 from pydantic_core import PydanticCustomError
 
 from skillop.model.capabilities import BooleanCapability, Capabilities
@@ -30,6 +32,7 @@ from skillop.model.names import (
     TOOL_NAME_PATTERN,
     ObjectRef,
 )
+from skillop.model.credentials import USERINFO_PATTERN, has_userinfo
 
 JsonObject = dict[str, Any]
 ToolName = Annotated[str, StringConstraints(pattern=TOOL_NAME_PATTERN, max_length=128)]
@@ -216,12 +219,42 @@ class CaSource:
         return f"{self.kind}/{self.ref}#{self.key}"
 
 
+SecretKey = Annotated[str, StringConstraints(pattern=r"^[-._a-zA-Z0-9]+$", max_length=253)]
+
+
+class SecretKeySelector(SpecModel):
+    """One key of a Secret in the Skill's namespace."""
+
+    name: ObjectName
+    key: SecretKey
+
+
+class EnvVarSource(SpecModel):
+    secret_key_ref: SecretKeySelector
+
+
 class EnvVar(SpecModel):
-    """An environment variable for a stdio server; values from Secrets stay references."""
+    """An environment variable for a stdio server: a public value or a Secret key reference."""
+
+    # ``value`` is copied into every ConfigMap reaching the skill; ``valueFrom`` is
+    # carried into the ToolSet as the reference it is, for the pod running the
+    # server to resolve: skillop never reads it.
+
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [
+        {"rule": "has(self.value) != has(self.valueFrom)",
+         "message": "exactly one of value and valueFrom must be set"},
+    ]})
 
     name: Annotated[str, StringConstraints(min_length=1, max_length=256)]
     value: Annotated[str, StringConstraints(max_length=4096)] | None = None
-    value_from: JsonObject | None = None
+    value_from: EnvVarSource | None = None
+
+    @model_validator(mode="after")
+    def _value_xor_value_from(self) -> EnvVar:
+        if (self.value is None) == (self.value_from is None):
+            raise PydanticCustomError(
+                "one_of", "exactly one of value and valueFrom must be set", {})
+        return self
 
 
 class ToolFilter(SpecModel):
@@ -235,7 +268,46 @@ class ToolFilter(SpecModel):
 
 
 Transport = Literal["streamable-http", "sse", "stdio"]
-Duration = Annotated[str, StringConstraints(pattern=r"^([0-9]+(ms|s|m|h))+$", max_length=32)]
+_DURATION_PART = re.compile(r"([0-9]+)(ms|s|m|h)")
+_NANOS = {"ms": 10**6, "s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9}
+#: Polling a server more often than this costs every namespace sharing it a
+#: reconnect for nothing: a server that changes more often should announce
+#: ``tools.listChanged``, which is followed at once.
+MIN_REFRESH_SECONDS = 10
+#: The longest duration Kubernetes (Go's time.Duration) represents, in nanoseconds.
+_MAX_NANOS = 2**63 - 1
+
+
+def _duration_nanos(text: str) -> int:
+    return sum(int(n) * _NANOS[unit] for n, unit in _DURATION_PART.findall(text))
+
+
+def duration_seconds(text: str) -> float:
+    """``1m30s``, ``500ms``, ``2h``: the sum of the parts, in seconds."""
+    return _duration_nanos(text) / 10**9
+
+
+def _refresh_floor(text: str) -> str:
+    nanos = _duration_nanos(text)
+    if nanos < MIN_REFRESH_SECONDS * 10**9:
+        raise PydanticCustomError(
+            "too_short", "refresh interval {d} is below the minimum of {m}s",
+            {"d": text, "m": MIN_REFRESH_SECONDS})
+    if nanos > _MAX_NANOS:
+        raise PydanticCustomError(
+            "too_long", "refresh interval {d} is longer than a Kubernetes duration can be",
+            {"d": text})
+    return text
+
+
+Duration = Annotated[str, StringConstraints(pattern=r"^([0-9]+(ms|s|m|h))+$", max_length=32),
+                     AfterValidator(_refresh_floor)]
+#: The same floor, for the API server (CEL's duration() parses Go durations, a
+#: superset of the pattern above, and fails beyond Go's range).
+REFRESH_RULES: JsonDict = {"x-kubernetes-validations": [
+    {"rule": f"duration(self) >= duration('{MIN_REFRESH_SECONDS}s')",
+     "message": f"refreshInterval must be at least {MIN_REFRESH_SECONDS}s"},
+]}
 
 
 class McpServer(SpecModel):
@@ -248,6 +320,9 @@ class McpServer(SpecModel):
          "message": "a command server uses transport stdio"},
         {"rule": "!has(self.url) || !has(self.transport) || self.transport != 'stdio'",
          "message": "a url server cannot use transport stdio"},
+        {"rule": f"!has(self.url) || !self.url.matches('{USERINFO_PATTERN}')",
+         "message": "url must not carry credentials (user:password@); name a Secret in"
+                    " headersFrom instead"},
     ]})
 
     name: ServerName
@@ -268,7 +343,17 @@ class McpServer(SpecModel):
         default_factory=dict, max_length=MAX_TOOLS_PER_LIST
     )
     pin: bool = False
-    refresh_interval: Duration | None = None
+    refresh_interval: Duration | None = Field(default=None, json_schema_extra=REFRESH_RULES)
+
+    @field_validator("url")
+    @classmethod
+    def _no_userinfo(cls, url: str | None) -> str | None:
+        # The message never repeats the URL: it holds the password.
+        if url is not None and has_userinfo(url):
+            raise PydanticCustomError(
+                "userinfo", "url must not carry credentials (user:password@); name a Secret"
+                " in headersFrom instead", {})
+        return url
 
     @model_validator(mode="after")
     def _url_xor_command(self) -> McpServer:
@@ -428,7 +513,7 @@ class SkillSpec(SpecModel):
     builtins: list[BuiltinGroup] = Field(default_factory=list, max_length=64)
     anonymous_tools: list[InlineTool] = Field(default_factory=list, max_length=MAX_TOOLS_PER_LIST)
     sharing: Sharing = Field(default_factory=Sharing)
-    refresh_interval: Duration | None = None
+    refresh_interval: Duration | None = Field(default=None, json_schema_extra=REFRESH_RULES)
 
     @field_validator("mcp_servers")
     @classmethod

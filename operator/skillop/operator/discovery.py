@@ -24,7 +24,6 @@ import asyncio
 import contextlib
 import datetime
 import logging
-import re
 from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +31,7 @@ from typing import Any
 
 from skillop.model.manifest import ActorResource, Resource, SkillResource, parse_object
 from skillop.model.names import ObjectRef
-from skillop.model.specs import CaSource, McpServer, ServerKey, SkillSpec
+from skillop.model.specs import CaSource, McpServer, ServerKey, SkillSpec, duration_seconds
 from skillop.operator import pinning
 from skillop.operator.deps import Key, key, server_dep
 from skillop.operator.outputs import ServerState
@@ -42,16 +41,12 @@ from skillop.operator.store import Store
 from skillop.sources.mcp_tools import McpToolInfo, info_digest, listed_info, tools_digest
 
 log = logging.getLogger("skillop.discovery")
-_DURATION = re.compile(r"([0-9]+)(ms|s|m|h)")
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 #: Longest quiet time on a watched (listChanged) server before it is pinged.
 PING_SECONDS = 15.0
 
 
 def seconds(duration: str | None, default: float) -> float:
-    if not duration:
-        return default
-    return sum(int(n) * _UNITS[u] for n, u in _DURATION.findall(duration)) or default
+    return duration_seconds(duration) if duration else default
 
 
 @dataclass

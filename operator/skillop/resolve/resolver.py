@@ -346,6 +346,15 @@ class Resolver:
                 out.update(dict.fromkeys(resolution.problems))
         return list(out)
 
+    def all_warnings(self) -> list[str]:
+        """Every skill's own warnings (each once, not once per includer or actor)."""
+        out: dict[str, None] = {}
+        for ref in sorted(self.catalog.skills):
+            view = self.view(ref)
+            if view is not None:
+                out.update(dict.fromkeys(view.warnings))
+        return list(out)
+
 
 def _path(parents: dict[ObjectRef, ObjectRef | None], skill: ObjectRef,
           memo: dict[ObjectRef, tuple[ObjectRef, ...]]) -> tuple[ObjectRef, ...]:
@@ -356,4 +365,3 @@ def _path(parents: dict[ObjectRef, ObjectRef | None], skill: ObjectRef,
             path.append(parent)
         found = memo[skill] = tuple(reversed(path))
     return found
-

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from skillop.model import problems as P
 from skillop.model.capabilities import Capabilities, capabilities_from_annotations
+from skillop.model.credentials import credential_query_names, looks_like_credential
 from skillop.model.manifest import SkillResource
 from skillop.model.names import ObjectRef, RefError, parse_ref
 from skillop.model.problems import Problem
@@ -147,6 +148,7 @@ def _mcp_server(b: _Builder, server: McpServer, field: str) -> None:
     if server.url is None and not server.tools:
         b.warnings.append(f"{b.skill.subject}: stdio MCP server {server.name} declares no tools;"
                           " the operator never runs stdio servers, so it contributes none")
+    b.warnings.extend(_credential_warnings(b.skill, server, field))
     tools = mcp_tool_defs(server, infos)
     names = {t.name for t in tools}
     for key in server.overrides:
@@ -155,6 +157,27 @@ def _mcp_server(b: _Builder, server: McpServer, field: str) -> None:
                               f" {server.name} has no tool {key}")
     for tool in tools:
         b.add(tool, field, server.overrides.get(tool.name))
+
+
+def _credential_warnings(skill: SkillResource, server: McpServer, field: str) -> list[str]:
+    """What of the server's definition looks like a credential written where it is read.
+
+    Names only: a warning never repeats the value it warns about.
+    """
+    out = []
+    names = credential_query_names(server.url or "")
+    if names:
+        out.append(f"{skill.subject}: {field}.url: query parameter(s) {', '.join(names)} look"
+                   f" like credentials, and the URL is written to ConfigMaps that pods in every"
+                   f" namespace reaching the skill can read; send them as headers from a Secret"
+                   f" (headersFrom)")
+    for i, env in enumerate(server.env):
+        if env.value is not None and looks_like_credential(env.name):
+            out.append(f"{skill.subject}: {field}.env[{i}]: {env.name} looks like a credential"
+                       f" but has a literal value, which is copied into ConfigMaps that pods in"
+                       f" every namespace reaching the skill can read; use"
+                       f" valueFrom.secretKeyRef")
+    return out
 
 
 def _agent_skill(b: _Builder, inline: str | None, cm_ref: object, field: str) -> None:
