@@ -26,13 +26,13 @@ from pydantic.config import JsonDict
 from pydantic_core import PydanticCustomError
 
 from skillop.model.capabilities import BooleanCapability, Capabilities
+from skillop.model.credentials import USERINFO_PATTERN, has_userinfo
 from skillop.model.names import (
     OBJECT_NAME_PATTERN,
     SERVER_TOOL_NAME_PATTERN,
     TOOL_NAME_PATTERN,
     ObjectRef,
 )
-from skillop.model.credentials import USERINFO_PATTERN, has_userinfo
 
 JsonObject = dict[str, Any]
 ToolName = Annotated[str, StringConstraints(pattern=TOOL_NAME_PATTERN, max_length=128)]
