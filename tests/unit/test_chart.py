@@ -20,6 +20,8 @@ from typing import Any
 import pytest
 import yaml
 
+import chartkit
+
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "helm" / "skillop"
 KUBE_PY = ROOT / "operator" / "skillop" / "operator" / "kube.py"
@@ -34,13 +36,7 @@ except (helm.HelmError, OSError) as err:  # e.g. libhelm_c missing for this plat
 
 def render(values: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Every object the chart renders (NOTES.txt excluded)."""
-    out = _CHART.render(values=values or {}, name="skillop", namespace="skillop-system")
-    docs: list[dict[str, Any]] = []
-    for path, text in sorted(out.items()):
-        if path.endswith("NOTES.txt"):
-            continue
-        docs.extend(d for d in yaml.safe_load_all(text) if d)
-    return docs
+    return chartkit.objects(_CHART, values)
 
 
 def notes(values: dict[str, Any] | None = None) -> str:
