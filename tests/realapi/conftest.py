@@ -17,10 +17,9 @@ for _path in (ROOT / "tests", ROOT / "tests" / "realapi"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
+from clusterkit import wait_for  # noqa: E402
 from controlplane import ControlPlane, Unavailable, find_binaries, start_control_plane  # noqa: E402
 from realkit import RealCluster  # noqa: E402
-
-from clusterkit import wait_for  # noqa: E402
 
 CRD_NAMES = ("tools.skillop.dev", "skills.skillop.dev", "actors.skillop.dev")
 

@@ -18,9 +18,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from controlplane import OPERATOR_USER, ControlPlane
-
 from clusterkit import Cluster, wait_for
+from controlplane import OPERATOR_USER, ControlPlane
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -163,3 +162,16 @@ def wait_quiet(plane: ControlPlane, *, user: str = OPERATOR_USER, quiet: float =
         now = last_write()
         if now != seen:
             seen, since = now, time.monotonic()
+
+
+def assert_statuses_kept(plane: ControlPlane, *, user: str = OPERATOR_USER) -> int:
+    """Every status ``user`` sent was accepted and kept whole; returns how many."""
+    rejected = [(w["objectRef"].get("name"), w["responseStatus"])
+                for w in plane.writes(user=user)
+                if w.get("objectRef", {}).get("subresource") == "status"
+                and w.get("responseStatus", {}).get("code", 0) >= 400]
+    assert rejected == []
+    writes = status_writes(plane, user=user)
+    for sent, kept in writes:
+        assert kept == strip_nulls(sent)
+    return len(writes)

@@ -9,6 +9,7 @@ from typing import Any
 from skillkit import actor, anon, catalog, ref, skill
 
 from skillop.model import problems as P
+from skillop.model.status import MAX_PRUNED, MAX_TEXT, ActorStatus, SkillStatus
 from skillop.operator.outputs import (
     ACTOR_LABEL,
     HASH_ANNOTATION,
@@ -17,6 +18,8 @@ from skillop.operator.outputs import (
     Plan,
     ServerState,
     actor_plan,
+    invalid_status,
+    remembered,
     skill_plan,
 )
 from skillop.operator.store import Store
@@ -307,3 +310,64 @@ def test_copies_are_not_shared_between_plans() -> None:
     before = copy.deepcopy(status)
     _plan([_actor("missing")], old_status=status, observed=observed, now=T1)
     assert status == before
+
+
+# -- one source: every status is a status model, within the schema's limits ------------
+
+
+def test_every_status_planned_is_its_status_model() -> None:
+    first = _plan(_base())
+    broken = _plan([*_base()[:1], _actor("base", "missing")], old_status=_echo(first)[0],
+                   now=T1)
+    for plan in (first, broken, _plan([_actor("missing")])):
+        assert plan.status is not None
+        assert ActorStatus.model_validate(plan.status).wire() == plan.status
+    cat = catalog([skill("s", builtins=["git_operations"])])
+    resolution = Resolver(cat).resolve_skill(ref("team-a/s"))
+    assert resolution is not None
+    servers = [ServerState("m", 1, last_sync=T0, url=URL, error="x" * 10_000,
+                           pinned={"t": "sha256:0"}, violations=("t changed",),
+                           tools_digest="sha256:1")]
+    status = skill_plan(cat.skills[ref("team-a/s")], resolution, old_status={},
+                        servers=servers, now=T0).status
+    assert status is not None
+    assert SkillStatus.model_validate(status).wire() == status
+    (server,) = status["mcpServers"]
+    assert len(server["error"]) == MAX_TEXT and server["error"].endswith("...")
+    assert server["pinnedDigests"] == {"t": "sha256:0"}
+
+
+def test_more_pruned_items_than_the_schema_allows_are_cut_and_counted() -> None:
+    wide = [anon(f"w{i}", capabilities={"writes": True}) for i in range(MAX_PRUNED + 5)]
+    plan = _plan([skill("base", anonymousTools=wide[:1000]),
+                  skill("more", anonymousTools=wide[1000:]),
+                  _actor("base", "more", skillAccessPolicy={"denyCapabilities": ["writes"]})])
+    assert plan.status is not None
+    assert len(plan.status["pruned"]) == MAX_PRUNED
+    assert (f"{MAX_PRUNED + 5} items pruned; status.pruned lists the first {MAX_PRUNED}"
+            in plan.status["warnings"])
+    ActorStatus.model_validate(plan.status)
+
+
+def test_an_invalid_skill_keeps_no_digest_where_the_schema_wants_a_list() -> None:
+    cat = catalog([skill("s", builtins=["git_operations"])])
+    resolution = Resolver(cat).resolve_skill(ref("team-a/s"))
+    assert resolution is not None
+    written = skill_plan(cat.skills[ref("team-a/s")], resolution, old_status={}, servers=[],
+                         now=T0).status
+    assert written is not None
+    old = remembered("Skill", json.loads(json.dumps(written)))  # what the store keeps
+    assert isinstance(old["tools"], str)
+    problem = P.Problem(P.Subject("Skill", "team-a", "s"), "spec.mcpServers", P.INVALID_SPEC,
+                        "duplicate name")
+    status = invalid_status("Skill", [problem], generation=2, old=old, now=T1)
+    assert status is not None
+    assert "tools" not in status and "toolsHash" not in status and "toolCount" not in status
+    SkillStatus.model_validate(status)
+    ready = _cond(status, "Ready")
+    assert (ready["status"], ready["reason"], ready["observedGeneration"]) == (
+        "False", P.INVALID_SPEC, 2)
+    assert status["skills"] == written["skills"]
+    # Echoed back unchanged: nothing more to write.
+    assert invalid_status("Skill", [problem], generation=2,
+                          old=remembered("Skill", status), now=T2) is None

@@ -2,8 +2,11 @@
 
 Status and ConfigMap are built whole and compared with what is observed; a
 ``Plan`` carries only the writes that would change something, so an unchanged
-cluster gets zero writes. Conditions follow KEP-1623: ``Ready`` always present,
-``lastTransitionTime`` kept unless the condition's status changes.
+cluster gets zero writes. Every status is built as a status model
+(``skillop.model.status``, which the CRD schemas come from) and sent as its
+``wire()`` form, so the API server keeps all of it. Conditions follow KEP-1623:
+``Ready`` always present, ``lastTransitionTime`` kept unless the condition's
+status changes.
 """
 
 from __future__ import annotations
@@ -18,14 +21,25 @@ from skillop.model.canonical import json_digest
 from skillop.model.manifest import ActorResource, SkillResource
 from skillop.model.names import GROUP_VERSION
 from skillop.model.problems import Problem
-from skillop.model.status import MAX_STATUS_TOOLS
+from skillop.model.status import (
+    MAX_MESSAGE,
+    MAX_PRUNED,
+    MAX_STATUS_TOOLS,
+    MAX_WARNINGS,
+    ActorStatus,
+    Condition,
+    McpServerStatus,
+    PrunedStatus,
+    SkillStatus,
+    StatusTool,
+    clip,
+)
 from skillop.resolve.resolver import Resolution
 from skillop.resolve.toolset import configmap_data
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "skillop"}
 HASH_ANNOTATION = "skillop.dev/tools-hash"
 ACTOR_LABEL = "skillop.dev/actor"
-MAX_WARNINGS = 64
 REF_REASONS = (P.REF_NOT_FOUND, P.REF_NOT_PERMITTED, P.INVALID_REF)
 
 
@@ -70,13 +84,14 @@ def configmap_name(actor: ActorResource) -> str:
 
 # -- conditions -----------------------------------------------------------------
 def condition(type_: str, ok: bool, reason: str, message: str, *, generation: int,
-              old: Sequence[Mapping[str, Any]], now: str) -> dict[str, Any]:
+              old: Sequence[Mapping[str, Any]], now: str) -> Condition:
     status = "True" if ok else "False"
     previous = next((c for c in old if c.get("type") == type_), None)
     since = previous.get("lastTransitionTime") if previous and previous.get("status") == status \
         else None
-    return {"type": type_, "status": status, "reason": reason, "message": message[:32768],
-            "observedGeneration": generation, "lastTransitionTime": since or now}
+    return Condition(type=type_, status=status, reason=reason,
+                     message=clip(message, MAX_MESSAGE), observed_generation=generation,
+                     last_transition_time=since or now)
 
 
 def problem_summary(problems: Sequence[Problem], *, limit: int = 5) -> str:
@@ -88,7 +103,7 @@ def problem_summary(problems: Sequence[Problem], *, limit: int = 5) -> str:
 
 def common_conditions(problems: Sequence[Problem], *, generation: int,
                       old: Sequence[Mapping[str, Any]], now: str, ready_message: str,
-                      stale_note: str = "") -> list[dict[str, Any]]:
+                      stale_note: str = "") -> list[Condition]:
     refs = [p for p in problems if p.reason in REF_REASONS]
     if problems:
         ready = condition("Ready", False, problems[0].reason,
@@ -104,13 +119,25 @@ def common_conditions(problems: Sequence[Problem], *, generation: int,
     return [ready, resolved]
 
 
-def _status_tools(resolution: Resolution) -> list[dict[str, str]]:
+def _status_tools(resolution: Resolution) -> list[StatusTool]:
     return [
-        {"name": t.name, "bindingName": t.binding_name, "source": t.entry.tool.source,
-         "skill": t.entry.skill.canonical, "qualifiedName": t.entry.qualified_name,
-         "digest": t.entry.tool.digest()}
+        StatusTool(name=t.name, binding_name=t.binding_name, source=t.entry.tool.source,
+                   skill=t.entry.skill.canonical, qualified_name=t.entry.qualified_name,
+                   digest=t.entry.tool.digest())
         for t in resolution.tools[:MAX_STATUS_TOOLS]
     ]
+
+
+def _warnings(warnings: Sequence[str]) -> list[str]:
+    return [clip(w) for w in warnings[:MAX_WARNINGS]]
+
+
+def _pruned(resolution: Resolution) -> tuple[list[PrunedStatus], list[str]]:
+    """The pruned items the status holds, and a warning when there are more."""
+    items = [PrunedStatus.model_validate(p.to_dict()) for p in resolution.pruned[:MAX_PRUNED]]
+    more = len(resolution.pruned) - len(items)
+    return items, ([f"{len(resolution.pruned)} items pruned; status.pruned lists the first"
+                    f" {MAX_PRUNED}"] if more > 0 else [])
 
 
 def remembered(kind: str, status: Mapping[str, Any]) -> dict[str, Any]:
@@ -130,6 +157,29 @@ def _same(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bool:
     return old is not None and {k: v for k, v in old.items() if v is not None} == new
 
 
+def invalid_status(kind: str, problems: Sequence[Problem], *, generation: int,
+                   old: Mapping[str, Any], now: str) -> dict[str, Any] | None:
+    """The status of an object whose spec does not parse: Ready=False with every problem.
+
+    The rest of the last good status stays (an Actor's ConfigMap keeps that tool
+    set). A Skill's tool list, which the store keeps only as a digest, is left out
+    with its count and hash: sending the digest where the schema wants a list is
+    what a real API server rejects, and the status would never say what is wrong.
+    None when nothing changes.
+    """
+    model = ActorStatus if kind == "Actor" else SkillStatus
+    fields = {f.alias for f in model.model_fields.values()}
+    kept = {k: v for k, v in old.items() if k in fields and v is not None}
+    if not isinstance(kept.get("tools"), list):
+        for field_ in ("tools", "toolCount", "toolsHash"):
+            kept.pop(field_, None)
+    conditions = common_conditions(problems, generation=generation,
+                                   old=old.get("conditions") or [], now=now, ready_message="")
+    status = model.model_validate({**kept, "observedGeneration": generation,
+                                   "conditions": [c.wire() for c in conditions]}).wire()
+    return None if _same(remembered(kind, old), remembered(kind, status)) else status
+
+
 # -- actors ---------------------------------------------------------------------
 def actor_plan(actor: ActorResource, resolution: Resolution, *, old_status: Mapping[str, Any],
                observed: ObservedConfigMap | None, now: str,
@@ -145,37 +195,41 @@ def actor_plan(actor: ActorResource, resolution: Resolution, *, old_status: Mapp
                          or observed.tools_hash != resolution.hash)
     configmap = _configmap(actor, cm_name, data, resolution.hash) if write_cm else None
     status = _actor_status(actor, resolution, problems, old_status, observed, cm_name, now,
-                           extra_warnings)
+                           extra_warnings).wire()
     events = _events(old_status, resolution) if write_cm and good else ()
     return Plan(None if _same(old_status, status) else status, configmap, tuple(events))
 
 
 def _actor_status(actor: ActorResource, resolution: Resolution, problems: list[Problem],
                   old: Mapping[str, Any], observed: ObservedConfigMap | None, cm_name: str,
-                  now: str, extra_warnings: Sequence[str]) -> dict[str, Any]:
+                  now: str, extra_warnings: Sequence[str]) -> ActorStatus:
     gen = actor.meta.generation
     old_conditions = old.get("conditions") or []
     if problems:
         kept = old.get("toolsHash")
         stale = (f"; ConfigMap {cm_name} keeps the last good tool set ({kept})"
                  if kept and observed is not None else "")
-        tools_part = {k: old[k] for k in ("toolCount", "toolsHash", "tools") if k in old}
+        # The last good tool set stays described (it is what the ConfigMap holds).
+        tools_part = ActorStatus.model_validate(
+            {k: old[k] for k in ("toolCount", "toolsHash", "tools") if k in old})
     else:
         stale = ""
-        tools_part = {"toolCount": len(resolution.tools), "toolsHash": resolution.hash,
-                      "tools": _status_tools(resolution)}
+        tools_part = ActorStatus(tool_count=len(resolution.tools), tools_hash=resolution.hash,
+                                 tools=_status_tools(resolution))
     ready_msg = f"{len(resolution.tools)} tools from {len(resolution.skills)} skills"
-    status: dict[str, Any] = {
-        "observedGeneration": gen,
-        "conditions": common_conditions(problems, generation=gen, old=old_conditions, now=now,
-                                         ready_message=ready_msg, stale_note=stale),
-        **tools_part,
-        "configMapName": cm_name,
-        "skills": [s.canonical for s in resolution.skills],
-        "pruned": [p.to_dict() for p in resolution.pruned],
-        "warnings": [*resolution.warnings, *extra_warnings][:MAX_WARNINGS],
-    }
-    return status
+    pruned, cut = _pruned(resolution)
+    return ActorStatus(
+        observed_generation=gen,
+        conditions=common_conditions(problems, generation=gen, old=old_conditions, now=now,
+                                     ready_message=ready_msg, stale_note=stale),
+        tool_count=tools_part.tool_count,
+        tools_hash=tools_part.tools_hash,
+        tools=tools_part.tools,
+        config_map_name=cm_name,
+        skills=[s.canonical for s in resolution.skills],
+        pruned=pruned,
+        warnings=_warnings([*cut, *resolution.warnings, *extra_warnings]),
+    )
 
 
 def _configmap(actor: ActorResource, name: str, data: dict[str, str], tools_hash: str,
@@ -265,23 +319,21 @@ def skill_plan(skill: SkillResource, resolution: Resolution, *, old_status: Mapp
                                       if len(broken) > 10 else "")
             if broken else "every served definition is accepted",
             generation=gen, old=old_conditions, now=now))
-    status: dict[str, Any] = {
-        "observedGeneration": gen,
-        "conditions": conditions,
-        "toolCount": len(resolution.tools),
-        "toolsHash": resolution.hash,
-        "tools": _status_tools(resolution),
-        "skills": [s.canonical for s in resolution.skills],
-        "warnings": list(resolution.warnings)[:MAX_WARNINGS],
-        "mcpServers": [
-            {k: v for k, v in {"name": s.name, "toolCount": s.tool_count,
-                               "lastSync": s.last_sync, "error": s.error, "url": s.url,
-                               "toolsDigest": s.tools_digest,
-                               "pinnedDigests": dict(s.pinned) if s.pinned is not None
-                               else None}.items()
-             if v is not None}
+    status = SkillStatus(
+        observed_generation=gen,
+        conditions=conditions,
+        tool_count=len(resolution.tools),
+        tools_hash=resolution.hash,
+        tools=_status_tools(resolution),
+        skills=[s.canonical for s in resolution.skills],
+        warnings=_warnings(resolution.warnings),
+        mcp_servers=[
+            McpServerStatus(name=s.name, tool_count=s.tool_count, last_sync=s.last_sync,
+                            error=clip(s.error) if s.error is not None else None, url=s.url,
+                            tools_digest=s.tools_digest,
+                            pinned_digests=dict(s.pinned) if s.pinned is not None else None)
             for s in servers
         ],
-    }
+    ).wire()
     same = _same(remembered("Skill", old_status), remembered("Skill", status))
     return Plan(None if same else status)

@@ -30,8 +30,8 @@ from skillop.operator.outputs import (
     Plan,
     ServerState,
     actor_plan,
-    common_conditions,
     configmap_name,
+    invalid_status,
     skill_plan,
 )
 from skillop.operator.store import Store
@@ -201,10 +201,8 @@ class Reconciler:
         problems: Sequence[Problem] = self.store.invalid[k]
         old = self.store.statuses.get(k, {})
         generation = self.store.generations.get(k, int(old.get("observedGeneration") or 0))
-        status = {**old, "observedGeneration": generation, "conditions": common_conditions(
-            problems, generation=generation, old=old.get("conditions") or [], now=self.clock(),
-            ready_message="")}
-        if status == old:
+        status = invalid_status(kind, problems, generation=generation, old=old, now=self.clock())
+        if status is None:
             return None
         return await self._write(kind, ref, "", Plan(status=status))
 
