@@ -7,10 +7,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from conftest import Cluster, wait_for
 from mcp_servers import ServerHandle, make_tool
 from test_discovery import NS, TIMEOUT, actor, skill
 
-from conftest import Cluster, wait_for
 from skillop.sources.mcp_tools import McpToolInfo, info_digest
 
 

@@ -14,9 +14,11 @@ The API server writes an audit log (``ControlPlane.audit``): every request with
 its user, and the request and response bodies of status writes, so a test can
 count writes and see what the server kept of each status.
 
-Run as a script to keep one up for benchmarks or by hand::
+Run as a script to keep one up by hand, or around one command (a benchmark)::
 
-    python tests/realapi/controlplane.py --kubeconfig /tmp/realapi.kubeconfig
+    python tests/realapi/controlplane.py --kubeconfig /tmp/realapi.kubeconfig --crds crds
+    python tests/realapi/controlplane.py --kubeconfig /tmp/k --crds crds -- \
+        python bench/cascade.py --kubeconfig /tmp/k
 """
 
 from __future__ import annotations
@@ -443,11 +445,40 @@ def start_control_plane(binaries: Binaries | None = None, *,
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def install_crds(plane: ControlPlane, folder: Path, *, timeout: float = 30.0) -> list[str]:
+    """Create every CRD in ``folder`` and wait until each is Established; their names."""
+    from kubernetes import client, config
+
+    api = client.ApiextensionsV1Api(
+        config.new_client_from_config(config_file=str(plane.admin_kubeconfig)))
+    names = []
+    for path in sorted(folder.glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc and doc.get("kind") == "CustomResourceDefinition":
+                api.create_custom_resource_definition(doc)
+                names.append(doc["metadata"]["name"])
+
+    def established() -> bool:
+        for name in names:
+            crd = api.read_custom_resource_definition(name)
+            if not any(c.type == "Established" and c.status == "True"
+                       for c in crd.status.conditions or []):
+                return False
+        return True
+
+    _wait("CRDs Established", established, plane.processes, timeout)
+    return names
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--kubeconfig", required=True,
                         help="where to copy the admin kubeconfig")
+    parser.add_argument("--crds", type=Path, help="install the CRDs of this folder")
+    parser.add_argument("command", nargs=argparse.REMAINDER,
+                        help="-- COMMAND...: run it, then stop (default: run until Ctrl-C)")
     args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
     try:
         bins = find_binaries()
     except Unavailable as err:
@@ -463,6 +494,10 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, on_signal)
     with start_control_plane(bins) as plane:
         shutil.copyfile(plane.admin_kubeconfig, args.kubeconfig)
+        if args.crds:
+            install_crds(plane, args.crds)
+        if command:
+            return subprocess.run(command, check=False).returncode
         print(f"control plane at {plane.url}; kubeconfig {args.kubeconfig}; "
               "Ctrl-C (SIGTERM) stops it", flush=True)
         while not stop:

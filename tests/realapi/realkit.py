@@ -18,8 +18,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from clusterkit import Cluster, wait_for
 from controlplane import OPERATOR_USER, ControlPlane
+
+from clusterkit import Cluster, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

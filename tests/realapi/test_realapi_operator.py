@@ -13,8 +13,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
-from clusterkit import GROUP, VERSION, wait_for
 from controlplane import ControlPlane
 from realkit import (
     ROOT,
@@ -24,6 +22,8 @@ from realkit import (
     operator_process,
     wait_quiet,
 )
+
+from clusterkit import GROUP, VERSION, wait_for
 
 pytestmark = pytest.mark.realapi
 

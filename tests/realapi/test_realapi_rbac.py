@@ -14,10 +14,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from realkit import RealCluster, operator_process
 
 import chartkit
 from clusterkit import wait_for
-from realkit import RealCluster, operator_process
 
 pytestmark = pytest.mark.realapi
 

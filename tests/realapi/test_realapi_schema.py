@@ -12,8 +12,8 @@ import json
 from typing import Any
 
 import pytest
-
 from realkit import ROOT, RealCluster
+
 from skillop.model.crd import all_crds
 
 pytestmark = pytest.mark.realapi

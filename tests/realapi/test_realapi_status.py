@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from realkit import RealCluster, assert_statuses_kept, operator_process, wait_quiet
 
 from clusterkit import wait_for
-from realkit import RealCluster, assert_statuses_kept, operator_process, wait_quiet
 from skillop.model.status import MAX_PRUNED
 
 pytestmark = pytest.mark.realapi

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from controlplane import free_port
+from realkit import OperatorProcess, RealCluster, operator_process
 
 import chartkit
 from clusterkit import wait_for
-from controlplane import free_port
-from realkit import OperatorProcess, RealCluster, operator_process
 from skillop.operator import webhook
 
 pytestmark = pytest.mark.realapi
