@@ -2,7 +2,9 @@
 
 The operator runs as ``skillop operator`` in a child process with its own
 ``KUBECONFIG``, as it runs in a pod: its own identity (so the audit log tells
-its requests apart), its own settings, and a restart is a real restart.
+its requests apart), its own settings, and a restart is a real restart. It is
+handed over once its watches are open and it holds the Lease (leader election),
+so that "it wrote nothing" is never measured on a standby.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -68,6 +71,7 @@ class OperatorProcess:
     popen: subprocess.Popen[bytes]
     log: Path
     started: str  # audit stageTimestamp before the start
+    identity: str  # its Lease identity
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
@@ -97,20 +101,44 @@ def operator_process(plane: ControlPlane, *, kubeconfig: Path | None = None,
     environ.update(OPERATOR_ENV)
     environ.update(env or {})
     environ["KUBECONFIG"] = str(kubeconfig or plane.operator_kubeconfig)
+    environ.setdefault("SKILLOP_LEASE_IDENTITY", f"{name}-{secrets.token_hex(3)}")
     log = plane.workdir / f"{name}-{time.monotonic_ns()}.log"
     started = audit_now()
     with log.open("wb") as out:
         popen = subprocess.Popen([SKILLOP, "operator"], stdout=out, stderr=subprocess.STDOUT,
                                  stdin=subprocess.DEVNULL, env=environ, start_new_session=True)
-    proc = OperatorProcess(popen, log, started)
+    proc = OperatorProcess(popen, log, started, environ["SKILLOP_LEASE_IDENTITY"])
+
+    def ready() -> bool:
+        return _watching(plane, user, started) and (
+            environ.get("SKILLOP_LEADER_ELECTION", "true") == "false"
+            or lease_holder(plane, environ) == proc.identity)
+
     try:
-        wait_for(lambda: popen.poll() is not None or _watching(plane, user, started),
-                 timeout=timeout, interval=0.1, message=f"{name} watching {WATCHED}")
+        wait_for(lambda: popen.poll() is not None or ready(), timeout=timeout, interval=0.1,
+                 message=f"{name} watching {WATCHED} and leading")
         if popen.poll() is not None:
             raise RuntimeError(f"{name} exited with {popen.returncode}:\n{proc.output()[-3000:]}")
         yield proc
     finally:
         stop(popen)
+
+
+def lease_holder(plane: ControlPlane, environ: Mapping[str, str]) -> str | None:
+    """Who holds the operator's Lease (settings as the process reads them)."""
+    from kubernetes import client, config
+    from kubernetes.client.exceptions import ApiException
+
+    api = client.CoordinationV1Api(
+        config.new_client_from_config(config_file=str(plane.admin_kubeconfig)))
+    try:
+        lease = api.read_namespaced_lease(environ.get("SKILLOP_LEASE_NAME") or "skillop",
+                                          environ.get("SKILLOP_LEASE_NAMESPACE") or "default")
+    except ApiException as err:
+        if err.status == 404:
+            return None
+        raise
+    return lease.spec.holder_identity if lease.spec else None
 
 
 def stop(popen: subprocess.Popen[bytes], timeout: float = 20.0) -> None:

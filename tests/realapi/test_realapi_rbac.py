@@ -2,7 +2,9 @@
 
 The chart is rendered by Helm; its ServiceAccount, (Cluster)Roles and bindings
 are applied as rendered, and the operator runs with a token of that
-ServiceAccount (TokenRequest, as the kubelet would mount it). Every request it
+ServiceAccount (TokenRequest, as the kubelet would mount it) and the settings
+the chart's Deployment gives it (leader election on a Lease in the release
+namespace included). Every request it
 makes while it reconciles, posts events and restores ConfigMaps is in the audit
 log; none may be Forbidden.
 """
@@ -14,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from controlplane import free_port
 from realkit import RealCluster, operator_process
 
 import chartkit
@@ -56,12 +59,25 @@ def actor(ns: str, name: str, **spec: Any) -> dict[str, Any]:
 NOTES = "---\nname: notes\ndescription: How we write release notes\n---\n# Notes\n"
 
 
+def values_of(mode: str, ns: str) -> dict[str, Any]:
+    return {} if mode == "cluster-wide" else {"namespaces": [ns]}
+
+
+def deployment_env(values: dict[str, Any]) -> dict[str, str]:
+    """The settings the chart's Deployment gives the operator (the Lease's namespace too)."""
+    (dep,) = [d for d in chartkit.objects(chartkit.load(), values) if d["kind"] == "Deployment"]
+    (container,) = dep["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
+    env["POD_NAME"] = "skillop-0"  # the downward API's metadata.name
+    return env
+
+
 @pytest.fixture(params=["cluster-wide", "namespaced"])
 def bound(request: pytest.FixtureRequest, real: RealCluster) -> Iterator[tuple[str, str]]:
     """(mode, namespace): the chart's RBAC applied as rendered, and a workload namespace."""
     mode = request.param
     ns = f"realapi-rbac-{mode}"
-    values: dict[str, Any] = {} if mode == "cluster-wide" else {"namespaces": [ns]}
+    values = values_of(mode, ns)
     real.namespace(ns)
     if real.kubectl("get", "namespace", chartkit.NAMESPACE).returncode != 0:
         real.namespace(chartkit.NAMESPACE)
@@ -79,7 +95,9 @@ def bound(request: pytest.FixtureRequest, real: RealCluster) -> Iterator[tuple[s
 def test_the_chart_rbac_is_enough(real: RealCluster, bound: tuple[str, str]) -> None:
     mode, ns = bound
     kubeconfig = real.plane.kubeconfig_for_token(token(real), f"sa-{mode}")
-    env = {"SKILLOP_NAMESPACES": "" if mode == "cluster-wide" else ns}
+    env = {**deployment_env(values_of(mode, ns)),
+           "SKILLOP_LIVENESS": f"http://127.0.0.1:{free_port()}/healthz",
+           "SKILLOP_MCP_ALLOW": "127.0.0.1"}
     with operator_process(real.plane, kubeconfig=kubeconfig, user=SA_USER, env=env,
                           name=f"rbac-{mode}") as proc:
         real.apply({"apiVersion": "v1", "kind": "ConfigMap",
