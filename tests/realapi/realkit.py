@@ -94,9 +94,13 @@ def audit_now() -> str:
 @contextlib.contextmanager
 def operator_process(plane: ControlPlane, *, kubeconfig: Path | None = None,
                      user: str = OPERATOR_USER, env: Mapping[str, str] | None = None,
-                     name: str = "operator", timeout: float = 60.0,
+                     name: str = "operator", timeout: float = 60.0, lead: bool = True,
                      ) -> Iterator[OperatorProcess]:
-    """``skillop operator`` until the context exits; yields once its watches are open."""
+    """``skillop operator`` until the context exits.
+
+    Yields once its watches are open and, with ``lead`` (and leader election on),
+    once it holds the Lease; a standby started beside a leader passes ``lead=False``.
+    """
     environ = {k: v for k, v in os.environ.items() if not k.startswith("SKILLOP_")}
     environ.update(OPERATOR_ENV)
     environ.update(env or {})
@@ -111,7 +115,7 @@ def operator_process(plane: ControlPlane, *, kubeconfig: Path | None = None,
 
     def ready() -> bool:
         return _watching(plane, user, started) and (
-            environ.get("SKILLOP_LEADER_ELECTION", "true") == "false"
+            not lead or environ.get("SKILLOP_LEADER_ELECTION", "true") == "false"
             or lease_holder(plane, environ) == proc.identity)
 
     try:

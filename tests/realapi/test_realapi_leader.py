@@ -66,7 +66,8 @@ def test_two_replicas_one_writer_and_sigterm_hands_over(real: RealCluster) -> No
                  message="real-a holds the Lease")
         real.wait_ready("Actor", NS, "agent", timeout=30)
         b_started = audit_now()
-        stack.enter_context(operator_process(real.plane, env=env("real-b"), name="b"))
+        stack.enter_context(operator_process(real.plane, env=env("real-b"), name="b",
+                                             lead=False))
         before = tools_hash(real)
         real.patch_spec("Skill", NS, "git", {"description": "git and shell",
                                              "builtins": ["git_operations", "shell_operations"]})
