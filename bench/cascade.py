@@ -45,20 +45,31 @@ Without ``--kubeconfig`` everything runs against the emulated API of
 a real cluster (no operator may be running there already); writes are then
 counted from watch events, i.e. only writes that changed an object.
 
-The last line is ``writes per changed actor: X.XX``.
+* ``raw writes``: in the same run, against the same API, once the operator has
+  stopped: a plain client doing the cascade's writes (per Actor, its ConfigMap
+  replaced with the same data and a status patch with the same status) one after
+  another, on Actors and ConfigMaps of a namespace of their own.
+
+The last line is ``cascade/raw-write ratio: X.XX``: how many times as long as the
+plain client the operator's cascade took (target: at most 1.5).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import resource
+import shlex
+import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -166,7 +177,7 @@ class WatchLog:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         core, custom = kubernetes.client.CoreV1Api(), kubernetes.client.CustomObjectsApi()
-        self._threads = []
+        self._threads: list[threading.Thread] = []
         sources: list[tuple[str, Callable[..., Any], tuple[Any, ...]]] = [
             ("configmaps", core.list_namespaced_config_map, (ns,)),
             ("events", core.list_namespaced_event, (ns,)),
@@ -183,13 +194,17 @@ class WatchLog:
         import kubernetes
 
         seen: dict[str, dict[str, Any]] = {}
+        version: dict[str, str] = {}  # resume where the last stream ended: no change lost
         while not self._stop.is_set():
             watch = kubernetes.watch.Watch()
             try:
-                for event in watch.stream(fn, *args, timeout_seconds=5):
+                for event in watch.stream(fn, *args, timeout_seconds=5, deserialize=False,
+                                          **version):
                     obj = event["object"]
-                    obj = obj if isinstance(obj, dict) else kubernetes.client.ApiClient(
-                    ).sanitize_for_serialization(obj)
+                    if event["type"] == "ERROR":  # 410 Gone: list afresh
+                        version.clear()
+                        break
+                    version["resource_version"] = obj["metadata"]["resourceVersion"]
                     uid = obj["metadata"]["uid"]
                     before, seen[uid] = seen.get(uid), obj
                     if event["type"] == "ADDED" and before is not None:
@@ -217,9 +232,106 @@ class WatchLog:
 
     def close(self) -> None:
         self._stop.set()
+        for thread in self._threads:  # each stream ends within its 5 s timeout
+            thread.join(10)
+
+
+class Progress:
+    """Each Actor's status hash and Ready, and each ConfigMap's hash, as watches report them.
+
+    Watches, not LIST polling: a poll of every Actor's status several times a second
+    costs the API server (and so the operator's writes) more the more Actors there are.
+    """
+
+    def __init__(self, ns: str) -> None:
+        import kubernetes
+
+        self.ns = ns
+        self.actors: dict[str, tuple[str | None, bool]] = {}
+        self.configmaps: dict[str, str | None] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._synced = {"actors": threading.Event(), "configmaps": threading.Event()}
+        client = kubernetes.client.ApiClient()
+        core, custom = kubernetes.client.CoreV1Api(client), kubernetes.client.CustomObjectsApi(
+            client)
+        sources: list[tuple[str, Callable[..., Any], tuple[Any, ...], dict[str, Any]]] = [
+            ("actors", custom.list_namespaced_custom_object, (GROUP, VERSION, ns, "actors"), {}),
+            ("configmaps", core.list_namespaced_config_map, (ns,), {"label_selector": MANAGED}),
+        ]
+        self._threads = [threading.Thread(target=self._follow, args=source, daemon=True)
+                         for source in sources]
+        for thread in self._threads:
+            thread.start()
+        for event in self._synced.values():
+            event.wait(30)
+
+    def _follow(self, name: str, fn: Callable[..., Any], args: tuple[Any, ...],
+                kwargs: dict[str, Any]) -> None:
+        import kubernetes
+
+        version = ""
+        while not self._stop.is_set():
+            if not version:  # (re)list, then watch from the list's version
+                listing = json.loads(fn(*args, _preload_content=False, **kwargs).data)
+                with self._lock:
+                    for obj in listing["items"]:
+                        self._record(name, "ADDED", obj)
+                version = listing["metadata"]["resourceVersion"]
+                self._synced[name].set()
+            try:
+                for event in kubernetes.watch.Watch().stream(
+                        fn, *args, resource_version=version, timeout_seconds=5,
+                        deserialize=False, **kwargs):
+                    obj = event["object"]  # deserialize=False: the JSON as sent
+                    if event["type"] == "ERROR":
+                        raise RuntimeError(obj.get("message"))
+                    version = obj["metadata"].get("resourceVersion", version)
+                    with self._lock:
+                        self._record(name, event["type"], obj)
+                    if self._stop.is_set():
+                        return
+            except Exception:  # 410 Gone or a dropped stream: list again
+                version = ""
+                time.sleep(0.1)
+
+    def _record(self, name: str, type_: str, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        if name == "actors":
+            status = obj.get("status") or {}
+            ready = any(c.get("type") == "Ready" and c.get("status") == "True"
+                        for c in status.get("conditions") or [])
+            table: dict[str, Any] = self.actors
+            value: Any = (status.get("toolsHash"), ready)
+        else:
+            table = self.configmaps
+            value = (meta.get("annotations") or {}).get(HASH_ANNOTATION)
+        if type_ == "DELETED":
+            table.pop(meta["name"], None)
+        else:
+            table[meta["name"]] = value
+
+    def actor_hashes(self) -> dict[str, tuple[str | None, bool]]:
+        with self._lock:
+            return dict(self.actors)
+
+    def configmap_hashes(self) -> dict[str, str | None]:
+        with self._lock:
+            return dict(self.configmaps)
+
+    def close(self) -> None:
+        self._stop.set()
+        for thread in self._threads:  # each stream ends within its 5 s timeout
+            thread.join(10)
 
 
 # -- the cluster ---------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Sample:
+    status: dict[str, Any]
+    data: dict[str, str]
 
 
 class Cluster:
@@ -264,6 +376,13 @@ class Cluster:
         response = fn(*args, _preload_content=False, **kwargs)
         return list(json.loads(response.data)["items"])
 
+    def sample(self, name: str = "actor-00000") -> Sample:
+        """One Actor's status and ConfigMap data: the bodies the raw client writes."""
+        body = self.custom.get_namespaced_custom_object(GROUP, VERSION, self.ns, "actors", name)
+        cm = json.loads(self.core.read_namespaced_config_map(
+            f"{name}-tools", self.ns, _preload_content=False).data)
+        return Sample(dict(body.get("status") or {}), dict(cm.get("data") or {}))
+
     def set_probe_description(self, description: str) -> None:
         body = self.custom.get_namespaced_custom_object(GROUP, VERSION, self.ns, "skills", "base")
         tools = body["spec"]["anonymousTools"]
@@ -277,13 +396,65 @@ class Cluster:
 
 
 @contextlib.contextmanager
-def operator() -> Iterator[None]:
+def operator(kubeconfig: str | None = None) -> Iterator[None]:
+    """The operator: in this process (emulated API), or ``skillop operator`` in its own
+    process against ``kubeconfig``, as in a cluster (nothing else shares its GIL)."""
+    if kubeconfig is not None:
+        with operator_process(kubeconfig):
+            yield
+        return
     sys.path.insert(0, str(ROOT / "tests"))
     import skillop.operator  # noqa: F401  (registers the handlers)
     from kube_emulator import run_operator
 
     with run_operator(module="skillop.operator", timeout=60):
         yield
+
+
+_STARTS: list[str] = []
+
+
+@contextlib.contextmanager
+def operator_process(kubeconfig: str) -> Iterator[subprocess.Popen[bytes]]:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    health = f"http://127.0.0.1:{port}/healthz"
+    env = {**os.environ, "KUBECONFIG": os.path.abspath(kubeconfig), "SKILLOP_LIVENESS": health}
+    log = open(os.environ.get("BENCH_OPERATOR_LOG", os.devnull), "ab")  # noqa: SIM115
+    # BENCH_OPERATOR_PREFIX: e.g. "py-spy record -f raw -o /tmp/op-{n}.txt --" to profile
+    # it ({n}: 1 for the first operator, 2 for the restarted one).
+    _STARTS.append(kubeconfig)
+    prefix = [part.replace("{n}", str(len(_STARTS))) for part in
+              shlex.split(os.environ.get("BENCH_OPERATOR_PREFIX", ""))]
+    proc = subprocess.Popen(
+        [*prefix, sys.executable, "-c", "import sys; from skillop.cli.main import main; "
+         "sys.exit(main(['operator']))"], env=env, stdout=log, stderr=log,
+        start_new_session=True)
+
+    def up() -> bool:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the operator exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(health, timeout=1):
+                return True
+        except OSError:
+            return False
+
+    try:
+        wait_until(up, 60, "the operator's liveness endpoint", interval=0.1)
+        yield proc
+    finally:
+        # SIGINT to its process group: kopf stops cleanly, and a profiler given as
+        # BENCH_OPERATOR_PREFIX writes its report.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        log.close()
 
 
 @contextlib.contextmanager
@@ -316,9 +487,10 @@ def run_cascade(args: argparse.Namespace) -> dict[str, Any]:
         cluster = Cluster(args.namespace)
         cluster.ensure_namespace()
         log: WriteLog = emulator_log if emulator_log is not None else WatchLog(args.namespace)
+        progress = Progress(args.namespace)
         skills, actors = cascade_objects(args.namespace, args.actors, args.depth, args.tops)
         try:
-            with operator():
+            with operator(args.kubeconfig):
                 start = time.monotonic()
                 for body in skills:
                     cluster.create("skills", body)
@@ -327,14 +499,16 @@ def run_cascade(args: argparse.Namespace) -> dict[str, Any]:
                 figures["create_seconds"] = time.monotonic() - start
 
                 def all_ready() -> bool:
-                    hashes, cms = cluster.actor_hashes(), cluster.configmap_hashes()
+                    hashes, cms = progress.actor_hashes(), progress.configmap_hashes()
                     return len(hashes) == args.actors and all(
                         ready and h and cms.get(f"{name}-tools") == h
                         for name, (h, ready) in hashes.items())
 
-                wait_until(all_ready, args.timeout, "every Actor Ready with its ConfigMap")
+                wait_until(all_ready, args.timeout, "every Actor Ready with its ConfigMap",
+                           interval=0.02)
                 figures["initial_seconds"] = time.monotonic() - start
-                old = {h for h, _ in cluster.actor_hashes().values()}
+                old = {h for h, _ in progress.actor_hashes().values()}
+                before = cluster.sample()
                 time.sleep(args.settle)  # let the initial reconcile go quiet
 
                 mark = log.mark()
@@ -342,29 +516,66 @@ def run_cascade(args: argparse.Namespace) -> dict[str, Any]:
                 cluster.set_probe_description("probe v2: now with a changed description")
 
                 def all_new() -> bool:
-                    hashes, cms = cluster.actor_hashes(), cluster.configmap_hashes()
+                    hashes, cms = progress.actor_hashes(), progress.configmap_hashes()
                     return len(hashes) == args.actors and all(
                         h and h not in old and cms.get(f"{name}-tools") == h
                         for name, (h, _) in hashes.items())
 
-                figures["cascade_seconds"] = wait_until(all_new, args.timeout,
-                                                        "every Actor carrying the new hash")
+                figures["cascade_seconds"] = wait_until(
+                    all_new, args.timeout, "every Actor carrying the new hash", interval=0.02)
                 time.sleep(args.settle)  # late or repeated writes count too
                 figures["cascade_writes"] = log.counts(mark)
+                after = cluster.sample()
 
             mark = log.mark()
-            with operator():
+            with operator(args.kubeconfig):
                 if isinstance(log, EmulatorLog):
                     wait_until(lambda: log.emulator.active_watches("actors") > 0, 30,
                                "the restarted operator watching Actors")
                 time.sleep(args.settle)
             figures["restart_writes"] = log.counts(mark)
             figures["exact"] = log.exact
+            figures["raw_seconds"] = raw_writes(
+                f"{args.namespace}-raw", args.actors, before, after)
         finally:
+            progress.close()
             log.close()
             if args.kubeconfig is not None and not args.keep:
                 cluster.delete_namespace()
+                Cluster(f"{args.namespace}-raw").delete_namespace()
     return figures
+
+
+def raw_writes(ns: str, n: int, before: Sample, after: Sample) -> float:
+    """Seconds a plain client takes for the cascade's writes, one after another.
+
+    The same API, the same number of writes and the same bodies as the operator's
+    cascade: per Actor, its ConfigMap replaced (old data -> new data) and its status
+    patched, on ``n`` Actors and ConfigMaps prepared beforehand (not timed) in
+    namespace ``ns`` while no operator runs. Responses are not turned into model
+    objects (``_preload_content=False``), as a lean client would not.
+    """
+    raw = Cluster(ns)
+    raw.ensure_namespace()
+
+    def configmap(i: int, data: dict[str, str]) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": f"raw-{i:05d}-tools", "namespace": ns,
+                             "annotations": {HASH_ANNOTATION: "raw"}},
+                "data": data}
+
+    for i in range(n):
+        raw.create("actors", actor(ns, f"raw-{i:05d}", ["top-0"]))
+        raw.core.create_namespaced_config_map(ns, configmap(i, before.data),
+                                              _preload_content=False)
+    start = time.monotonic()
+    for i in range(n):
+        raw.core.replace_namespaced_config_map(f"raw-{i:05d}-tools", ns,
+                                               configmap(i, after.data), _preload_content=False)
+        raw.custom.patch_namespaced_custom_object_status(
+            GROUP, VERSION, ns, "actors", f"raw-{i:05d}", {"status": after.status},
+            _preload_content=False)
+    return time.monotonic() - start
 
 
 # -- memory ------------------------------------------------------------------------------
@@ -513,6 +724,10 @@ def report(args: argparse.Namespace, f: dict[str, Any], mem: dict[str, Any] | No
             f"{stage} {mib:.0f} MiB" for stage, mib in mem["stages"].items()))
     per_actor = (w["configmaps"] + w["actor status"] + w["actor other"]) / max(1, args.actors)
     print(f"writes per changed actor: {per_actor:.2f}")
+    print(f"raw writes: a plain client, {2 * args.actors} writes ({args.actors} ConfigMap "
+          f"replaces + {args.actors} status patches) one after another: "
+          f"{f['raw_seconds']:.2f}s")
+    print(f"cascade/raw-write ratio: {f['cascade_seconds'] / f['raw_seconds']:.2f}")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

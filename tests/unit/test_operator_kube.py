@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -28,6 +29,13 @@ def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[Kube]:
     client.metrics = None
     yield client
     client.close()
+
+
+class Raw:
+    """A raw (``_preload_content=False``) response."""
+
+    def __init__(self, data: bytes, status: int = 200) -> None:
+        self.data, self.status = data, status
 
 
 class Flaky:
@@ -80,11 +88,35 @@ def test_patch_status_nulls_fields_that_are_gone(api: Kube) -> None:
     seen: list[tuple[Any, ...]] = []
 
     class Custom:
-        def patch_namespaced_custom_object_status(self, *args: Any) -> None:
+        def patch_namespaced_custom_object_status(self, *args: Any, **kwargs: Any) -> Any:
             seen.append(args)
+            assert kwargs == {"_preload_content": False}  # no model built from the echo
+            return Raw(b"{}")
 
     api.custom = Custom()
     asyncio.run(api.patch_status("Actor", ObjectRef("team-a", "dev"),
                                  {"toolCount": 1}, {"toolCount": 0, "toolsHash": "sha256:x"}))
     assert seen == [("skillop.dev", "v1alpha1", "team-a", "actors", "dev",
                      {"status": {"toolsHash": None, "toolCount": 1}})]
+
+
+class Core:
+    """ConfigMaps by (namespace, name), served the way the client does with raw responses."""
+
+    def __init__(self, **configmaps: dict[str, Any]) -> None:
+        self.configmaps = configmaps
+
+    def read_namespaced_config_map(self, name: str, namespace: str, **kwargs: Any) -> Raw:
+        assert kwargs == {"_preload_content": False}
+        body = self.configmaps.get(f"{namespace}/{name}")
+        if body is None:
+            raise ApiException(status=404, reason="Not Found")
+        return Raw(json.dumps(body).encode())
+
+
+def test_read_configmap_returns_the_object_or_none(api: Kube) -> None:
+    body = {"metadata": {"name": "pdf", "namespace": "team-a"}, "data": {"SKILL.md": "x"}}
+    api.core = Core(**{"team-a/pdf": body})
+    got = asyncio.run(api.read_configmap(ObjectRef("team-a", "pdf")))
+    assert got == {"apiVersion": "v1", "kind": "ConfigMap", **body}
+    assert asyncio.run(api.read_configmap(ObjectRef("team-a", "gone"))) is None

@@ -7,7 +7,8 @@ import copy
 import itertools
 from typing import Any
 
-from skillkit import actor, anon, ref, skill
+import pytest
+from skillkit import actor, anon, configmap, ref, skill, skill_md
 
 from skillop.model import problems as P
 from skillop.model.names import ObjectRef
@@ -24,6 +25,8 @@ class Recorder:
     def __init__(self, fail: int = 0) -> None:
         self.calls: list[tuple[Any, ...]] = []
         self.fail = fail
+        #: What read_configmap serves, by "namespace/name".
+        self.configmaps: dict[str, Doc] = {}
 
     def _maybe_fail(self) -> None:
         if self.fail:
@@ -44,6 +47,12 @@ class Recorder:
     async def post_event(self, kind: str, ref: ObjectRef, uid: str, type_: str, reason: str,
                          message: str) -> None:
         self.calls.append(("event", kind, ref.canonical, uid, reason))
+
+    async def read_configmap(self, ref: ObjectRef) -> dict[str, Any] | None:
+        self._maybe_fail()
+        self.calls.append(("read", ref.canonical))
+        body = self.configmaps.get(ref.canonical)
+        return copy.deepcopy(body) if body is not None else None
 
     def take(self) -> list[tuple[Any, ...]]:
         out, self.calls = self.calls, []
@@ -211,3 +220,105 @@ def test_the_worker_writes_nothing_before_the_initial_listing() -> None:
     before, after = asyncio.run(scenario())
     assert before == 0
     assert after == 9
+
+
+def test_a_configmap_known_by_name_is_read_before_the_skill_using_it_resolves() -> None:
+    store, writer, rec, changed = _loaded()
+    asyncio.run(rec.process(changed))
+    writer.take()
+    pdf = _uid(configmap("pdf-skill", {"SKILL.md": skill_md("pdf", "reads PDFs")}))
+    assert store.upsert(pdf) == set()  # no Skill references it yet: name only
+    writer.configmaps["team-a/pdf-skill"] = pdf
+    pdf_skill = skill("pdf", agentSkills=[{"configMapRef": {"name": "pdf-skill"}}])
+    changed = store.upsert(_uid(pdf_skill))
+    asyncio.run(rec.process(changed))
+    calls = writer.take()
+    assert calls[0] == ("read", "team-a/pdf-skill")
+    (status,) = [c[3] for c in calls if c[:3] == ("status", "Skill", "team-a/pdf")]
+    ready = next(c for c in status["conditions"] if c["type"] == "Ready")
+    assert ready["status"] == "True", ready
+    assert [t["name"] for t in status["tools"]] == ["pdf"]
+    asyncio.run(rec.process(changed))
+    assert writer.take() == []  # read once; nothing more to write
+
+
+def test_a_failed_configmap_read_retries_the_batch_without_a_wrong_status() -> None:
+    store, writer, rec, changed = _loaded()
+    asyncio.run(rec.process(changed))
+    writer.take()
+    pdf = _uid(configmap("pdf-skill", {"SKILL.md": skill_md("pdf")}))
+    store.upsert(pdf)
+    writer.configmaps["team-a/pdf-skill"] = pdf
+    pdf_skill = skill("pdf", agentSkills=[{"configMapRef": {"name": "pdf-skill"}}])
+    changed = store.upsert(_uid(pdf_skill))
+    writer.fail = 1
+    with pytest.raises(RuntimeError, match="could not read ConfigMap team-a/pdf-skill"):
+        asyncio.run(rec.process(changed))
+    assert writer.take() == []  # no status said "not found" meanwhile
+    asyncio.run(rec.process(changed))
+    assert ("status", "Skill", "team-a/pdf") in _summary(writer.take())
+
+
+def _fan_out(actors: int) -> tuple[Store, set[Key]]:
+    """A base skill and ``actors`` Actors using it (through ``mid``)."""
+    store = Store()
+    changed: set[Key] = set()
+    for doc in [*_world()[:2], *(_uid(actor(f"a{i:03d}", skills=["mid"]))
+                                 for i in range(actors))]:
+        changed |= store.upsert(doc)
+    return store, changed
+
+
+def test_events_are_posted_after_every_configmap_and_status_of_the_batch() -> None:
+    store, changed = _fan_out(30)
+    writer = Recorder()
+    rec = Reconciler(store, writer, clock=_clock(), concurrency=4)
+    asyncio.run(rec.process(changed))
+    writer.take()
+    asyncio.run(rec.process(store.upsert(_world(extra_base_tool=True)[0])))
+    kinds = [c[0] for c in writer.take()]
+    assert kinds.count("event") == 30
+    first_event = kinds.index("event")
+    assert kinds[first_event:] == ["event"] * 30  # no write waited for an event
+
+
+class SlowWriter(Recorder):
+    """Every write takes a turn of the event loop, as a real API call does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.resolved_at_status: list[int] = []
+        self.resolved = 0
+
+    async def apply_configmap(self, body: dict[str, Any], *, exists: bool) -> None:
+        await asyncio.sleep(0)
+        await super().apply_configmap(body, exists=exists)
+
+    async def patch_status(self, kind: str, ref: ObjectRef, new: dict[str, Any],
+                           old: dict[str, Any]) -> None:
+        if kind == "Actor":
+            self.resolved_at_status.append(self.resolved)
+        await asyncio.sleep(0)
+        await super().patch_status(kind, ref, new, old)
+
+
+def test_objects_are_resolved_only_as_write_slots_free_up(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from skillop.resolve.resolver import Resolver
+
+    store, changed = _fan_out(60)
+    writer = SlowWriter()
+    original = Resolver.resolve_actor
+
+    def counting(self: Resolver, ref: ObjectRef) -> Any:
+        writer.resolved += 1
+        return original(self, ref)
+
+    monkeypatch.setattr(Resolver, "resolve_actor", counting)
+    rec = Reconciler(store, writer, clock=_clock(), concurrency=4)
+    asyncio.run(rec.process(changed))
+    assert writer.resolved == 60
+    # the first statuses are written while most actors are still unresolved (were
+    # every actor resolved first, every plan would be held at once)
+    assert writer.resolved_at_status[0] <= 4 + 2
+    assert len([c for c in writer.calls if c[0] == "configmap"]) == 60

@@ -12,6 +12,7 @@ from skillop.model.specs import ServerKey
 from skillop.operator.deps import key, server_dep
 from skillop.operator.outputs import HASH_ANNOTATION, MANAGED_BY
 from skillop.operator.store import Store
+from skillop.resolve.resolver import Resolver
 from skillop.sources.mcp_tools import McpToolInfo
 
 Doc = dict[str, Any]
@@ -148,6 +149,7 @@ def test_a_managed_configmap_without_an_actor_owner_is_no_news() -> None:
 
 def test_skill_md_configmap_data_changes_return_the_configmap_key() -> None:
     store = Store()
+    store.upsert(skill("pdf", agentSkills=[{"configMapRef": {"name": "pdf-skill"}}]))
     k = key("ConfigMap", ref("team-a/pdf-skill"))
     body = configmap("pdf-skill", {"SKILL.md": skill_md("pdf")})
     assert store.upsert(body) == {k}
@@ -217,3 +219,91 @@ def test_record_status_is_what_the_next_plan_compares_with() -> None:
     store.upsert(actor("dev", skills=["s"]))
     store.record_status("Actor", ref("team-a/dev"), {"toolsHash": "sha256:1"})
     assert store.statuses[key("Actor", ref("team-a/dev"))] == {"toolsHash": "sha256:1"}
+
+
+def _big(name: str, kib: int = 100) -> Doc:
+    return configmap(name, {"blob": "x" * (kib * 1024), "other": f"{name} " * 100})
+
+
+def _retained(store: Store, text: str) -> bool:
+    """Whether any string the store holds (at any depth) contains ``text``."""
+    seen: set[int] = set()
+    stack: list[Any] = [store]
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, str):
+            if text in obj:
+                return True
+        elif isinstance(obj, dict):
+            stack.extend(obj.keys())
+            stack.extend(obj.values())
+        elif isinstance(obj, (list, tuple, set, frozenset)):
+            stack.extend(obj)
+        elif hasattr(obj, "__dict__") or hasattr(obj, "__slots__"):
+            stack.extend(getattr(obj, "__dict__", {}).values())
+            stack.extend(getattr(obj, a) for a in getattr(obj, "__slots__", ())
+                         if hasattr(obj, a))
+    return False
+
+
+def test_unrelated_configmaps_leave_no_data_in_the_store() -> None:
+    store = Store()
+    store.upsert(skill("pdf", agentSkills=[{"configMapRef": {"name": "pdf-skill"}}]))
+    for i in range(20):
+        assert store.upsert(_big(f"unrelated-{i}")) == set()
+    assert store.upsert(configmap("pdf-skill", {"SKILL.md": skill_md("pdf", "marker-7")})) == {
+        key("ConfigMap", ref("team-a/pdf-skill"))}
+    assert not _retained(store, "x" * 1024)
+    assert not _retained(store, "unrelated-3 unrelated-3")
+    assert _retained(store, "marker-7")  # the referenced one is kept whole
+    assert set(store.catalog.configmaps) == {ref("team-a/pdf-skill")}
+    assert ref("team-a/unrelated-3") in store.unreferenced
+    assert not store.wanted
+
+
+def test_a_skill_referencing_a_configmap_known_by_name_wants_it_read() -> None:
+    store = Store()
+    store.upsert(configmap("pdf-skill", {"SKILL.md": skill_md("pdf")}))
+    assert ref("team-a/pdf-skill") not in store.catalog.configmaps
+    skill_doc = skill("pdf", agentSkills=[{"configMapRef": {"name": "pdf-skill"}}])
+    store.upsert(skill_doc)
+    assert store.take_wanted() == {ref("team-a/pdf-skill")}
+    assert store.take_wanted() == set()  # handed out once
+    # the body read from the API (or the next watch event) is kept: it is referenced now
+    assert store.upsert(configmap("pdf-skill", {"SKILL.md": skill_md("pdf")})) == {
+        key("ConfigMap", ref("team-a/pdf-skill"))}
+    resolution = Resolver(store.catalog).resolve_skill(ref("team-a/pdf"))
+    assert resolution is not None and not resolution.problems
+    # a Skill referencing a ConfigMap that does not exist wants nothing: it is not found
+    store.upsert(skill("ghost", agentSkills=[{"configMapRef": {"name": "nowhere"}}]))
+    assert store.take_wanted() == set()
+
+
+def test_a_configmap_no_skill_references_any_more_drops_its_data() -> None:
+    store = Store()
+    one = skill("one", agentSkills=[{"configMapRef": {"name": "pdf-skill"}}])
+    two = skill("two", agentSkills=[{"configMapRef": {"name": "pdf-skill"}}])
+    store.upsert(one)
+    store.upsert(two)
+    store.upsert(_big("pdf-skill"))
+    store.remove("Skill", "team-a", "one")
+    assert ref("team-a/pdf-skill") in store.catalog.configmaps  # "two" still uses it
+    store.upsert(skill("two", agentSkills=[{"inline": skill_md("two")}]))
+    assert ref("team-a/pdf-skill") not in store.catalog.configmaps
+    assert ref("team-a/pdf-skill") in store.unreferenced
+    assert not _retained(store, "x" * 1024)
+    store.upsert(one)  # referenced again: read it again
+    assert store.take_wanted() == {ref("team-a/pdf-skill")}
+    assert store.remove("ConfigMap", "team-a", "pdf-skill") == set()
+    assert ref("team-a/pdf-skill") not in store.unreferenced
+
+
+def test_managed_configmaps_are_kept_as_a_digest_not_their_data() -> None:
+    store = Store()
+    store.upsert(_managed_cm(data={"tools.json": "y" * 200_000}))
+    assert not _retained(store, "y" * 1024)
+    edited = _managed_cm(data={"tools.json": "y" * 199_999 + "z"})
+    assert store.upsert(edited) == {key("Actor", ref("team-a/dev"))}  # still noticed

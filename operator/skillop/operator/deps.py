@@ -92,6 +92,12 @@ class DependencyIndex:
     def users_of(self, dep: Key) -> set[Key]:
         return set(self._reverse.get(dep, ()))
 
+    def has_users(self, dep: Key) -> bool:
+        return dep in self._reverse  # entries are deleted when their last user goes
+
+    def dependencies_of(self, owner: Key) -> frozenset[Key]:
+        return frozenset(self._forward.get(owner, ()))
+
 
 def ref_of(k: Key) -> ObjectRef:
     """The object a Skill/Actor/Tool/ConfigMap key names."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import datetime
+import json
 import logging
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -151,24 +152,26 @@ class Kube:
                            old: Mapping[str, Any]) -> None:
         # A merge patch: fields no longer present are nulled, so the status is whole.
         body = {"status": {**{k: None for k in old if k not in new}, **new}}
-        await self._write(kind, f"patch {kind} {ref} status", lambda: (
+        await self._write(kind, f"patch {kind} {ref} status", lambda: _drained(
             self.custom.patch_namespaced_custom_object_status(
-                API_GROUP, API_VERSION, ref.namespace, PLURALS[kind], ref.name, body)))
+                API_GROUP, API_VERSION, ref.namespace, PLURALS[kind], ref.name, body,
+                _preload_content=False)))
 
     async def apply_configmap(self, body: Mapping[str, Any], *, exists: bool) -> None:
         meta = body["metadata"]
         ns, name = meta["namespace"], meta["name"]
 
-        def write() -> object:
+        def write() -> bytes:
+            raw = {"_preload_content": False}
             try:
                 if exists:
-                    return self.core.replace_namespaced_config_map(name, ns, body)
-                return self.core.create_namespaced_config_map(ns, body)
+                    return _drained(self.core.replace_namespaced_config_map(name, ns, body, **raw))
+                return _drained(self.core.create_namespaced_config_map(ns, body, **raw))
             except self._client.ApiException as err:
                 if err.status == 404 and exists:
-                    return self.core.create_namespaced_config_map(ns, body)
+                    return _drained(self.core.create_namespaced_config_map(ns, body, **raw))
                 if err.status == 409 and not exists:
-                    return self.core.replace_namespaced_config_map(name, ns, body)
+                    return _drained(self.core.replace_namespaced_config_map(name, ns, body, **raw))
                 raise
 
         await self._write("ConfigMap", f"write configmap {ns}/{name}", write)
@@ -186,12 +189,27 @@ class Kube:
             "reportingComponent": "skillop", "reportingInstance": "skillop",
         }
         try:
-            await self._write("Event", f"post event on {kind} {ref}",
-                              lambda: self.core.create_namespaced_event(ref.namespace, body))
+            await self._write("Event", f"post event on {kind} {ref}", lambda: _drained(
+                self.core.create_namespaced_event(ref.namespace, body, _preload_content=False)))
         except NotLeader:
             pass  # stepped down mid-batch: the new leader reports what it finds
         except WriteFailed as err:
             log.warning("could not post event: %s", err)
+
+    async def read_configmap(self, ref: ObjectRef) -> dict[str, Any] | None:
+        """A ConfigMap as the API serves it (plain JSON), or None if there is none."""
+        def read() -> dict[str, Any] | None:
+            try:
+                response = self.core.read_namespaced_config_map(
+                    ref.name, ref.namespace, _preload_content=False)
+            except self._client.ApiException as err:
+                if err.status == 404:
+                    return None
+                raise
+            body: dict[str, Any] = json.loads(response.data)
+            return {"apiVersion": "v1", "kind": "ConfigMap", **body}
+
+        return await self._call(f"read configmap {ref}", read)
 
     async def read_secret(self, ref: ObjectRef) -> dict[str, str]:
         """A Secret's data, decoded. The caller keeps it in memory only."""
@@ -265,3 +283,12 @@ class Kube:
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._lease_pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _drained(response: Any) -> bytes:
+    """The body of a raw (``_preload_content=False``) response, read so that its
+    connection goes back to the pool. Writes do not turn the echoed object into the
+    client's model classes: nothing reads it, and with a thread per write that
+    work only competes with the event loop."""
+    data: bytes = response.data
+    return data

@@ -10,16 +10,22 @@ With leader election a standby keeps its store warm and gathers changes but
 processes no batch (``leading`` is clear); on becoming the leader it marks every
 Skill and Actor (``lead``): one level-based full pass writes whatever changed
 while no one was leading, and nothing else.
+
+At most ``concurrency`` objects are in progress at once, each resolved, planned
+and written within its slot, so a batch of thousands starts writing at once and
+holds only that many plans. Events are posted after the batch's ConfigMaps and
+statuses: they never delay the writes that carry new tool sets.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime
+import functools
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any, Protocol, TypeVar
 
 from skillop.model.manifest import ActorResource, SkillResource
 from skillop.model.names import ObjectRef
@@ -27,6 +33,7 @@ from skillop.model.problems import Problem
 from skillop.operator.deps import Key, key, ref_of
 from skillop.operator.metrics import Metrics
 from skillop.operator.outputs import (
+    EventSpec,
     Plan,
     ServerState,
     actor_plan,
@@ -38,6 +45,7 @@ from skillop.operator.store import Store
 from skillop.resolve.resolver import Resolver
 
 log = logging.getLogger("skillop.reconcile")
+T = TypeVar("T")
 
 
 class Writer(Protocol):
@@ -48,6 +56,8 @@ class Writer(Protocol):
 
     async def post_event(self, kind: str, ref: ObjectRef, uid: str, type_: str, reason: str,
                          message: str) -> None: ...
+
+    async def read_configmap(self, ref: ObjectRef) -> dict[str, Any] | None: ...
 
 
 def utcnow() -> str:
@@ -75,6 +85,7 @@ class Reconciler:
         self._dirty: set[Key] = set()
         self._wake = asyncio.Event()
         self._limit = asyncio.Semaphore(concurrency)
+        self._events: list[tuple[str, ObjectRef, str, EventSpec]] = []
         #: What status says of a Skill's MCP servers, and extra warnings for an
         #: Actor: plain declared facts unless discovery provides live ones.
         self.server_states: ServerStates = server_states or _declared_states
@@ -139,21 +150,68 @@ class Reconciler:
     async def process(self, changed: set[Key]) -> None:
         self.batches += 1
         started = time.monotonic()
+        changed = changed | await self._read_wanted()
         affected = self.store.deps.dependents(changed)
         resolver = Resolver(self.store.catalog)
-        jobs = [self._skill(resolver, ref) for ref in sorted(affected.skills)]
-        jobs += [self._actor(resolver, ref) for ref in sorted(affected.actors)]
-        jobs += [self._invalid(k) for k in sorted(changed) if k in self.store.invalid]
-        failed = [r for r in await asyncio.gather(*jobs) if r is not None]
+        jobs: list[Callable[[], Awaitable[Key | None]]] = [
+            *(functools.partial(self._skill, resolver, ref) for ref in sorted(affected.skills)),
+            *(functools.partial(self._actor, resolver, ref) for ref in sorted(affected.actors)),
+            *(functools.partial(self._invalid, k) for k in sorted(changed)
+              if k in self.store.invalid)]
+        failed = [r for r in await self._bounded(jobs) if r is not None]
+        written = time.monotonic() - started
+        events, self._events = self._events, []
+        await self._bounded([functools.partial(self._post, *e) for e in events])
         if self.metrics is not None:
             self.metrics.batch(time.monotonic() - started, skills=len(affected.skills),
                                actors=len(affected.actors))
-        log.info("batch %d: %d changes -> %d skills, %d actors in %.3fs (%d to retry)",
-                 self.batches, len(changed), len(affected.skills), len(affected.actors),
-                 time.monotonic() - started, len(failed))
+        log.info("batch %d: %d changes -> %d skills, %d actors written in %.3fs, %d events"
+                 " in %.3fs (%d to retry)", self.batches, len(changed), len(affected.skills),
+                 len(affected.actors), written, len(events), time.monotonic() - started - written,
+                 len(failed))
         if failed:
             await asyncio.sleep(1)
             self.mark(failed)
+
+    async def _bounded(self, jobs: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
+        """Run every job, at most ``concurrency`` at a time.
+
+        A job resolves and plans only once it has its slot: were every object
+        resolved up front, a big batch would hold every plan in memory and its
+        first writes would wait for the last object to be resolved.
+        """
+        async def one(job: Callable[[], Awaitable[T]]) -> T:
+            async with self._limit:
+                return await job()
+
+        return list(await asyncio.gather(*(one(job) for job in jobs)))
+
+    async def _post(self, kind: str, ref: ObjectRef, uid: str, event: EventSpec) -> None:
+        try:
+            await self.writer.post_event(kind, ref, uid, event.type, event.reason, event.message)
+        except Exception as err:  # an Event is information: never worth a retry
+            log.warning("could not post event %s on %s %s: %s", event.reason, kind, ref, err)
+
+    async def _read_wanted(self) -> set[Key]:
+        """Read the ConfigMaps Skills started referencing while the store knew only
+        their names, so those Skills resolve with their data, not as not found."""
+        wanted = sorted(self.store.take_wanted())
+        if not wanted:
+            return set()
+        bodies = await asyncio.gather(*(self.writer.read_configmap(r) for r in wanted),
+                                      return_exceptions=True)
+        failed = [r for r, b in zip(wanted, bodies, strict=True) if isinstance(b, BaseException)]
+        if failed:
+            self.store.wanted.update(wanted)
+            raise RuntimeError(f"could not read ConfigMap {failed[0]}: "
+                               f"{bodies[wanted.index(failed[0])]}")
+        changed: set[Key] = set()
+        for ref, body in zip(wanted, bodies, strict=True):
+            if isinstance(body, dict):
+                changed |= self.store.upsert(body)
+            else:  # deleted meanwhile
+                changed |= self.store.remove("ConfigMap", ref.namespace, ref.name)
+        return changed
 
     def _waiting(self, resolver: Resolver, skills: Iterable[ObjectRef]) -> bool:
         """Whether a resolution reaches an MCP server still being listed since start.
@@ -209,20 +267,19 @@ class Reconciler:
     async def _write(self, kind: str, ref: ObjectRef, uid: str, plan: Plan, *,
                      exists: bool = False) -> Key | None:
         try:
-            async with self._limit:
-                if plan.configmap is not None:
-                    await self.writer.apply_configmap(plan.configmap, exists=exists)
-                    self.store.record_configmap(plan.configmap)
-                if plan.status is not None:
-                    old = self.store.statuses.get(key(kind, ref), {})
-                    await self.writer.patch_status(kind, ref, plan.status, old)
-                    self.store.record_status(kind, ref, plan.status)
-            for event in plan.events:
-                await self.writer.post_event(kind, ref, uid, event.type, event.reason,
-                                             event.message)
+            if plan.configmap is not None:
+                await self.writer.apply_configmap(plan.configmap, exists=exists)
+                self.store.record_configmap(plan.configmap)
+            if plan.status is not None:
+                old = self.store.statuses.get(key(kind, ref), {})
+                await self.writer.patch_status(kind, ref, plan.status, old)
+                self.store.record_status(kind, ref, plan.status)
         except Exception as err:  # WriteFailed, or the API client's own errors
             log.warning("%s %s: %s; will retry", kind, ref, err)
             return key(kind, ref)
+        # Events go out once the batch's ConfigMaps and statuses are written: they
+        # inform, and must not delay the writes that carry the new tool sets.
+        self._events += [(kind, ref, uid, event) for event in plan.events]
         return None
 
 

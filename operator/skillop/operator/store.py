@@ -5,6 +5,12 @@ ConfigMaps, namespace labels, discovered MCP tool lists), the last status seen
 or written for each Skill and Actor, the ConfigMaps skillop manages, and the
 dependency index. ``upsert`` and ``remove`` return the keys whose change must
 cascade; pure Python, no I/O, so it is unit-tested without a cluster.
+
+The ConfigMap watch sees every ConfigMap of the watched namespaces, but the
+store keeps the data only of those some Skill references (``agentSkills[].
+configMapRef``): of the others it keeps the name, and of the ones skillop writes
+a digest. A Skill that starts referencing a ConfigMap known only by name puts it
+in ``wanted``; the Reconciler reads it from the API before resolving that Skill.
 """
 
 from __future__ import annotations
@@ -50,6 +56,10 @@ class Store:
     managed: dict[ObjectRef, ObservedConfigMap] = field(default_factory=dict)
     invalid: dict[Key, tuple[Problem, ...]] = field(default_factory=dict)
     generations: dict[Key, int] = field(default_factory=dict)
+    #: ConfigMaps that exist but that no Skill references: known by name only.
+    unreferenced: set[ObjectRef] = field(default_factory=set)
+    #: Referenced ConfigMaps whose data the store lacks: to read from the API.
+    wanted: set[ObjectRef] = field(default_factory=set)
 
     # -- events -------------------------------------------------------------------
     def upsert(self, body: Mapping[str, Any]) -> set[Key]:
@@ -57,10 +67,13 @@ class Store:
         kind = body.get("kind")
         if kind == "ConfigMap" and _is_managed(body):
             return self._managed_configmap(body)
-        result = parse_object(body)
-        obj = result.obj
         meta = body.get("metadata") or {}
         ref = ObjectRef(meta.get("namespace", ""), meta.get("name", ""))
+        if kind == "ConfigMap" and not self.deps.has_users(key("ConfigMap", ref)):
+            self.unreferenced.add(ref)  # not even parsed: nothing resolves with it
+            return set()
+        result = parse_object(body)
+        obj = result.obj
         if kind in ("Tool", "Skill", "Actor"):
             k = key(str(kind), ref)
             self.statuses[k] = remembered(str(kind), body.get("status") or {})
@@ -70,6 +83,8 @@ class Store:
         if isinstance(obj, ConfigMapData):
             old = self.catalog.configmaps.get(obj.meta.ref)
             self.catalog.configmaps[obj.meta.ref] = obj
+            self.unreferenced.discard(obj.meta.ref)
+            self.wanted.discard(obj.meta.ref)
             changed = old is None or old.data != obj.data
             return {key("ConfigMap", obj.meta.ref)} if changed else set()
         if isinstance(obj, NamespaceInfo):
@@ -84,6 +99,8 @@ class Store:
             managed = self.managed.pop(ref, None)
             if managed is not None and managed.owner:
                 return {key("Actor", ObjectRef(namespace, managed.owner))}
+            self.unreferenced.discard(ref)
+            self.wanted.discard(ref)
             return {key("ConfigMap", ref)} if self.catalog.configmaps.pop(ref, None) else set()
         if kind == "Namespace":
             self.catalog.namespaces.pop(name, None)
@@ -95,6 +112,7 @@ class Store:
         self.statuses.pop(k, None)
         self.generations.pop(k, None)
         if kind in ("Skill", "Actor"):
+            self._depend(k, set())
             self.deps.remove(k)
         return {k} if existed else set()
 
@@ -147,11 +165,32 @@ class Store:
         self.generations[k] = obj.meta.generation
         table[ref] = obj
         if kind == "Skill":
-            self.deps.update(k, skill_dependencies(obj))
+            self._depend(k, skill_dependencies(obj))
         elif kind == "Actor":
             self.deps.update(k, actor_dependencies(obj))
         unchanged = old is not None and old.spec == obj.spec and old.meta.labels == obj.meta.labels
         return set() if unchanged else {k}
+
+    def _depend(self, skill: Key, deps: set[Key]) -> None:
+        """Record a Skill's dependencies, keeping the data of exactly the referenced
+        ConfigMaps: newly referenced ones known by name only become wanted, ones no
+        longer referenced by any Skill drop their data."""
+        before = {d for d in self.deps.dependencies_of(skill) if d[0] == "ConfigMap"}
+        self.deps.update(skill, deps)
+        for dep in (d for d in deps - before if d[0] == "ConfigMap"):
+            if ref_of(dep) in self.unreferenced:
+                self.wanted.add(ref_of(dep))
+        for dep in before - deps:
+            if not self.deps.has_users(dep):
+                ref = ref_of(dep)
+                self.wanted.discard(ref)
+                if self.catalog.configmaps.pop(ref, None) is not None:
+                    self.unreferenced.add(ref)
+
+    def take_wanted(self) -> set[ObjectRef]:
+        """The referenced ConfigMaps to read from the API (each handed out once)."""
+        out, self.wanted = self.wanted, set()
+        return out
 
     def _managed_configmap(self, body: Mapping[str, Any]) -> set[Key]:
         meta = body.get("metadata") or {}
