@@ -633,6 +633,14 @@ def memory_objects(n_skills: int, n_actors: int) -> tuple[list[dict[str, Any]],
 
 def memory_child(n_skills: int, n_actors: int) -> dict[str, Any]:
     """Runs in a fresh process: load the store, reconcile everything once."""
+    # What `skillop operator` imports before it lists anything: the baseline is the
+    # operator's, not a bare interpreter's.
+    import kopf  # noqa: F401
+    import kubernetes  # noqa: F401
+
+    import skillop.operator.discovery
+    import skillop.operator.handlers
+    import skillop.sources.mcp_client  # noqa: F401
     from skillop.model.names import ObjectRef
     from skillop.operator.deps import key
     from skillop.operator.outputs import actor_plan, configmap_name, skill_plan
@@ -691,6 +699,18 @@ def measure_memory(n_skills: int, n_actors: int) -> dict[str, Any]:
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
+def memory_table(sizes: str) -> None:
+    """Peak memory at several catalog sizes ("SKILLS:ACTORS,..."), one fresh process each."""
+    print("| Skills | Actors | tools per Actor | baseline (imports) | store loaded | peak |")
+    print("|---|---|---|---|---|---|")
+    for size in sizes.split(","):
+        n_skills, n_actors = (int(x) for x in size.split(":"))
+        mem = measure_memory(n_skills, n_actors)
+        print(f"| {n_skills:,} | {n_actors:,} | {mem['mean_tools']:.0f} | "
+              f"{mem['baseline_mib']:.0f} MiB | {mem['stages']['loaded']:.0f} MiB | "
+              f"{mem['peak_mib']:.0f} MiB |", flush=True)
+
+
 # -- report ---------------------------------------------------------------------------------
 
 
@@ -745,6 +765,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--memory-skills", type=int, default=10_000)
     p.add_argument("--memory-actors", type=int, default=1_000)
     p.add_argument("--no-memory", action="store_true", help="skip the memory figure")
+    p.add_argument("--memory-table", metavar="SKILLS:ACTORS,...",
+                   help="only print peak memory at these catalog sizes (no cascade)")
     p.add_argument("--memory-child", action="store_true", help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
@@ -753,6 +775,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.memory_child:
         print(json.dumps(memory_child(args.memory_skills, args.memory_actors)))
+        return 0
+    if args.memory_table:
+        memory_table(args.memory_table)
         return 0
     figures = run_cascade(args)
     mem = None if args.no_memory else measure_memory(args.memory_skills, args.memory_actors)

@@ -302,6 +302,7 @@ KUBE_CALLS: dict[str, set[Grant]] = {
         ("skillop.dev", "skills/status", "patch"), ("skillop.dev", "actors/status", "patch")},
     "create_namespaced_config_map": {("", "configmaps", "create")},
     "replace_namespaced_config_map": {("", "configmaps", "update")},
+    "read_namespaced_config_map": {("", "configmaps", "get")},
     "create_namespaced_event": {("", "events", "create")},
     "read_namespaced_secret": {("", "secrets", "get")},  # only with mcp.headersFromSecrets
     # Leader election, in the release namespace only.
