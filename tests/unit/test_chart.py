@@ -240,9 +240,28 @@ def test_deployment_resources_from_values() -> None:
     # Values merge into the defaults; null removes one (here: no CPU limit).
     no_cpu = {"limits": {"cpu": None}}
     (container,) = deployment({"resources": no_cpu})["spec"]["template"]["spec"]["containers"]
-    assert container["resources"]["limits"] == {"memory": "256Mi"}
+    assert container["resources"]["limits"] == {"memory": "512Mi"}
     (default,) = deployment()["spec"]["template"]["spec"]["containers"]
     assert set(default["resources"]) == {"requests", "limits"}
+
+
+def _mib(quantity: str) -> float:
+    units = {"Mi": 1, "Gi": 1024}
+    return float(quantity[:-2]) * units[quantity[-2:]]
+
+
+def test_default_memory_covers_the_measured_peak_with_headroom() -> None:
+    """docs/install.md's table (bench/cascade.py --memory-table) against the defaults."""
+    rows = [line.split("|")[1:-1] for line in
+            (ROOT / "docs" / "install.md").read_text().splitlines()
+            if line.startswith("| 10,000 | 1,000 |")]
+    assert len(rows) == 1, "docs/install.md lost its memory row for 10,000 Skills"
+    peak = float(rows[0][4].strip().removesuffix(" MiB"))
+    (container,) = deployment()["spec"]["template"]["spec"]["containers"]
+    limit = _mib(container["resources"]["limits"]["memory"])
+    request = _mib(container["resources"]["requests"]["memory"])
+    assert limit >= 1.4 * peak, (limit, peak)
+    assert peak <= request < limit
 
 
 def test_env_from_values() -> None:
