@@ -347,6 +347,26 @@ def test_private_ca_from_a_configmap_is_trusted_and_its_absence_is_a_tls_error(
         wait_tools(ns, "outside", {"declared_only"})
 
 
+def test_a_ca_configmap_that_existed_before_any_skill_referenced_it_is_trusted(
+        ns: Cluster, tmp_path: Any) -> None:
+    """The store keeps no data of a ConfigMap no Skill references; once a Skill
+    names it as its CA bundle, the operator reads it (docs/decisions.md)."""
+    from bad_servers import make_ca
+
+    ca = make_ca(tmp_path)
+    ns.apply({"apiVersion": "v1", "kind": "ConfigMap",
+              "metadata": {"name": "early-ca", "namespace": NS},
+              "data": {"ca.crt": ca.ca_pem}})
+    time.sleep(1.0)  # the running operator's ConfigMap watch sees it (no Skill uses it yet)
+    with ServerHandle(tools=[make_tool("internal")], tls=ca.server_context()) as srv:
+        ns.apply(skill("trusting", {"name": "srv", "url": srv.url,
+                                    "tls": {"caConfigMapRef": {"name": "early-ca"}},
+                                    "tools": [{"name": "declared_only"}]}))
+        ns.apply(actor("inside", "trusting"))
+        wait_tools(ns, "inside", {"internal"})
+        assert wait_discovered(ns, "trusting", "True")["reason"] == "Discovered"
+
+
 def test_operator_wide_ca_file(cluster: Cluster, monkeypatch: pytest.MonkeyPatch,
                                tmp_path: Any) -> None:
     from bad_servers import make_ca

@@ -159,3 +159,13 @@ def test_dependencies_of_a_skill_and_an_actor() -> None:
                     ("ConfigMap", "team-a/pdf-skill"), SERVER}
     assert actor_dependencies(_actor(actor("x", skills=["a", "team-b/b"]))) == {
         ("Skill", "team-a/a"), ("Skill", "team-b/b")}
+
+
+def test_an_mcp_servers_ca_configmap_is_a_dependency() -> None:
+    doc = skill("ca", mcpServers=[{"name": "srv", "url": "https://mcp.tools.svc/mcp",
+                                   "tls": {"caConfigMapRef": {"name": "internal-ca"}}},
+                                  {"name": "other", "url": "https://x.tools.svc/mcp",
+                                   "tls": {"caSecretRef": {"name": "secret-ca"}}}])
+    deps = skill_dependencies(_skill(doc))
+    assert ("ConfigMap", "team-a/internal-ca") in deps
+    assert not any(d[1].endswith("secret-ca") for d in deps)

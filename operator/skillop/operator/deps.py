@@ -48,6 +48,11 @@ def skill_dependencies(skill: SkillResource) -> set[Key]:
     deps |= {key("Tool", r) for r in _refs((t.ref for t in spec.tools), ns)}
     deps |= {key("ConfigMap", ObjectRef(ns, a.config_map_ref.name))
              for a in spec.agent_skills if a.config_map_ref is not None}
+    # A private CA bundle of an MCP server: the store keeps its data and a change
+    # reaches discovery (docs/decisions.md: what the ConfigMap watch keeps).
+    deps |= {key("ConfigMap", ObjectRef(ns, s.tls.ca_config_map_ref.name))
+             for s in spec.mcp_servers
+             if s.tls is not None and s.tls.ca_config_map_ref is not None}
     deps |= {server_dep(k) for s in spec.mcp_servers if (k := s.discovery_key(ns)) is not None}
     return deps
 

@@ -293,7 +293,17 @@ class Discovery:
     async def _read_ca(self, source: CaSource) -> str | None:
         if source.kind == "ConfigMap":
             configmap = self.store.catalog.configmaps.get(source.ref)
-            return configmap.data.get(source.key) if configmap is not None else None
+            if configmap is not None:
+                return configmap.data.get(source.key)
+            # Just referenced: the store knew it by name only (or not yet at all).
+            try:
+                body = await self.writer.read_configmap(source.ref)
+            except Exception as err:
+                raise CABundleMissing(f"tls: ConfigMap {source.ref} cannot be read"
+                                      f" ({type(err).__name__})") from None
+            data = (body or {}).get("data") or {}
+            value = data.get(source.key)
+            return value if isinstance(value, str) else None
         try:
             secret: Mapping[str, str] = await self.writer.read_secret(source.ref)
             return secret.get(source.key)
