@@ -16,7 +16,13 @@ import pytest
 from bad_servers import CertificateAuthority, make_ca
 from mcp_servers import ServerHandle, make_tools
 
-from skillop.sources.mcp_client import DiscoveryError, DiscoveryLimits, EgressGuard, list_tools
+from skillop.sources.mcp_client import (
+    DiscoveryError,
+    DiscoveryLimits,
+    EgressGuard,
+    list_tools,
+    trust_context,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -129,3 +135,11 @@ spec: {{skills: [internal]}}
     assert without.returncode == 0
     assert "declared_only" in without.stdout
     assert "(TLSError)" in without.stderr
+
+
+def test_trust_contexts_are_built_once_and_shared(ca: CertificateAuthority) -> None:
+    # Building one loads the system store: tens of ms of CPU per connection otherwise.
+    plain = trust_context("http://a.svc/mcp", ())
+    assert trust_context("https://b.svc/mcp", ()) is plain
+    with_ca = trust_context("https://b.svc/mcp", [ca.ca_pem])
+    assert with_ca is trust_context("https://c.svc/mcp", [ca.ca_pem]) and with_ca is not plain

@@ -50,6 +50,7 @@ import functools
 import hashlib
 import logging
 import math
+import os
 import re
 import secrets
 import ssl
@@ -422,10 +423,10 @@ class _Wire:
         transport: McpTransport,
         guard: EgressGuard,
         limits: DiscoveryLimits,
-        tls: ssl.SSLContext | bool = True,
+        tls: ssl.SSLContext | None = None,
     ):
         self.display_url = _display_url(url)
-        self.tls = tls
+        self.tls = tls if tls is not None else trust_context(url, ())
         self.transport = transport
         self.guard = guard
         self.max_bytes = limits.max_response_bytes
@@ -577,16 +578,16 @@ def _http_client(
 # --------------------------------------------------------------------------- trust
 
 
-def trust_context(url: str, ca_bundles: Sequence[str]) -> ssl.SSLContext | bool:
+def trust_context(url: str, ca_bundles: Sequence[str]) -> ssl.SSLContext:
     """What https connections trust: the system's CAs, plus ``ca_bundles`` (PEM texts).
 
     Private CAs are the rule inside companies; ``SSL_CERT_FILE`` and the like are
     not read (``trust_env`` is off, as for proxies), so trust is what the caller
     configures: per server and operator-wide in the operator, ``--ca-file`` in
     the CLI. A bundle that is not PEM certificates is a ``TLSError`` naming ``url``.
+    Contexts are built once per distinct set of bundles and shared: loading the
+    system store costs tens of ms of CPU, once per connection otherwise.
     """
-    if not ca_bundles:
-        return True
     try:
         return _context(tuple(ca_bundles))
     except (ssl.SSLError, ValueError) as err:
@@ -597,8 +598,12 @@ def trust_context(url: str, ca_bundles: Sequence[str]) -> ssl.SSLContext | bool:
 
 @functools.lru_cache(maxsize=32)
 def _context(ca_bundles: tuple[str, ...]) -> ssl.SSLContext:
-    # Built once per distinct set of bundles: loading the system store costs ms.
-    context = ssl.create_default_context()
+    # The system store at OpenSSL's compiled-in paths, not the SSL_CERT_* variables.
+    paths = ssl.get_default_verify_paths()
+    context = ssl.create_default_context(
+        cafile=paths.openssl_cafile if os.path.isfile(paths.openssl_cafile) else None,
+        capath=paths.openssl_capath if os.path.isdir(paths.openssl_capath) else None,
+    )
     for pem in ca_bundles:
         if "-----BEGIN CERTIFICATE-----" not in pem:
             raise ValueError("no PEM certificate")
@@ -936,7 +941,7 @@ async def _watch_session(
     headers: dict[str, str],
     guard: EgressGuard,
     limits: DiscoveryLimits,
-    tls: ssl.SSLContext | bool,
+    tls: ssl.SSLContext,
     on_change: Callable[[DiscoveryResult], Awaitable[None]],
     backoff: _Backoff,
     ping_interval: float,
