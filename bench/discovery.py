@@ -492,7 +492,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     report(args, run(args))
+    if args.kubeconfig is not None:
+        # Against an API server in another process, kopf's runner thread can stay
+        # blocked in a watch after the operator stopped, and the interpreter would
+        # wait for it forever: the figures are printed, end here.
+        sys.stdout.flush()
+        os._exit(0)
     return 0
 
 
