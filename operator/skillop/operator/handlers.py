@@ -26,6 +26,7 @@ from prometheus_client import CollectorRegistry
 
 from skillop import __version__
 from skillop.model.names import API_GROUP, API_VERSION
+from skillop.operator.health import HealthServer
 from skillop.operator.kube import Kube
 from skillop.operator.leader import Elector, stop
 from skillop.operator.metrics import Metrics
@@ -110,11 +111,10 @@ def _elector(config: OperatorConfig, writer: Kube, reconciler: Reconciler,
     return elector
 
 
-async def _health(config: OperatorConfig, metrics: Metrics) -> Any:
+async def _health(config: OperatorConfig, metrics: Metrics) -> HealthServer | None:
+    """The liveness probe and /metrics (SKILLOP_LIVENESS), if asked for."""
     if not config.liveness:
         return None
-    from skillop.operator.health import HealthServer
-
     server = HealthServer(config.liveness, metrics.registry)
     await server.start()
     return server
