@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from skillkit import actor, anon, ref, resolver, skill
+from skillkit import actor, anon, ref, resolver, skill, tool
 
 from skillop.resolve.explain import explain
 
@@ -73,3 +73,61 @@ def test_lacks_an_unknown_tool() -> None:
 
 def test_unknown_actor() -> None:
     assert explain(resolver(DOCS), ref("team-a/ghost"), "x") is None
+
+
+# -- where each capability came from ----------------------------------------------------
+
+PROVENANCE = [
+    skill("docker", mcpServers=[{
+        "name": "docker", "url": "http://docker.tools.svc/mcp",
+        "tools": [anon("build", annotations={"destructiveHint": False},
+                       capabilities={"timeoutSeconds": 600})],
+        "overrides": {"build": {"capabilities": {"sideEffects": True}}}}]),
+    skill("ops", includes=[{"skill": "docker", "overrides": {
+        "build": {"capabilities": {"requiresApproval": True}}}}]),
+    skill("base", builtins=["git_operations"]),
+    actor("builder", skills=["ops", "base"]),
+]
+
+
+def capability_lines(tool_name: str) -> dict[str, str]:
+    explanation = explain(resolver(PROVENANCE), ref("team-a/builder"), tool_name)
+    assert explanation is not None and explanation.has_tool
+    lines = explanation.lines
+    start = lines.index("capabilities (and where each came from):")
+    out = {}
+    for line in lines[start + 1:]:
+        if not line.startswith("  "):
+            break
+        key_value, origin = line.strip().split("  <- ")
+        out[key_value] = origin
+    return out
+
+
+def test_explain_says_where_each_capability_of_an_mcp_tool_came_from() -> None:
+    assert capability_lines("build") == {
+        "readOnly=false": "MCP default: no readOnlyHint",
+        "writes=true": "MCP default: no readOnlyHint, so not read-only",
+        "destructive=false": "annotation destructiveHint=false",
+        "idempotent=false": "MCP default: no idempotentHint",
+        "openWorld=true": "MCP default: no openWorldHint",
+        "sideEffects=true": "override at Skill team-a/docker spec.mcpServers[0].overrides",
+        "requiresApproval=true":
+            "override at Skill team-a/ops spec.includes[0].overrides.build",
+        "timeoutSeconds=600": "declared",
+    }
+
+
+def test_explain_says_a_builtins_capabilities_are_shipped_with_skillop() -> None:
+    assert capability_lines("git_log") == {
+        "readOnly=true": "built-in (shipped with skillop)",
+        "idempotent=true": "built-in (shipped with skillop)",
+    }
+
+
+def test_explain_names_the_tool_object_that_declares_a_registry_tools_capabilities() -> None:
+    docs = [tool("t", capabilities={"readOnly": True}), skill("s", tools=[{"ref": "t"}]),
+            actor("a", skills=["s"])]
+    explanation = explain(resolver(docs), ref("team-a/a"), "t")
+    assert explanation is not None
+    assert "  readOnly=true  <- declared by Tool team-a/t" in explanation.lines

@@ -13,6 +13,7 @@ from skillkit import (
     by_name,
     catalog,
     names,
+    reasons,
     resolve_actor,
     resolve_skill,
     skill,
@@ -60,16 +61,31 @@ def test_nearer_override_applies_after_deeper() -> None:
     docs = [skill("base", anonymousTools=[anon("x", description="base")]),
             skill("mid", includes=[{"skill": "base", "overrides": {"x": {
                 "description": "mid",
-                "capabilities": {"writes": True, "requiresApproval": True}}}}]),
+                "capabilities": {"writes": True, "timeoutSeconds": 60}}}}]),
+            skill("top", includes=[{"skill": "mid", "overrides": {"x": {
+                "description": "top", "capabilities": {"timeoutSeconds": 30}}}}]),
+            actor("a", skills=["top"])]
+    resolution = resolve_actor(docs, "team-a/a")
+    assert resolution.ok, [p.line() for p in resolution.problems]
+    x = by_name(resolution)["x"]
+    assert x["description"] == "top"
+    assert x["capabilities"] == {"writes": True, "timeoutSeconds": 30}
+    entry = resolution.tool("x").entry  # type: ignore[union-attr]
+    assert [o.at.split(" ")[1] for o in entry.overrides] == ["team-a/mid", "team-a/top"]
+
+
+def test_a_nearer_override_cannot_undo_a_deeper_tightening() -> None:
+    docs = [skill("base", anonymousTools=[anon("x")]),
+            skill("mid", includes=[{"skill": "base", "overrides": {"x": {
+                "capabilities": {"requiresApproval": True}}}}]),
             skill("top", includes=[{"skill": "mid", "overrides": {"x": {
                 "description": "top", "capabilities": {"requiresApproval": False}}}}]),
             actor("a", skills=["top"])]
     resolution = resolve_actor(docs, "team-a/a")
-    x = by_name(resolution)["x"]
-    assert x["description"] == "top"
-    assert x["capabilities"] == {"writes": True, "requiresApproval": False}
-    entry = resolution.tool("x").entry  # type: ignore[union-attr]
-    assert [o.at.split(" ")[1] for o in entry.overrides] == ["team-a/mid", "team-a/top"]
+    assert [(p.subject.name, p.field, p.reason) for p in resolution.problems] == [
+        ("top", "spec.includes[0].overrides.x.capabilities.requiresApproval",
+         P.FORBIDDEN_OVERRIDE)]
+    assert by_name(resolution)["x"]["capabilities"] == {"requiresApproval": True}
 
 
 def test_ambiguous_name_is_keyed_by_qualified_name() -> None:
@@ -143,10 +159,70 @@ def test_builtin_capability_overrides_may_not_loosen(tool_name: str, caps: dict[
     assert by_name(resolution)[tool_name]["capabilities"].get(field) != caps[field]
 
 
-def test_non_builtin_capability_overrides_may_loosen() -> None:
-    docs = [tool("t", capabilities={"writes": True}),
-            skill("s", tools=[{"ref": "t", "overrides": {"capabilities": {"writes": False}}}])]
-    assert by_name(resolve_skill(docs, "team-a/s"))["t"]["capabilities"] == {"writes": False}
+WRITING_TOOL = {"writes": True, "destructive": True}
+
+#: One writing tool from each source, and the skills that reach it: "src"
+#: declares it (registry Tools are declared by the Tool object itself).
+SOURCES: dict[str, list[dict[str, Any]]] = {
+    "tool": [tool("t", capabilities=WRITING_TOOL)],
+    "anonymous": [skill("src", anonymousTools=[anon("t", capabilities=WRITING_TOOL)])],
+    "mcp-declared": [skill("src", mcpServers=[{"name": "m", "url": "http://m.svc/mcp",
+                                               "tools": [anon("t")]}])],
+    "mcp-annotated": [skill("src", mcpServers=[{"name": "m", "url": "http://m.svc/mcp",
+                                                "tools": [anon("t", annotations={
+                                                    "readOnlyHint": False})]}])],
+    "builtin": [skill("src", builtins=["file_operations"])],
+}
+
+
+def _includer(source: str, tool_name: str, caps: dict[str, Any]) -> list[dict[str, Any]]:
+    """A skill that reaches the source's tool and overrides its capabilities."""
+    override = {"capabilities": caps}
+    if source == "tool":
+        return [skill("top", tools=[{"ref": "t", "overrides": override}])]
+    return [skill("top", includes=[{"skill": "src", "overrides": {tool_name: override}}])]
+
+
+@pytest.mark.parametrize("source", sorted(SOURCES))
+@pytest.mark.parametrize(("caps", "field"), [
+    ({"writes": False, "readOnly": True}, "readOnly"),   # the message names both
+    ({"writes": False}, "writes"),
+    ({"destructive": False}, "destructive"),
+    ({"idempotent": True}, "idempotent"),
+])
+def test_overrides_from_outside_the_declaring_skill_cannot_erase_risk(
+        source: str, caps: dict[str, Any], field: str) -> None:
+    name = "delete_file" if source == "builtin" else "t"
+    where = ("spec.tools[0].overrides" if source == "tool"
+             else f"spec.includes[0].overrides.{name}")
+    docs = [*SOURCES[source], *_includer(source, name, caps),
+            actor("reader", skills=["top"],
+                  skillAccessPolicy={"denyCapabilities": ["writes"]})]
+    resolution = resolve_actor(docs, "team-a/reader")
+    assert [(p.subject.name, p.field, p.reason) for p in resolution.problems] == [
+        ("top", f"{where}.capabilities.{field}", P.FORBIDDEN_OVERRIDE)]
+    assert all(key in resolution.problems[0].message for key in caps)
+    # The override was not applied: the read-only actor still does not get the tool.
+    assert name not in names(resolution)
+
+
+@pytest.mark.parametrize("source", sorted(SOURCES))
+def test_overrides_from_outside_the_declaring_skill_may_tighten(source: str) -> None:
+    name = "read_file" if source == "builtin" else "t"
+    caps = {"requiresApproval": True, "unsafe": True, "timeoutSeconds": 5}
+    docs = [*SOURCES[source], *_includer(source, name, caps)]
+    resolution = resolve_skill(docs, "team-a/top")
+    assert resolution.ok, [p.line() for p in resolution.problems]
+    assert by_name(resolution)[name]["capabilities"].items() >= caps.items()
+
+
+def test_a_registry_tool_that_says_nothing_cannot_be_declared_read_only_by_a_referrer() -> None:
+    docs = [tool("t"), skill("s", tools=[{"ref": "t", "overrides": {
+        "capabilities": {"readOnly": True}}}]),
+        actor("a", skills=["s"], skillAccessPolicy={"requireCapabilities": ["readOnly"]})]
+    resolution = resolve_actor(docs, "team-a/a")
+    assert reasons(resolution.problems) == [P.FORBIDDEN_OVERRIDE]
+    assert names(resolution) == []
 
 
 def test_two_paths_with_different_overrides_merge_to_the_most_restrictive() -> None:
@@ -185,7 +261,27 @@ def test_mcp_server_overrides() -> None:
                                      "capabilities": {"requiresApproval": True}}}}
     push = by_name(resolve_skill([skill("s", mcpServers=[server])], "team-a/s"))["push"]
     assert push["description"] == "Push (approved)"
-    assert push["capabilities"] == {"writes": True, "requiresApproval": True}
+    # No annotations: the MCP defaults, then the declared writes, then the override.
+    assert push["capabilities"] == {"readOnly": False, "writes": True, "destructive": True,
+                                    "idempotent": False, "openWorld": True,
+                                    "requiresApproval": True}
+
+
+def test_the_declaring_skills_server_overrides_set_capabilities_freely() -> None:
+    # The skill that declares the server asserts its tools' metadata: its
+    # readOnly is read as the readOnlyHint, so no writing defaults remain.
+    server = {"name": "docker", "url": "http://docker/mcp",
+              "tools": [anon("list"), anon("prune", annotations={"destructiveHint": True})],
+              "overrides": {"list": {"capabilities": {"readOnly": True, "openWorld": False}},
+                            "prune": {"capabilities": {"destructive": False}}}}
+    docs = [skill("s", mcpServers=[server]),
+            actor("a", skills=["s"], skillAccessPolicy={"denyCapabilities": ["writes"]})]
+    resolution = resolve_actor(docs, "team-a/a")
+    assert resolution.ok, [p.line() for p in resolution.problems]
+    assert by_name(resolution)["list"]["capabilities"] == {"readOnly": True, "openWorld": False}
+    assert names(resolution) == ["list"]
+    skill_set = by_name(resolve_skill(docs, "team-a/s"))
+    assert skill_set["prune"]["capabilities"]["destructive"] is False
 
 
 def test_mcp_server_override_of_an_unlisted_tool_is_a_warning() -> None:

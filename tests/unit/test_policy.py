@@ -10,6 +10,7 @@ from skillkit import (
     actor,
     anon,
     by_name,
+    catalog,
     configmap,
     names,
     namespace,
@@ -21,6 +22,9 @@ from skillkit import (
     skill_md,
     tool,
 )
+
+from skillop.resolve.resolver import Resolver
+from skillop.sources.mcp_tools import McpToolInfo
 
 # top ─┬─ bad ─┬─ only-bad
 #      │       └─ shared
@@ -126,6 +130,38 @@ def test_a_tool_saying_nothing_is_not_read_only() -> None:
         "requireCapabilities": ["readOnly"]})], "team-a/a")
     reasons = {p.name: p.reason for p in resolution.pruned}
     assert reasons["silent"] == "lacks required capability readOnly"
+
+
+MCP_URL = "http://mcp.tools.svc/mcp"
+MCP_SKILL = skill("m", mcpServers=[{"name": "m", "url": MCP_URL, "tools": [
+    anon("silent"),
+    anon("reader", annotations={"readOnlyHint": True, "openWorldHint": False}),
+    anon("gentle", annotations={"destructiveHint": False, "openWorldHint": False}),
+]}])
+
+
+@pytest.mark.parametrize(("policy", "kept"), [
+    ({"denyCapabilities": ["writes"]}, ["reader"]),
+    ({"denyCapabilities": ["destructive", "openWorld"]}, ["gentle", "reader"]),
+    ({"requireCapabilities": ["readOnly"]}, ["reader"]),
+    ({"denyCapabilities": ["unsafe"]}, ["gentle", "reader", "silent"]),
+])
+def test_an_mcp_tool_without_annotations_is_treated_as_risky(policy: dict[str, Any],
+                                                             kept: list[str]) -> None:
+    docs = [MCP_SKILL, actor("a", skills=["m"], skillAccessPolicy=policy)]
+    assert names(resolve_actor(docs, "team-a/a")) == kept
+
+
+def test_a_discovered_tool_without_annotations_is_treated_as_risky() -> None:
+    cat = catalog([MCP_SKILL, actor("a", skills=["m"], skillAccessPolicy={
+        "denyCapabilities": ["writes"]})])
+    cat.discovered[MCP_URL] = (McpToolInfo("live_silent"),
+                               McpToolInfo("live_reader", annotations={"readOnlyHint": True}))
+    resolution = Resolver(cat).resolve_actor(ref("team-a/a"))
+    assert resolution is not None
+    assert names(resolution) == ["live_reader"]
+    dropped = {p.name: p.reason for p in resolution.pruned}
+    assert dropped == {"live_silent": "has denied capability writes"}
 
 
 def test_capability_rules_see_overridden_capabilities() -> None:

@@ -161,28 +161,62 @@ def test_tool_filter(tool_filter: dict[str, Any] | None, kept: list[str]) -> Non
     assert names(resolve_skill(docs, "team-a/s")) == kept
 
 
+#: What MCP 2025-11-25 assumes of a tool whose annotations say nothing.
+UNANNOTATED = {"readOnly": False, "writes": True, "destructive": True, "idempotent": False,
+               "openWorld": True}
+
+
 @pytest.mark.parametrize(("annotations", "caps"), [
-    ({"readOnlyHint": True}, {"readOnly": True}),
-    ({"destructiveHint": True}, {"destructive": True}),
-    ({"idempotentHint": False}, {"idempotent": False}),
-    ({"openWorldHint": True}, {"openWorld": True}),
+    ({}, UNANNOTATED),
+    ({"title": "T", "somethingElse": True, "readOnlyHint": "yes"}, UNANNOTATED),
+    ({"readOnlyHint": True}, {"readOnly": True, "openWorld": True}),
+    ({"readOnlyHint": False}, UNANNOTATED),
+    ({"destructiveHint": True}, UNANNOTATED),
+    ({"destructiveHint": False}, {**UNANNOTATED, "destructive": False}),
+    ({"idempotentHint": True}, {**UNANNOTATED, "idempotent": True}),
+    ({"openWorldHint": False}, {**UNANNOTATED, "openWorld": False}),
+    # destructiveHint and idempotentHint mean something only for a tool that writes.
+    ({"readOnlyHint": True, "destructiveHint": True, "idempotentHint": True,
+      "openWorldHint": False}, {"readOnly": True, "openWorld": False}),
     ({"readOnlyHint": False, "destructiveHint": False, "idempotentHint": True,
       "openWorldHint": False},
-     {"readOnly": False, "destructive": False, "idempotent": True, "openWorld": False}),
-    ({"title": "T", "somethingElse": True, "readOnlyHint": "yes"}, {}),
+     {"readOnly": False, "writes": True, "destructive": False, "idempotent": True,
+      "openWorld": False}),
 ])
-def test_annotation_mapping(annotations: dict[str, Any], caps: dict[str, Any]) -> None:
+def test_annotation_mapping_with_mcp_defaults(annotations: dict[str, Any],
+                                              caps: dict[str, Any]) -> None:
     assert capabilities_from_annotations(annotations).to_dict() == caps
     docs = [skill("s", mcpServers=[_server(tools=[anon("t", annotations=annotations)])])]
     assert by_name(resolve_skill(docs, "team-a/s"))["t"]["capabilities"] == caps
 
 
+def test_a_declared_tool_without_annotations_gets_the_mcp_defaults() -> None:
+    docs = [skill("s", mcpServers=[_server(tools=[anon("t")])])]
+    assert by_name(resolve_skill(docs, "team-a/s"))["t"]["capabilities"] == UNANNOTATED
+
+
 def test_explicit_capabilities_win_over_annotations_field_by_field() -> None:
+    # readOnly: false is read as the readOnlyHint, so the tool is a writing one
+    # (with the MCP defaults for the hints it leaves out).
     tool = anon("t", annotations={"readOnlyHint": True, "openWorldHint": True},
-                capabilities={"readOnly": False, "writes": True})
+                capabilities={"readOnly": False, "requiresApproval": True})
     docs = [skill("s", mcpServers=[_server(tools=[tool])])]
     assert by_name(resolve_skill(docs, "team-a/s"))["t"]["capabilities"] == {
-        "readOnly": False, "writes": True, "openWorld": True}
+        **UNANNOTATED, "requiresApproval": True}
+
+
+@pytest.mark.parametrize(("tool", "caps"), [
+    (anon("t", capabilities={"readOnly": True}), {"readOnly": True, "openWorld": True}),
+    (anon("t", capabilities={"readOnly": True, "openWorld": False}), {"readOnly": True,
+                                                                     "openWorld": False}),
+    (anon("t", annotations={"readOnlyHint": False}, capabilities={"readOnly": True}),
+     {"readOnly": True, "openWorld": True}),
+    (anon("t", capabilities={"destructive": False}), {**UNANNOTATED, "destructive": False}),
+])
+def test_a_declared_read_only_is_read_as_the_read_only_hint(tool: dict[str, Any],
+                                                            caps: dict[str, Any]) -> None:
+    docs = [skill("s", mcpServers=[_server(tools=[tool])])]
+    assert by_name(resolve_skill(docs, "team-a/s"))["t"]["capabilities"] == caps
 
 
 def test_annotation_title_is_used_when_no_title() -> None:
@@ -217,8 +251,18 @@ def test_servers_without_surviving_tools_are_left_out_of_the_document() -> None:
 
 
 def test_anonymous_tools_map_annotations_too() -> None:
+    # Annotations are MCP's vocabulary wherever they are written, defaults included.
     docs = [skill("s", anonymousTools=[anon("t", annotations={"readOnlyHint": True},
-                                            runtime={"command": ["ruff"]})])]
-    t = by_name(resolve_skill(docs, "team-a/s"))["t"]
+                                            runtime={"command": ["ruff"]}),
+                                       anon("u", annotations={})])]
+    tools = by_name(resolve_skill(docs, "team-a/s"))
+    t = tools["t"]
     assert (t["source"], t["capabilities"], t["runtime"]) == (
-        "anonymous", {"readOnly": True}, {"command": ["ruff"]})
+        "anonymous", {"readOnly": True, "openWorld": True}, {"command": ["ruff"]})
+    assert tools["u"]["capabilities"] == UNANNOTATED
+
+
+def test_anonymous_tools_without_annotations_have_what_they_declare() -> None:
+    docs = [skill("s", anonymousTools=[anon("t", capabilities={"readOnly": True}), anon("u")])]
+    tools = by_name(resolve_skill(docs, "team-a/s"))
+    assert (tools["t"]["capabilities"], tools["u"]["capabilities"]) == ({"readOnly": True}, {})

@@ -5,8 +5,13 @@ not known to be read-only. Three operations matter to the resolver:
 
 * ``overlay`` applies an override field by field (nearer the actor wins);
 * ``most_restrictive`` merges what several inclusion paths said of one tool;
-* ``loosened_by`` lists the fields an override would loosen, which built-in
-  tools forbid (their metadata is shipped by skillop and may only tighten).
+* ``loosened_by`` lists the fields an override would loosen, which every
+  override from outside the declaring skill is refused (``includes[]`` and
+  ``tools[]`` overrides may only tighten: an includer cannot erase a risk).
+
+MCP tools get their capabilities from ``ToolAnnotations`` with the MCP spec's
+defaults for absent hints (``mcp_capabilities``): a tool that says nothing is
+treated as one that writes, may destroy and talks to the outside world.
 """
 
 from __future__ import annotations
@@ -152,13 +157,73 @@ class Capabilities(BaseModel):
         return loosened
 
 
-def capabilities_from_annotations(annotations: dict[str, Any]) -> Capabilities:
-    """Map MCP ``ToolAnnotations`` hints onto capabilities (unknown hints ignored)."""
-    mapped: dict[str, Any] = {
-        cap: value for hint, cap in MCP_ANNOTATIONS.items()
-        if isinstance(value := annotations.get(hint), bool)
-    }
-    return Capabilities.model_validate(mapped) if mapped else EMPTY
+#: What MCP 2025-11-25 ``ToolAnnotations`` assumes when a hint is absent: a tool
+#: that says nothing may write, destroy and reach the outside world.
+MCP_DEFAULT_HINTS = {
+    "readOnlyHint": False,
+    "destructiveHint": True,
+    "idempotentHint": False,
+    "openWorldHint": True,
+}
+
+#: Where one capability's value came from (``explain`` prints these).
+Origins = tuple[tuple[str, str], ...]
+
+
+def mcp_capabilities(annotations: Mapping[str, Any], *, declared: Capabilities | None = None,
+                     read_only_claim: bool | None = None,
+                     claimed_by: str = "declared") -> tuple[Capabilities, Origins]:
+    """An MCP tool's capabilities, and where each came from.
+
+    Hints map as the MCP spec defines them, absent ones taking its defaults:
+    ``readOnly`` = readOnlyHint; a tool that is not read-only ``writes`` and has
+    ``destructive`` = destructiveHint, ``idempotent`` = idempotentHint (the spec
+    gives those two meaning only then); ``openWorld`` = openWorldHint.
+
+    ``declared`` (the declaring skill's ``capabilities``) applies on top, field
+    by field. Its ``readOnly``, or ``read_only_claim`` (the declaring skill's
+    server override, nearer still), is read as the readOnlyHint, so a tool the
+    declaring skill calls read-only does not get the defaults of a writing tool;
+    ``claimed_by`` says who made that claim.
+    """
+    origins: dict[str, str] = {}
+
+    def hint(name: str) -> bool:
+        value = annotations.get(name)
+        if isinstance(value, bool):
+            origins[name] = f"annotation {name}={str(value).lower()}"
+            return value
+        origins[name] = f"MCP default: no {name}"
+        return MCP_DEFAULT_HINTS[name]
+
+    if read_only_claim is None and declared is not None:
+        read_only_claim = declared.read_only
+    if read_only_claim is not None:
+        read_only = read_only_claim
+        origins["readOnlyHint"] = f"{claimed_by} readOnly={str(read_only).lower()}"
+    else:
+        read_only = hint("readOnlyHint")
+    fields: dict[str, Any] = {"readOnly": read_only}
+    where = {"readOnly": origins["readOnlyHint"]}
+    if not read_only:
+        fields.update(writes=True, destructive=hint("destructiveHint"),
+                      idempotent=hint("idempotentHint"))
+        where.update(writes=f"{origins['readOnlyHint']}, so not read-only",
+                     destructive=origins["destructiveHint"],
+                     idempotent=origins["idempotentHint"])
+    fields["openWorld"] = hint("openWorldHint")
+    where["openWorld"] = origins["openWorldHint"]
+    caps = Capabilities.model_validate(fields)
+    if declared is not None:
+        caps = caps.overlay(declared)
+        where.update(dict.fromkeys(declared.to_dict(), "declared"))
+    return caps, tuple((key, where[key]) for key in caps.to_dict() if key in where)
+
+
+def capabilities_from_annotations(annotations: Mapping[str, Any]) -> Capabilities:
+    """Map MCP ``ToolAnnotations`` hints onto capabilities, with the MCP defaults
+    for absent hints (unknown hints, and hints that are not booleans, are absent)."""
+    return mcp_capabilities(annotations)[0]
 
 
 EMPTY = Capabilities()

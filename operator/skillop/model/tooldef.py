@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from skillop.model.canonical import canonical_fragment, sha256_digest
-from skillop.model.capabilities import Capabilities
+from skillop.model.capabilities import Capabilities, Origins
 from skillop.model.specs import Override
 
 Source = Literal["builtin", "tool", "mcp", "anonymous", "agent_skill"]
@@ -39,6 +39,10 @@ class ToolDef:
     upstream_digest: str | None = None
     #: MCP ``Tool.execution`` (task support), as the server states it.
     execution: dict[str, Any] | None = None
+    #: Where each capability came from at the source (``explain`` shows it; an
+    #: empty tuple means the source declared them all). Provenance, not part of
+    #: the definition: comparisons, digests and documents ignore it.
+    origins: Origins = field(default=(), compare=False, repr=False)
     #: ``fragments()`` and ``digest()``, computed on first use. Not part of the
     #: definition: left out of init, comparisons and repr; ``replace`` starts afresh.
     _fragments: dict[str, str] = field(default_factory=dict, init=False, repr=False,

@@ -49,6 +49,21 @@ class Entry:
         )
 
 
+def forbidden_loosening(tool: ToolDef, override: Override) -> list[str]:
+    """Capability fields ``override`` would loosen on ``tool`` (empty when it only
+    tightens). Applies to every override made outside the skill that declares
+    the tool: an includer may add risk, never erase it."""
+    if override.capabilities is None:
+        return []
+    return tool.capabilities.loosened_by(override.capabilities)
+
+
+def loosening_message(tool: ToolDef, loosened: list[str]) -> str:
+    return (f"tool {tool.name} ({tool.identity}) may only be tightened here; overriding"
+            f" {', '.join(loosened)} would loosen it (only the skill that declares a tool"
+            " sets its capabilities freely)")
+
+
 def same_view(a: ToolDef, b: ToolDef) -> bool:
     """Whether two views of one tool (same identity) differ in what overrides touch."""
     return a is b or (

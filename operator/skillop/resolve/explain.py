@@ -1,14 +1,18 @@
 """Why an actor has, or lacks, a tool: the path, the overrides, the policy.
 
 Pure and built on the same Resolver, so the explanation can never disagree with
-what the operator writes.
+what the operator writes. Each capability is shown with where it came from: an
+MCP annotation, an MCP default (a hint the server left out), the declaring
+source, or an override (which skill and field applied it).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from skillop.model.names import ObjectRef
+from skillop.model.tooldef import ToolDef
 from skillop.resolve.entries import Entry
 from skillop.resolve.resolver import Resolution, Resolver
 
@@ -55,8 +59,37 @@ def _entry_lines(entry: Entry) -> list[str]:
         lines.append("reached by several paths with different overrides: capabilities merged"
                      " to the most restrictive, description from the first path")
     caps = tool.capabilities.to_dict()
-    lines.append("capabilities: " + (", ".join(f"{k}={v}" for k, v in caps.items()) or "none"))
+    if not caps:
+        return [*lines, "capabilities: none declared"]
+    origins = capability_origins(entry)
+    lines.append("capabilities (and where each came from):")
+    lines += [f"  {key}={json.dumps(value)}  <- {origins[key]}" for key, value in caps.items()]
     return lines
+
+
+def capability_origins(entry: Entry) -> dict[str, str]:
+    """Where each of the entry's capabilities came from: the source's own word
+    (annotation, MCP default, declared, built-in), then every override on the
+    way up, deepest first, so the one nearest the actor is what is named."""
+    tool = entry.tool
+    out = dict.fromkeys(tool.capabilities.to_dict(), _declared_by(tool))
+    out.update((key, origin) for key, origin in tool.origins if key in out)
+    for applied in entry.overrides:
+        for field in applied.fields:
+            key = field.removeprefix("capabilities.")
+            if key != field and key in out:
+                out[key] = f"override at {applied.at}"
+    return out
+
+
+def _declared_by(tool: ToolDef) -> str:
+    if tool.source == "builtin":
+        return "built-in (shipped with skillop)"
+    if tool.source == "tool":
+        return f"declared by Tool {tool.identity.removeprefix('tool:')}"
+    if tool.source == "agent_skill":
+        return "Agent Skill (always read-only)"
+    return "declared"
 
 
 def _policy_lines(resolution: Resolution) -> list[str]:

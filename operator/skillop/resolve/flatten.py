@@ -8,7 +8,9 @@ finite; the cycle itself is reported as an error elsewhere.
 
 Overrides on an ``includes[]`` entry apply to the included skill's flattened
 set, keyed by the tool's name there (bare, or ``ns/skill.tool`` when that set
-has a conflict), so overrides nearer the actor apply after deeper ones.
+has a conflict), so overrides nearer the actor apply after deeper ones. They
+may only tighten capabilities (``ForbiddenOverride`` otherwise), whatever the
+tool's source: only the skill that declares a tool sets its risk.
 
 With an access policy, a pruned skill is skipped with everything reached only
 through it; flattening under a policy reuses the unpruned result of any skill
@@ -22,7 +24,13 @@ from collections.abc import Callable
 from skillop.model import problems as P
 from skillop.model.names import ObjectRef
 from skillop.model.problems import Problem
-from skillop.resolve.entries import Entry, Flat, merge_into
+from skillop.resolve.entries import (
+    Entry,
+    Flat,
+    forbidden_loosening,
+    loosening_message,
+    merge_into,
+)
 from skillop.resolve.skills import IncludeEdge, SkillView
 
 Views = Callable[[ObjectRef], SkillView | None]
@@ -117,16 +125,13 @@ class Flattener:
                     problems.append(_unknown_target(subject, field, key, edge, candidates, origin))
                 continue
             entry = out[ident]
-            if entry.tool.source == "builtin" and override.capabilities is not None:
-                loosened = entry.tool.capabilities.loosened_by(override.capabilities)
-                if loosened:
-                    if problems is not None:
-                        problems.append(Problem(
-                            subject, f"{field}.capabilities.{loosened[0]}",  # type: ignore[arg-type]
-                            P.FORBIDDEN_OVERRIDE,
-                            f"built-in tool {entry.tool.name} may only be tightened; overriding"
-                            f" {', '.join(loosened)} would loosen it", origin))
-                    continue
+            loosened = forbidden_loosening(entry.tool, override)
+            if loosened:
+                if problems is not None:
+                    problems.append(Problem(
+                        subject, f"{field}.capabilities.{loosened[0]}",  # type: ignore[arg-type]
+                        P.FORBIDDEN_OVERRIDE, loosening_message(entry.tool, loosened), origin))
+                continue
             out[ident] = entry.overridden(override, at=f"{subject} {field}")
         return out
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from skillop.model import problems as P
-from skillop.model.capabilities import Capabilities, capabilities_from_annotations
+from skillop.model.capabilities import EMPTY, Capabilities, Origins, mcp_capabilities
 from skillop.model.credentials import credential_query_names, looks_like_credential
 from skillop.model.manifest import SkillResource
 from skillop.model.names import ObjectRef, RefError, parse_ref
@@ -21,7 +21,7 @@ from skillop.model.problems import Problem
 from skillop.model.specs import InlineTool, McpServer, Override
 from skillop.model.tooldef import ToolDef
 from skillop.resolve.catalog import Catalog
-from skillop.resolve.entries import Entry
+from skillop.resolve.entries import Entry, forbidden_loosening, loosening_message
 from skillop.sources.agent_skill import AgentSkillError, parse_skill_md
 from skillop.sources.builtins import builtin_group, builtin_groups
 from skillop.sources.mcp_tools import declared_infos, mcp_tool_defs
@@ -61,10 +61,22 @@ class _Builder:
         self.problems.append(Problem(self.skill.subject, field, reason, message,
                                      self.skill.origin))
 
-    def add(self, tool: ToolDef, field: str, override: Override | None = None) -> None:
+    def add(self, tool: ToolDef, field: str, override: Override | None = None, *,
+            tighten_only: bool = False) -> None:
+        """Add a tool the skill reaches directly, seen through ``override``.
+
+        ``tighten_only`` for tools declared elsewhere (registry Tools): their
+        own metadata states their risk, and this skill may only add to it.
+        """
         entry = Entry(tool, self.skill.ref)
         if override is not None:
-            entry = entry.overridden(override, at=f"{self.skill.subject} {field}.overrides")
+            at = f"{field}.overrides"
+            loosened = forbidden_loosening(tool, override) if tighten_only else []
+            if loosened:
+                self.problem(f"{at}.capabilities.{loosened[0]}", P.FORBIDDEN_OVERRIDE,
+                             loosening_message(tool, loosened))
+            else:
+                entry = entry.overridden(override, at=f"{self.skill.subject} {at}")
         first = self.fields.get(tool.identity)
         if first is None:
             self.own[tool.identity] = entry
@@ -135,7 +147,7 @@ def _registry_tool(b: _Builder, text: str, override: Override | None, field: str
         description=spec.description, input_schema=spec.input_schema,
         capabilities=spec.capabilities, title=spec.title, output_schema=spec.output_schema,
         runtime=spec.runtime,
-    ), field, override)
+    ), field, override, tighten_only=True)
 
 
 def _mcp_server(b: _Builder, server: McpServer, field: str) -> None:
@@ -220,13 +232,17 @@ def _builtin(b: _Builder, group: str, field: str) -> None:
 
 
 def _anonymous(skill: SkillResource, tool: InlineTool) -> ToolDef:
-    caps = capabilities_from_annotations(tool.annotations or {})
-    if tool.capabilities is not None:
-        caps = caps.overlay(tool.capabilities)
+    # Annotations are MCP's vocabulary, so they mean what MCP says, defaults
+    # included; a tool without them has exactly the capabilities it declares.
+    caps: Capabilities = tool.capabilities or EMPTY
+    origins: Origins = ()
+    if tool.annotations is not None:
+        caps, origins = mcp_capabilities(tool.annotations, declared=tool.capabilities)
     return ToolDef(
         identity=f"anon:{skill.ref}#{tool.name}", name=tool.name, source="anonymous",
         description=tool.description, input_schema=tool.input_schema, capabilities=caps,
         title=tool.title, output_schema=tool.output_schema, runtime=tool.runtime,
+        origins=origins,
     )
 
 

@@ -1,8 +1,11 @@
 """MCP tools, declared or discovered, into ToolDefs.
 
 Declared tools (``mcpServers[].tools``) and discovered ones (``tools/list``)
-take the same path: annotations map onto capabilities (explicit capabilities
-win field by field), then the server's ``toolFilter`` applies.
+take the same path: annotations map onto capabilities with the MCP spec's
+defaults for absent hints (a tool that says nothing writes, may destroy and is
+open-world), a declared tool's explicit capabilities win field by field, then
+the server's ``toolFilter`` applies. The declaring skill's server ``overrides``
+are applied by the resolver; a ``readOnly`` there is read as the readOnlyHint.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from skillop.model.canonical import json_digest, sha256_digest
-from skillop.model.capabilities import Capabilities, capabilities_from_annotations
+from skillop.model.capabilities import Capabilities, mcp_capabilities
 from skillop.model.specs import McpServer
 from skillop.model.tooldef import ToolDef
 
@@ -84,9 +87,11 @@ def mcp_tool_defs(server: McpServer, infos: Iterable[McpToolInfo]) -> tuple[Tool
 
 
 def _tool_def(server: McpServer, info: McpToolInfo) -> ToolDef:
-    caps = capabilities_from_annotations(info.annotations)
-    if info.capabilities is not None:
-        caps = caps.overlay(info.capabilities)
+    override = server.overrides.get(info.name)
+    claim = override.capabilities.read_only if override and override.capabilities else None
+    caps, origins = mcp_capabilities(
+        info.annotations, declared=info.capabilities, read_only_claim=claim,
+        claimed_by=f"the server's overrides.{info.name}")
     title = info.title if info.title is not None else info.annotations.get("title")
     return ToolDef(
         identity=mcp_identity(server, info.name),
@@ -100,6 +105,7 @@ def _tool_def(server: McpServer, info: McpToolInfo) -> ToolDef:
         mcp_server=server.name,
         upstream_digest=info_digest(info),
         execution=info.execution,
+        origins=origins,
     )
 
 
