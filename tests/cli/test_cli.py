@@ -118,6 +118,38 @@ spec: {builtins: [file_operations]}
     assert "readOnly" in messages[("Skill team-a/top", "ForbiddenOverride")]
 
 
+def test_validate_refuses_erased_risk_and_globs_that_never_match(tmp_path: Path) -> None:
+    (tmp_path / "m.yaml").write_text("""\
+apiVersion: skillop.dev/v1alpha1
+kind: Skill
+metadata: {name: sneaky, namespace: team-a}
+spec:
+  tools:
+    - ref: platform/kubectl-apply
+      overrides: {capabilities: {writes: false}}
+  includes:
+    - skill: docker-tools
+      overrides: {build_image: {capabilities: {openWorld: false}}}
+---
+apiVersion: skillop.dev/v1alpha1
+kind: Actor
+metadata: {name: typo, namespace: team-a}
+spec:
+  skills: [full-stack-dev]
+  skillAccessPolicy: {deny: [devops-toolkit]}
+""")
+    result = run("validate", "-f", EX, "-f", str(tmp_path))
+    assert (result.returncode, result.stdout) == (1, "")
+    found = [(m["subject"], m["field"], m["reason"]) for m in problem_lines(result.stderr)]
+    assert found == [
+        ("Actor team-a/typo", "spec.skillAccessPolicy.deny[0]", "InvalidSpec"),
+        ("Skill team-a/sneaky", "spec.includes[0].overrides.build_image.capabilities.openWorld",
+         "ForbiddenOverride"),
+        ("Skill team-a/sneaky", "spec.tools[0].overrides.capabilities.writes",
+         "ForbiddenOverride"),
+    ]
+
+
 # -- tools ------------------------------------------------------------------------------
 
 
@@ -268,6 +300,8 @@ def test_tree_of_a_skill() -> None:
     ("push_image", False, ["team-a/devops-toolkit", "pruned", "deny"]),
     ("lint", False, ["team-a/code-analysis.lint", "team-a/testing.lint"]),
     ("no_such_tool", False, ["no skill in the input declares a tool by that name"]),
+    ("run_pytest", True, ["  readOnly=true  <- declared by Tool team-a/run-pytest",
+                          "  timeoutSeconds=900  <- declared by Tool team-a/run-pytest"]),
 ])
 def test_explain(tool: str, has: bool, needles: list[str]) -> None:
     result = run("explain", "team-a/reviewer", tool, "-f", EX)
@@ -276,6 +310,22 @@ def test_explain(tool: str, has: bool, needles: list[str]) -> None:
     assert first.startswith(f"Actor team-a/reviewer {'has' if has else 'does not have'} tool")
     for needle in needles:
         assert needle in result.stdout
+
+
+def test_explain_says_where_an_mcp_tools_capabilities_came_from() -> None:
+    result = run("explain", "team-a/developer", "push_image", "-f", EX)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    start = lines.index("capabilities (and where each came from):")
+    assert lines[start + 1:start + 7] == [
+        "  readOnly=false  <- annotation readOnlyHint=false",
+        "  writes=true  <- annotation readOnlyHint=false, so not read-only",
+        "  destructive=false  <- annotation destructiveHint=false",
+        "  idempotent=false  <- MCP default: no idempotentHint",
+        "  openWorld=true  <- annotation openWorldHint=true",
+        "  requiresApproval=true  <- override at Skill team-a/devops-toolkit"
+        " spec.includes[0].overrides.push_image",
+    ]
 
 
 def test_explain_unknown_actor() -> None:

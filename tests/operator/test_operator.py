@@ -168,3 +168,34 @@ def test_no_finalizers_so_actors_delete_without_the_operator(running: Cluster) -
     running.wait_ready("Skill", "team-a", "full-stack-dev")
     for kind, name in (("Actor", "developer"), ("Skill", "full-stack-dev")):
         assert not running.get(kind, "team-a", name)["metadata"].get("finalizers")
+
+
+def _doc(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "skillop.dev/v1alpha1", "kind": kind,
+            "metadata": {"name": name, "namespace": "team-a"}, "spec": spec}
+
+
+def test_policy_sees_the_real_risk_in_status(running: Cluster) -> None:
+    running.apply_dir(EXAMPLES)
+    running.wait_ready("Actor", "team-a", "reviewer")
+    # A referrer calling the shared kubectl_apply (writes, openWorld) read-only.
+    running.apply(_doc("Skill", "sneaky", {"tools": [{
+        "ref": "platform/kubectl-apply",
+        "overrides": {"capabilities": {"writes": False, "readOnly": True}}}]}))
+    running.apply(_doc("Actor", "sneaky-reader", {
+        "skills": ["sneaky"], "skillAccessPolicy": {"requireCapabilities": ["readOnly"]}}))
+    skill = running.wait_ready("Skill", "team-a", "sneaky", "False")
+    assert skill["reason"] == "ForbiddenOverride"
+    assert "spec.tools[0].overrides.capabilities.readOnly" in skill["message"]
+    actor = running.wait_ready("Actor", "team-a", "sneaky-reader", "False")
+    assert actor["reason"] == "ForbiddenOverride"
+    assert "spec.tools[0].overrides.capabilities.readOnly" in actor["message"]
+    cm = running.configmap("team-a", "sneaky-reader-tools")
+    assert cm is None or "kubectl_apply" not in cm.data["tools.json"]
+    # A deny glob that can never match: the policy is refused, not silently empty.
+    running.apply(_doc("Actor", "deny-typo", {
+        "skills": ["full-stack-dev"], "skillAccessPolicy": {"deny": ["devops-toolkit"]}}))
+    typo = running.wait_ready("Actor", "team-a", "deny-typo", "False")
+    assert typo["reason"] == "InvalidSpec"
+    assert "spec.skillAccessPolicy.deny[0]" in typo["message"]
+    assert "can never match" in typo["message"]

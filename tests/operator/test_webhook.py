@@ -156,7 +156,12 @@ def test_actor_glob_and_update_of_unchanged_spec() -> None:
             denied = await hook.check(bad)
             assert denied["allowed"] is False
             assert denied["status"]["message"].startswith(
-                "spec.skillAccessPolicy.allow: InvalidSpec: ")
+                "spec.skillAccessPolicy.allow[0]: InvalidSpec: ")
+            never = await hook.check(actor("r", skills=["x"],
+                                           skillAccessPolicy={"deny": ["deployer"]}))
+            assert never["allowed"] is False
+            assert never["status"]["message"].startswith(
+                "spec.skillAccessPolicy.deny[0]: InvalidSpec: glob 'deployer' can never match")
             ok = await hook.check(actor("r", skills=["x", "platform/y"]))
             assert ok["allowed"] is True
             # Metadata-only updates (finalizers, kopf's annotations) always pass.

@@ -91,6 +91,31 @@ def test_loosening_a_builtin_is_rejected() -> None:
     assert review(tighten, catalog) == []
 
 
+def test_erasing_the_risk_of_a_registry_tool_is_rejected() -> None:
+    catalog = catalog_of(tool("deploy", capabilities={"writes": True}),
+                         skill("ops", tools=[{"ref": "deploy"}]))
+    referrer = skill("s", tools=[{"ref": "deploy", "overrides": {
+        "capabilities": {"writes": False, "readOnly": True}}}])
+    [line] = review(referrer, catalog)
+    assert line.startswith("spec.tools[0].overrides.capabilities.readOnly: ForbiddenOverride: ")
+    assert "writes" in line
+    includer = skill("s", includes=[{"skill": "ops", "overrides": {
+        "deploy": {"capabilities": {"writes": False}}}}])
+    [line] = review(includer, catalog)
+    assert line.startswith("spec.includes[0].overrides.deploy.capabilities.writes: "
+                           "ForbiddenOverride: ")
+
+
+def test_erasing_the_mcp_default_risk_of_an_unannotated_tool_is_rejected() -> None:
+    catalog = catalog_of(skill("docker", mcpServers=[{
+        "name": "d", "url": "http://d.svc/mcp", "tools": [anon("prune")]}]))
+    doc = skill("s", includes=[{"skill": "docker", "overrides": {
+        "prune": {"capabilities": {"destructive": False}}}}])
+    [line] = review(doc, catalog)
+    assert line.startswith("spec.includes[0].overrides.prune.capabilities.destructive: "
+                           "ForbiddenOverride: ")
+
+
 @pytest.mark.parametrize("ref", ["server:team-a/x", "a/b/c", "Bad_Name"])
 def test_malformed_references(ref: str) -> None:
     [line] = review(skill("s", includes=[{"skill": ref}]), Catalog())
@@ -132,8 +157,16 @@ def test_schema_errors() -> None:
 def test_actor_policy_with_malformed_glob(glob: str) -> None:
     doc = actor("r", skills=["x"], skillAccessPolicy={"deny": [glob]})
     [line] = review(doc, Catalog())
-    assert line.startswith("spec.skillAccessPolicy.deny: InvalidSpec: ")
+    assert line.startswith("spec.skillAccessPolicy.deny[0]: InvalidSpec: ")
     assert glob in line
+
+
+def test_actor_policy_with_a_glob_that_can_never_match() -> None:
+    doc = actor("r", skills=["x"], skillAccessPolicy={"deny": ["*/ops", "deployer"]})
+    assert review(doc, Catalog()) == [
+        "spec.skillAccessPolicy.deny[1]: InvalidSpec: glob 'deployer' can never match a"
+        " skill's canonical name namespace/name (it has no '/' and no '*'); write e.g."
+        " 'team-a/deployer' or '*/deployer'"]
 
 
 def test_unknown_and_unshared_references_are_admitted() -> None:

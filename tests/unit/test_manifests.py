@@ -223,11 +223,21 @@ def test_allowed_override_keys() -> None:
 @pytest.mark.parametrize("glob", ["[abc", "team-a/[[x]]", "a/b/c", "Team-A/*", "x y", "a,b"])
 def test_malformed_globs_are_rejected(glob: str) -> None:
     problem = _only(actor("a", skillAccessPolicy={"deny": [glob]}))
-    assert problem.field == "spec.skillAccessPolicy.deny"
+    assert problem.field == "spec.skillAccessPolicy.deny[0]"
     assert glob in problem.message
 
 
-@pytest.mark.parametrize("glob", ["*", "*/*", "team-a/*", "*/devops-*", "team-?/[a-c]*", "x.y"])
+@pytest.mark.parametrize("glob", ["deployer", "team-a", "x.y", "team-a?x", "[a-z]", "devops-?"])
+@pytest.mark.parametrize("field", ["allow", "deny"])
+def test_globs_that_can_never_match_a_canonical_name_are_invalid(glob: str, field: str) -> None:
+    problem = _only(actor("a", skillAccessPolicy={field: ["*/ok", glob]}))
+    assert (problem.field, problem.reason) == (f"spec.skillAccessPolicy.{field}[1]",
+                                               P.INVALID_SPEC)
+    assert f"glob '{glob}' can never match" in problem.message
+
+
+@pytest.mark.parametrize("glob", ["*", "*/*", "team-a/*", "*/devops-*", "team-?/[a-c]*",
+                                  "x.y/z", "devops-*", "team-a/deployer"])
 def test_well_formed_globs(glob: str) -> None:
     assert parse_problems(actor("a", skillAccessPolicy={"allow": [glob], "deny": [glob]})) == []
 

@@ -528,23 +528,36 @@ class SkillSpec(SpecModel):
         return servers
 
 
+def _skill_glob(glob: str) -> str:
+    problem = glob_problem(glob)
+    if problem:
+        raise PydanticCustomError("malformed_glob", "glob '{g}' {p}", {"g": glob, "p": problem})
+    if "/" not in glob and "*" not in glob:
+        # fnmatch would only ever compare it with "namespace/name" and never match:
+        # a policy that silently denies (or allows) nothing is worse than an error.
+        raise PydanticCustomError(
+            "unmatchable_glob",
+            "glob '{g}' can never match a skill's canonical name namespace/name (it has"
+            " no '/' and no '*'); write e.g. 'team-a/{g}' or '*/{g}'", {"g": glob})
+    return glob
+
+
+#: A glob over canonical skill names (``namespace/name``). The CEL rule makes
+#: the API server refuse the globs that can never match, as the CLI does.
+SkillGlob = Annotated[
+    str, StringConstraints(min_length=1, max_length=317), AfterValidator(_skill_glob),
+    Field(json_schema_extra={"x-kubernetes-validations": [{
+        "rule": "self.contains('/') || self.contains('*')",
+        "message": "a skill glob without '/' or '*' can never match namespace/name"}]}),
+]
+
+
 class AccessPolicy(SpecModel):
-    allow: list[Glob] = Field(default_factory=lambda: ["*"], max_length=MAX_LIST)
-    deny: list[Glob] = Field(default_factory=list, max_length=MAX_LIST)
+    allow: list[SkillGlob] = Field(default_factory=lambda: ["*"], max_length=MAX_LIST)
+    deny: list[SkillGlob] = Field(default_factory=list, max_length=MAX_LIST)
     deny_capabilities: list[BooleanCapability] = Field(default_factory=list, max_length=8)
     require_capabilities: list[BooleanCapability] = Field(default_factory=list, max_length=8)
     max_tools: int | None = Field(default=None, ge=1, le=100000)
-
-    @field_validator("allow", "deny")
-    @classmethod
-    def _well_formed_globs(cls, globs: list[str]) -> list[str]:
-        for glob in globs:
-            problem = glob_problem(glob)
-            if problem:
-                raise PydanticCustomError(
-                    "malformed_glob", "glob '{g}' {p}", {"g": glob, "p": problem}
-                )
-        return globs
 
 
 def glob_problem(glob: str) -> str | None:
