@@ -17,7 +17,7 @@ treated as one that writes, may destroy and talks to the outside world.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
@@ -186,21 +186,39 @@ def mcp_capabilities(annotations: Mapping[str, Any], *, declared: Capabilities |
     declaring skill calls read-only does not get the defaults of a writing tool;
     ``claimed_by`` says who made that claim.
     """
+    if read_only_claim is None and declared is not None:
+        read_only_claim = declared.read_only
+    hints = tuple(value if isinstance(value := annotations.get(name), bool) else None
+                  for name in MCP_DEFAULT_HINTS)
+    claim = None if read_only_claim is None else (read_only_claim, claimed_by)
+    caps, origins = _from_hints(hints, claim)
+    if declared is None or not declared.to_dict():
+        return caps, origins
+    where = dict(origins)
+    where.update(dict.fromkeys(declared.to_dict(), "declared"))
+    caps = caps.overlay(declared)
+    return caps, tuple((key, where[key]) for key in caps.to_dict() if key in where)
+
+
+@lru_cache(maxsize=1024)
+def _from_hints(hints: tuple[bool | None, bool | None, bool | None, bool | None],
+                claim: tuple[bool, str] | None) -> tuple[Capabilities, Origins]:
+    """The capabilities four hints (None: absent) give; few combinations exist,
+    so each is built once: a catalog of MCP tools repeats them endlessly."""
     origins: dict[str, str] = {}
+    given = dict(zip(MCP_DEFAULT_HINTS, hints, strict=True))
 
     def hint(name: str) -> bool:
-        value = annotations.get(name)
-        if isinstance(value, bool):
+        value = given[name]
+        if value is not None:
             origins[name] = f"annotation {name}={str(value).lower()}"
             return value
         origins[name] = f"MCP default: no {name}"
         return MCP_DEFAULT_HINTS[name]
 
-    if read_only_claim is None and declared is not None:
-        read_only_claim = declared.read_only
-    if read_only_claim is not None:
-        read_only = read_only_claim
-        origins["readOnlyHint"] = f"{claimed_by} readOnly={str(read_only).lower()}"
+    if claim is not None:
+        read_only = claim[0]
+        origins["readOnlyHint"] = f"{claim[1]} readOnly={str(read_only).lower()}"
     else:
         read_only = hint("readOnlyHint")
     fields: dict[str, Any] = {"readOnly": read_only}
@@ -214,10 +232,7 @@ def mcp_capabilities(annotations: Mapping[str, Any], *, declared: Capabilities |
     fields["openWorld"] = hint("openWorldHint")
     where["openWorld"] = origins["openWorldHint"]
     caps = Capabilities.model_validate(fields)
-    if declared is not None:
-        caps = caps.overlay(declared)
-        where.update(dict.fromkeys(declared.to_dict(), "declared"))
-    return caps, tuple((key, where[key]) for key in caps.to_dict() if key in where)
+    return caps, tuple((key, where[key]) for key in caps.to_dict())
 
 
 def capabilities_from_annotations(annotations: Mapping[str, Any]) -> Capabilities:
