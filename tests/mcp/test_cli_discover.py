@@ -47,6 +47,11 @@ apiVersion: skillop.dev/v1alpha1
 kind: Actor
 metadata: {{name: builder, namespace: team-a}}
 spec: {{skills: [docker]}}
+---
+apiVersion: skillop.dev/v1alpha1
+kind: Actor
+metadata: {{name: reader, namespace: team-a}}
+spec: {{skills: [docker], skillAccessPolicy: {{denyCapabilities: [writes]}}}}
 """
 
 
@@ -80,7 +85,23 @@ def test_tools_with_discover_uses_the_live_list() -> None:
     doc = json.loads(live.stdout)
     names = {t["name"]: t for t in doc["tools"]}
     assert set(names) == {"build_image", "list_images", "live_only"}
-    assert names["list_images"]["capabilities"] == {"readOnly": True}
+    # Hints the server leaves out take the MCP defaults (openWorld; and for a
+    # tool that is not read-only: writes, destructive, not idempotent).
+    assert names["list_images"]["capabilities"] == {"readOnly": True, "openWorld": True}
+    assert names["build_image"]["capabilities"] == {
+        "readOnly": False, "writes": True, "destructive": False, "idempotent": False,
+        "openWorld": True}
+    assert names["live_only"]["capabilities"] == {
+        "readOnly": False, "writes": True, "destructive": True, "idempotent": False,
+        "openWorld": True}
+
+
+def test_a_live_tool_without_annotations_is_dropped_by_a_read_only_policy() -> None:
+    with ServerHandle(tools=server_tools()) as server:
+        live = run("tools", "team-a/reader", "-f", "-", "-o", "json", "--discover",
+                   "--allow", "127.0.0.1", stdin=manifests(server.url))
+    assert live.returncode == 0, live.stderr
+    assert [t["name"] for t in json.loads(live.stdout)["tools"]] == ["list_images"]
 
 
 def test_unreachable_server_warns_and_keeps_declared_tools() -> None:
