@@ -70,6 +70,10 @@ INVALID = {
         actor("minimum", {"skills": ["x"], "skillAccessPolicy": {"maxTools": 0}}),
         "spec.skillAccessPolicy.maxTools: Invalid value: 0: spec.skillAccessPolicy.maxTools"
         " in body should be greater than or equal to 1"),
+    "glob-that-never-matches": (
+        actor("never", {"skills": ["x"], "skillAccessPolicy": {"deny": ["*/ok", "deployer"]}}),
+        "spec.skillAccessPolicy.deny[1]: Invalid value: \"deployer\": a skill glob without '/'"
+        " or '*' can never match namespace/name"),
     "url-and-command": (
         skill("both", {"mcpServers": [{"name": "x", "url": URL, "command": ["srv"]}]}),
         "spec.mcpServers[0]: Invalid value: exactly one of url and command must be set"),

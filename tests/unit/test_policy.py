@@ -23,6 +23,7 @@ from skillkit import (
     tool,
 )
 
+from skillop.model.specs import ServerKey
 from skillop.resolve.resolver import Resolver
 from skillop.sources.mcp_tools import McpToolInfo
 
@@ -155,8 +156,9 @@ def test_an_mcp_tool_without_annotations_is_treated_as_risky(policy: dict[str, A
 def test_a_discovered_tool_without_annotations_is_treated_as_risky() -> None:
     cat = catalog([MCP_SKILL, actor("a", skills=["m"], skillAccessPolicy={
         "denyCapabilities": ["writes"]})])
-    cat.discovered[MCP_URL] = (McpToolInfo("live_silent"),
-                               McpToolInfo("live_reader", annotations={"readOnlyHint": True}))
+    cat.discovered[ServerKey(MCP_URL)] = (McpToolInfo("live_silent"),
+                                          McpToolInfo("live_reader",
+                                                      annotations={"readOnlyHint": True}))
     resolution = Resolver(cat).resolve_actor(ref("team-a/a"))
     assert resolution is not None
     assert names(resolution) == ["live_reader"]
