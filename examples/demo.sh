@@ -17,3 +17,4 @@ run skillop tree team-a/developer -f examples
 run skillop tools team-a/developer -f examples -o table
 run skillop tools team-a/reviewer -f examples -o table
 run skillop explain team-a/reviewer write_file -f examples
+run skillop explain team-a/developer push_image -f examples
