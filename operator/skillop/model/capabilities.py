@@ -5,9 +5,9 @@ not known to be read-only. Three operations matter to the resolver:
 
 * ``overlay`` applies an override field by field (nearer the actor wins);
 * ``most_restrictive`` merges what several inclusion paths said of one tool;
-* ``loosened_by`` lists the fields an override would loosen, which every
-  override from outside the declaring skill is refused (``includes[]`` and
-  ``tools[]`` overrides may only tighten: an includer cannot erase a risk).
+* ``loosened_by`` lists the fields an override would loosen: overrides from
+  outside the skill that declares a tool (``includes[]``, ``tools[]``) may only
+  tighten, so an includer cannot erase a risk.
 
 MCP tools get their capabilities from ``ToolAnnotations`` with the MCP spec's
 defaults for absent hints (``mcp_capabilities``): a tool that says nothing is
@@ -36,14 +36,6 @@ BooleanCapability = Literal[
     "openWorld", "sideEffects", "unsafe", "requiresApproval",
 ]
 _CHECKPOINT_ORDER = {"no": 0, "file": 1, "snapshot": 2}
-
-#: MCP ToolAnnotations hint -> capability.
-MCP_ANNOTATIONS = {
-    "readOnlyHint": "readOnly",
-    "destructiveHint": "destructive",
-    "idempotentHint": "idempotent",
-    "openWorldHint": "openWorld",
-}
 
 
 class Capabilities(BaseModel):
