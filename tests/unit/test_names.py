@@ -54,7 +54,7 @@ def test_skill_md_frontmatter_name() -> None:
     (skill("s", agentSkills=[{"configMapRef": {"name": "c", "key": "SKILL.md\n"}}]),
      "spec.agentSkills[0].configMapRef.key"),
     (actor("a", configMapName="tools\n"), "spec.configMapName"),
-    (actor("a", skillAccessPolicy={"allow": ["team-a/*\n"]}), "spec.skillAccessPolicy.allow"),
+    (actor("a", skillAccessPolicy={"allow": ["team-a/*\n"]}), "spec.skillAccessPolicy.allow[0]"),
 ])
 def test_manifest_names(doc: dict[str, Any], field: str) -> None:
     result = parse_object(doc)
