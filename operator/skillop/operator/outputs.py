@@ -41,6 +41,11 @@ MANAGED_BY = {"app.kubernetes.io/managed-by": "skillop"}
 HASH_ANNOTATION = "skillop.dev/tools-hash"
 ACTOR_LABEL = "skillop.dev/actor"
 REF_REASONS = (P.REF_NOT_FOUND, P.REF_NOT_PERMITTED, P.INVALID_REF)
+#: Problems that may heal with no change to any spec: an object not applied yet
+#: (GitOps applies in any order). They make ``Reconciling=True``; every other
+#: problem needs someone to change a spec and makes ``Stalled=True``. Flux's
+#: kstatus reads only these two conditions (docs/gitops.md).
+HEALING_REASONS = frozenset({P.REF_NOT_FOUND})
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +121,24 @@ def common_conditions(problems: Sequence[Problem], *, generation: int,
         "ResolvedRefs", not refs, refs[0].reason if refs else "Resolved",
         problem_summary(refs) if refs else "all references resolved",
         generation=generation, old=old, now=now)
-    return [ready, resolved]
+    return [ready, resolved, *progress_conditions(problems, generation=generation, old=old,
+                                                   now=now)]
+
+
+def progress_conditions(problems: Sequence[Problem], *, generation: int,
+                        old: Sequence[Mapping[str, Any]], now: str) -> list[Condition]:
+    """``Stalled`` or ``Reconciling``, present only while True (as Flux's own
+    controllers write them): at most one, so kstatus's answer never depends on
+    the order of conditions."""
+    stuck = [p for p in problems if p.reason not in HEALING_REASONS]
+    if stuck:
+        return [condition("Stalled", True, stuck[0].reason, problem_summary(stuck),
+                          generation=generation, old=old, now=now)]
+    if problems:
+        return [condition("Reconciling", True, problems[0].reason,
+                          "waiting for " + problem_summary(problems),
+                          generation=generation, old=old, now=now)]
+    return []
 
 
 def _status_tools(resolution: Resolution) -> list[StatusTool]:
