@@ -17,13 +17,15 @@ The script builds, in namespace ``--namespace``:
 * ``--actors`` Actors (default 500), spread over the top skills, so every Actor
   reaches ``base`` through ``depth + 1`` include edges.
 
-It starts the operator in-process (kopf's ``KopfRunner``), waits until every
-Actor is Ready with a ConfigMap, then changes ``probe``'s description in
-``base`` and prints:
+It starts the operator (in-process with kopf's ``KopfRunner`` against the
+emulated API; as ``skillop operator`` in its own process with ``--kubeconfig``),
+waits until every Actor is Ready with a ConfigMap, then changes ``probe``'s
+description in ``base`` and prints:
 
 * ``cascade time``: from the PATCH until every Actor's ``status.toolsHash`` and
-  ConfigMap annotation ``skillop.dev/tools-hash`` carry a new hash (polled with
-  two LIST calls per round, never one GET per Actor);
+  ConfigMap annotation ``skillop.dev/tools-hash`` carry a new hash (followed with
+  two watches, on the namespace's Actors and managed ConfigMaps: polling every
+  Actor's status would load the API server more the more Actors there are);
 * the API writes since the PATCH, by resource: Actor ConfigMaps, Actor status
   (and any other Actor writes), Skill status, Events; target: at most 2 writes
   per changed Actor (one ConfigMap, one status);
@@ -42,8 +44,12 @@ Actor is Ready with a ConfigMap, then changes ``probe``'s description in
 Without ``--kubeconfig`` everything runs against the emulated API of
 ``tests/kube_emulator.py`` and writes are counted exactly from its request log
 (no-op writes included). With ``--kubeconfig PATH`` the same steps run against
-a real cluster (no operator may be running there already); writes are then
-counted from watch events, i.e. only writes that changed an object.
+that API (a real cluster, ``tests/realapi/controlplane.py``, or the emulator in
+its own process: ``python tests/kube_emulator.py --crds crds --kubeconfig PATH``;
+no operator may be running there already); writes are then counted from watch
+events, i.e. only writes that changed an object, until ``--settle`` seconds after
+the cascade (Events, posted after the batch's writes, may still be going out).
+``BENCH_OPERATOR_PREFIX`` runs the operator process under a profiler.
 
 * ``raw writes``: in the same run, against the same API, once the operator has
   stopped: a plain client doing the cascade's writes (per Actor, its ConfigMap
