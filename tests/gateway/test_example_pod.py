@@ -57,7 +57,10 @@ def test_the_gateway_mounts_the_configmap_and_each_secret_where_it_reads_them() 
 
 def test_the_agent_talks_to_the_gateways_loopback_listener() -> None:
     containers = _containers()
-    args = _parser().parse_args(containers["skillop-gateway"]["args"])
+    # The image's entrypoint runs the operator, so the sidecar replaces it.
+    command = containers["skillop-gateway"]["command"]
+    assert command[0] == "skillop" and "args" not in containers["skillop-gateway"]
+    args = _parser().parse_args(command[1:])
     assert args.command == "gateway" and not args.stdio
     host, port = args.listen.rsplit(":", 1)
     assert host == "127.0.0.1"

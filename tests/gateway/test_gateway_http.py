@@ -7,14 +7,17 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import mcp_types as types
 import pytest
 from gatewaykit import GatewayProcess, Volume, agent, echo_tool, text_of, toolset_files
-from mcp.client.session import ClientRequestContext, IncomingMessage
+from mcp.client.session import ClientRequestContext, ClientSession, IncomingMessage
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_servers import ServerHandle, make_tool
 from skillkit import actor, anon, skill, skill_md
@@ -384,3 +387,40 @@ def test_audit_lines_never_hold_arguments_or_results(
             line["outcome"]) == (ACTOR, "echo", "up", "echo", "ok")
     assert line["time"].endswith("Z") and line["durationMs"] >= 0
     assert "hunter2" not in stdout and "arguments" not in stdout
+
+
+def test_clients_that_cannot_approve_get_plain_json_answers(
+        upstream: ServerHandle, mounts: Mounts) -> None:
+    """Event streams are kept for clients that can be asked for approval; the others
+    get JSON bodies, which their HTTP connection survives (cheaper calls)."""
+    mounts.toolset(_docs(upstream.url))
+    seen: dict[bool, list[str]] = {True: [], False: []}
+
+    async def elicit(ctx: ClientRequestContext,
+                     params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    async def calls(can_approve: bool) -> None:
+        async def record(response: httpx2.Response) -> None:
+            request = response.request
+            if request.method == "POST" and b'"tools/call"' in request.content:
+                seen[can_approve].append(response.headers.get("content-type", ""))
+
+        async with AsyncExitStack() as stack:
+            http = await stack.enter_async_context(httpx2.AsyncClient(
+                timeout=30, event_hooks={"response": [record]}))
+            read, write = await stack.enter_async_context(
+                streamable_http_client(gw.url, http_client=http))
+            session = await stack.enter_async_context(ClientSession(
+                read, write, elicitation_callback=elicit if can_approve else None))
+            await session.initialize()
+            seen[can_approve].clear()
+            for name in ("echo", "guarded"):
+                await session.call_tool(name, {})
+
+    with mounts.gateway() as gw:
+        _run(lambda: calls(True))
+        _run(lambda: calls(False))
+    assert seen[True] and all(t.startswith("text/event-stream") for t in seen[True])
+    assert seen[False] and all(t.startswith("application/json") for t in seen[False])
+    assert [name for name, _ in upstream.calls] == ["echo", "guarded", "echo"]

@@ -38,6 +38,7 @@ from typing import Any, Final
 import anyio
 import httpx2
 import mcp_types as types
+from mcp.client.session import ClientSession
 from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.models import InitializationOptions
 from mcp.server.session import ServerSession
@@ -140,7 +141,7 @@ class Gateway:
         import uvicorn
 
         app = self.server.streamable_http_app(host=host)
-        sock = socket.create_server((host, port), family=_family(host), reuse_port=False)
+        sock = _listener(host, port)
         actual = sock.getsockname()[1]
         config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
                                 log_config=None, timeout_graceful_shutdown=1)
@@ -216,6 +217,29 @@ class Gateway:
     async def _initialized(self, ctx: ServerRequestContext[Any],
                            params: types.NotificationParams) -> None:
         self._clients[id(ctx.session)] = ctx.session
+        caps = ctx.session.client_capabilities
+        if caps is None or caps.elicitation is None:
+            self._answer_in_json(ctx)
+
+    def _answer_in_json(self, ctx: ServerRequestContext[Any]) -> None:
+        """Answer this HTTP session's calls with plain JSON bodies, not event streams.
+
+        An event stream per call is what lets an approval prompt (elicitation) ride
+        the call it belongs to; a client without elicitation can never be asked,
+        so it gets JSON: no stream machinery, and the SDK's client reads the body
+        to its end, so its connection is kept alive instead of re-opened for
+        every call (bench/gateway.py). The SDK has no public handle on a
+        session's transport: if the lookup fails, event streams stay, which is
+        merely slower."""
+        request = ctx.request
+        headers = getattr(request, "headers", None)
+        session_id = headers.get("mcp-session-id") if headers is not None else None
+        if session_id is None or self.server._session_manager is None:
+            return
+        transports = getattr(self.server._session_manager, "_server_instances", {})
+        transport = transports.get(session_id)
+        if transport is not None and hasattr(transport, "is_json_response_enabled"):
+            transport.is_json_response_enabled = True
 
     async def _list_tools(self, ctx: ServerRequestContext[Any],
                           params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
@@ -264,15 +288,17 @@ class Gateway:
             return types.CallToolResult(content=[types.TextContent(text=tool.body)])
         if link is None:
             raise _Failed("the tool's upstream is not in the mounted set")
-        await self._vet(tool, link)
+        session = await self._vet(tool, link)
         if tool.requires_approval:
             await self._approve(ctx, served, tool, arguments)
-            await self._vet(tool, link)  # the upstream may have changed while a human thought
-        return await self._forward(tool, link, arguments)
+            # The upstream may have changed while a human thought.
+            session = await self._vet(tool, link)
+        return await self._forward(tool, link, session, arguments)
 
-    async def _vet(self, tool: ServedTool, link: Link) -> None:
-        """Refuse a tool whose upstream definition is not the one the set was resolved from."""
-        _, digests = await self._connection(link)
+    async def _vet(self, tool: ServedTool, link: Link) -> ClientSession:
+        """The upstream's session, unless the tool's definition there is not the one
+        the set was resolved from (then refused)."""
+        session, digests = await self._connection(link)
         assert tool.upstream_name is not None
         live = digests.get(tool.upstream_name)
         if live is None:
@@ -280,8 +306,9 @@ class Gateway:
         if tool.upstream_digest is not None and live != tool.upstream_digest:
             raise _Refused("definition changed since it was resolved; the operator must"
                            " resolve the new one first")
+        return session
 
-    async def _connection(self, link: Link) -> tuple[Any, Mapping[str, str]]:
+    async def _connection(self, link: Link) -> tuple[ClientSession, Mapping[str, str]]:
         try:
             return await link.connection()
         except UpstreamUnavailable as exc:
@@ -310,9 +337,8 @@ class Gateway:
         if (answer.content or {}).get("approve") is False:
             raise _Refused("approval declined by the user")
 
-    async def _forward(self, tool: ServedTool, link: Link,
+    async def _forward(self, tool: ServedTool, link: Link, session: ClientSession,
                        arguments: dict[str, Any]) -> types.CallToolResult:
-        session, _ = await self._connection(link)
         assert tool.upstream_name is not None
         timeout = tool.timeout_seconds or self.options.default_timeout
         try:
@@ -355,8 +381,24 @@ def _error_result(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
 
 
-def _family(host: str) -> socket.AddressFamily:
-    return socket.AF_INET6 if ":" in host else socket.AF_INET
+def _listener(host: str, port: int) -> socket.socket:
+    """A listening TCP socket whose connections send small writes at once.
+
+    asyncio sets TCP_NODELAY only on sockets created with ``IPPROTO_TCP`` (not
+    ``socket.create_server``'s protocol 0); without it, a kept-alive connection
+    waits for the peer's delayed ACK (~40 ms) between a response's writes.
+    Accepted sockets inherit the option from the listener on Linux."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.bind((host, port))
+        sock.listen(1024)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def _say(message: str) -> None:
@@ -388,5 +430,15 @@ def run_gateway(options: Options, *, listen: str | None, stdio: bool) -> int:
                 await gateway.serve_http(*target)
 
     with suppress(KeyboardInterrupt):
-        anyio.run(main)
+        anyio.run(main, backend_options={"use_uvloop": _has_uvloop()})
     return 0
+
+
+def _has_uvloop() -> bool:
+    """uvloop when installed (the image has it): the gateway sits on every call's path,
+    and its event loop is a good part of what it costs (bench/gateway.py)."""
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return False
+    return True

@@ -81,9 +81,44 @@ class _Fence(httpx2.AsyncBaseTransport):
             await response.aclose()
             self.refusal = f"HTTP {response.status_code} redirect was not followed"
             raise httpx2.ConnectError(self.refusal, request=request)
+        if (request.method == "POST"
+                and response.headers.get("content-type", "").startswith("text/event-stream")):
+            assert isinstance(response.stream, httpx2.AsyncByteStream)
+            response.stream = _Drained(response.stream)
         return response
 
     async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _Drained(httpx2.AsyncByteStream):
+    """A call's SSE answer, read to its end when closed.
+
+    The SDK closes a call's event stream as soon as the answer arrived, before
+    the server's last chunk; an HTTP connection closed mid-body cannot be reused,
+    so every call would open a new one. The server ends the stream right after
+    the answer, so reading on briefly lets the pool keep the connection."""
+
+    _DRAIN_SECONDS: Final = 0.2
+    _DRAIN_BYTES: Final = 1024 * 1024
+
+    def __init__(self, inner: httpx2.AsyncByteStream) -> None:
+        self._inner = inner
+        self._chunks: AsyncIterator[bytes] | None = None
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        self._chunks = aiter(self._inner)
+        async for chunk in self._chunks:
+            yield chunk
+
+    async def aclose(self) -> None:
+        if self._chunks is not None:
+            drained = 0
+            with anyio.move_on_after(self._DRAIN_SECONDS), suppress(Exception):
+                async for chunk in self._chunks:
+                    drained += len(chunk)
+                    if drained > self._DRAIN_BYTES:
+                        break
         await self._inner.aclose()
 
 

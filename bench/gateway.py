@@ -1,0 +1,254 @@
+"""Benchmark: what `skillop gateway` costs a tool call, on loopback.
+
+What is measured, and why
+-------------------------
+The gateway is the agent's only MCP endpoint (docs/gateway.md), so every MCP
+tool call pays for it: one more loopback hop and the SDK's work on both of the
+gateway's sides, plus the gateway's own checks (set lookup, rug-pull digest,
+audit line). The targets: p50 latency through the gateway at most 1.5 times
+direct, and throughput with 50 concurrent clients at least 0.7 times direct.
+
+Three processes, as in a pod: an upstream MCP server (the official SDK's
+lowlevel ``Server`` over streamable HTTP, uvicorn on 127.0.0.1, one trivial tool
+``ping`` answering ``pong``), ``skillop gateway`` serving a ToolSet holding that
+tool (resolved by the real resolver, written kubelet-style), and this script as
+the agents: ``--clients`` SDK ``ClientSession``s (each its own MCP session and
+HTTP connection) calling ``ping`` as fast as answers come back.
+
+Both paths are measured in one run, taking turns so that a busy machine (other
+jobs on the same cores) slows both alike: with one client per path, direct and
+gateway calls alternate call by call (``--calls`` each, after ``--warmup``);
+then ``--clients`` clients per path call at once, the paths alternating over
+``--rounds`` rounds (``--calls / rounds / 5`` calls per client per round).
+Printed per path and concurrency: the number of calls, p50 and p99 latency of one
+call (ms) and calls per second (all clients), then the two ratios against their
+targets. Audit lines go to a file, as a sidecar's stdout would.
+
+    .venv/bin/python bench/gateway.py [--calls 400] [--clients 50] [--warmup 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+for _path in (ROOT / "tests", ROOT / "tests" / "unit", ROOT / "tests" / "gateway"):
+    sys.path.insert(0, str(_path))
+
+import httpx2  # noqa: E402
+from gatewaykit import SKILLOP, Volume, toolset_files  # noqa: E402
+from mcp.client.session import ClientSession  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+from skillkit import actor, skill  # noqa: E402
+
+PING_SCHEMA = {"type": "object", "properties": {}}
+
+
+# --------------------------------------------------------------------------- the upstream
+
+
+def serve_upstream() -> None:
+    """``--upstream``: the trivial SDK server; prints its URL, serves until killed."""
+    import socket
+
+    import mcp_types as types
+    import uvicorn
+    from mcp.server import Server, ServerRequestContext
+
+    tool = types.Tool(name="ping", description="Answers pong", input_schema=PING_SCHEMA)
+
+    async def list_tools(ctx: ServerRequestContext[Any],
+                         params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[tool])
+
+    async def call_tool(ctx: ServerRequestContext[Any],
+                        params: types.CallToolRequestParams) -> types.CallToolResult:
+        return types.CallToolResult(content=[types.TextContent(text="pong")])
+
+    server: Server[Any] = Server("bench-upstream", on_list_tools=list_tools,
+                                 on_call_tool=call_tool)
+    # As uvicorn binds host and port itself: IPPROTO_TCP, so asyncio sets TCP_NODELAY
+    # on each connection (socket.create_server's protocol 0 would not).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(1024)
+    print(f"http://127.0.0.1:{sock.getsockname()[1]}/mcp", flush=True)
+    config = uvicorn.Config(server.streamable_http_app(), log_level="warning",
+                            access_log=False, lifespan="on")
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def _read_line(proc: subprocess.Popen[str]) -> str:
+    assert proc.stdout is not None
+    line = proc.stdout.readline().strip()
+    if not line:
+        raise RuntimeError("the upstream did not start")
+    return line
+
+
+def start_gateway(upstream_url: str, work: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """`skillop gateway` on a ToolSet holding the upstream's `ping`; its URL."""
+    docs = [skill("bench", mcpServers=[{"name": "upstream", "url": upstream_url, "tools": [
+                {"name": "ping", "description": "Answers pong", "inputSchema": PING_SCHEMA}]}]),
+            actor("agent", skills=["bench"])]
+    Volume(work / "tools").write(toolset_files(docs, "team-a/agent"))
+    (work / "secrets").mkdir()
+    stderr_path = work / "gateway.stderr"
+    with (work / "audit.jsonl").open("wb") as audit, stderr_path.open("wb") as err:
+        proc = subprocess.Popen(
+            [SKILLOP, "gateway", "--toolset-dir", str(work / "tools"),
+             "--secrets-dir", str(work / "secrets"), "--listen", "127.0.0.1:0",
+             "--allow", "127.0.0.1:*"], stdout=audit, stderr=err)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        for line in stderr_path.read_text().splitlines():
+            if " at http://" in line:
+                return proc, line.rsplit(" at ", 1)[1].strip()
+        if proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    proc.kill()
+    raise RuntimeError(f"the gateway did not start: {stderr_path.read_text()}")
+
+
+# --------------------------------------------------------------------------- the agents
+
+
+@asynccontextmanager
+async def client(url: str) -> AsyncIterator[ClientSession]:
+    async with AsyncExitStack() as stack:
+        http = await stack.enter_async_context(httpx2.AsyncClient(timeout=60))
+        read, write = await stack.enter_async_context(
+            streamable_http_client(url, http_client=http))
+        session = await stack.enter_async_context(ClientSession(read, write))
+        await session.initialize()
+        await session.list_tools()
+        yield session
+
+
+Paths = dict[str, list[ClientSession]]
+
+
+async def one_client(paths: Paths, *, calls: int) -> dict[str, list[float]]:
+    """Latency of each call (s), one client per path, the paths taking turns call by
+    call, so that a busy machine slows both alike."""
+    latencies: dict[str, list[float]] = {path: [] for path in paths}
+    for _ in range(calls):
+        for path, (session, *_) in paths.items():
+            start = time.perf_counter()
+            await _ping(session)
+            latencies[path].append(time.perf_counter() - start)
+    return latencies
+
+
+async def many_clients(paths: Paths, *, calls: int, rounds: int,
+                       ) -> dict[str, tuple[list[float], float]]:
+    """Latencies (s) and total wall time (s) per path, every client of a path calling
+    at once; the paths take turns over ``rounds`` rounds of ``calls`` calls each."""
+    out: dict[str, tuple[list[float], float]] = {path: ([], 0.0) for path in paths}
+
+    async def agent(session: ClientSession, sink: list[float]) -> None:
+        for _ in range(calls):
+            start = time.perf_counter()
+            await _ping(session)
+            sink.append(time.perf_counter() - start)
+
+    for _ in range(rounds):
+        for path, sessions in paths.items():
+            latencies, wall = out[path]
+            start = time.perf_counter()
+            await asyncio.gather(*(agent(s, latencies) for s in sessions))
+            out[path] = (latencies, wall + time.perf_counter() - start)
+    return out
+
+
+async def measure(urls: dict[str, str], *, clients: int, calls: int, warmup: int,
+                  rounds: int) -> dict[tuple[str, int], tuple[list[float], float]]:
+    async with AsyncExitStack() as stack:
+        paths: Paths = {path: [await stack.enter_async_context(client(url))
+                               for _ in range(clients)] for path, url in urls.items()}
+        await many_clients(paths, calls=warmup, rounds=1)
+        figures: dict[tuple[str, int], tuple[list[float], float]] = {}
+        start = time.perf_counter()
+        for path, latencies in (await one_client(paths, calls=calls)).items():
+            figures[(path, 1)] = (latencies, sum(latencies))
+        for path, result in (await many_clients(paths, calls=max(1, calls // rounds // 5),
+                                                rounds=rounds)).items():
+            figures[(path, clients)] = result
+        print(f"(measured in {time.perf_counter() - start:.1f} s)")
+        return figures
+
+
+async def _ping(session: ClientSession) -> None:
+    result = await session.call_tool("ping", {})
+    if result.is_error:
+        raise RuntimeError(f"ping failed: {result.content}")
+
+
+def _quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=400, help="measured calls per client")
+    parser.add_argument("--clients", type=int, default=50, help="the concurrent run's clients")
+    parser.add_argument("--warmup", type=int, default=20, help="unmeasured calls per client")
+    parser.add_argument("--rounds", type=int, default=4,
+                        help="turns each path takes in the concurrent run")
+    parser.add_argument("--upstream", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.upstream:
+        serve_upstream()
+        return 0
+    upstream = subprocess.Popen([sys.executable, __file__, "--upstream"],
+                                stdout=subprocess.PIPE, text=True)
+    gateway: subprocess.Popen[bytes] | None = None
+    try:
+        upstream_url = _read_line(upstream)
+        with tempfile.TemporaryDirectory() as tmp:
+            gateway, gateway_url = start_gateway(upstream_url, Path(tmp))
+            print(f"trivial tool `ping`, {os.cpu_count()} CPUs; {args.calls} measured calls"
+                  f" per client after {args.warmup} warm-up calls; upstream, gateway and"
+                  " clients in 3 processes on loopback")
+            urls = {"direct": upstream_url, "gateway": gateway_url}
+            measured = asyncio.run(measure(urls, clients=args.clients, calls=args.calls,
+                                           warmup=args.warmup, rounds=args.rounds))
+            figures: dict[tuple[str, int], tuple[float, float, float]] = {}
+            for (path, clients), (latencies, wall) in sorted(
+                    measured.items(), key=lambda item: (item[0][1], item[0][0])):
+                p50, p99 = _quantile(latencies, 0.5), _quantile(latencies, 0.99)
+                rate = len(latencies) / wall
+                figures[(path, clients)] = (p50, p99, rate)
+                print(f"{path:8} {clients:3} client(s), {len(latencies):5} calls:"
+                      f" p50 {p50 * 1000:7.2f} ms  p99 {p99 * 1000:7.2f} ms"
+                      f"  {rate:7.0f} calls/s")
+            one = figures[("gateway", 1)][0] / figures[("direct", 1)][0]
+            many = figures[("gateway", args.clients)][2] / figures[("direct", args.clients)][2]
+            print(f"p50 through the gateway / direct (1 client): {one:.2f}x (target <= 1.5x)")
+            print(f"throughput through the gateway / direct ({args.clients} clients):"
+                  f" {many:.2f}x (target >= 0.7x)")
+    finally:
+        for proc in (gateway, upstream):
+            if proc is not None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
