@@ -22,7 +22,9 @@ then ``--clients`` clients per path call at once, the paths alternating over
 ``--rounds`` rounds (``--calls / rounds / 5`` calls per client per round).
 Printed per path and concurrency: the number of calls, p50 and p99 latency of one
 call (ms) and calls per second (all clients), then the two ratios against their
-targets. Audit lines go to a file, as a sidecar's stdout would.
+targets, and the CPU time each process used per call (agents and upstream over
+every call, the gateway over the calls through it). Audit lines go to a file, as
+a sidecar's stdout would.
 
     .venv/bin/python bench/gateway.py [--calls 400] [--clients 50] [--warmup 20]
 """
@@ -172,13 +174,18 @@ async def many_clients(paths: Paths, *, calls: int, rounds: int,
     return out
 
 
+Figures = dict[tuple[str, int], tuple[list[float], float]]
+
+
 async def measure(urls: dict[str, str], *, clients: int, calls: int, warmup: int,
-                  rounds: int) -> dict[tuple[str, int], tuple[list[float], float]]:
+                  rounds: int) -> tuple[Figures, dict[str, int]]:
+    """Latencies and wall time by (path, clients), and the calls made per path
+    (warm-up included)."""
     async with AsyncExitStack() as stack:
         paths: Paths = {path: [await stack.enter_async_context(client(url))
                                for _ in range(clients)] for path, url in urls.items()}
         await many_clients(paths, calls=warmup, rounds=1)
-        figures: dict[tuple[str, int], tuple[list[float], float]] = {}
+        figures: Figures = {}
         start = time.perf_counter()
         for path, latencies in (await one_client(paths, calls=calls)).items():
             figures[(path, 1)] = (latencies, sum(latencies))
@@ -186,13 +193,25 @@ async def measure(urls: dict[str, str], *, clients: int, calls: int, warmup: int
                                                 rounds=rounds)).items():
             figures[(path, clients)] = result
         print(f"(measured in {time.perf_counter() - start:.1f} s)")
-        return figures
+        made = {path: sum(CALLS.get(id(s), 0) for s in sessions)
+                for path, sessions in paths.items()}
+        return figures, made
+
+
+CALLS: dict[int, int] = {}  # by session id: calls made, for CPU per call
 
 
 async def _ping(session: ClientSession) -> None:
+    CALLS[id(session)] = CALLS.get(id(session), 0) + 1
     result = await session.call_tool("ping", {})
     if result.is_error:
         raise RuntimeError(f"ping failed: {result.content}")
+
+
+def _cpu(pid: int) -> float:
+    """CPU seconds (user + system) a child process has used, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _quantile(values: list[float], q: float) -> float:
@@ -223,8 +242,13 @@ def main() -> int:
                   f" per client after {args.warmup} warm-up calls; upstream, gateway and"
                   " clients in 3 processes on loopback")
             urls = {"direct": upstream_url, "gateway": gateway_url}
-            measured = asyncio.run(measure(urls, clients=args.clients, calls=args.calls,
-                                           warmup=args.warmup, rounds=args.rounds))
+            cpu_before = {"agents": time.process_time(), "gateway": _cpu(gateway.pid),
+                          "upstream": _cpu(upstream.pid)}
+            measured, made = asyncio.run(measure(urls, clients=args.clients, calls=args.calls,
+                                                 warmup=args.warmup, rounds=args.rounds))
+            cpu = {"agents": time.process_time() - cpu_before["agents"],
+                   "gateway": _cpu(gateway.pid) - cpu_before["gateway"],
+                   "upstream": _cpu(upstream.pid) - cpu_before["upstream"]}
             figures: dict[tuple[str, int], tuple[float, float, float]] = {}
             for (path, clients), (latencies, wall) in sorted(
                     measured.items(), key=lambda item: (item[0][1], item[0][0])):
@@ -239,6 +263,11 @@ def main() -> int:
             print(f"p50 through the gateway / direct (1 client): {one:.2f}x (target <= 1.5x)")
             print(f"throughput through the gateway / direct ({args.clients} clients):"
                   f" {many:.2f}x (target >= 0.7x)")
+            total = made["direct"] + made["gateway"]
+            print(f"CPU per call ({total} calls, warm-up included): agents"
+                  f" {cpu['agents'] / total * 1000:.2f} ms, upstream"
+                  f" {cpu['upstream'] / total * 1000:.2f} ms, gateway"
+                  f" {cpu['gateway'] / made['gateway'] * 1000:.2f} ms per gateway call")
     finally:
         for proc in (gateway, upstream):
             if proc is not None:

@@ -424,3 +424,27 @@ def test_clients_that_cannot_approve_get_plain_json_answers(
     assert seen[True] and all(t.startswith("text/event-stream") for t in seen[True])
     assert seen[False] and all(t.startswith("application/json") for t in seen[False])
     assert [name for name, _ in upstream.calls] == ["echo", "guarded", "echo"]
+
+
+def test_an_unreadable_upstream_answer_is_an_audited_error(mounts: Mounts) -> None:
+    """The upstream promises structured output and sends none: the gateway's client
+    rejects the answer; the agent gets an error result and the audit says so."""
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    with ServerHandle(tools=[make_tool("echo", output_schema=schema)]) as srv:
+        declared = {**echo_tool("echo", "up"), "outputSchema": schema}
+        mounts.toolset([skill("srv", mcpServers=[{"name": "up", "url": srv.url,
+                                                  "tools": [declared]}]),
+                        actor("dev", skills=["srv"])])
+
+        async def call() -> types.CallToolResult:
+            async with agent(gw.url) as session:
+                result: types.CallToolResult = await session.call_tool("echo", {})
+                return result
+
+        with mounts.gateway() as gw:
+            result = _run(call)
+            (line,) = gw.wait_audit(1)
+            assert gw.alive
+    assert srv.calls == [("echo", {})]
+    assert result.is_error and text_of(result).startswith("error: ")
+    assert (line["outcome"], line["upstream"]) == ("error", "up")

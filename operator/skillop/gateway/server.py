@@ -265,6 +265,12 @@ class Gateway:
             self._audit(served, tool.binding_name, label, tool.upstream_name, started,
                         "error", str(failure))
             return _error_result(f"error: {failure}")
+        except Exception as exc:  # anything unforeseen still gets its audit line
+            reason = f"the gateway could not complete the call ({type(exc).__name__})"
+            self._audit(served, tool.binding_name, label, tool.upstream_name, started,
+                        "error", reason)
+            _say(f"{tool.binding_name}: {reason}")
+            return _error_result(f"error: {reason}")
         outcome: Outcome = "error" if result.is_error else "ok"
         self._audit(served, tool.binding_name, label, tool.upstream_name, started, outcome,
                     "the tool reported an error" if result.is_error else None)
