@@ -208,6 +208,13 @@ async def _ping(session: ClientSession) -> None:
         raise RuntimeError(f"ping failed: {result.content}")
 
 
+def _root(exc: BaseException) -> BaseException:
+    """The first exception inside (nested) exception groups."""
+    while isinstance(exc, BaseExceptionGroup):
+        exc = exc.exceptions[0]
+    return exc
+
+
 def _cpu(pid: int) -> float:
     """CPU seconds (user + system) a child process has used, from /proc."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -244,8 +251,14 @@ def main() -> int:
             urls = {"direct": upstream_url, "gateway": gateway_url}
             cpu_before = {"agents": time.process_time(), "gateway": _cpu(gateway.pid),
                           "upstream": _cpu(upstream.pid)}
-            measured, made = asyncio.run(measure(urls, clients=args.clients, calls=args.calls,
-                                                 warmup=args.warmup, rounds=args.rounds))
+            try:
+                measured, made = asyncio.run(measure(
+                    urls, clients=args.clients, calls=args.calls, warmup=args.warmup,
+                    rounds=args.rounds))
+            except Exception as exc:
+                print(f"the run failed: {_root(exc)!r}; gateway stderr:\n"
+                      + (Path(tmp) / "gateway.stderr").read_text()[-2000:])
+                return 1
             cpu = {"agents": time.process_time() - cpu_before["agents"],
                    "gateway": _cpu(gateway.pid) - cpu_before["gateway"],
                    "upstream": _cpu(upstream.pid) - cpu_before["upstream"]}

@@ -69,7 +69,11 @@ class _Fence(httpx2.AsyncBaseTransport):
 
     def __init__(self, guard: EgressGuard) -> None:
         self._guard = guard
-        self._inner = httpx2.AsyncHTTPTransport(trust_env=False)
+        # Idle connections are dropped after a second, well before servers drop
+        # them (uvicorn after 5 s): a request on a connection the server is closing
+        # fails, and the SDK's client then loses the whole session.
+        self._inner = httpx2.AsyncHTTPTransport(
+            trust_env=False, limits=httpx2.Limits(keepalive_expiry=1.0))
         self.refusal: str | None = None
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
