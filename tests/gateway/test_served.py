@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -126,3 +127,14 @@ def test_the_cli_refuses_a_bad_listen_address_in_one_line(tmp_path: Path) -> Non
     assert done.returncode == 2
     assert done.stderr == "skillop gateway: --listen 'nowhere': expected HOST:PORT\n"
     assert done.stdout == ""
+
+
+def test_the_gateway_never_loads_the_kubernetes_client_or_kopf() -> None:
+    """It reads mounted files only: no API client in the sidecar's process."""
+    code = ("import sys; import skillop.gateway.server, skillop.gateway.command;"
+            " import skillop.cli.main;"
+            " print(sorted(m for m in sys.modules if m.split('.')[0] in"
+            " ('kopf', 'kubernetes')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=True)
+    assert done.stdout.strip() == "[]"
