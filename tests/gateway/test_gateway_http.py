@@ -448,3 +448,25 @@ def test_an_unreadable_upstream_answer_is_an_audited_error(mounts: Mounts) -> No
     assert srv.calls == [("echo", {})]
     assert result.is_error and text_of(result).startswith("error: ")
     assert (line["outcome"], line["upstream"]) == ("error", "up")
+
+
+def test_a_tool_with_an_execution_field_matches_its_resolved_digest(mounts: Mounts) -> None:
+    """The live digest is computed as discovery computes it, ``execution`` included."""
+    task = types.Tool(name="echo", description="Tool echo",
+                      input_schema={"type": "object", "properties": {}},
+                      execution=types.ToolExecution(task_support="optional"))
+    with ServerHandle(tools=[task]) as srv:
+        declared = {**echo_tool("echo", "up"), "execution": {"taskSupport": "optional"}}
+        mounts.toolset([skill("srv", mcpServers=[{"name": "up", "url": srv.url,
+                                                  "tools": [declared]}]),
+                        actor("dev", skills=["srv"])])
+
+        async def call() -> types.CallToolResult:
+            async with agent(gw.url) as session:
+                result: types.CallToolResult = await session.call_tool("echo", {})
+                return result
+
+        with mounts.gateway() as gw:
+            result = _run(call)
+    assert not result.is_error, text_of(result)
+    assert srv.calls == [("echo", {})]

@@ -37,7 +37,7 @@ from mcp.shared.exceptions import MCPError
 from skillop.gateway.secrets import SecretMissing, env_of, headers_of
 from skillop.gateway.served import ServerKey, Upstream
 from skillop.sources.mcp_client import EgressGuard, discovered_tool
-from skillop.sources.mcp_tools import McpToolInfo, info_digest
+from skillop.sources.mcp_tools import info_digest, listed_info
 
 logger = logging.getLogger(__name__)
 
@@ -301,11 +301,8 @@ async def _list_digests(session: ClientSession) -> dict[str, str]:
         page = await session.list_tools(params=params)
         for tool in page.tools:
             if tool.name not in digests:
-                found = discovered_tool(tool)
-                digests[tool.name] = info_digest(McpToolInfo(
-                    name=found.name, description=found.description, title=found.title,
-                    input_schema=found.input_schema, output_schema=found.output_schema,
-                    annotations=dict(found.annotations)))
+                # As discovery turns a listing into what the ToolSet was resolved from.
+                digests[tool.name] = info_digest(listed_info(discovered_tool(tool)))
         cursor = page.next_cursor
         if cursor is None:
             break
