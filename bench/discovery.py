@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import gc
 import json
 import math
@@ -66,6 +67,7 @@ import statistics
 import sys
 import threading
 import time
+import traceback
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -425,31 +427,32 @@ def change(args: argparse.Namespace, cluster: Cluster, srv: Any, server: int, ro
 
 
 def report(args: argparse.Namespace, f: dict[str, Any]) -> None:
+    print_ = functools.partial(print, file=sys.__stdout__, flush=True)
     per_skill = Counter(len(v) for v in f["skills"].values())
     per_actor = Counter(len(v) for v in f["actors"].values())
     share = Counter(i for v in f["skills"].values() for i in v)
     where = (f"emulated, out of process ({args.kubeconfig}; changes seen by watches)"
              if args.kubeconfig else "emulated, in process (exact request log)")
-    print(f"api: {where}; MCP servers: real (official SDK, streamable HTTP, loopback), "
+    print_(f"api: {where}; MCP servers: real (official SDK, streamable HTTP, loopback), "
           f"listChanged announced; default poll 600 s; seed {args.seed}")
-    print(f"servers: {args.servers} x {args.tools} tools; skills: {args.skills} "
+    print_(f"servers: {args.servers} x {args.tools} tools; skills: {args.skills} "
           f"({per_skill[1]} naming 1 server, {per_skill[2]} naming 2; "
           f"{max(share.values())} skills at most on one server); actors: {args.actors} "
           f"(skills each: {dict(sorted(per_actor.items()))})")
     tools = [len({i for s in sk for i in f["skills"][s]}) * args.tools
              for sk in f["actors"].values()]
-    print(f"tools per actor: mean {statistics.mean(tools):.0f}, max {max(tools)}")
-    print(f"objects created in {f['create_seconds']:.2f}s; every server listed "
+    print_(f"tools per actor: mean {statistics.mean(tools):.0f}, max {max(tools)}")
+    print_(f"objects created in {f['create_seconds']:.2f}s; every server listed "
           f"(server-side tools/list) after {f['listed_seconds']:.2f}s")
-    print(f"discovery round: {f['round_seconds']:.2f}s (first Skill create -> every Actor "
+    print_(f"discovery round: {f['round_seconds']:.2f}s (first Skill create -> every Actor "
           f"Ready, ConfigMap tools.json = its servers' tools)")
-    print(f"connections: {f['initialize']} for {f['distinct_servers']} distinct servers "
+    print_(f"connections: {f['initialize']} for {f['distinct_servers']} distinct servers "
           f"(MCP sessions opened = initialize requests seen by the servers, whole round; "
           f"the operator counted {f['one_shot']}; each lists, then stays open as the watch; "
           f"tools/list calls: {f['tools_list']})")
     for c in f["changes"]:
         w = c["writes"]
-        print(f"  change on server {c['server']} ({c['skills']} skills, {c['dependents']} "
+        print_(f"  change on server {c['server']} ({c['skills']} skills, {c['dependents']} "
               f"dependent actors): {c['seconds']:.3f}s; writes: {w['configmaps']} configmaps, "
               f"{w['actor status']} actor status, {w['actor other']} other actor, "
               f"{w['skill status']} skill status, {w['events']} events"
@@ -457,10 +460,10 @@ def report(args: argparse.Namespace, f: dict[str, Any]) -> None:
     latencies = sorted(c["seconds"] for c in f["changes"])
     p50, p95 = percentile(latencies, 50), percentile(latencies, 95)
     deps = statistics.median(c["dependents"] for c in f["changes"])
-    print(f"list_changed -> configmaps over {len(latencies)} changes ({deps:.0f} dependent "
+    print_(f"list_changed -> configmaps over {len(latencies)} changes ({deps:.0f} dependent "
           f"actors median): p50 {p50:.3f}s (target < 0.5 s), p95 {p95:.3f}s (target < 1 s), "
           f"max {latencies[-1]:.3f}s")
-    print(f"list_changed to configmap: {p50:.3f}s")
+    print_(f"list_changed to configmap: {p50:.3f}s")
 
 
 def percentile(sorted_values: list[float], pct: float) -> float:
@@ -493,7 +496,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
-    report(args, run(args))
+    try:
+        figures = run(args)
+    except BaseException:
+        # kopf's runner swaps sys.stdout/sys.stderr while the operator runs: say
+        # what failed where it is seen.
+        traceback.print_exc(file=sys.__stderr__)
+        sys.__stderr__.flush()
+        os._exit(1)
+    report(args, figures)
     if args.kubeconfig is not None:
         # Against an API server in another process, kopf's runner thread can stay
         # blocked in a watch after the operator stopped, and the interpreter would
