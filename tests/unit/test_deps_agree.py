@@ -33,7 +33,12 @@ class Recording(dict[Any, Any]):
         self.kind, self.seen = kind, seen
 
     def _note(self, k: Any) -> None:
-        self.seen.add(server_dep(k) if isinstance(k, ServerKey) else key(self.kind, k))
+        if not isinstance(k, ServerKey):
+            self.seen.add(key(self.kind, k))
+            return
+        self.seen.add(server_dep(k))
+        if k.ca is not None and k.ca.kind == "ConfigMap":  # the listing is made with it
+            self.seen.add(key("ConfigMap", k.ca.ref))
 
     def get(self, k: Any, default: Any = None) -> Any:
         self._note(k)
@@ -60,10 +65,15 @@ def recorded(cat: Catalog) -> tuple[Catalog, set[Key]]:
 
 refs = st.builds(lambda ns, name: name if ns is None else f"{ns}/{name}",
                  st.none() | st.sampled_from(NAMESPACES), st.sampled_from(NAMES))
+tls = st.none() | st.builds(lambda kind, name: {kind: {"name": name, "key": "ca.crt"}},
+                            st.sampled_from(("caConfigMapRef", "caSecretRef")),
+                            st.sampled_from(NAMES))
 servers = st.builds(
-    lambda i, url, secret: {"name": f"m{i}", "url": url,
-                            **({"headersFrom": {"secretRef": {"name": secret}}} if secret else {})},
-    st.integers(0, 3), st.sampled_from(URLS), st.none() | st.sampled_from(("auth", "other")))
+    lambda i, url, secret, ca: {
+        "name": f"m{i}", "url": url,
+        **({"headersFrom": {"secretRef": {"name": secret}}} if secret else {}),
+        **({"tls": ca} if ca else {})},
+    st.integers(0, 3), st.sampled_from(URLS), st.none() | st.sampled_from(("auth", "other")), tls)
 
 
 @st.composite

@@ -15,6 +15,7 @@ from skillop.model.manifest import ActorResource, SkillResource
 from skillop.model.names import ObjectRef, RefError, parse_ref
 from skillop.model.specs import ServerKey
 from skillop.resolve.graph import reachable
+from skillop.resolve.skills import skill_refs
 
 Key = tuple[str, str]  # (kind, "namespace/name" or ServerKey.text)
 
@@ -43,18 +44,8 @@ def _refs(texts: Iterable[str], namespace: str) -> list[ObjectRef]:
 
 
 def skill_dependencies(skill: SkillResource) -> set[Key]:
-    spec, ns = skill.spec, skill.meta.namespace
-    deps = {key("Skill", r) for r in _refs((i.skill for i in spec.includes), ns)}
-    deps |= {key("Tool", r) for r in _refs((t.ref for t in spec.tools), ns)}
-    deps |= {key("ConfigMap", ObjectRef(ns, a.config_map_ref.name))
-             for a in spec.agent_skills if a.config_map_ref is not None}
-    # A private CA bundle of an MCP server: the store keeps its data and a change
-    # reaches discovery (docs/decisions.md: what the ConfigMap watch keeps).
-    deps |= {key("ConfigMap", ObjectRef(ns, s.tls.ca_config_map_ref.name))
-             for s in spec.mcp_servers
-             if s.tls is not None and s.tls.ca_config_map_ref is not None}
-    deps |= {server_dep(k) for s in spec.mcp_servers if (k := s.discovery_key(ns)) is not None}
-    return deps
+    """What the resolver looks up for this Skill (``skill_refs``: one source)."""
+    return set(skill_refs(skill).watched())
 
 
 def server_dep(server: ServerKey) -> Key:

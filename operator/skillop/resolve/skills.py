@@ -18,7 +18,7 @@ from skillop.model.credentials import credential_query_names, looks_like_credent
 from skillop.model.manifest import SkillResource
 from skillop.model.names import ObjectRef, RefError, parse_ref
 from skillop.model.problems import Problem
-from skillop.model.specs import InlineTool, McpServer, Override
+from skillop.model.specs import InlineTool, McpServer, Override, ServerKey
 from skillop.model.tooldef import ToolDef
 from skillop.resolve.catalog import Catalog
 from skillop.resolve.entries import Entry, forbidden_loosening, loosening_message
@@ -45,6 +45,64 @@ class SkillView:
     problems: tuple[Problem, ...]
     warnings: tuple[str, ...]
     servers: tuple[McpServer, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedRef:
+    """One reference as a Skill spells it, parsed: the target, or why it is malformed."""
+
+    field: str
+    target: ObjectRef | None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SkillRefs:
+    """Everything a Skill names outside itself, parsed once.
+
+    The resolver looks these up (``skill_view``) and the operator's dependency
+    index watches them (``watched``): one source, so a new kind of reference
+    cannot reach one and not the other. Each tuple is aligned with its spec list.
+    """
+
+    includes: tuple[ParsedRef, ...]
+    tools: tuple[ParsedRef, ...]
+    #: The ConfigMap of each ``agentSkills`` entry; None for inline ones.
+    configmaps: tuple[ObjectRef | None, ...]
+    #: The discovery of each ``mcpServers`` entry; None for stdio servers.
+    servers: tuple[ServerKey | None, ...]
+
+    def watched(self) -> list[tuple[str, str]]:
+        """(kind, name) of every object whose change can change this Skill's view:
+        found or not, so creating a missing object heals the Skill."""
+        out = [("Skill", r.target.canonical) for r in self.includes if r.target]
+        out += [("Tool", r.target.canonical) for r in self.tools if r.target]
+        out += [("ConfigMap", cm.canonical) for cm in self.configmaps if cm]
+        out += [("McpServer", key.text) for key in self.servers if key]
+        # A server's CA bundle is part of its discovery key: a new bundle means a
+        # new listing (and the store keeps that ConfigMap's data for discovery).
+        out += [("ConfigMap", key.ca.ref.canonical) for key in self.servers
+                if key and key.ca is not None and key.ca.kind == "ConfigMap"]
+        return out
+
+
+def skill_refs(skill: SkillResource) -> SkillRefs:
+    spec, ns = skill.spec, skill.meta.namespace
+    return SkillRefs(
+        includes=tuple(_parse(inc.skill, ns, f"spec.includes[{i}].skill")
+                       for i, inc in enumerate(spec.includes)),
+        tools=tuple(_parse(t.ref, ns, f"spec.tools[{i}].ref") for i, t in enumerate(spec.tools)),
+        configmaps=tuple(ObjectRef(ns, a.config_map_ref.name) if a.config_map_ref else None
+                         for a in spec.agent_skills),
+        servers=tuple(server.discovery_key(ns) for server in spec.mcp_servers),
+    )
+
+
+def _parse(text: str, namespace: str, field: str) -> ParsedRef:
+    try:
+        return ParsedRef(field, parse_ref(text, namespace=namespace))
+    except RefError as err:
+        return ParsedRef(field, None, str(err))
 
 
 class _Builder:
@@ -86,12 +144,11 @@ class _Builder:
             self.problem(field, P.DUPLICATE_TOOL_NAME,
                          f"two different tools are named {tool.name}: {where}")
 
-    def ref(self, text: str, field: str) -> ObjectRef | None:
-        try:
-            return parse_ref(text, namespace=self.ns)
-        except RefError as err:
-            self.problem(field, P.INVALID_REF, str(err))
-            return None
+    def ref(self, parsed: ParsedRef) -> ObjectRef | None:
+        """The target, or None with the problem reported when it is malformed."""
+        if parsed.target is None:
+            self.problem(parsed.field, P.INVALID_REF, parsed.error or "malformed reference")
+        return parsed.target
 
 
 def _declared_twice(tool: ToolDef, first_field: str, field: str) -> bool:
@@ -110,26 +167,27 @@ def _declared_twice(tool: ToolDef, first_field: str, field: str) -> bool:
 def skill_view(skill: SkillResource, catalog: Catalog) -> SkillView:
     """Everything a skill contributes by itself."""
     b = _Builder(skill, catalog)
-    spec = skill.spec
-    for i, item in enumerate(spec.tools):
-        _registry_tool(b, item.ref, item.overrides, f"spec.tools[{i}]")
-    for i, server in enumerate(spec.mcp_servers):
-        _mcp_server(b, server, f"spec.mcpServers[{i}]")
-    for i, source in enumerate(spec.agent_skills):
-        _agent_skill(b, source.inline, source.config_map_ref, f"spec.agentSkills[{i}]")
+    spec, refs = skill.spec, skill_refs(skill)
+    for i, (item, parsed) in enumerate(zip(spec.tools, refs.tools, strict=True)):
+        _registry_tool(b, parsed, item.overrides, f"spec.tools[{i}]")
+    for i, (server, key) in enumerate(zip(spec.mcp_servers, refs.servers, strict=True)):
+        _mcp_server(b, server, key, f"spec.mcpServers[{i}]")
+    for i, (source, cm) in enumerate(zip(spec.agent_skills, refs.configmaps, strict=True)):
+        _agent_skill(b, source.inline, cm, source.config_map_ref, f"spec.agentSkills[{i}]")
     for i, group in enumerate(spec.builtins):
         _builtin(b, group, f"spec.builtins[{i}]")
     for i, tool in enumerate(spec.anonymous_tools):
         b.add(_anonymous(skill, tool), f"spec.anonymousTools[{i}]")
     _check_unique_names(b)
-    edges = [edge for i, inc in enumerate(spec.includes)
-             if (edge := _include(b, i, inc.skill, inc.overrides)) is not None]
+    edges = [edge for i, (inc, parsed) in enumerate(zip(spec.includes, refs.includes, strict=True))
+             if (edge := _include(b, i, parsed, inc.overrides)) is not None]
     return SkillView(skill.ref, tuple(b.own.values()), tuple(edges), tuple(b.problems),
                      tuple(b.warnings), tuple(spec.mcp_servers))
 
 
-def _registry_tool(b: _Builder, text: str, override: Override | None, field: str) -> None:
-    ref = b.ref(text, f"{field}.ref")
+def _registry_tool(b: _Builder, parsed: ParsedRef, override: Override | None,
+                   field: str) -> None:
+    ref = b.ref(parsed)
     if ref is None:
         return
     tool = b.catalog.tools.get(ref)
@@ -150,9 +208,9 @@ def _registry_tool(b: _Builder, text: str, override: Override | None, field: str
     ), field, override, tighten_only=True)
 
 
-def _mcp_server(b: _Builder, server: McpServer, field: str) -> None:
+def _mcp_server(b: _Builder, server: McpServer, server_key: ServerKey | None,
+                field: str) -> None:
     infos = b.catalog.accepted.get((b.skill.ref, server.name)) if server.pin else None
-    server_key = server.discovery_key(b.ns)
     if infos is None and server_key is not None:
         infos = b.catalog.discovered.get(server_key)
     if infos is None:
@@ -192,8 +250,9 @@ def _credential_warnings(skill: SkillResource, server: McpServer, field: str) ->
     return out
 
 
-def _agent_skill(b: _Builder, inline: str | None, cm_ref: object, field: str) -> None:
-    text = inline if inline is not None else _configmap_text(b, cm_ref, field)
+def _agent_skill(b: _Builder, inline: str | None, cm: ObjectRef | None, cm_ref: object,
+                 field: str) -> None:
+    text = inline if inline is not None or cm is None else _configmap_text(b, cm, cm_ref, field)
     if text is None:
         return
     try:
@@ -208,16 +267,16 @@ def _agent_skill(b: _Builder, inline: str | None, cm_ref: object, field: str) ->
     ), field)
 
 
-def _configmap_text(b: _Builder, cm_ref: object, field: str) -> str | None:
-    name, key = getattr(cm_ref, "name", ""), getattr(cm_ref, "key", "SKILL.md")
-    cm = b.catalog.configmaps.get(ObjectRef(b.ns, name))
+def _configmap_text(b: _Builder, ref: ObjectRef, cm_ref: object, field: str) -> str | None:
+    key = getattr(cm_ref, "key", "SKILL.md")
+    cm = b.catalog.configmaps.get(ref)
     if cm is None:
-        b.problem(f"{field}.configMapRef", P.REF_NOT_FOUND, f"configmap {b.ns}/{name} not found")
+        b.problem(f"{field}.configMapRef", P.REF_NOT_FOUND, f"configmap {ref} not found")
         return None
     text = cm.data.get(key)
     if text is None:
         b.problem(f"{field}.configMapRef.key", P.REF_NOT_FOUND,
-                  f"configmap {b.ns}/{name} has no key {key}")
+                  f"configmap {ref} has no key {key}")
     return text
 
 
@@ -260,10 +319,10 @@ def _check_unique_names(b: _Builder) -> None:
                 del b.own[ident]
 
 
-def _include(b: _Builder, i: int, text: str, overrides: Mapping[str, Override],
+def _include(b: _Builder, i: int, parsed: ParsedRef, overrides: Mapping[str, Override],
              ) -> IncludeEdge | None:
-    field = f"spec.includes[{i}].skill"
-    ref = b.ref(text, field)
+    field = parsed.field
+    ref = b.ref(parsed)
     if ref is None:
         return None
     target = b.catalog.skills.get(ref)
