@@ -1,4 +1,4 @@
-"""Tool names as MCP servers send them (API.md, Names): what is kept, what is skipped.
+"""Tool names as MCP servers send them (docs/api.md, Names): what is kept, what is skipped.
 
 The Python check (``server_tool_name_problem``, used on discovered lists) and the
 schema of declared tools and override keys (the CRD pattern) must agree, so a

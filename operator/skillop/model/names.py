@@ -82,7 +82,7 @@ def parse_ref(text: str, *, namespace: str) -> ObjectRef:
     return ObjectRef(ns, name)
 
 
-#: Names an MCP server may send that skillop keeps (API.md, Names): 1-128
+#: Names an MCP server may send that skillop keeps (docs/api.md, Names): 1-128
 #: characters, none of them whitespace or control characters. Wider than
 #: ``TOOL_NAME_PATTERN`` (unicode, ``/``): such a tool gets a sanitised bindingName.
 #: The Unicode spaces are spelled out: Go's ``\s`` (the API server's regexp) is

@@ -67,7 +67,7 @@ class ServerWatch:
     listing: bool = False
     #: The server announced listChanged and a session is open on it: its list is live.
     watched: bool = False
-    #: Tools the server listed under names that cannot be kept (API.md, Names).
+    #: Tools the server listed under names that cannot be kept (docs/api.md, Names).
     skipped: tuple[str, ...] = ()
 
     @property
