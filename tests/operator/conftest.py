@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-# Read once, when skillop.operator.handlers is first imported (OperatorConfig.from_env):
+# The operator reads its settings from the environment when it starts (as in a pod):
 # discovery may reach the loopback MCP servers of the tests, and only polls when a
 # test asks for it (a Skill's refreshInterval) or a server announces listChanged.
 os.environ.setdefault("SKILLOP_MCP_ALLOW", "127.0.0.1,*.svc,*.svc.cluster.local")

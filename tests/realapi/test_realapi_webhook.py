@@ -127,4 +127,4 @@ def test_an_actor_with_an_invalid_policy_is_rejected(
     bad = apply(real, actor("bad", skills=["a"], skillAccessPolicy={"allow": [f"{NS}/[x"]}))
     assert bad.returncode == 1
     assert ('admission webhook "actors.validate.skillop.dev" denied the request: '
-            "spec.skillAccessPolicy.allow: InvalidSpec: ") in bad.stderr, bad.stderr
+            "spec.skillAccessPolicy.allow[0]: InvalidSpec: ") in bad.stderr, bad.stderr

@@ -107,3 +107,30 @@ def test_lease_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SKILLOP_LEASE_RETRY_SECONDS", "21")
     with pytest.raises(SettingsError, match="SKILLOP_LEASE_RETRY_SECONDS"):
         LeaseConfig.from_env()
+
+
+IMPORT_THEN_REGISTER = """
+import kopf
+from skillop.operator import handlers
+from skillop.operator.settings import OperatorConfig
+def validating():
+    return [h.id for h in kopf.get_default_registry()._webhooks.get_all_handlers()]
+print(validating())
+handlers.register_webhook(OperatorConfig(webhook=True))
+print(validating())
+"""
+
+
+def test_importing_the_handlers_reads_no_settings() -> None:
+    # The settings are read once (skillop operator, or kopf's startup) and passed
+    # down: the environment at import time changes nothing, not even a bad value.
+    import os
+    import subprocess
+
+    env = {**os.environ, "SKILLOP_WEBHOOK": "true", "SKILLOP_MCP_REFRESH_SECONDS": "abc"}
+    done = subprocess.run([sys.executable, "-c", IMPORT_THEN_REGISTER], env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    before, after = done.stdout.splitlines()[-2:]
+    assert before == "[]"
+    assert after == "['validate-skills', 'validate-actors']"

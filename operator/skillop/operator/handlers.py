@@ -31,24 +31,9 @@ from skillop.operator.kube import Kube
 from skillop.operator.leader import Elector, stop
 from skillop.operator.metrics import Metrics
 from skillop.operator.runtime import Reconciler
-from skillop.operator.settings import OperatorConfig, SettingsError
+from skillop.operator.settings import OperatorConfig
 from skillop.operator.store import Store
 
-
-def _import_config() -> OperatorConfig:
-    """The settings the handlers are registered with (the webhook's, at import).
-
-    A value that does not parse is reported by ``skillop operator`` before kopf
-    starts (``main.run``), and raised by ``startup`` under ``kopf run``: never
-    here, where it would be an import traceback.
-    """
-    try:
-        return OperatorConfig.from_env()
-    except SettingsError:
-        return OperatorConfig()
-
-
-CONFIG = _import_config()
 TOOLS = (API_GROUP, API_VERSION, "tools")
 SKILLS = (API_GROUP, API_VERSION, "skills")
 ACTORS = (API_GROUP, API_VERSION, "actors")
@@ -57,17 +42,24 @@ NAMESPACES = ("", "v1", "namespaces")
 KINDS = {TOOLS: "Tool", SKILLS: "Skill", ACTORS: "Actor", CONFIGMAPS: "ConfigMap",
          NAMESPACES: "Namespace"}
 
-if CONFIG.webhook:  # the validating admission webhook (docs/webhook.md); off by default
-    from skillop.operator import webhook as _webhook
+def register_webhook(config: OperatorConfig) -> None:
+    """The validating admission handlers (docs/webhook.md), when the webhook is on."""
+    if config.webhook:
+        from skillop.operator import webhook
 
-    _webhook.register()
+        webhook.register()
 
 
 @kopf.on.startup()
 async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
-    # Read at start (not import) time, like a restart with new settings would.
-    config = OperatorConfig.from_env()
-    configure(settings)
+    # The settings are read once, by ``skillop operator`` (main.run), and passed
+    # down in the memo; under a bare ``kopf run -m skillop.operator`` they are
+    # read here, at start (never at import), and the webhook registered with them.
+    config = memo.get("config")
+    if not isinstance(config, OperatorConfig):
+        config = memo.config = OperatorConfig.from_env()
+        register_webhook(config)
+    configure(settings, config)
     memo.metrics = metrics = Metrics(CollectorRegistry())
     store = Store()
     writer = Kube(threads=config.write_concurrency,
@@ -120,7 +112,7 @@ async def _health(config: OperatorConfig, metrics: Metrics) -> HealthServer | No
     return server
 
 
-def configure(settings: kopf.OperatorSettings) -> None:
+def configure(settings: kopf.OperatorSettings, config: OperatorConfig) -> None:
     """kopf settings that keep skillop quiet on the API: no per-handler Events."""
     settings.posting.level = logging.WARNING
     settings.persistence.finalizer = "skillop.dev/finalizer"
@@ -129,10 +121,10 @@ def configure(settings: kopf.OperatorSettings) -> None:
         prefix="skillop.dev", key="last-handled-configuration")
     settings.watching.server_timeout = 300
     settings.queueing.error_delays = [1, 2, 5, 10, 30, 60]
-    if CONFIG.webhook:
+    if config.webhook:
         from skillop.operator import webhook
 
-        webhook.configure(settings, CONFIG)
+        webhook.configure(settings, config)
 
 
 @kopf.on.cleanup()

@@ -11,8 +11,8 @@ from skillop.operator.settings import OperatorConfig, SettingsError
 
 def run() -> int:
     try:
-        # Before anything else (the handlers read the settings on import): a value
-        # that does not parse stops the operator with one line, not a traceback.
+        # Read once, here, and passed down (the handlers get it in kopf's memo): a
+        # value that does not parse stops the operator with one line, not a traceback.
         config = OperatorConfig.from_env()
     except SettingsError as err:
         print(f"skillop operator: {err}", file=sys.stderr)
@@ -20,7 +20,9 @@ def run() -> int:
 
     import kopf
 
-    import skillop.operator.handlers  # noqa: F401  (registers the handlers)
+    from skillop.operator import handlers  # registers the handlers
+
+    handlers.register_webhook(config)
 
     logging.basicConfig(level=config.log_level,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -32,5 +34,6 @@ def run() -> int:
         clusterwide=not config.namespaces,
         namespaces=list(config.namespaces),
         standalone=True,
+        memo=kopf.Memo(config=config),
     ))
     return 0
