@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import yaml
+from pydantic import BaseModel
 
 from skillop.model.crd import all_crds, render
+from skillop.model.specs import AccessPolicy, ActorSpec, SkillSpec, ToolSpec
+from skillop.model.status import ActorStatus, SkillStatus
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -72,3 +75,81 @@ def test_one_of_fields_carry_cel_rules() -> None:
     agent = spec["properties"]["agentSkills"]["items"]
     assert agent["x-kubernetes-validations"][0]["rule"] == (
         "has(self.configMapRef) != has(self.inline)")
+
+
+# -- descriptions: what `kubectl explain` shows a newcomer -------------------------
+MAX_DESCRIPTION = 320
+
+
+def _properties(node: dict[str, Any], path: str) -> list[tuple[str, dict[str, Any]]]:
+    """Every named field below ``node`` (through list items and map values)."""
+    out = []
+    for key, value in node.get("properties", {}).items():
+        out.append((f"{path}.{key}", value))
+        out += _properties(value, f"{path}.{key}")
+    for child, suffix in ((node.get("items"), "[]"), (node.get("additionalProperties"), "{}")):
+        if isinstance(child, dict):
+            out += _properties(child, path + suffix)
+    return out
+
+
+def test_every_field_has_a_short_description() -> None:
+    missing, long = [], []
+    for name in all_crds():
+        schema = _version(name)["schema"]["openAPIV3Schema"]
+        for path, node in [(".", schema), *_properties(schema, "")]:
+            text = node.get("description", "")
+            if not isinstance(text, str) or not text.strip():
+                missing.append(f"{name}{path}")
+            elif len(text) > MAX_DESCRIPTION:
+                long.append(f"{name}{path} ({len(text)} characters)")
+    assert not missing, "kubectl explain would show <no description> for " + ", ".join(missing)
+    assert not long, "descriptions should be one or two sentences: " + ", ".join(long)
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The model a field holds, through Optional, list, tuple and dict values."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in reversed(get_args(annotation)):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _below(node: dict[str, Any]) -> dict[str, Any]:
+    while "properties" not in node and ("items" in node or "additionalProperties" in node):
+        node = node.get("items") or node["additionalProperties"]
+    return node
+
+
+def _descriptions_agree(model: type[BaseModel], node: dict[str, Any], path: str) -> list[str]:
+    wrong = []
+    for name, field in model.model_fields.items():
+        key = field.alias or name
+        prop = node["properties"][key]
+        if prop.get("description") != field.description:
+            wrong.append(f"{path}.{key}: {prop.get('description')!r} != {field.description!r}")
+        nested = _model_in(field.annotation)
+        if nested is not None:
+            wrong += _descriptions_agree(nested, _below(prop), f"{path}.{key}")
+    return wrong
+
+
+def test_each_field_is_described_by_its_own_docstring_not_its_type() -> None:
+    # A field typed with a model (spec.skillAccessPolicy: AccessPolicy) shows what the
+    # field means, not the class docstring of its type; and each description comes
+    # from the models, so the CRDs cannot say something the code does not.
+    wrong = []
+    for name, (spec, status) in {"tools.yaml": (ToolSpec, None),
+                                 "skills.yaml": (SkillSpec, SkillStatus),
+                                 "actors.yaml": (ActorSpec, ActorStatus)}.items():
+        props = _version(name)["schema"]["openAPIV3Schema"]["properties"]
+        wrong += _descriptions_agree(spec, props["spec"], f"{name}.spec")
+        if status is not None:
+            wrong += _descriptions_agree(status, props["status"], f"{name}.status")
+    assert not wrong, "\n".join(wrong)
+    policy = _version("actors.yaml")["schema"]["openAPIV3Schema"]["properties"]["spec"][
+        "properties"]["skillAccessPolicy"]
+    assert policy["description"] != AccessPolicy.__doc__

@@ -8,12 +8,15 @@ inlined, ``Optional`` unwrapped (absent, not null), free-form JSON marked with
 ``x-kubernetes-preserve-unknown-fields``, titles and defaults dropped (pydantic
 applies defaults; server-side defaults would rewrite users' objects), CEL rules
 carried over from the models' ``x-kubernetes-validations``, and conditions as a
-map list keyed by ``type``.
+map list keyed by ``type``. Every field's description is its attribute docstring
+in the model (a field's own wins over its type's class docstring), so ``kubectl
+explain`` documents each one.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import sys
 from pathlib import Path
 from typing import Any
@@ -28,6 +31,15 @@ from skillop.model.status import ActorStatus, SkillStatus
 KEEP = ("type", "properties", "required", "items", "enum", "pattern", "maxLength",
         "minLength", "maxItems", "minItems", "minimum", "maximum", "maxProperties",
         "description", "x-kubernetes-validations")
+
+#: What every Kubernetes object's schema says of its type and metadata fields.
+OBJECT_FIELDS: dict[str, dict[str, Any]] = {
+    "apiVersion": {"type": "string", "description": (
+        f"The versioned schema of this representation of an object: {API_GROUP}/{API_VERSION}.")},
+    "kind": {"type": "string", "description": "The REST resource this object represents."},
+    "metadata": {"type": "object", "description": (
+        "Standard object metadata: name, namespace, labels, annotations.")},
+}
 
 READY = '.status.conditions[?(@.type=="Ready")]'
 STATUS_COLUMNS = [
@@ -76,6 +88,12 @@ def _convert(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
 def _convert_object(node: dict[str, Any], out: dict[str, Any], defs: dict[str, Any]) -> None:
     props = node.get("properties")
     extra = node.get("additionalProperties")
+    patterns = list(node.get("patternProperties", {}).values())
+    if extra is None and len(patterns) == 1:
+        # A map whose keys have a pattern (tool names as servers spell them): a
+        # structural schema cannot constrain keys, so the values' schema is kept
+        # and the models check the keys.
+        extra = patterns[0]
     if props:
         out["properties"] = {k: _convert(v, defs) for k, v in props.items()}
     elif isinstance(extra, dict) and extra:
@@ -93,12 +111,7 @@ def _conditions_as_map(status: dict[str, Any]) -> dict[str, Any]:
 
 def crd(kind: str, plural: str, short: str, spec: type[BaseModel],
         status: type[BaseModel] | None, description: str) -> dict[str, Any]:
-    properties: dict[str, Any] = {
-        "apiVersion": {"type": "string"},
-        "kind": {"type": "string"},
-        "metadata": {"type": "object"},
-        "spec": structural(spec),
-    }
+    properties: dict[str, Any] = {**copy.deepcopy(OBJECT_FIELDS), "spec": structural(spec)}
     version: dict[str, Any] = {"name": API_VERSION, "served": True, "storage": True}
     if status is not None:
         properties["status"] = _conditions_as_map(structural(status))

@@ -36,8 +36,14 @@ def clip(text: str, limit: int = MAX_TEXT) -> str:
 
 
 class StatusModel(BaseModel):
+    """Shared configuration: camelCase on the wire, frozen, unknown fields rejected.
+
+    Attribute docstrings become the CRDs' field descriptions (``kubectl explain``).
+    """
+
     model_config = ConfigDict(
-        extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True
+        extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True,
+        use_attribute_docstrings=True,
     )
 
     def wire(self) -> dict[str, Any]:
@@ -46,57 +52,108 @@ class StatusModel(BaseModel):
 
 
 class Condition(StatusModel):
+    """One aspect of the object's state, as a Kubernetes metav1.Condition."""
+
     type: Annotated[str, StringConstraints(max_length=316)]
+    """Ready (always present), ResolvedRefs, and Stalled or Reconciling only while True;
+    Skills also carry Discovered and Pinned."""
     status: Literal["True", "False", "Unknown"]
+    """True, False or Unknown."""
     reason: Annotated[str, StringConstraints(max_length=1024)]
+    """A CamelCase code for the condition's state, e.g. Resolved, RefNotFound,
+    CycleDetected, TooManyTools."""
     message: Annotated[str, StringConstraints(max_length=MAX_MESSAGE)] = ""
+    """What a human needs to know: the problems found, or a summary of the result."""
     observed_generation: int | None = Field(default=None, ge=0)
+    """The metadata.generation the condition was computed from."""
     last_transition_time: Annotated[str, StringConstraints(max_length=64)]
+    """When status last changed (RFC 3339); a new reason or message keeps it."""
 
 
 class StatusTool(StatusModel):
+    """One tool of the resolved set, as the ToolSet document names it."""
+
     name: Short
+    """The tool's name in the set: its own name, or namespace/skill.tool when
+    different tools share a name."""
     binding_name: Short
+    """The function name to give the LLM API: ^[a-zA-Z0-9_-]{1,64}$, unique and stable."""
     source: Short
+    """Where the tool comes from, which tells how to call it: tool, anonymous, builtin,
+    mcp or agent_skill."""
     skill: Short
+    """The skill that contributes the tool, as namespace/name."""
     qualified_name: Short | None = None
+    """namespace/skill.tool: the name the tool would get in a conflict."""
     digest: Short | None = None
+    """sha256 of the definition a model sees; log it with each call."""
 
 
 class PrunedStatus(StatusModel):
+    """A skill or tool the access policy removed, and why."""
+
     kind: Literal["Skill", "Tool"]
+    """Skill or Tool."""
     name: Short
+    """The skill's canonical name (namespace/name) or the tool's name."""
     reason: Short
+    """Which rule removed it: a glob that did not allow it or denied it, a denied or
+    missing capability, or reached only through pruned skills."""
     skill: Short | None = None
+    """For a tool: the skill that contributes it (namespace/name)."""
 
 
 class McpServerStatus(StatusModel):
+    """Discovery state of one of the Skill's MCP servers."""
+
     name: Short
+    """The server's name in spec.mcpServers."""
     tool_count: int = 0
+    """How many tools the server's last listing returned (its declared tools until one
+    succeeds, and for stdio servers)."""
     last_sync: Short | None = None
+    """When a listing first returned the server's current tool list (RFC 3339)."""
     error: Text | None = None
+    """Why the last listing failed, in one line; the last good list is kept meanwhile."""
     url: Annotated[str, StringConstraints(max_length=2048)] | None = None
-    #: sha256 of the server's current tool list (lastSync moves only when it changes).
+    """The server's URL; absent for stdio servers, which are never contacted."""
     tools_digest: Short | None = None
-    #: Pinned servers: the accepted definition digest of each tool.
+    """sha256 of the server's current tool list (lastSync moves only when it changes)."""
     pinned_digests: dict[Short, Short] | None = Field(default=None, max_length=1024)
+    """With pin: true, the accepted definition digest of each tool, by tool name."""
 
 
 class CommonStatus(StatusModel):
     observed_generation: int | None = None
+    """The metadata.generation this status was computed from."""
     conditions: list[Condition] = Field(default_factory=list, max_length=MAX_CONDITIONS)
+    """The latest observations of the object's state; Ready is always present."""
     tool_count: int | None = None
+    """How many tools the resolved set holds."""
     tools_hash: Short | None = None
-    #: Absent until a tool set was resolved (an empty list is an empty tool set).
+    """sha256 of the resolved set's ToolSet document."""
     tools: list[StatusTool] | None = Field(default=None, max_length=MAX_STATUS_TOOLS)
+    """The resolved tools, sorted by name; at most 256 (toolCount counts them all).
+    Absent until a tool set was resolved; an empty list is an empty set."""
     skills: list[Short] = Field(default_factory=list, max_length=MAX_SKILLS)
+    """Every skill reached, as namespace/name."""
     warnings: list[Text] = Field(default_factory=list, max_length=MAX_WARNINGS)
+    """Problems that do not stop resolution, e.g. a failed MCP refresh or a conflicting
+    override; at most 64."""
 
 
 class ActorStatus(CommonStatus):
+    """What the Actor resolved to: its tool set, the ConfigMap holding it, and what the
+    access policy pruned."""
+
     config_map_name: Short | None = None
+    """The ConfigMap holding the ToolSet document (key tools.json)."""
     pruned: list[PrunedStatus] = Field(default_factory=list, max_length=MAX_PRUNED)
+    """Skills and tools the access policy removed, each with its reason."""
 
 
 class SkillStatus(CommonStatus):
+    """What the Skill flattens to, and the discovery state of its MCP servers."""
+
     mcp_servers: list[McpServerStatus] = Field(default_factory=list, max_length=MAX_SERVERS)
+    """One entry per MCP server: tool count, last sync, digest, and the last error."""
