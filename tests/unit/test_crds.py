@@ -129,7 +129,7 @@ def _descriptions_agree(model: type[BaseModel], node: dict[str, Any], path: str)
     for name, field in model.model_fields.items():
         key = field.alias or name
         prop = node["properties"][key]
-        if prop.get("description") != field.description:
+        if prop.get("description") != " ".join((field.description or "").split()):
             wrong.append(f"{path}.{key}: {prop.get('description')!r} != {field.description!r}")
         nested = _model_in(field.annotation)
         if nested is not None:

@@ -39,24 +39,39 @@ _CHECKPOINT_ORDER = {"no": 0, "file": 1, "snapshot": 2}
 
 
 class Capabilities(BaseModel):
-    """Tool metadata; see the Capabilities table in the API contract."""
+    """What a tool may do, in one vocabulary for every source; an unset field is
+    unknown, not false."""
 
     model_config = ConfigDict(
-        extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True
+        extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True,
+        use_attribute_docstrings=True,
     )
 
     read_only: bool | None = None
+    """Modifies nothing (MCP readOnlyHint)."""
     writes: bool | None = None
+    """Modifies state."""
     destructive: bool | None = None
+    """May destroy data (MCP destructiveHint)."""
     idempotent: bool | None = None
+    """Repeating a call with the same arguments has no further effect (MCP
+    idempotentHint)."""
     open_world: bool | None = None
+    """Talks to the outside world (MCP openWorldHint)."""
     side_effects: bool | None = None
+    """Has effects beyond its result."""
     unsafe: bool | None = None
+    """Never to be run without a sandbox."""
     requires_approval: bool | None = None
+    """A human approves each call."""
     checkpoint: Checkpoint | None = None
+    """How a call can be rolled back: no, file or snapshot."""
     write_scope: tuple[ShortText, ...] | None = Field(default=None, max_length=64)
+    """Where it may write, e.g. github:issues:org-only."""
     timeout_seconds: int | None = Field(default=None, ge=1, le=86400)
+    """The longest a call may take, in seconds (1-86400)."""
     tags: tuple[ShortText, ...] | None = Field(default=None, max_length=64)
+    """Free-form labels."""
 
     @cached_property
     def _set_fields(self) -> dict[str, Any]:

@@ -73,6 +73,8 @@ def _convert(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
             merged = {**options[0], **{k: v for k, v in node.items() if k != "anyOf"}}
             return _convert(merged, defs)
     out = {k: v for k, v in node.items() if k in KEEP}
+    if "description" in out:  # docstrings wrap; kubectl explain wraps on its own
+        out["description"] = " ".join(out["description"].split())
     kind = node.get("type")
     if kind == "object":
         _convert_object(node, out, defs)

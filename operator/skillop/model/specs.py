@@ -39,7 +39,7 @@ ToolName = Annotated[str, StringConstraints(pattern=TOOL_NAME_PATTERN, max_lengt
 ObjectName = Annotated[str, StringConstraints(pattern=OBJECT_NAME_PATTERN, max_length=253)]
 Reference = Annotated[str, StringConstraints(min_length=1, max_length=317)]
 Description = Annotated[str, StringConstraints(max_length=4096)]
-#: A tool name as an MCP server may spell it (unicode, ``/``): see API.md, Names.
+#: A tool name as an MCP server may spell it (unicode, ``/``): see docs/api.md, Names.
 ServerToolName = Annotated[
     str, StringConstraints(pattern=SERVER_TOOL_NAME_PATTERN, min_length=1, max_length=128)
 ]
@@ -64,19 +64,27 @@ MAX_TOOLS_PER_LIST = 1024
 
 
 class SpecModel(BaseModel):
-    """Shared configuration: camelCase on the wire, frozen, unknown fields rejected."""
+    """Shared configuration: camelCase on the wire, frozen, unknown fields rejected.
+
+    Attribute docstrings become the CRDs' field descriptions (``kubectl explain``):
+    one or two sentences that agree with docs/api.md.
+    """
 
     model_config = ConfigDict(
-        extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True
+        extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True,
+        use_attribute_docstrings=True,
     )
 
 
 class Override(SpecModel):
-    """How an includer wants to see a tool: description, title, capabilities."""
+    """How an includer sees a tool: description, title and capabilities, field by field."""
 
     description: Description | None = None
+    """Replaces the description the model is told."""
     title: Title | None = None
+    """Replaces the tool's title."""
     capabilities: Capabilities | None = None
+    """Capabilities set field by field; from includes[] or tools[] they may only tighten."""
 
     @model_validator(mode="before")
     @classmethod
@@ -107,75 +115,119 @@ class Override(SpecModel):
 
 
 class ToolSpec(SpecModel):
-    """A registry Tool: one named, reusable tool definition."""
+    """A named, reusable tool definition, referenced from Skills' spec.tools."""
 
     name: ToolName | None = None
+    """The tool's name: 1-128 characters of [A-Za-z0-9_.-]; default metadata.name."""
     title: Title | None = None
+    """A human-readable title."""
     description: Description
+    """What the model is told the tool does."""
     input_schema: JsonObject = Field(default_factory=lambda: {"type": "object"})
+    """JSON Schema of the tool's arguments; default {type: object}."""
     output_schema: JsonObject | None = None
+    """JSON Schema of the tool's structured result."""
     capabilities: Capabilities = Field(default_factory=Capabilities)
+    """What the tool may do: its own risk, asserted here only."""
     runtime: JsonObject | None = None
+    """Opaque configuration, passed through to the actor pods that run the tool."""
 
 
 class InlineTool(SpecModel):
     """A tool declared inline: a Skill's anonymous tool or an MCP server's declared tool."""
 
     name: ToolName
+    """The tool's name: 1-128 characters of [A-Za-z0-9_.-]."""
     title: Title | None = None
+    """A human-readable title."""
     description: Description = ""
+    """What the model is told the tool does."""
     input_schema: JsonObject = Field(default_factory=lambda: {"type": "object"})
+    """JSON Schema of the tool's arguments; default {type: object}."""
     output_schema: JsonObject | None = None
+    """JSON Schema of the tool's structured result."""
     capabilities: Capabilities | None = None
+    """What the tool may do, asserted by this skill; applied on top of what its
+    annotations give."""
     annotations: JsonObject | None = None
+    """MCP ToolAnnotations (readOnlyHint, destructiveHint, idempotentHint,
+    openWorldHint, title); the hints map onto capabilities."""
     runtime: JsonObject | None = None
+    """Opaque configuration, passed through to the actor pods that run the tool."""
 
 
 class ToolExecution(SpecModel):
     """How a tool may be run (MCP 2025-11-25 ``Tool.execution``), kept as the server says."""
 
     task_support: Literal["forbidden", "optional", "required"] | None = None
+    """Whether a call may (optional), must (required) or must not (forbidden) run as
+    an MCP task."""
 
 
 class DeclaredMcpTool(InlineTool):
     """A tool declared for an MCP server: what ``skillop discover -o yaml`` prints.
 
     Names and descriptions are the server's, so they follow what servers send
-    (API.md, Names), not skillop's own naming rules.
+    (docs/api.md, Names), not skillop's own naming rules.
     """
 
     name: ServerToolName
+    """The tool's name as the server spells it (unicode and / allowed, no whitespace);
+    1-128 characters."""
     description: McpDescription = ""
+    """What the model is told the tool does, as the server says it; up to 65,536
+    characters."""
     execution: ToolExecution | None = None
+    """The tool's MCP execution object, as the server sends it."""
 
 
 class ToolRefEntry(SpecModel):
+    """A registry Tool, by reference."""
+
     ref: Reference
+    """The Tool: name (this namespace) or namespace/name; another namespace's Tool
+    only with label skillop.dev/shared: "true"."""
     overrides: Override | None = None
+    """How this skill sees the tool; capabilities may only tighten."""
 
 
 class Include(SpecModel):
+    """Another Skill whose flattened tools this skill includes."""
+
     skill: Reference
+    """The Skill: name (this namespace) or namespace/name; its sharing must admit
+    this namespace."""
     overrides: dict[Annotated[str, StringConstraints(max_length=400)], Override] = Field(
         default_factory=dict, max_length=MAX_TOOLS_PER_LIST
     )
+    """Overrides keyed by tool name in the included skill's flattened set;
+    capabilities may only tighten."""
 
 
 class SecretRef(SpecModel):
+    """A Secret in the Skill's namespace."""
+
     name: ObjectName
+    """The Secret's name."""
 
 
 class HeadersFrom(SpecModel):
+    """HTTP headers taken from a Secret."""
+
     secret_ref: SecretRef
+    """A Secret in the Skill's namespace whose keys are HTTP headers, sent on
+    discovery and by pods; values never leave the Secret."""
 
 
 class CaKeyRef(SpecModel):
     """A key of a ConfigMap or Secret in the Skill's namespace holding PEM CA certificates."""
 
     name: ObjectName
+    """The ConfigMap's or Secret's name."""
     key: Annotated[str, StringConstraints(pattern=r"^[-._a-zA-Z0-9]+$", max_length=253)] = (
         "ca.crt"
     )
+    """The key holding the PEM bundle; default ca.crt."""
 
 
 class McpTls(SpecModel):
@@ -187,7 +239,9 @@ class McpTls(SpecModel):
     ]})
 
     ca_config_map_ref: CaKeyRef | None = None
+    """A ConfigMap key holding the PEM CA bundle."""
     ca_secret_ref: CaKeyRef | None = None
+    """A Secret key holding the PEM CA bundle."""
 
     @model_validator(mode="after")
     def _one_of(self) -> McpTls:
@@ -226,11 +280,17 @@ class SecretKeySelector(SpecModel):
     """One key of a Secret in the Skill's namespace."""
 
     name: ObjectName
+    """The Secret's name."""
     key: SecretKey
+    """The key in the Secret."""
 
 
 class EnvVarSource(SpecModel):
+    """Where an environment variable's value comes from."""
+
     secret_key_ref: SecretKeySelector
+    """A key of a Secret in the Skill's namespace, carried as a reference for the pod
+    running the server; skillop never reads it."""
 
 
 class EnvVar(SpecModel):
@@ -246,8 +306,12 @@ class EnvVar(SpecModel):
     ]})
 
     name: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+    """The variable's name."""
     value: Annotated[str, StringConstraints(max_length=4096)] | None = None
+    """A public value, copied into every ConfigMap reaching the skill; use valueFrom
+    for secrets."""
     value_from: EnvVarSource | None = None
+    """A Secret key reference, resolved by the pod that runs the server."""
 
     @model_validator(mode="after")
     def _value_xor_value_from(self) -> EnvVar:
@@ -258,8 +322,12 @@ class EnvVar(SpecModel):
 
 
 class ToolFilter(SpecModel):
+    """Which of a server's tools the skill takes, by globs over tool names."""
+
     include: list[Glob] = Field(default_factory=list, max_length=MAX_LIST)
+    """When set, only tools matching one of these globs are taken."""
     exclude: list[Glob] = Field(default_factory=list, max_length=MAX_LIST)
+    """Tools matching one of these globs are dropped."""
 
     def admits(self, name: str) -> bool:
         if self.include and not any(fnmatch.fnmatchcase(name, g) for g in self.include):
@@ -326,24 +394,43 @@ class McpServer(SpecModel):
     ]})
 
     name: ServerName
+    """The server's name, unique within the skill."""
     url: Annotated[str, StringConstraints(pattern=r"^https?://", max_length=2048)] | None = None
+    """The server's http(s) URL, without user:password@ (use headersFrom); exactly
+    one of url and command."""
     transport: Transport | None = None
+    """streamable-http (default for url), sse, or stdio (default for command)."""
     command: list[Annotated[str, StringConstraints(max_length=4096)]] | None = Field(
         default=None, min_length=1, max_length=64
     )
+    """A stdio server's command line, never run by the operator (declare its tools);
+    exactly one of url and command."""
     args: list[Annotated[str, StringConstraints(max_length=4096)]] = Field(
         default_factory=list, max_length=256
     )
+    """Arguments to command."""
     env: list[EnvVar] = Field(default_factory=list, max_length=256)
+    """Environment of a stdio server: public values or Secret key references."""
     headers_from: HeadersFrom | None = None
+    """A Secret whose keys are HTTP headers, for discovery and for pods."""
     tls: McpTls | None = None
+    """A PEM CA bundle to trust, for an https server signed by a private CA."""
     tools: list[DeclaredMcpTool] = Field(default_factory=list, max_length=MAX_TOOLS_PER_LIST)
+    """Declared tools: required for stdio servers, and used whenever the server has
+    not been listed successfully."""
     tool_filter: ToolFilter | None = None
+    """Include and exclude globs over the server's tool names."""
     overrides: dict[ServerToolName, Override] = Field(
         default_factory=dict, max_length=MAX_TOOLS_PER_LIST
     )
+    """By tool name: description, title and capabilities, set freely (this skill
+    declares the server)."""
     pin: bool = False
+    """Keep the accepted tool definitions: changed tools are withheld (PinViolation)
+    until accepted."""
     refresh_interval: Duration | None = Field(default=None, json_schema_extra=REFRESH_RULES)
+    """How often the server is listed again, e.g. 5m; at least 10s. Default:
+    the Skill's refreshInterval."""
 
     @field_validator("url")
     @classmethod
@@ -425,14 +512,18 @@ class ServerKey:
 
 
 class ConfigMapKeyRef(SpecModel):
+    """A key of a ConfigMap in the Skill's namespace."""
+
     name: ObjectName
+    """The ConfigMap's name."""
     key: Annotated[str, StringConstraints(pattern=r"^[-._a-zA-Z0-9]+$", max_length=253)] = (
         "SKILL.md"
     )
+    """The key holding the SKILL.md; default SKILL.md."""
 
 
 class AgentSkillSource(SpecModel):
-    """A SKILL.md, from a ConfigMap key or inline."""
+    """A SKILL.md, from a ConfigMap key or inline (exactly one): one read-only tool."""
 
     model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [
         {"rule": "has(self.configMapRef) != has(self.inline)",
@@ -440,7 +531,9 @@ class AgentSkillSource(SpecModel):
     ]})
 
     config_map_ref: ConfigMapKeyRef | None = None
+    """A ConfigMap key holding the SKILL.md."""
     inline: Annotated[str, StringConstraints(max_length=262144)] | None = None
+    """The SKILL.md text itself."""
 
     @model_validator(mode="after")
     def _one_of(self) -> AgentSkillSource:
@@ -452,18 +545,27 @@ class AgentSkillSource(SpecModel):
 
 
 class LabelSelectorRequirement(SpecModel):
+    """A requirement on one label: key, operator and values."""
+
     key: Annotated[str, StringConstraints(min_length=1, max_length=317)]
+    """The label key."""
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    """In, NotIn, Exists or DoesNotExist."""
     values: list[Annotated[str, StringConstraints(max_length=63)]] = Field(
         default_factory=list, max_length=MAX_LIST
     )
+    """The values for In and NotIn; empty for Exists and DoesNotExist."""
 
 
 class LabelSelector(SpecModel):
+    """Namespaces by their labels; every condition must hold."""
+
     match_labels: dict[str, str] = Field(default_factory=dict, max_length=MAX_LIST)
+    """Labels a namespace must carry, each with exactly this value."""
     match_expressions: list[LabelSelectorRequirement] = Field(
         default_factory=list, max_length=MAX_LIST
     )
+    """Requirements the namespace's labels must all meet."""
 
     def matches(self, labels: dict[str, str]) -> bool:
         if any(labels.get(k) != v for k, v in self.match_labels.items()):
@@ -490,7 +592,10 @@ class Sharing(SpecModel):
     ]})
 
     from_: Literal["Same", "All", "Selector"] = Field(default="Same", alias="from")
+    """Same (default): this namespace only; All: every namespace; Selector: the
+    namespaces selector matches."""
     selector: LabelSelector | None = None
+    """The namespaces admitted, by label; required with from: Selector, and only then."""
 
     @model_validator(mode="after")
     def _selector_with_selector(self) -> Sharing:
@@ -505,15 +610,29 @@ BuiltinGroup = Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]{1,63}$")]
 
 
 class SkillSpec(SpecModel):
+    """What a Skill contributes: registry Tools, included Skills, MCP servers, Agent
+    Skills, built-in groups and inline tools."""
+
     description: Description = ""
+    """Free text describing the skill."""
     tools: list[ToolRefEntry] = Field(default_factory=list, max_length=MAX_TOOLS_PER_LIST)
+    """Registry Tools by reference, each with optional overrides."""
     includes: list[Include] = Field(default_factory=list, max_length=MAX_LIST)
+    """Other Skills whose flattened tools this skill includes, in order."""
     mcp_servers: list[McpServer] = Field(default_factory=list, max_length=64)
+    """MCP servers whose tools this skill includes."""
     agent_skills: list[AgentSkillSource] = Field(default_factory=list, max_length=MAX_LIST)
+    """Agent Skills (SKILL.md), each one read-only tool named by its frontmatter."""
     builtins: list[BuiltinGroup] = Field(default_factory=list, max_length=64)
+    """Built-in tool groups: file_operations, directory_operations, git_operations,
+    shell_operations."""
     anonymous_tools: list[InlineTool] = Field(default_factory=list, max_length=MAX_TOOLS_PER_LIST)
+    """Tools defined inline, belonging to this skill."""
     sharing: Sharing = Field(default_factory=Sharing)
+    """Which namespaces may include this skill or reference it; default this
+    namespace only."""
     refresh_interval: Duration | None = Field(default=None, json_schema_extra=REFRESH_RULES)
+    """Default discovery period of this skill's MCP servers, e.g. 5m; at least 10s."""
 
     @field_validator("mcp_servers")
     @classmethod
@@ -553,11 +672,21 @@ SkillGlob = Annotated[
 
 
 class AccessPolicy(SpecModel):
+    """Which skills and tools the Actor may use."""
+
     allow: list[SkillGlob] = Field(default_factory=lambda: ["*"], max_length=MAX_LIST)
+    """Globs over canonical skill names (namespace/name, so each has a / or *); a skill
+    matching none is pruned. Default ["*"]."""
     deny: list[SkillGlob] = Field(default_factory=list, max_length=MAX_LIST)
+    """Globs over canonical skill names; a matching skill is pruned, and deny wins
+    over allow."""
     deny_capabilities: list[BooleanCapability] = Field(default_factory=list, max_length=8)
+    """Tools with any of these capabilities true are dropped."""
     require_capabilities: list[BooleanCapability] = Field(default_factory=list, max_length=8)
+    """Only tools that declare all of these capabilities true are kept."""
     max_tools: int | None = Field(default=None, ge=1, le=100000)
+    """The most tools allowed after filtering; over it the Actor is Ready=False,
+    TooManyTools."""
 
 
 def glob_problem(glob: str) -> str | None:
@@ -580,6 +709,11 @@ def glob_problem(glob: str) -> str | None:
 
 
 class ActorSpec(SpecModel):
+    """An agent: the skills it uses and the policy on them."""
+
     skills: list[Reference] = Field(default_factory=list, max_length=MAX_LIST)
+    """The Skills the agent uses: name (this namespace) or namespace/name."""
     skill_access_policy: AccessPolicy = Field(default_factory=AccessPolicy)
+    """Which of the reached skills and tools the agent may use."""
     config_map_name: ObjectName | None = None
+    """The ConfigMap the tool set is written to; default <actor>-tools."""
