@@ -154,3 +154,27 @@ def test_a_valid_object_with_every_rule_satisfied_is_accepted(ns: RealCluster) -
                           "anonymousTools": [{"name": "t", "capabilities": {"writes": True}}]})
     out = ns.kubectl("apply", "-f", "-", stdin=json.dumps(doc))
     assert out.returncode == 0, out.stderr
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_kubectl_explain_shows_the_models_descriptions(real: RealCluster) -> None:
+    # What a newcomer types: the real kubectl reads the served OpenAPI schema, so
+    # this proves the descriptions reach the API server's published schema.
+    from skillop.model.specs import AccessPolicy, ActorSpec
+
+    shown = real.kubectl("explain", "actors.spec.skillAccessPolicy")
+    assert shown.returncode == 0, shown.stderr
+    text = _words(shown.stdout)
+    assert "<no description>" not in text, shown.stdout
+    expected = [ActorSpec.model_fields["skill_access_policy"].description,
+                *(f.description for f in AccessPolicy.model_fields.values())]
+    for description in expected:
+        assert description and _words(description) in text, (description, shown.stdout)
+    for path in ("actors.spec", "actors.status", "skills.spec", "skills.status",
+                 "skills.spec.mcpServers", "tools.spec"):
+        out = real.kubectl("explain", path)
+        assert out.returncode == 0, out.stderr
+        assert "<no description>" not in out.stdout, f"kubectl explain {path}:\n{out.stdout}"

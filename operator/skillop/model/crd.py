@@ -32,13 +32,13 @@ KEEP = ("type", "properties", "required", "items", "enum", "pattern", "maxLength
         "minLength", "maxItems", "minItems", "minimum", "maximum", "maxProperties",
         "description", "x-kubernetes-validations")
 
-#: What every Kubernetes object's schema says of its type and metadata fields.
+#: Every object's type fields. ``metadata`` takes no description: the API server
+#: refuses anything there but its type and documents it as ObjectMeta itself.
 OBJECT_FIELDS: dict[str, dict[str, Any]] = {
     "apiVersion": {"type": "string", "description": (
         f"The versioned schema of this representation of an object: {API_GROUP}/{API_VERSION}.")},
     "kind": {"type": "string", "description": "The REST resource this object represents."},
-    "metadata": {"type": "object", "description": (
-        "Standard object metadata: name, namespace, labels, annotations.")},
+    "metadata": {"type": "object"},
 }
 
 READY = '.status.conditions[?(@.type=="Ready")]'
