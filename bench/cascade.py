@@ -646,7 +646,7 @@ def memory_child(n_skills: int, n_actors: int) -> dict[str, Any]:
 
     import skillop.operator.discovery
     import skillop.operator.handlers
-    import skillop.sources.mcp_client  # noqa: F401
+    import skillop.sources.mcp_watch  # noqa: F401
     from skillop.model.names import ObjectRef
     from skillop.operator.deps import key
     from skillop.operator.outputs import actor_plan, configmap_name, skill_plan

@@ -21,13 +21,10 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_servers import LOOPBACK, _bind, _UvicornThread
 
-from skillop.sources.mcp_client import (
-    DiscoveryLimits,
-    DiscoveryResult,
-    EgressGuard,
-    list_tools,
-    watch_tools,
-)
+from skillop.sources.egress import EgressGuard
+from skillop.sources.mcp_discovery import DiscoveryLimits, DiscoveryResult
+from skillop.sources.mcp_session import list_tools
+from skillop.sources.mcp_watch import watch_tools
 
 fastmcp = pytest.importorskip(
     "fastmcp", reason="fastmcp (the 'test' extra) is not installed: pip install -e '.[test]'")

@@ -1,4 +1,5 @@
-"""skillop.sources.mcp_client against real MCP servers (official SDK) on loopback.
+"""MCP discovery (skillop.sources.mcp_session, mcp_watch, egress) against real MCP
+servers (official SDK) on loopback.
 
 Tests are plain functions running their own event loop (`asyncio.run`), so no
 async pytest plugin is needed. Servers run in background threads (mcp_servers).
@@ -17,17 +18,16 @@ import mcp_types as types
 import pytest
 from mcp_servers import ServerHandle, SilentServer, StatusServer, make_tool, make_tools
 
-from skillop.sources.mcp_client import (
-    DiscoveredTool,
-    DiscoveryCache,
+from skillop.sources.egress import EgressGuard
+from skillop.sources.mcp_discovery import (
     DiscoveryError,
     DiscoveryLimits,
     DiscoveryResult,
-    EgressGuard,
     McpTransport,
-    list_tools,
-    watch_tools,
 )
+from skillop.sources.mcp_session import list_tools
+from skillop.sources.mcp_tools import McpToolInfo
+from skillop.sources.mcp_watch import watch_tools
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -86,7 +86,7 @@ def test_keeps_title_schemas_and_present_annotations() -> None:
     bare = types.Tool(name="bare", input_schema={"type": "object"})
     with ServerHandle(tools=[tool, bare]) as server:
         deploy, plain = discover(server.url).tools
-    assert deploy == DiscoveredTool(
+    assert deploy == McpToolInfo(
         name="deploy",
         title="Deploy it",
         description="Deploys",
@@ -104,7 +104,9 @@ def test_keeps_title_schemas_and_present_annotations() -> None:
         },
     )
     assert "idempotentHint" not in deploy.annotations
-    assert plain == DiscoveredTool("bare", None, "", {"type": "object"}, None, {})
+    assert plain == McpToolInfo(name="bare", description="", title=None,
+                                input_schema={"type": "object"}, output_schema=None,
+                                annotations={})
 
 
 @pytest.mark.parametrize("announced", [True, False])
@@ -312,7 +314,6 @@ def test_headers_reach_the_server_but_never_errors_or_logs(
     client_logs = [r for r in caplog.records if not r.name.startswith(("uvicorn", "mcp.server"))]
     assert client_logs, "expected DEBUG logs from the client stack"
     assert not [r.getMessage() for r in client_logs if "s3cr3t" in r.getMessage()]
-    assert "s3cr3t" not in DiscoveryCache.key(server.url, "streamable-http", headers)
 
 
 def test_header_echoed_by_server_is_redacted() -> None:
@@ -490,54 +491,6 @@ def test_watch_stops_when_on_change_raises() -> None:
 
     with ServerHandle(tools=make_tools(1), list_changed=True) as server, pytest.raises(Boom):
         run(asyncio.wait_for(main(server), 10))
-
-
-# --------------------------------------------------------------------------- cache
-
-
-def test_cache_coalesces_concurrent_gets_into_one_connection() -> None:
-    cache = DiscoveryCache()
-
-    async def main(server: ServerHandle) -> list[DiscoveryResult]:
-        gets = [cache.get(server.url, guard=LOCAL, limits=FAST, max_age=60) for _ in range(10)]
-        return await asyncio.gather(*gets)
-
-    with ServerHandle(tools=make_tools(3), list_delay=0.2) as server:
-        results = run(main(server))
-        assert cache.connections_made == 1
-        assert server.count("initialize") == 1
-        assert all(r == results[0] for r in results)
-        assert len(results[0].tools) == 3
-        # Fresh enough: served from the cache.
-        run(cache.get(server.url, guard=LOCAL, limits=FAST, max_age=60))
-        assert cache.connections_made == 1
-        # Too old: a new connection.
-        run(cache.get(server.url, guard=LOCAL, limits=FAST, max_age=0))
-        assert cache.connections_made == 2
-        assert server.count("initialize") == 2
-
-
-def test_cache_keeps_last_good_result_when_refresh_fails() -> None:
-    cache = DiscoveryCache()
-    server = ServerHandle(tools=make_tools(2)).start()
-    good = run(cache.get(server.url, guard=LOCAL, limits=FAST, max_age=60))
-    server.stop()
-    with pytest.raises(DiscoveryError) as caught:
-        run(cache.get(server.url, guard=LOCAL, limits=FAST, max_age=0))
-    assert caught.value.reason == "ConnectFailed"
-    assert cache.last_good(server.url) == good
-    assert cache.last_good(server.url, headers={"x": "other"}) is None
-
-
-def test_cache_keys_separate_servers_without_showing_headers() -> None:
-    key = DiscoveryCache.key
-    url = "http://mcp.tools.svc/mcp"
-    assert key(url, "streamable-http", {"A": "1234"}) == key(url, "streamable-http", {"a": "1234"})
-    assert key(url, "streamable-http", {"a": "1234"}) != key(url, "streamable-http", {"a": "5678"})
-    assert key(url, "streamable-http") != key(url, "sse")
-    assert key(url) != key(url + "?tenant=b")
-    assert "1234" not in key(url, "streamable-http", {"a": "1234"})
-    assert "tenant" not in key(url + "?tenant=b")
 
 
 # --------------------------------------------------------------------------- stateless

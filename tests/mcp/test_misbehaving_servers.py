@@ -18,15 +18,9 @@ from pathlib import Path
 import pytest
 from bad_servers import Behaviour, CannedServer, self_signed_tls
 
-from skillop.sources.mcp_client import (
-    _SDK_LOGGERS,
-    DiscoveryError,
-    DiscoveryLimits,
-    EgressGuard,
-    McpTransport,
-    list_tools,
-    one_line,
-)
+from skillop.sources.egress import EgressGuard
+from skillop.sources.mcp_discovery import DiscoveryError, DiscoveryLimits, McpTransport, one_line
+from skillop.sources.mcp_session import _SDK_LOGGERS, list_tools
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -16,13 +16,10 @@ import pytest
 from bad_servers import CertificateAuthority, make_ca
 from mcp_servers import ServerHandle, make_tools
 
-from skillop.sources.mcp_client import (
-    DiscoveryError,
-    DiscoveryLimits,
-    EgressGuard,
-    list_tools,
-    trust_context,
-)
+from skillop.sources.egress import EgressGuard
+from skillop.sources.mcp_discovery import DiscoveryError, DiscoveryLimits
+from skillop.sources.mcp_session import list_tools
+from skillop.sources.mcp_transport import trust_context
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -875,3 +875,10 @@ def test_no_mcp_ca_bundle_by_default() -> None:
     assert "SKILLOP_MCP_CA_FILE" not in env()
     assert not [d for d in of_kind(render(), "ConfigMap")
                 if d["metadata"]["name"].endswith("-mcp-ca")]
+
+
+def test_the_chart_default_allow_list_is_the_code_default() -> None:
+    """One default allow-list: the chart renders what the operator, CLI and gateway use."""
+    from skillop.sources.egress import DEFAULT_EGRESS_PATTERNS
+
+    assert env()["SKILLOP_MCP_ALLOW"] == ",".join(DEFAULT_EGRESS_PATTERNS)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import Any
 
 import yaml
@@ -29,18 +29,18 @@ from skillop.model.manifest import Resource
 from skillop.model.names import ObjectRef
 from skillop.model.specs import McpServer, ServerKey, SkillSpec
 from skillop.resolve.catalog import Catalog
-from skillop.sources.mcp_tools import McpToolInfo, listed_info
+from skillop.sources.egress import DEFAULT_EGRESS_PATTERNS, EgressGuard, display_url
+from skillop.sources.mcp_discovery import DiscoveryError, DiscoveryLimits, DiscoveryResult
+from skillop.sources.mcp_tools import McpToolInfo
 
-DEFAULT_ALLOW = ("*.svc", "*.svc.cluster.local")
 
-
-def _client() -> Any:
+def _list_tools() -> Callable[..., Coroutine[Any, Any, DiscoveryResult]]:
     try:
-        from skillop.sources import mcp_client
+        from skillop.sources.mcp_session import list_tools
     except ImportError as err:  # the mcp SDK is an optional extra
         raise SystemExit(f"skillop: error: discovery needs the MCP SDK ({err});"
                          " pip install 'skillop[mcp]'") from None
-    return mcp_client
+    return list_tools
 
 
 def _servers(catalog: Catalog, skills: Iterable[ObjectRef] | None,
@@ -70,11 +70,7 @@ def _own_ca(catalog: Catalog, server_key: ServerKey) -> list[str]:
     return [pem] if pem else []
 
 
-def infos(result: Any) -> tuple[McpToolInfo, ...]:
-    return tuple(listed_info(t) for t in result.tools)
-
-
-def _skipped(url: str, result: Any) -> list[str]:
+def _skipped(url: str, result: DiscoveryResult) -> list[str]:
     """One warning per tool the server listed under a name that cannot be kept."""
     return [f"MCP server {url}: {line}" for line in result.skipped]
 
@@ -88,25 +84,25 @@ def discover_into(catalog: Catalog, *, allow: Sequence[str], timeout: float,
     ``ca``: PEM bundles (``--ca-file``) trusted for every server; a server's
     ``tls.caConfigMapRef`` adds its bundle when the ConfigMap is in the input.
     """
-    client = _client()
-    guard = client.EgressGuard(allow or DEFAULT_ALLOW)
-    limits = client.DiscoveryLimits(connect_timeout=min(timeout, 5.0), total_timeout=timeout)
+    list_tools = _list_tools()
+    guard = EgressGuard(allow or DEFAULT_EGRESS_PATTERNS)
+    limits = DiscoveryLimits(connect_timeout=min(timeout, 5.0), total_timeout=timeout)
     servers = _servers(catalog, skills)
 
     async def one(server_key: ServerKey, server: McpServer) -> list[str]:
         if server_key.secret is not None:
-            return [f"MCP server {client.display_url(server_key.url)}: headers come from"
+            return [f"MCP server {display_url(server_key.url)}: headers come from"
                     f" Secret {server_key.secret}, which the CLI does not read;"
                     " using the declared tools"]
         try:
-            result = await client.list_tools(server_key.url,
+            result = await list_tools(server_key.url,
                                              transport=server.effective_transport,
                                              guard=guard, limits=limits,
                                              ca_bundles=[*ca, *_own_ca(catalog, server_key)])
-        except client.DiscoveryError as err:
+        except DiscoveryError as err:
             return [f"{err}; using the declared tools"]
-        catalog.discovered[server_key] = infos(result)
-        return _skipped(client.display_url(server_key.url), result)
+        catalog.discovered[server_key] = result.tools
+        return _skipped(display_url(server_key.url), result)
 
     async def every() -> list[list[str]]:
         return list(await asyncio.gather(*(one(u, s) for u, s in sorted(servers.items(),
@@ -117,23 +113,23 @@ def discover_into(catalog: Catalog, *, allow: Sequence[str], timeout: float,
 
 def discover_command(url: str, *, transport: str, allow: Sequence[str], output: str,
                      headers: Sequence[str], timeout: float, ca: Sequence[str] = ()) -> int:
-    client = _client()
+    list_tools = _list_tools()
     pairs = [h.split("=", 1) for h in headers]
     if any(len(p) != 2 for p in pairs):
         print("skillop: error: --header takes NAME=VALUE", file=sys.stderr)
         return 2
-    guard = client.EgressGuard(allow or DEFAULT_ALLOW)
-    limits = client.DiscoveryLimits(connect_timeout=min(timeout, 5.0), total_timeout=timeout)
+    guard = EgressGuard(allow or DEFAULT_EGRESS_PATTERNS)
+    limits = DiscoveryLimits(connect_timeout=min(timeout, 5.0), total_timeout=timeout)
     try:
-        result = asyncio.run(client.list_tools(url, transport=transport, headers=dict(pairs),
+        result = asyncio.run(list_tools(url, transport=transport, headers=dict(pairs),
                                                guard=guard, limits=limits, ca_bundles=ca))
-    except client.DiscoveryError as err:
+    except DiscoveryError as err:
         hint = " (pass --allow HOST to contact it)" if err.reason == "URLNotAllowed" else ""
         print(f"skillop: {err}{hint}", file=sys.stderr)
         return 1
-    for line in _skipped(client.display_url(url), result):
+    for line in _skipped(display_url(url), result):
         print(f"warning: {line}", file=sys.stderr)
-    declared = [_declared(t) for t in infos(result)]
+    declared = [_declared(t) for t in result.tools]
     if output == "json":
         print(json.dumps({"tools": declared}, indent=2, ensure_ascii=False))
     elif output == "yaml":

@@ -27,8 +27,10 @@ from skillop.resolve.catalog import Catalog
 from skillop.resolve.explain import explain
 from skillop.resolve.resolver import Resolution, Resolver
 from skillop.resolve.toolset import render_document
+from skillop.sources.egress import DEFAULT_EGRESS_PATTERNS
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
+_DEFAULT_ALLOW = ", ".join(DEFAULT_EGRESS_PATTERNS)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -48,7 +50,7 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--discover", action="store_true",
                         help="list url MCP servers live (tools/list) instead of declared tools")
     common.add_argument("--allow", action="append", default=[], metavar="HOST_GLOB",
-                        help="hosts discovery may contact (default: *.svc, *.svc.cluster.local)")
+                        help=f"hosts discovery may contact (default: {_DEFAULT_ALLOW})")
     common.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                         help="discovery timeout per server (default 10)")
     common.add_argument("--ca-file", metavar="PATH",
@@ -71,7 +73,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("url")
     p.add_argument("--transport", choices=("streamable-http", "sse"), default="streamable-http")
     p.add_argument("--allow", action="append", default=[], metavar="HOST_GLOB",
-                   help="hosts that may be contacted (default: *.svc, *.svc.cluster.local)")
+                   help=f"hosts that may be contacted (default: {_DEFAULT_ALLOW})")
     p.add_argument("--header", action="append", default=[], metavar="NAME=VALUE")
     p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS")
     p.add_argument("--ca-file", metavar="PATH",

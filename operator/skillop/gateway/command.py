@@ -11,10 +11,11 @@ import os
 import sys
 from pathlib import Path
 
+from skillop.sources.egress import DEFAULT_EGRESS_PATTERNS
+
 DEFAULT_TOOLSET_DIR = "/etc/skillop"
 DEFAULT_SECRETS_DIR = "/var/run/skillop/secrets"
 DEFAULT_LISTEN = "127.0.0.1:8765"
-DEFAULT_ALLOW = ("*.svc", "*.svc.cluster.local")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -36,7 +37,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                       help="serve MCP on stdin/stdout instead (audit lines go to stderr)")
     p.add_argument("--allow", action="append", default=[], metavar="HOST_GLOB",
                    help="upstream hosts that may be contacted (default: SKILLOP_MCP_ALLOW or"
-                   " *.svc, *.svc.cluster.local)")
+                   f" {', '.join(DEFAULT_EGRESS_PATTERNS)})")
     p.add_argument("--poll", type=_positive, default=_positive(env("SKILLOP_GATEWAY_POLL", "1")),
                    metavar="SECONDS", help="how often to look for new mounts (default 1)")
     p.add_argument("--default-timeout", type=_positive,
@@ -59,7 +60,7 @@ def _allow(args: argparse.Namespace) -> tuple[str, ...]:
         return tuple(args.allow)
     from_env = [p.strip() for p in os.environ.get("SKILLOP_MCP_ALLOW", "").split(",")
                 if p.strip()]
-    return tuple(from_env) or DEFAULT_ALLOW
+    return tuple(from_env) or DEFAULT_EGRESS_PATTERNS
 
 
 def gateway_command(args: argparse.Namespace) -> int:

@@ -56,7 +56,7 @@ from skillop.gateway.served import (
 )
 from skillop.gateway.upstream import Link, Pool, Settings, UpstreamUnavailable
 from skillop.resolve.toolset import TOOLS_KEY
-from skillop.sources.mcp_client import EgressGuard
+from skillop.sources.egress import EgressGuard
 
 _VERSION: Final = "0.1.0"
 _APPROVAL_SCHEMA: Final[dict[str, Any]] = {

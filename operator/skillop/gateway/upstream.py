@@ -36,8 +36,9 @@ from mcp.shared.exceptions import MCPError
 
 from skillop.gateway.secrets import SecretMissing, env_of, headers_of
 from skillop.gateway.served import ServerKey, Upstream
-from skillop.sources.mcp_client import EgressGuard, discovered_tool
-from skillop.sources.mcp_tools import info_digest, listed_info
+from skillop.sources.egress import EgressGuard
+from skillop.sources.mcp_session import tool_info
+from skillop.sources.mcp_tools import info_digest
 
 logger = logging.getLogger(__name__)
 
@@ -263,7 +264,7 @@ class Link:
         if any(isinstance(leaf, httpx2.TransportError | anyio.ClosedResourceError
                           | anyio.BrokenResourceError | anyio.EndOfStream) for leaf in leaves):
             return "connection lost"
-        from skillop.sources.mcp_client import DiscoveryError
+        from skillop.sources.mcp_discovery import DiscoveryError
 
         for leaf in leaves:
             if isinstance(leaf, DiscoveryError):
@@ -302,7 +303,7 @@ async def _list_digests(session: ClientSession) -> dict[str, str]:
         for tool in page.tools:
             if tool.name not in digests:
                 # As discovery turns a listing into what the ToolSet was resolved from.
-                digests[tool.name] = info_digest(listed_info(discovered_tool(tool)))
+                digests[tool.name] = info_digest(tool_info(tool))
         cursor = page.next_cursor
         if cursor is None:
             break

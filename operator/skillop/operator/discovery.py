@@ -38,7 +38,7 @@ from skillop.operator.outputs import ServerState
 from skillop.operator.runtime import Reconciler
 from skillop.operator.settings import OperatorConfig
 from skillop.operator.store import Store
-from skillop.sources.mcp_tools import McpToolInfo, info_digest, listed_info, tools_digest
+from skillop.sources.mcp_tools import McpToolInfo, info_digest, tools_digest
 
 log = logging.getLogger("skillop.discovery")
 #: Longest quiet time on a watched (listChanged) server before it is pinged.
@@ -83,7 +83,8 @@ class ServerWatch:
 class Discovery:
     def __init__(self, store: Store, reconciler: Reconciler, writer: Any,
                  config: OperatorConfig) -> None:
-        from skillop.sources.mcp_client import DiscoveryLimits, EgressGuard
+        from skillop.sources.egress import EgressGuard
+        from skillop.sources.mcp_discovery import DiscoveryLimits
 
         self.store = store
         self.reconciler = reconciler
@@ -312,7 +313,9 @@ class Discovery:
                                   f" ({type(err).__name__})") from None
 
     async def _run(self, watch: ServerWatch) -> None:
-        from skillop.sources.mcp_client import DiscoveryError, display_url, watch_tools
+        from skillop.sources.egress import display_url
+        from skillop.sources.mcp_discovery import DiscoveryError
+        from skillop.sources.mcp_watch import watch_tools
 
         while True:
             watch.wake.clear()  # before listing: a Skill change during it lists again
@@ -358,11 +361,11 @@ class Discovery:
         self._failure(watch, err.reason, str(err))
 
     def _success(self, watch: ServerWatch, result: Any) -> None:
-        infos = tuple(listed_info(t) for t in result.tools)
+        infos: tuple[McpToolInfo, ...] = result.tools
         was_failing = watch.error is not None
         self._count("Listed")
         if result.skipped != watch.skipped:
-            from skillop.sources.mcp_client import display_url
+            from skillop.sources.egress import display_url
 
             for line in result.skipped:
                 log.warning("MCP server %s: %s", display_url(watch.url), line)

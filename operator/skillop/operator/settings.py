@@ -14,7 +14,8 @@ import urllib.parse
 import uuid
 from dataclasses import dataclass, field
 
-DEFAULT_MCP_ALLOW = ("*.svc", "*.svc.cluster.local")
+from skillop.sources.egress import DEFAULT_EGRESS_PATTERNS
+
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 _LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -160,7 +161,7 @@ class OperatorConfig:
     #: List url MCP servers live; off: declared tools only, no connection made.
     mcp_discovery: bool = True
     #: Host globs the operator may contact for MCP discovery.
-    mcp_allow: tuple[str, ...] = DEFAULT_MCP_ALLOW
+    mcp_allow: tuple[str, ...] = DEFAULT_EGRESS_PATTERNS
     #: PEM file of CA certificates every MCP discovery trusts besides the system's
     #: (a company's private CA); a server's own ``tls`` bundle adds to it.
     mcp_ca_file: str | None = None
@@ -196,7 +197,7 @@ class OperatorConfig:
         return cls(
             namespaces=_list("SKILLOP_NAMESPACES"),
             mcp_discovery=_bool("SKILLOP_MCP_DISCOVERY", default=True),
-            mcp_allow=_list("SKILLOP_MCP_ALLOW", DEFAULT_MCP_ALLOW),
+            mcp_allow=_list("SKILLOP_MCP_ALLOW", DEFAULT_EGRESS_PATTERNS),
             mcp_ca_file=os.environ.get("SKILLOP_MCP_CA_FILE") or None,
             mcp_refresh_seconds=_float("SKILLOP_MCP_REFRESH_SECONDS", 300.0),
             resync_seconds=_float("SKILLOP_RESYNC_SECONDS", 300.0),

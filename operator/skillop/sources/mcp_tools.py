@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from skillop.model.canonical import json_digest, sha256_digest
 from skillop.model.capabilities import Capabilities, mcp_capabilities
@@ -33,32 +33,6 @@ class McpToolInfo:
     capabilities: Capabilities | None = None
     #: ``Tool.execution`` (MCP 2025-11-25), e.g. ``{"taskSupport": "optional"}``.
     execution: dict[str, Any] | None = None
-
-
-class ListedTool(Protocol):
-    """A tool as discovery lists it (``mcp_client.DiscoveredTool``)."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def title(self) -> str | None: ...
-    @property
-    def description(self) -> str: ...
-    @property
-    def input_schema(self) -> dict[str, Any]: ...
-    @property
-    def output_schema(self) -> dict[str, Any] | None: ...
-    @property
-    def annotations(self) -> dict[str, Any]: ...
-    @property
-    def execution(self) -> dict[str, Any] | None: ...
-
-
-def listed_info(tool: ListedTool) -> McpToolInfo:
-    """A discovered tool as an McpToolInfo: the same fields a declared copy has."""
-    return McpToolInfo(name=tool.name, description=tool.description, title=tool.title,
-                       input_schema=tool.input_schema, output_schema=tool.output_schema,
-                       annotations=dict(tool.annotations), execution=tool.execution)
 
 
 def mcp_identity(server: McpServer, tool: str) -> str:

@@ -1,0 +1,147 @@
+"""The egress guard: which MCP server URLs discovery and the gateway may contact.
+
+The servers are untrusted input, and the hosts they live on are too: an
+``EgressGuard`` decides which hosts may be contacted at all. Discovery checks it
+before connecting and again on every HTTP request the SDK makes
+(``mcp_transport``), so a redirect or a second endpoint cannot lead elsewhere.
+
+``DEFAULT_EGRESS_PATTERNS`` is the one default allow-list (cluster-internal
+hosts): the operator's settings, the CLI, ``skillop gateway`` and the guard
+itself use it, and a test holds the Helm chart's ``mcp.allow`` to it. httpx2 is
+imported on the first URL checked, not with this module: the CLI names the
+default in its help without needing the MCP extra.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+from skillop.sources.mcp_discovery import DiscoveryError
+
+if TYPE_CHECKING:
+    import httpx2
+
+__all__ = ["DEFAULT_EGRESS_PATTERNS", "EgressGuard", "display_url"]
+
+DEFAULT_EGRESS_PATTERNS: Final[tuple[str, ...]] = ("*.svc", "*.svc.cluster.local")
+
+_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+
+
+def _parse(url: str | httpx2.URL) -> httpx2.URL | None:
+    # httpx's parser, not urllib's: the guard must see the host httpx connects to.
+    import httpx2
+
+    try:
+        return url if isinstance(url, httpx2.URL) else httpx2.URL(url)
+    except (httpx2.InvalidURL, TypeError, ValueError):
+        return None
+
+
+def display_url(url: str | httpx2.URL) -> str:
+    """The URL without userinfo, query and fragment: what errors and logs may show."""
+    parsed = _parse(url)
+    if parsed is None:
+        return "<invalid URL>"
+    return str(parsed.copy_with(userinfo=b"", query=None, fragment=None))
+
+
+def _target(url: str | httpx2.URL) -> tuple[str, str, int] | None:
+    """The (scheme, host, port) a request to ``url`` connects to; None unless http(s)."""
+    parsed = _parse(url)
+    if parsed is None:
+        return None
+    scheme = parsed.scheme.lower()
+    try:
+        host = parsed.raw_host.decode("ascii").lower()  # IDNA form: the name resolved
+    except UnicodeDecodeError:
+        return None
+    if scheme not in _DEFAULT_PORTS or not host:
+        return None
+    port = parsed.port if parsed.port is not None else _DEFAULT_PORTS[scheme]
+    if not 0 < port < 65536:
+        return None
+    return scheme, host, port
+
+
+@dataclass(frozen=True)
+class _Pattern:
+    scheme: str | None
+    host: str
+    port: str | None
+
+    @classmethod
+    def parse(cls, text: str) -> _Pattern:
+        raw = text.strip().lower()
+        scheme, sep, rest = raw.partition("://")
+        if not sep:
+            scheme, rest = "", raw
+        if scheme and scheme not in _DEFAULT_PORTS:
+            raise ValueError(f"egress pattern {text!r}: scheme must be http or https")
+        host, port = _split_host_port(rest.rstrip("/"))
+        if not host:
+            raise ValueError(f"egress pattern {text!r} has no host")
+        return cls(scheme or None, host, port)
+
+    def matches(self, scheme: str, host: str, port: int) -> bool:
+        if self.scheme is not None and self.scheme != scheme:
+            return False
+        if self.port is not None and not fnmatch.fnmatchcase(str(port), self.port):
+            return False
+        return fnmatch.fnmatchcase(host, self.host)
+
+
+def _split_host_port(text: str) -> tuple[str, str | None]:
+    if text.startswith("["):  # IPv6 literal, e.g. [::1]:8080
+        host, _, tail = text[1:].partition("]")
+        return host, (tail[1:] or None) if tail.startswith(":") else None
+    host, sep, port = text.rpartition(":")
+    if sep and ":" not in host:
+        return host, port or None
+    return text, None
+
+
+class EgressGuard:
+    """Which MCP server URLs discovery may contact.
+
+    Patterns are ``fnmatch`` globs, matched case-insensitively, in the form
+    ``[scheme://]host[:port]``:
+
+    * ``*.svc`` - any host ending in ``.svc`` (``*`` also spans dots), any port,
+      http or https;
+    * ``127.0.0.1:8080`` - that host and port only (the port may be a glob too);
+    * ``https://*.example.com`` - https only;
+    * ``[::1]`` - an IPv6 literal, in brackets.
+
+    A URL is allowed when any pattern matches its scheme, host and port (the
+    scheme's default port when the URL names none). Only ``http`` and ``https``
+    URLs are ever allowed. The host is compared as written in the URL, before
+    any DNS resolution; proxies from the environment are never used, so the
+    host checked is the host connected to.
+    """
+
+    def __init__(self, patterns: Sequence[str] = DEFAULT_EGRESS_PATTERNS) -> None:
+        if isinstance(patterns, str):
+            raise TypeError("EgressGuard takes a sequence of patterns, not one string")
+        self.patterns: tuple[str, ...] = tuple(patterns)
+        self._compiled = tuple(_Pattern.parse(p) for p in self.patterns)
+
+    def __repr__(self) -> str:
+        return f"EgressGuard({list(self.patterns)!r})"
+
+    def allows(self, url: str | httpx2.URL) -> bool:
+        target = _target(url)
+        return target is not None and any(p.matches(*target) for p in self._compiled)
+
+    def check(self, url: str) -> None:
+        """Raise ``DiscoveryError(reason="URLNotAllowed")`` unless ``url`` may be contacted."""
+        if not self.allows(url):
+            raise DiscoveryError(
+                "URLNotAllowed",
+                display_url(url),
+                "the URL is not http(s) or its host is not in the egress allow-list "
+                f"{list(self.patterns)}",
+            )

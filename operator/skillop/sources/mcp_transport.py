@@ -1,0 +1,249 @@
+"""The fenced HTTP client under the MCP SDK, and what https trusts.
+
+Every discovery connection goes through one httpx client built here. A wrapping
+transport (``_FencedTransport``) sees every request and response:
+
+* it checks the ``EgressGuard`` on every request, not only the first;
+* it refuses redirects (a 3xx is an error, never followed, not even the
+  same-origin ones the SDK would follow itself);
+* it meters response bytes against ``DiscoveryLimits.max_response_bytes`` and
+  aborts the stream as soon as the limit is crossed;
+* it refuses compressed bodies (the limit is meant for what is parsed, and
+  ``Accept-Encoding: identity`` is requested).
+
+Connect and total timeouts bound each step; proxies and ``SSL_CERT_*`` from the
+environment are never read. What the fence saw is kept on a ``Wire``, so that
+the session layer can classify a failure by the first fatal fact.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import ssl
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import NoReturn
+
+import anyio
+import httpx2
+
+from skillop.sources.egress import EgressGuard, display_url
+from skillop.sources.mcp_discovery import (
+    DiscoveryError,
+    DiscoveryLimits,
+    ErrorReason,
+    McpTransport,
+)
+
+__all__ = ["Wire", "http_client", "trust_context"]
+
+
+class Wire:
+    """What the HTTP layer saw on one connection.
+
+    The SDK turns HTTP trouble into many shapes (JSON-RPC errors, exception
+    groups from its task groups, log lines); the fence records the first fatal
+    fact here, and that fact wins when the failure is classified.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        transport: McpTransport,
+        guard: EgressGuard,
+        limits: DiscoveryLimits,
+        tls: ssl.SSLContext | None = None,
+    ):
+        self.display_url = display_url(url)
+        self.tls = tls if tls is not None else trust_context(url, ())
+        self.transport = transport
+        self.guard = guard
+        self.max_bytes = limits.max_response_bytes
+        self.bytes = 0
+        self.failure: DiscoveryError | None = None
+        self.http_status: int | None = None
+        self.open_event_streams = 0
+        self.event_stream_seen = False
+        #: The server gave an ``mcp-session-id``: only then does the SDK open the
+        #: streamable-HTTP notification stream (GET) at all.
+        self.session_seen = False
+        self.event_stream_settled = anyio.Event()
+        self.wake: Callable[[], None] | None = None  # lets a watch notice a failure at once
+
+    def fail(self, reason: ErrorReason, detail: str) -> NoReturn:
+        error = DiscoveryError(reason, self.display_url, detail)
+        if self.failure is None:
+            self.failure = error
+            if self.wake is not None:
+                self.wake()
+        raise error
+
+    def raise_if_failed(self) -> None:
+        if self.failure is not None:
+            raise self.failure
+
+    def count(self, size: int) -> None:
+        self.bytes += size
+        if self.bytes > self.max_bytes:
+            self.fail("ResponseTooLarge", f"responses exceeded {self.max_bytes} bytes")
+
+    def check_request(self, request: httpx2.Request) -> None:
+        if not self.guard.allows(request.url):
+            self.fail("URLNotAllowed", f"refused a request to {display_url(request.url)}")
+
+    def check_response(self, request: httpx2.Request, response: httpx2.Response) -> None:
+        status = response.status_code
+        if 300 <= status < 400:
+            target = _redirect_target(request.url, response.headers.get("location"))
+            self.fail("Redirected", f"HTTP {status} redirect to {target} was not followed")
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        if encoding not in ("", "identity"):
+            self.fail("ProtocolError", f"compressed response ({encoding}) refused")
+        if status >= 400 and self._status_matters(request):
+            self.http_status = status
+
+    def _status_matters(self, request: httpx2.Request) -> bool:
+        # The streamable-HTTP notification GET may be refused (405) by servers
+        # that never push; only the POSTs carry the answers that count there.
+        return request.method == "POST" or (self.transport == "sse" and request.method == "GET")
+
+    def is_event_stream(self, request: httpx2.Request, response: httpx2.Response) -> bool:
+        content_type = response.headers.get("content-type", "")
+        return (
+            request.method == "GET"
+            and response.status_code == 200
+            and (content_type.startswith("text/event-stream"))
+        )
+
+    def event_stream_opened(self) -> None:
+        self.open_event_streams += 1
+        self.event_stream_seen = True
+
+    def event_stream_closed(self) -> None:
+        self.open_event_streams -= 1
+
+
+class _MeteredStream(httpx2.AsyncByteStream):
+    """A response body that counts its bytes into the wire and tells when it closes."""
+
+    def __init__(
+        self, inner: httpx2.AsyncByteStream, wire: Wire, on_close: Callable[[], None] | None
+    ) -> None:
+        self._inner = inner
+        self._wire = wire
+        self._on_close = on_close
+        self._is_event_stream = on_close is not None
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._inner:
+            try:
+                self._wire.count(len(chunk))
+            except DiscoveryError:
+                if not self._is_event_stream:
+                    raise  # a request's answer: fail it at once
+                # An event stream just ends: the SDK logs a raised error with a
+                # traceback, and the failure is on the wire record anyway.
+                return
+            yield chunk
+
+    async def aclose(self) -> None:
+        on_close, self._on_close = self._on_close, None
+        if on_close is not None:
+            on_close()
+        await self._inner.aclose()
+
+
+class _FencedTransport(httpx2.AsyncBaseTransport):
+    """The httpx transport under the SDK: egress check, no redirects, byte meter."""
+
+    def __init__(self, wire: Wire, inner: httpx2.AsyncBaseTransport) -> None:
+        self._wire = wire
+        self._inner = inner
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        wire = self._wire
+        wire.check_request(request)
+        try:
+            response = await self._inner.handle_async_request(request)
+        finally:
+            if request.method == "GET":
+                wire.event_stream_settled.set()
+        try:
+            wire.check_response(request, response)
+        except DiscoveryError:
+            await response.aclose()
+            raise
+        if response.headers.get("mcp-session-id"):
+            wire.session_seen = True
+        on_close = None
+        if wire.is_event_stream(request, response):
+            wire.event_stream_opened()
+            on_close = wire.event_stream_closed
+        assert isinstance(response.stream, httpx2.AsyncByteStream)
+        response.stream = _MeteredStream(response.stream, wire, on_close)
+        return response
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def http_client(
+    wire: Wire, headers: Mapping[str, str], limits: DiscoveryLimits
+) -> httpx2.AsyncClient:
+    # Reads are unbounded here because the notification stream idles for long;
+    # every request is bounded by an anyio deadline instead.
+    timeout = httpx2.Timeout(limits.total_timeout, connect=limits.connect_timeout, read=None)
+    return httpx2.AsyncClient(
+        transport=_FencedTransport(
+            wire, httpx2.AsyncHTTPTransport(trust_env=False, verify=wire.tls)
+        ),
+        headers={"accept-encoding": "identity", **headers},
+        timeout=timeout,
+        follow_redirects=False,
+        trust_env=False,
+    )
+
+
+def trust_context(url: str, ca_bundles: Sequence[str]) -> ssl.SSLContext:
+    """What https connections trust: the system's CAs, plus ``ca_bundles`` (PEM texts).
+
+    Private CAs are the rule inside companies; ``SSL_CERT_FILE`` and the like are
+    not read (``trust_env`` is off, as for proxies), so trust is what the caller
+    configures: per server and operator-wide in the operator, ``--ca-file`` in
+    the CLI. A bundle that is not PEM certificates is a ``TLSError`` naming ``url``.
+    Contexts are built once per distinct set of bundles and shared: loading the
+    system store costs tens of ms of CPU, once per connection otherwise.
+    """
+    try:
+        return _context(tuple(ca_bundles))
+    except (ssl.SSLError, ValueError) as err:
+        raise DiscoveryError(
+            "TLSError", display_url(url),
+            f"the CA bundle is not PEM certificates ({type(err).__name__})") from None
+
+
+@functools.lru_cache(maxsize=32)
+def _context(ca_bundles: tuple[str, ...]) -> ssl.SSLContext:
+    # The system store at OpenSSL's compiled-in paths, not the SSL_CERT_* variables.
+    paths = ssl.get_default_verify_paths()
+    context = ssl.create_default_context(
+        cafile=paths.openssl_cafile if os.path.isfile(paths.openssl_cafile) else None,
+        capath=paths.openssl_capath if os.path.isdir(paths.openssl_capath) else None,
+    )
+    for pem in ca_bundles:
+        if "-----BEGIN CERTIFICATE-----" not in pem:
+            raise ValueError("no PEM certificate")
+        context.load_verify_locations(cadata=pem)
+    return context
+
+
+def _redirect_target(base: httpx2.URL, location: str | None) -> str:
+    """``host[:port]`` a redirect points to, for the error message (never its path or query)."""
+    try:
+        url = base.join(location) if location else None
+    except (httpx2.InvalidURL, TypeError, ValueError):
+        url = None
+    if url is None:
+        return "an invalid location"
+    host = url.host or "?"
+    return f"host {host}" if url.port is None else f"host {host}:{url.port}"
