@@ -1,6 +1,6 @@
 """What MCP discovery takes and gives: transports, bounds, results and errors.
 
-The operator (docs/mcp.md) lists the tools of every ``url`` MCP server of a
+The operator (docs/api.md, Semantics 9) lists the tools of every ``url`` MCP server of a
 Skill; the modules doing the talking are ``egress`` (which hosts may be
 contacted), ``mcp_transport`` (the fenced HTTP client), ``mcp_session`` (one
 listing) and ``mcp_watch`` (keeping a list current). They share these values,

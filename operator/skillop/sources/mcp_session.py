@@ -22,7 +22,7 @@ Protocol era: mcp 2.x speaks both the handshake era (``initialize``, up to
 2025-11-25) and the 2026-07-28 era (``server/discover``, where change
 notifications only flow on ``subscriptions/listen`` streams). Discovery pins the
 handshake era, which every current server speaks, so ``tools.listChanged`` and
-``notifications/tools/list_changed`` mean what docs/mcp.md says they mean.
+``notifications/tools/list_changed`` mean what docs/api.md (Semantics 9) says they mean.
 """
 
 from __future__ import annotations
