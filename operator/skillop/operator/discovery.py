@@ -202,13 +202,16 @@ class Discovery:
             self.store.set_accepted(ref, slot[1], None)
         self._forget(ref)
 
-    async def stop(self) -> None:
+    async def stop(self, *, grace: float = 5.0) -> None:
+        """Cancel every server task and wait for them at most ``grace`` seconds: a
+        connection stuck where cancellation cannot reach (a DNS lookup in a thread,
+        an SDK task group finishing its own cleanup) must not hold up shutdown, which
+        a rolling upgrade and the Lease handover wait for."""
         tasks = [w.task for w in self.servers.values() if w.task is not None]
         for task in tasks:
             task.cancel()
-        for task in tasks:
-            with contextlib.suppress(BaseException):
-                await task
+        if tasks:
+            await asyncio.wait(tasks, timeout=grace)
 
     # -- internals ----------------------------------------------------------------
     def _watch(self, ref: ObjectRef, server: McpServer, skill: SkillResource, *,
