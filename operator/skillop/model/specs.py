@@ -219,14 +219,16 @@ class HeadersFrom(SpecModel):
     discovery and by pods; values never leave the Secret."""
 
 
+#: A key of a ConfigMap's or Secret's data (what the API server allows there).
+DataKey = Annotated[str, StringConstraints(pattern=r"^[-._a-zA-Z0-9]+$", max_length=253)]
+
+
 class CaKeyRef(SpecModel):
     """A key of a ConfigMap or Secret in the Skill's namespace holding PEM CA certificates."""
 
     name: ObjectName
     """The ConfigMap's or Secret's name."""
-    key: Annotated[str, StringConstraints(pattern=r"^[-._a-zA-Z0-9]+$", max_length=253)] = (
-        "ca.crt"
-    )
+    key: DataKey = "ca.crt"
     """The key holding the PEM bundle; default ca.crt."""
 
 
@@ -273,7 +275,6 @@ class CaSource:
         return f"{self.kind}/{self.ref}#{self.key}"
 
 
-SecretKey = Annotated[str, StringConstraints(pattern=r"^[-._a-zA-Z0-9]+$", max_length=253)]
 
 
 class SecretKeySelector(SpecModel):
@@ -281,7 +282,7 @@ class SecretKeySelector(SpecModel):
 
     name: ObjectName
     """The Secret's name."""
-    key: SecretKey
+    key: DataKey
     """The key in the Secret."""
 
 
@@ -516,9 +517,7 @@ class ConfigMapKeyRef(SpecModel):
 
     name: ObjectName
     """The ConfigMap's name."""
-    key: Annotated[str, StringConstraints(pattern=r"^[-._a-zA-Z0-9]+$", max_length=253)] = (
-        "SKILL.md"
-    )
+    key: DataKey = "SKILL.md"
     """The key holding the SKILL.md; default SKILL.md."""
 
 
