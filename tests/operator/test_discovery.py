@@ -174,7 +174,9 @@ def _outage_and_recovery(ns: Cluster, srv: ServerHandle) -> None:
     ns.apply(actor("survivor", "fragile"))
     wait_tools(ns, "survivor", {"sturdy"})
     wait_discovered(ns, "fragile", "True")
-    good = ns.get("Actor", NS, "survivor")["status"]["toolsHash"]
+    # The ConfigMap is written before the Actor's status: wait for both.
+    good = wait_for(lambda: ns.get("Actor", NS, "survivor").get("status", {}).get("toolsHash"),
+                    timeout=TIMEOUT, message="the survivor's status")
 
     srv.stop()
     cond = wait_discovered(ns, "fragile", "False")
