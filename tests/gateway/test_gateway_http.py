@@ -389,10 +389,11 @@ def test_audit_lines_never_hold_arguments_or_results(
     assert "hunter2" not in stdout and "arguments" not in stdout
 
 
-def test_clients_that_cannot_approve_get_plain_json_answers(
+def test_only_a_call_that_asks_for_approval_gets_an_event_stream(
         upstream: ServerHandle, mounts: Mounts) -> None:
-    """Event streams are kept for clients that can be asked for approval; the others
-    get JSON bodies, which their HTTP connection survives (cheaper calls)."""
+    """An approval prompt (elicitation) rides the call's event stream; every other
+    answer is one JSON body, which the client's HTTP connection survives (cheaper
+    calls)."""
     mounts.toolset(_docs(upstream.url))
     seen: dict[bool, list[str]] = {True: [], False: []}
 
@@ -421,8 +422,8 @@ def test_clients_that_cannot_approve_get_plain_json_answers(
     with mounts.gateway() as gw:
         _run(lambda: calls(True))
         _run(lambda: calls(False))
-    assert seen[True] and all(t.startswith("text/event-stream") for t in seen[True])
-    assert seen[False] and all(t.startswith("application/json") for t in seen[False])
+    assert [t.split(";")[0] for t in seen[True]] == ["application/json", "text/event-stream"]
+    assert [t.split(";")[0] for t in seen[False]] == ["application/json"] * 2
     assert [name for name, _ in upstream.calls] == ["echo", "guarded", "echo"]
 
 

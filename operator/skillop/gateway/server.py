@@ -15,6 +15,11 @@ Refusals and failures are tool results with ``isError`` and a reason the model
 can read (the gateway's own words, no upstream or secret text). Every call, of
 any outcome, writes one audit line.
 
+Over HTTP, ``front.Front`` answers most requests itself with plain JSON (the hot
+path); the SDK's server handles the session's life, approvals and notifications.
+Both end in ``Gateway.call``. Connected clients are kept in ``front.Sessions``
+(to be told ``list_changed``) and forgotten when their session ends.
+
 Hot reload: every ``poll_interval`` seconds the gateway stats the mounted files
 (kubelet updates a ConfigMap or Secret volume by swapping its ``..data`` link,
 which changes the files' identity); on a change it re-reads the set, points the
@@ -29,23 +34,21 @@ import os
 import socket
 import sys
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 import anyio
-import httpx2
 import mcp_types as types
-from mcp.client.session import ClientSession
 from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.models import InitializationOptions
-from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 from skillop.gateway.audit import AuditLog, AuditRecord, Outcome
+from skillop.gateway.front import Client, Front, Sessions
 from skillop.gateway.secrets import secrets_signature
 from skillop.gateway.served import (
     ServedSet,
@@ -54,7 +57,15 @@ from skillop.gateway.served import (
     ToolSetError,
     load_served_set,
 )
-from skillop.gateway.upstream import Link, Pool, Settings, UpstreamUnavailable
+from skillop.gateway.upstream import (
+    CallFailed,
+    Connection,
+    Link,
+    Pool,
+    SessionLost,
+    Settings,
+    UpstreamUnavailable,
+)
 from skillop.resolve.toolset import TOOLS_KEY
 from skillop.sources.egress import EgressGuard
 
@@ -67,6 +78,9 @@ _APPROVAL_SCHEMA: Final[dict[str, Any]] = {
 }
 _MAX_SHOWN_ARGUMENTS = 1000
 
+#: Asks the client to approve a call (MCP elicitation): the prompt in, its answer out.
+Ask = Callable[[str], Awaitable[types.ElicitResult]]
+
 
 @dataclass(frozen=True, slots=True)
 class Options:
@@ -78,6 +92,8 @@ class Options:
     poll_interval: float = 1.0
     default_timeout: float = 60.0
     connect_timeout: float = 10.0
+    #: An HTTP session nothing was asked in for this long is ended (as the SDK would).
+    session_idle_timeout: float = 30 * 60.0
 
 
 class _Refused(Exception):
@@ -112,7 +128,9 @@ class Gateway:
         self._pool: Pool | None = None
         self._signature: object = None
         self._last_error: str | None = None
-        self._clients: dict[int, ServerSession] = {}
+        self.sessions = Sessions()
+        self._front: Front | None = None
+        self._listing_json: tuple[ServedSet, bytes] | None = None
         self.server = _GatewayServer("skillop-gateway", version=_VERSION,
                                      on_list_tools=self._list_tools,
                                      on_call_tool=self._call_tool)
@@ -140,10 +158,12 @@ class Gateway:
         """Streamable HTTP at ``http://host:port/mcp`` until cancelled."""
         import uvicorn
 
-        app = self.server.streamable_http_app(host=host)
+        # Sessions expire by the front's clock: the SDK's cannot see what the front answers.
+        app = self.server.streamable_http_app(host=host, session_idle_timeout=None)
+        self._front = Front(app, self.sessions, self, host=host)
         sock = _listener(host, port)
         actual = sock.getsockname()[1]
-        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
+        config = uvicorn.Config(self._front, log_level="warning", access_log=False, lifespan="on",
                                 log_config=None, timeout_graceful_shutdown=1)
         shown = f"[{host}]" if ":" in host else host
         _say(f"serving {len(self.served.tools)} tools of {self.served.actor or '(no set yet)'}"
@@ -204,42 +224,28 @@ class Gateway:
             await anyio.sleep(self.options.poll_interval)
             if self.reload():
                 await self.notify_list_changed()
+            if self._front is not None:
+                for key in self.sessions.idle(self.options.session_idle_timeout,
+                                              time.monotonic()):
+                    await self._front.end_session(key)
 
     async def notify_list_changed(self) -> None:
-        for key, session in list(self._clients.items()):
+        for key, client in self.sessions.items():
             try:
-                await session.send_tool_list_changed()
+                await client.session.send_tool_list_changed()
             except Exception:  # that client is gone
-                self._clients.pop(key, None)
+                self.sessions.forget(key)
 
     # -- MCP handlers --------------------------------------------------------------
 
     async def _initialized(self, ctx: ServerRequestContext[Any],
                            params: types.NotificationParams) -> None:
-        self._clients[id(ctx.session)] = ctx.session
-        caps = ctx.session.client_capabilities
-        if caps is None or caps.elicitation is None:
-            self._answer_in_json(ctx)
-
-    def _answer_in_json(self, ctx: ServerRequestContext[Any]) -> None:
-        """Answer this HTTP session's calls with plain JSON bodies, not event streams.
-
-        An event stream per call is what lets an approval prompt (elicitation) ride
-        the call it belongs to; a client without elicitation can never be asked,
-        so it gets JSON: no stream machinery, and the SDK's client reads the body
-        to its end, so its connection is kept alive instead of re-opened for
-        every call (bench/gateway.py). The SDK has no public handle on a
-        session's transport: if the lookup fails, event streams stay, which is
-        merely slower."""
-        request = ctx.request
-        headers = getattr(request, "headers", None)
+        headers = getattr(ctx.request, "headers", None)
         session_id = headers.get("mcp-session-id") if headers is not None else None
-        if session_id is None or self.server._session_manager is None:
-            return
-        transports = getattr(self.server._session_manager, "_server_instances", {})
-        transport = transports.get(session_id)
-        if transport is not None and hasattr(transport, "is_json_response_enabled"):
-            transport.is_json_response_enabled = True
+        caps = ctx.session.client_capabilities
+        self.sessions.add(session_id or f"stdio:{id(ctx.session)}", Client(
+            ctx.session, can_elicit=caps is not None and caps.elicitation is not None,
+            last_seen=time.monotonic()))
 
     async def _list_tools(self, ctx: ServerRequestContext[Any],
                           params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
@@ -247,16 +253,59 @@ class Gateway:
 
     async def _call_tool(self, ctx: ServerRequestContext[Any],
                          params: types.CallToolRequestParams) -> types.CallToolResult:
+        caps = ctx.session.client_capabilities
+        ask: Ask | None = None
+        if caps is not None and caps.elicitation is not None:
+            async def ask(message: str) -> types.ElicitResult:
+                return await ctx.session.elicit_form(message, _APPROVAL_SCHEMA,
+                                                     related_request_id=ctx.request_id)
+        return await self.call(params.name, params.arguments or {}, ask=ask)
+
+    async def answer(self, method: str, params: dict[str, Any],
+                     client: Client) -> bytes | None:
+        """The front's answer (the JSON-RPC ``result`` or ``error`` member), or None
+        when the SDK must answer: a call to approve, by a client that can be asked,
+        needs the SDK's event stream; a malformed call, its error."""
+        if method == "ping":
+            return b'"result":{}'
+        if method == "tools/list":
+            return b'"result":' + self._listing()
+        name, arguments = params.get("name"), params.get("arguments")
+        if not isinstance(name, str) or not isinstance(arguments, dict | None):
+            return None
+        tool = self.served.tools.get(name)
+        if tool is not None and tool.requires_approval and client.can_elicit:
+            return None
+        try:
+            result = await self.call(name, arguments or {}, ask=None)
+        except MCPError as exc:
+            return b'"error":' + json.dumps({"code": exc.code,
+                                             "message": exc.error.message}).encode()
+        return b'"result":' + result.model_dump_json(by_alias=True, exclude_none=True).encode()
+
+    def _listing(self) -> bytes:
+        served = self.served
+        if self._listing_json is None or self._listing_json[0] is not served:
+            listing = types.ListToolsResult(tools=list(served.listing))
+            self._listing_json = (served, listing.model_dump_json(
+                by_alias=True, exclude_none=True).encode())
+        return self._listing_json[1]
+
+    async def call(self, name: str, arguments: dict[str, Any], *,
+                   ask: Ask | None) -> types.CallToolResult:
+        """``tools/call``: the result (errors and refusals are results too), or the
+        MCP error for an unknown tool. ``ask`` is None for a client that cannot be
+        asked to approve anything."""
         served = self.served  # one call sees one set, whatever a reload does meanwhile
         started = time.perf_counter()
-        tool = served.tools.get(params.name)
+        tool = served.tools.get(name)
         if tool is None:
-            self._audit(served, params.name, None, None, started, "refused", "unknown tool")
-            raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
+            self._audit(served, name, None, None, started, "refused", "unknown tool")
+            raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {name}")
         link = self._link(tool)
         label = link.label if link is not None else None
         try:
-            result = await self._run(ctx, served, tool, link, params.arguments or {})
+            result = await self._run(ask, served, tool, link, arguments)
         except _Refused as refusal:
             self._audit(served, tool.binding_name, label, tool.upstream_name, started,
                         "refused", str(refusal))
@@ -283,47 +332,43 @@ class Gateway:
 
     # -- the call path -------------------------------------------------------------
 
-    async def _run(self, ctx: ServerRequestContext[Any], served: ServedSet, tool: ServedTool,
+    async def _run(self, ask: Ask | None, served: ServedSet, tool: ServedTool,
                    link: Link | None, arguments: dict[str, Any]) -> types.CallToolResult:
         if tool.source == "agent_skill":
             if tool.requires_approval:
-                await self._approve(ctx, served, tool, arguments)
+                await self._approve(ask, served, tool, arguments)
             if tool.body is None:
                 raise _Failed(f"the SKILL.md body (agent-skill.{tool.binding_name}.md)"
                               " is not mounted")
             return types.CallToolResult(content=[types.TextContent(text=tool.body)])
         if link is None:
             raise _Failed("the tool's upstream is not in the mounted set")
-        session = await self._vet(tool, link)
+        conn = await self._vet(tool, link)
         if tool.requires_approval:
-            await self._approve(ctx, served, tool, arguments)
+            await self._approve(ask, served, tool, arguments)
             # The upstream may have changed while a human thought.
-            session = await self._vet(tool, link)
-        return await self._forward(tool, link, session, arguments)
+            conn = await self._vet(tool, link)
+        return await self._forward(tool, link, conn, arguments)
 
-    async def _vet(self, tool: ServedTool, link: Link) -> ClientSession:
-        """The upstream's session, unless the tool's definition there is not the one
+    async def _vet(self, tool: ServedTool, link: Link) -> Connection:
+        """The upstream's connection, unless the tool's definition there is not the one
         the set was resolved from (then refused)."""
-        session, digests = await self._connection(link)
+        try:
+            conn = await link.connection()
+        except UpstreamUnavailable as exc:
+            raise _Failed(str(exc)) from None
         assert tool.upstream_name is not None
-        live = digests.get(tool.upstream_name)
+        live = conn.digests.get(tool.upstream_name)
         if live is None:
             raise _Refused(f"upstream {link.label} no longer lists {tool.upstream_name}")
         if tool.upstream_digest is not None and live != tool.upstream_digest:
             raise _Refused("definition changed since it was resolved; the operator must"
                            " resolve the new one first")
-        return session
+        return conn
 
-    async def _connection(self, link: Link) -> tuple[ClientSession, Mapping[str, str]]:
-        try:
-            return await link.connection()
-        except UpstreamUnavailable as exc:
-            raise _Failed(str(exc)) from None
-
-    async def _approve(self, ctx: ServerRequestContext[Any], served: ServedSet,
-                       tool: ServedTool, arguments: dict[str, Any]) -> None:
-        caps = ctx.session.client_capabilities
-        if caps is None or caps.elicitation is None:
+    async def _approve(self, ask: Ask | None, served: ServedSet, tool: ServedTool,
+                       arguments: dict[str, Any]) -> None:
+        if ask is None:
             raise _Refused("the tool requires approval (requiresApproval) and this client"
                            " does not support MCP elicitation, so nobody can be asked")
         shown = json.dumps(arguments, ensure_ascii=False, sort_keys=True)
@@ -332,8 +377,7 @@ class Gateway:
         message = (f"{served.actor or 'The agent'} asks to call {tool.binding_name}"
                    f" with {shown}. Approve?")
         try:
-            answer = await ctx.session.elicit_form(message, _APPROVAL_SCHEMA,
-                                                   related_request_id=ctx.request_id)
+            answer = await ask(message)
         except Exception:
             raise _Refused("the tool requires approval and the client could not be asked"
                            " on this connection") from None
@@ -343,27 +387,27 @@ class Gateway:
         if (answer.content or {}).get("approve") is False:
             raise _Refused("approval declined by the user")
 
-    async def _forward(self, tool: ServedTool, link: Link, session: ClientSession,
+    async def _forward(self, tool: ServedTool, link: Link, conn: Connection,
                        arguments: dict[str, Any]) -> types.CallToolResult:
         assert tool.upstream_name is not None
         timeout = tool.timeout_seconds or self.options.default_timeout
-        try:
-            with anyio.move_on_after(timeout) as deadline:
-                result: types.CallToolResult = await session.call_tool(
-                    tool.upstream_name, arguments)
-        except MCPError as exc:
-            if exc.code == types.CONNECTION_CLOSED:
-                link.drop(session)
-                raise _Failed(f"upstream {link.label} unavailable: connection lost") from None
-            raise _Failed(f"upstream {link.label} answered MCP error {exc.code}:"
-                          f" {link.redact(exc.error.message)[:200]}") from None
-        except (httpx2.TransportError, anyio.ClosedResourceError, anyio.BrokenResourceError,
-                anyio.EndOfStream, OSError):
-            link.drop(session)
-            raise _Failed(f"upstream {link.label} unavailable: connection lost") from None
-        if deadline.cancelled_caught:
-            raise _Failed(f"timed out after {timeout:g} s (timeoutSeconds)")
-        return _redacted(result, link)
+        with anyio.move_on_after(timeout):
+            try:
+                return await link.call(conn, tool.upstream_name, arguments)
+            except SessionLost:
+                pass
+            except CallFailed as exc:
+                raise _Failed(str(exc)) from None
+            # The upstream forgot the session (restarted, expired it): a new one, once.
+            conn = await self._vet(tool, link)
+            try:
+                return await link.call(conn, tool.upstream_name, arguments)
+            except SessionLost:
+                raise _Failed(f"upstream {link.label} unavailable: it lost the new session"
+                              " too") from None
+            except CallFailed as exc:
+                raise _Failed(str(exc)) from None
+        raise _Failed(f"timed out after {timeout:g} s (timeoutSeconds)")
 
     def _audit(self, served: ServedSet, binding: str, upstream: str | None,
                upstream_tool: str | None, started: float, outcome: Outcome,
@@ -372,15 +416,6 @@ class Gateway:
             actor=served.actor, binding_name=binding, upstream=upstream,
             upstream_tool=upstream_tool, duration_ms=(time.perf_counter() - started) * 1000,
             outcome=outcome, reason=reason))
-
-
-def _redacted(result: types.CallToolResult, link: Link) -> types.CallToolResult:
-    """The result without any secret value the upstream echoed back."""
-    if not link.has_secrets:
-        return result
-    text = result.model_dump_json(by_alias=True, exclude_none=True)
-    clean = link.redact(text)
-    return result if clean == text else types.CallToolResult.model_validate_json(clean)
 
 
 def _error_result(text: str) -> types.CallToolResult:

@@ -13,10 +13,16 @@ A connection that fails is dropped; the next call opens a new one. Failures are
 ``UpstreamUnavailable`` with a reason safe to show anyone: it names the server,
 never a header value (the same ``EgressGuard`` and no-redirect rule as
 discovery apply to every request, docs/mcp.md).
+
+Calls (``Link.call``) to a streamable-HTTP upstream do not go through the SDK
+session: ``caller.HttpCaller`` posts them in the session's name over kept-alive
+connections (the gateway's hot path, bench/gateway.py); SSE and stdio upstreams
+are called through the SDK session.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
@@ -33,7 +39,10 @@ from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 
+from skillop.gateway.caller import HttpCaller, RpcFailed, SessionLost, Unreachable
 from skillop.gateway.secrets import SecretMissing, env_of, headers_of
 from skillop.gateway.served import ServerKey, Upstream
 from skillop.sources.egress import EgressGuard
@@ -51,6 +60,13 @@ Spawn = Callable[[Callable[[], Coroutine[Any, Any, None]]], object]
 
 class UpstreamUnavailable(Exception):
     """The upstream cannot be reached or answered badly; the message is safe to show."""
+
+
+class CallFailed(Exception):
+    """A forwarded call got no usable answer; the message is safe to show."""
+
+
+__all__ = ["CallFailed", "Link", "Pool", "SessionLost", "Settings", "UpstreamUnavailable"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +92,8 @@ class _Fence(httpx2.AsyncBaseTransport):
         self._inner = httpx2.AsyncHTTPTransport(
             trust_env=False, limits=httpx2.Limits(keepalive_expiry=1.0))
         self.refusal: str | None = None
+        #: The session the server opened (its initialize answer's ``mcp-session-id``).
+        self.session_id: str | None = None
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         if not self._guard.allows(request.url):
@@ -86,6 +104,9 @@ class _Fence(httpx2.AsyncBaseTransport):
             await response.aclose()
             self.refusal = f"HTTP {response.status_code} redirect was not followed"
             raise httpx2.ConnectError(self.refusal, request=request)
+        session_id = response.headers.get("mcp-session-id")
+        if session_id:
+            self.session_id = session_id
         if (request.method == "POST"
                 and response.headers.get("content-type", "").startswith("text/event-stream")):
             assert isinstance(response.stream, httpx2.AsyncByteStream)
@@ -128,11 +149,18 @@ class _Drained(httpx2.AsyncByteStream):
 
 
 @dataclass(eq=False)
-class _Connection:
-    """One connection attempt of a link, from opening to closing."""
+class Connection:
+    """One connection attempt of a link, from opening to closing: the SDK session,
+    the live listing and, for streamable HTTP, the session's id for ``HttpCaller``."""
 
     session: ClientSession | None = None
     digests: Mapping[str, str] = field(default_factory=dict)
+    #: The live definitions by name (their output schemas validate results).
+    tools: Mapping[str, types.Tool] = field(default_factory=dict)
+    #: Streamable HTTP only: what ``HttpCaller`` needs to call in the session's name.
+    caller: HttpCaller | None = None
+    session_id: str | None = None
+    protocol_version: str | None = None
     ready: anyio.Event = field(default_factory=anyio.Event)
     wake: anyio.Event = field(default_factory=anyio.Event)
     changed: bool = False
@@ -151,18 +179,18 @@ class Link:
         self.upstream = upstream
         self._settings = settings
         self._spawn = spawn
-        self._current: _Connection | None = None
+        self._current: Connection | None = None
         self._secret_values: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
         return self.upstream.name
 
-    async def connection(self) -> tuple[ClientSession, Mapping[str, str]]:
-        """The open session and the live digests by tool name; connects when needed."""
+    async def connection(self) -> Connection:
+        """The open connection (session, live digests by tool name); connects when needed."""
         conn = self._current
         if conn is None or conn.closed:
-            conn = self._current = _Connection()
+            conn = self._current = Connection()
             self._spawn(lambda: self._run(conn))
         with anyio.move_on_after(self._settings.connect_timeout):
             await conn.ready.wait()
@@ -171,7 +199,71 @@ class Link:
                 conn.close()
                 conn.error = f"no connection within {self._settings.connect_timeout:g} s"
             raise UpstreamUnavailable(f"upstream {self.label} unavailable: {conn.error}")
-        return conn.session, conn.digests
+        return conn
+
+    async def call(self, conn: Connection, name: str,
+                   arguments: Mapping[str, Any]) -> types.CallToolResult:
+        """``tools/call`` of ``name`` (its name here) in ``conn``; ``CallFailed`` with a
+        safe reason, or ``SessionLost`` when the upstream forgot the session (the
+        connection is dropped: the caller may connect again and retry)."""
+        if conn.caller is not None:
+            result = await self._call_plain(conn, conn.caller, name, arguments)
+        else:
+            result = await self._call_sdk(conn, name, arguments)
+        _check_output(conn.tools.get(name), result, self.label)
+        return self._redacted(result)
+
+    async def _call_plain(self, conn: Connection, caller: HttpCaller, name: str,
+                          arguments: Mapping[str, Any]) -> types.CallToolResult:
+        try:
+            raw = await caller.call(name, arguments, session_id=conn.session_id,
+                                    protocol_version=conn.protocol_version)
+        except SessionLost:
+            self.drop(conn.session)
+            raise
+        except Unreachable as exc:
+            self.drop(conn.session)
+            raise CallFailed(f"upstream {self.label} unavailable: {exc}") from None
+        except RpcFailed as exc:
+            raise CallFailed(f"upstream {self.label} answered MCP error {exc.code}:"
+                             f" {self.redact(exc.message)[:200]}") from None
+        try:
+            return types.CallToolResult.model_validate(raw)
+        except ValidationError:
+            raise CallFailed(f"upstream {self.label} answered something that is not a tool"
+                             " result") from None
+
+    async def _call_sdk(self, conn: Connection, name: str,
+                        arguments: Mapping[str, Any]) -> types.CallToolResult:
+        session = conn.session
+        assert session is not None
+        try:
+            response = await session.call_tool(name, dict(arguments))
+        except RuntimeError:  # the SDK's client checked the result's output schema
+            raise CallFailed(f"upstream {self.label} answered structured content that does"
+                             " not match its output schema") from None
+        except MCPError as exc:
+            if exc.code == types.CONNECTION_CLOSED:
+                self.drop(session)
+                raise CallFailed(f"upstream {self.label} unavailable: connection lost") from None
+            raise CallFailed(f"upstream {self.label} answered MCP error {exc.code}:"
+                             f" {self.redact(exc.error.message)[:200]}") from None
+        except (httpx2.TransportError, anyio.ClosedResourceError, anyio.BrokenResourceError,
+                anyio.EndOfStream, OSError):
+            self.drop(session)
+            raise CallFailed(f"upstream {self.label} unavailable: connection lost") from None
+        except ValidationError:
+            raise CallFailed(f"upstream {self.label} answered something that is not a tool"
+                             " result") from None
+        return response
+
+    def _redacted(self, result: types.CallToolResult) -> types.CallToolResult:
+        """The result without any secret value the upstream echoed back."""
+        if not self._secret_values:
+            return result
+        text = result.model_dump_json(by_alias=True, exclude_none=True)
+        clean = self.redact(text)
+        return result if clean == text else types.CallToolResult.model_validate_json(clean)
 
     def drop(self, session: ClientSession | None = None) -> None:
         """Close the connection (only if it is still the one holding ``session``)."""
@@ -190,11 +282,14 @@ class Link:
     def has_secrets(self) -> bool:
         return bool(self._secret_values)
 
-    async def _run(self, conn: _Connection) -> None:
+    async def _run(self, conn: Connection) -> None:
         fence = _Fence(self._settings.guard)
         try:
-            async with self._open(conn, fence) as session:
-                conn.digests = await _list_digests(session)
+            async with self._open(conn, fence) as (session, caller, version):
+                conn.tools, conn.digests = await _listing(session)
+                if caller is not None and version in HANDSHAKE_PROTOCOL_VERSIONS:
+                    conn.caller, conn.session_id = caller, fence.session_id
+                    conn.protocol_version = version
                 conn.session = session
                 conn.ready.set()
                 while not conn.closed:
@@ -202,20 +297,25 @@ class Link:
                     conn.wake = anyio.Event()
                     if conn.changed and not conn.closed:
                         conn.changed = False
-                        conn.digests = await _list_digests(session)
+                        conn.tools, conn.digests = await _listing(session)
         except Exception as exc:
             conn.error = fence.refusal or self._explain(exc)
             print(f"skillop gateway: upstream {self.label}: {conn.error}", file=sys.stderr)
         finally:
             conn.closed = True
             conn.session = None
+            conn.caller = None
             conn.ready.set()
             if self._current is conn:
                 self._current = None
 
     @asynccontextmanager
-    async def _open(self, conn: _Connection, fence: _Fence) -> AsyncIterator[ClientSession]:
+    async def _open(self, conn: Connection, fence: _Fence,
+                    ) -> AsyncIterator[tuple[ClientSession, HttpCaller | None, str]]:
+        """The initialized SDK session, the plain caller (streamable HTTP only) and the
+        negotiated protocol version."""
         upstream = self.upstream
+        caller: HttpCaller | None = None
 
         async def on_message(message: IncomingMessage) -> None:
             if isinstance(message, types.ToolListChangedNotification):
@@ -228,6 +328,10 @@ class Link:
                 self._remember_secrets(headers.values())
                 self._settings.guard.check(upstream.url)
                 streams: Any = _http_streams(upstream, headers, fence, stack)
+                if upstream.transport != "sse":
+                    caller = HttpCaller(upstream.url, headers,
+                                        connect_timeout=self._settings.connect_timeout)
+                    stack.push_async_callback(caller.close)
             else:
                 env = env_of(upstream, self._settings.secrets_dir)
                 self._remember_secrets(
@@ -238,8 +342,8 @@ class Link:
             read, write = await stack.enter_async_context(streams)
             session = await stack.enter_async_context(ClientSession(
                 read, write, message_handler=on_message, client_info=_CLIENT_INFO))
-            await session.initialize()
-            yield session
+            initialized = await session.initialize()
+            yield session, caller, str(initialized.protocol_version)
 
     def _remember_secrets(self, values: Any) -> None:
         kept = {v for v in values if len(v) >= _MIN_SECRET_LEN}
@@ -293,8 +397,9 @@ def _http_streams(upstream: Upstream, headers: Mapping[str, str], fence: _Fence,
     return streamable_http_client(upstream.url, http_client=http)
 
 
-async def _list_digests(session: ClientSession) -> dict[str, str]:
-    """Every tool the server lists, by name, with its ``info_digest``."""
+async def _listing(session: ClientSession) -> tuple[dict[str, types.Tool], dict[str, str]]:
+    """Every tool the server lists, by name, and its ``info_digest``."""
+    tools: dict[str, types.Tool] = {}
     digests: dict[str, str] = {}
     cursor: str | None = None
     for _ in range(_MAX_PAGES):
@@ -304,10 +409,51 @@ async def _list_digests(session: ClientSession) -> dict[str, str]:
             if tool.name not in digests:
                 # As discovery turns a listing into what the ToolSet was resolved from.
                 digests[tool.name] = info_digest(tool_info(tool))
+                tools[tool.name] = tool
         cursor = page.next_cursor
         if cursor is None:
             break
-    return digests
+    return tools, digests
+
+
+def _check_output(tool: types.Tool | None, result: types.CallToolResult, label: str) -> None:
+    """A result must match its tool's output schema (as the SDK's client demands)."""
+    if tool is None or tool.output_schema is None or result.is_error:
+        return
+    if result.structured_content is None:
+        raise CallFailed(f"upstream {label} answered without the structured content its"
+                         " output schema promises")
+    if _schema_error(tool.output_schema, result.structured_content):
+        raise CallFailed(f"upstream {label} answered structured content that does not"
+                         " match its output schema")
+
+
+_VALIDATORS: dict[str, Any] = {}
+
+
+def _schema_error(schema: dict[str, Any], instance: Any) -> bool:
+    """Whether ``instance`` fails ``schema`` (an invalid schema fails everything);
+    compiled validators are kept by schema (compiling costs far more than validating)."""
+    from jsonschema import SchemaError  # type: ignore[import-untyped]
+    from jsonschema.validators import validator_for  # type: ignore[import-untyped]
+    from referencing import Registry
+    from referencing.exceptions import Unresolvable
+
+    key = json.dumps(schema, sort_keys=True)
+    validator = _VALIDATORS.get(key)
+    if validator is None:
+        cls = validator_for(schema)
+        try:
+            cls.check_schema(schema)
+        except SchemaError:
+            return True
+        if len(_VALIDATORS) > 1000:
+            _VALIDATORS.clear()
+        validator = _VALIDATORS[key] = cls(schema, registry=Registry())
+    try:
+        return next(iter(validator.iter_errors(instance)), None) is not None
+    except Unresolvable:
+        return True
 
 
 def _leaves(exc: BaseException) -> Any:

@@ -1,0 +1,198 @@
+"""``tools/call`` to a streamable-HTTP upstream as plain JSON-RPC over kept-alive connections.
+
+Every agent call crosses the gateway, so its forward is the gateway's hot path.
+The SDK's client session is built for a conversation (a task per request,
+memory streams between layers, an event stream read by a task of its own);
+a call needs one POST and its answer. ``HttpCaller`` sends that POST itself,
+in the session the link's SDK session opened (its ``mcp-session-id`` and
+negotiated protocol version), over a pool of kept-alive connections (aiohttp),
+and reads the answer as JSON or as an event stream (``wire``). The SDK session
+stays for what is not per call: initialize, the listings, ``list_changed``.
+
+Failures are one line, safe to show: ``SessionLost`` (HTTP 404, the upstream
+forgot the session: the link re-initializes), ``Unreachable`` (no connection,
+connection lost, a redirect, an unreadable answer) and ``RpcFailed`` (the
+upstream's JSON-RPC error, whose text is the upstream's: redact before use).
+No redirect is followed; the URL was checked against the egress guard when the
+link was made and never changes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import ssl
+from collections.abc import Mapping
+from typing import Any, Final
+
+import aiohttp
+import anyio
+
+from skillop.gateway.wire import (
+    MAX_MESSAGE_BYTES,
+    Answer,
+    Failure,
+    Request,
+    SseDecoder,
+    WireError,
+    answer_of,
+    classify,
+    decode,
+)
+
+_ACCEPT: Final = "application/json, text/event-stream"
+#: Idle connections are dropped well before servers drop them (uvicorn: 5 s), so a
+#: call never goes out on a connection the server is closing.
+_KEEPALIVE_SECONDS: Final = 1.0
+#: After its answer, the rest of an event stream (the server ends it at once) is
+#: read for this long, so that the connection can be reused.
+_DRAIN_SECONDS: Final = 0.2
+_NOT_ANSWERED: Final = -32601
+
+
+class SessionLost(Exception):
+    """The upstream no longer knows the session (HTTP 404)."""
+
+
+class Unreachable(Exception):
+    """The call did not get an answer; the message is safe to show."""
+
+
+class RpcFailed(Exception):
+    """The upstream answered the call with a JSON-RPC error."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class HttpCaller:
+    """Calls to one upstream URL with fixed headers (its Secret's); see the module docstring."""
+
+    def __init__(self, url: str, headers: Mapping[str, str], *,
+                 tls: ssl.SSLContext | None = None, connect_timeout: float = 10.0) -> None:
+        self.url = url
+        self._headers = {**headers, "accept": _ACCEPT, "content-type": "application/json"}
+        self._tls = tls
+        self._connect_timeout = connect_timeout
+        self._http: aiohttp.ClientSession | None = None
+        self._ids = itertools.count(1)
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._http is None or self._http.closed:
+            connector = aiohttp.TCPConnector(
+                ssl=self._tls if self._tls is not None else True,
+                keepalive_timeout=_KEEPALIVE_SECONDS, limit=0)
+            self._http = aiohttp.ClientSession(
+                connector=connector, trust_env=False, auto_decompress=True,
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=self._connect_timeout),
+                skip_auto_headers=("User-Agent",))
+        return self._http
+
+    async def close(self) -> None:
+        if self._http is not None:
+            await self._http.close()
+            self._http = None
+
+    async def call(self, name: str, arguments: Mapping[str, Any], *, session_id: str | None,
+                   protocol_version: str | None) -> dict[str, Any]:
+        """The upstream's result object for ``tools/call`` of ``name`` (not yet validated)."""
+        request_id = next(self._ids)
+        body = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                           "params": {"name": name, "arguments": dict(arguments)}},
+                          ensure_ascii=False, separators=(",", ":")).encode()
+        headers = self._session_headers(session_id, protocol_version)
+        try:
+            async with self._client().post(self.url, data=body, headers=headers,
+                                           allow_redirects=False) as response:
+                answer = await self._answer(response, request_id, headers)
+        except (aiohttp.ClientConnectorError, aiohttp.ClientConnectionResetError,
+                ConnectionRefusedError) as exc:
+            raise Unreachable("cannot connect" if isinstance(exc, aiohttp.ClientConnectorError)
+                              else "connection lost") from None
+        except (aiohttp.ClientError, OSError):
+            raise Unreachable("connection lost") from None
+        except WireError as exc:
+            raise Unreachable(str(exc)) from None
+        if isinstance(answer, Failure):
+            raise RpcFailed(answer.code, answer.message)
+        return answer.result
+
+    def _session_headers(self, session_id: str | None,
+                         protocol_version: str | None) -> dict[str, str]:
+        headers = dict(self._headers)
+        if session_id is not None:
+            headers["mcp-session-id"] = session_id
+        if protocol_version is not None:
+            headers["mcp-protocol-version"] = protocol_version
+        return headers
+
+    async def _answer(self, response: aiohttp.ClientResponse, request_id: int,
+                      headers: Mapping[str, str]) -> Answer | Failure:
+        status = response.status
+        if status == 404 and "mcp-session-id" in headers:
+            raise SessionLost()
+        if 300 <= status < 400:
+            raise Unreachable(f"HTTP {status} redirect was not followed")
+        kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        if kind == "text/event-stream" and status == 200:
+            return await self._from_stream(response, request_id, headers)
+        if kind == "application/json":
+            # A JSON-RPC error may come with a 4xx status (the SDK's servers do so).
+            body = await _read_bounded(response)
+            try:
+                return answer_of(body, request_id)
+            except WireError:
+                if status >= 400:
+                    raise Unreachable(f"HTTP {status}") from None
+                raise
+        raise Unreachable(f"HTTP {status}" if status >= 400
+                          else f"unexpected answer type {kind or 'none'!r}"[:80])
+
+    async def _from_stream(self, response: aiohttp.ClientResponse, request_id: int,
+                           headers: Mapping[str, str]) -> Answer | Failure:
+        decoder = SseDecoder()
+        async for chunk in response.content.iter_any():
+            for event in decoder.feed(chunk):
+                if event.event != "message":
+                    continue
+                meaning = classify(decode(event.data), request_id)
+                if isinstance(meaning, Request):
+                    await self._decline(meaning, headers)
+                elif meaning is not None:
+                    await _drain(response)
+                    return meaning
+        raise Unreachable("the answer ended without a result")
+
+    async def _decline(self, request: Request, headers: Mapping[str, str]) -> None:
+        """Answer the upstream's own request with an error: the gateway has nobody to
+        sample, elicit or list roots for (the SDK's client session answers the same)."""
+        reply = json.dumps({"jsonrpc": "2.0", "id": request.id, "error": {
+            "code": _NOT_ANSWERED,
+            "message": f"the skillop gateway does not answer {request.method[:100]}"}})
+        async with self._client().post(self.url, data=reply.encode(), headers=dict(headers),
+                                       allow_redirects=False) as response:
+            await response.read()
+
+
+async def _read_bounded(response: aiohttp.ClientResponse) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.content.iter_any():
+        size += len(chunk)
+        if size > MAX_MESSAGE_BYTES:
+            raise WireError(f"the answer is larger than {MAX_MESSAGE_BYTES} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _drain(response: aiohttp.ClientResponse) -> None:
+    """Read the stream's end (the server closes it right after the answer), so that
+    the connection goes back to the pool instead of being closed."""
+    drained = 0
+    with anyio.move_on_after(_DRAIN_SECONDS):
+        async for chunk in response.content.iter_any():
+            drained += len(chunk)
+            if drained > MAX_MESSAGE_BYTES:
+                break

@@ -1,0 +1,260 @@
+"""The gateway's HTTP front: plain JSON answers for the calls that need no more.
+
+The SDK's streamable-HTTP server runs every request through memory streams, a
+task per message and, by default, an event stream per answer; that is what lets
+a call carry an approval prompt (elicitation) or a notification, and it is what
+most of the gateway's CPU went to (bench/gateway.py). Most calls need none of
+it. ``Front`` sits before the SDK's app and answers, in the sessions the SDK
+opened, the requests that are one question and one answer: ``tools/call``
+(unless the tool asks for approval and the client can be asked), ``tools/list``
+and ``ping``, each with one JSON body, as the transport allows a server to.
+
+Everything else goes to the SDK untouched (body replayed): ``initialize``, the
+notification stream (GET), approvals, DELETE, and any request the front does not
+fully understand or that comes without a session it knows, so the SDK's checks
+(session, protocol version, Origin and Host against DNS rebinding) and errors
+apply as before. The front answers only requests that would pass them: a known
+session, a supported protocol version, no Origin header (a browser's), a Host
+the SDK accepts.
+
+Sessions are the gateway's (``Sessions``): registered when the client sends
+``notifications/initialized``, forgotten when the client ends them (DELETE),
+when the SDK no longer knows them (404), or when idle for ``idle_timeout``; then
+the front ends the SDK's session too, with a DELETE of its own, so that both
+agree on what is open. (The SDK's own idle timer cannot see requests the front
+answered, so it is off.)
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+from mcp.server.session import ServerSession
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+#: The SDK refuses larger bodies; the front leaves them to it.
+MAX_BODY_BYTES: Final = 4 * 1024 * 1024
+_LOOPBACK_HOSTS: Final = ("127.0.0.1:", "localhost:", "[::1]:")
+_FAST_METHODS: Final = frozenset({"tools/call", "tools/list", "ping"})
+
+
+@dataclass(eq=False, slots=True)
+class Client:
+    """A connected MCP client: its SDK session (to notify it) and what it can do."""
+
+    session: ServerSession
+    can_elicit: bool
+    last_seen: float
+
+
+class Sessions:
+    """The connected clients by session id (``stdio:<n>`` for a stdio client)."""
+
+    def __init__(self) -> None:
+        self._clients: dict[str, Client] = {}
+
+    def __len__(self) -> int:
+        return len(self._clients)
+
+    def add(self, key: str, client: Client) -> None:
+        self._clients[key] = client
+
+    def get(self, key: str) -> Client | None:
+        return self._clients.get(key)
+
+    def forget(self, key: str) -> None:
+        self._clients.pop(key, None)
+
+    def items(self) -> list[tuple[str, Client]]:
+        return list(self._clients.items())
+
+    def idle(self, timeout: float, now: float) -> list[str]:
+        """The HTTP sessions nothing was asked in for ``timeout`` seconds."""
+        return [key for key, client in self._clients.items()
+                if not key.startswith("stdio:") and now - client.last_seen > timeout]
+
+
+class Answerer(Protocol):
+    async def answer(self, method: str, params: dict[str, Any],
+                     client: Client) -> bytes | None:
+        """The JSON ``result`` (or ``error``) member for a request, or None for the SDK."""
+
+
+class Front:
+    """The ASGI app uvicorn serves: fast answers, or the SDK's app; see the module docstring."""
+
+    def __init__(self, inner: ASGIApp, sessions: Sessions, answerer: Answerer, *,
+                 host: str, path: str = "/mcp") -> None:
+        self._inner = inner
+        self._sessions = sessions
+        self._answerer = answerer
+        self._path = path
+        self._loopback = host in ("127.0.0.1", "localhost", "::1")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] != self._path:
+            await self._inner(scope, receive, send)
+            return
+        headers = _headers(scope)
+        session_id = headers.get("mcp-session-id")
+        client = self._sessions.get(session_id) if session_id is not None else None
+        if client is not None:
+            client.last_seen = time.monotonic()
+            if scope["method"] == "POST" and self._may_answer(headers):
+                try:
+                    body = await _body(receive)
+                except _Disconnected:
+                    return
+                except _TooLarge:
+                    await _plain(send, 413, b"Request body too large")
+                    return
+                if await self._answered(body, client, session_id, send):
+                    return
+                receive = _replay(body, receive)
+        status = await _run(self._inner, scope, receive, send)
+        if session_id is not None and (status == 404 or (
+                scope["method"] == "DELETE" and status is not None and status < 300)):
+            self._sessions.forget(session_id)
+
+    def _may_answer(self, headers: dict[str, str]) -> bool:
+        """Whether the SDK would accept this request's headers (else it must say why)."""
+        if "origin" in headers:
+            return False
+        if not headers.get("content-type", "").lower().startswith("application/json"):
+            return False
+        accept = headers.get("accept", "")
+        if "application/json" not in accept or "text/event-stream" not in accept:
+            return False
+        version = headers.get("mcp-protocol-version")
+        if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            return False
+        return not self._loopback or headers.get("host", "").startswith(_LOOPBACK_HOSTS)
+
+    async def _answered(self, body: bytes, client: Client, session_id: str | None,
+                        send: Send) -> bool:
+        try:
+            message = json.loads(body)
+        except (ValueError, RecursionError):
+            return False
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            return False
+        method, ident, params = message.get("method"), message.get("id"), message.get("params")
+        if method not in _FAST_METHODS or not _is_id(ident):
+            return False
+        if params is None:
+            params = {}
+        if not isinstance(params, dict):
+            return False
+        member = await self._answerer.answer(method, params, client)
+        if member is None:
+            return False
+        payload = b'{"jsonrpc":"2.0","id":' + json.dumps(ident).encode() + b"," + member + b"}"
+        response_headers = [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(payload)).encode())]
+        if session_id is not None:
+            response_headers.append((b"mcp-session-id", session_id.encode()))
+        await send({"type": "http.response.start", "status": 200, "headers": response_headers})
+        await send({"type": "http.response.body", "body": payload})
+        return True
+
+    async def end_session(self, session_id: str) -> None:
+        """End a session in the SDK too (a DELETE as its client would send)."""
+        self._sessions.forget(session_id)
+        scope: Scope = {
+            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+            "method": "DELETE", "scheme": "http", "path": self._path, "raw_path":
+            self._path.encode(), "root_path": "", "query_string": b"",
+            "headers": [(b"host", b"127.0.0.1:0"), (b"mcp-session-id", session_id.encode())],
+            "client": ("127.0.0.1", 0), "server": ("127.0.0.1", 0),
+        }
+        sent = False
+
+        async def receive() -> Message:
+            nonlocal sent
+            if sent:
+                return {"type": "http.disconnect"}
+            sent = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def discard(message: Message) -> None:
+            return None
+
+        await self._inner(scope, receive, discard)
+
+
+def _is_id(value: object) -> bool:
+    return isinstance(value, str | int) and not isinstance(value, bool)
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    return {name.decode("latin-1"): value.decode("latin-1")
+            for name, value in scope["headers"]}
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _Disconnected(Exception):
+    pass
+
+
+async def _body(receive: Receive) -> bytes:
+    """The whole request body (the SDK would refuse a larger one too)."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            raise _Disconnected()
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise _TooLarge()
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+async def _plain(send: Send, status: int, text: bytes) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"text/plain"),
+                            (b"content-length", str(len(text)).encode())]})
+    await send({"type": "http.response.body", "body": text})
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    done = False
+
+    async def replay() -> Message:
+        nonlocal done
+        if done:
+            return await receive()
+        done = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replay
+
+
+async def _run(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> int | None:
+    """Run ``app`` for one request; the HTTP status it answered with."""
+    status: int | None = None
+
+    async def watch(message: Message) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+        await send(message)
+
+    await app(scope, receive, watch)
+    return status

@@ -1,0 +1,162 @@
+"""An upstream's answer to a call, read off the wire without trusting it.
+
+The gateway forwards ``tools/call`` to a streamable-HTTP upstream as plain
+JSON-RPC (``caller``); the upstream answers either with one JSON body or with a
+``text/event-stream`` whose ``message`` events carry JSON-RPC messages: maybe
+notifications and requests of its own first, then the response to the call.
+Everything here is bounded (an event, a pending line, a body) and fails with
+``WireError``, one line safe to show: it never quotes what the upstream sent.
+
+* ``SseDecoder``: bytes in, complete events out (the event-stream rules the
+  gateway needs: ``data`` lines joined, ``event`` names, comments and other
+  fields ignored, lines ended by CRLF, LF or CR);
+* ``classify``: one decoded JSON-RPC message, as what it means to the call
+  whose request id is known: its ``Answer``, its ``Failure``, a ``Request`` the
+  upstream asks of the client, or nothing that concerns the call (``None``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Final
+
+#: A result is a ConfigMap-sized thing in practice; anything far larger is refused.
+MAX_MESSAGE_BYTES: Final = 16 * 1024 * 1024
+_LINE_END: Final = re.compile(rb"\r\n|\n|\r")
+_MAX_REASON: Final = 200
+
+
+class WireError(Exception):
+    """The upstream's answer cannot be read; the message names why, never its content."""
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One dispatched server-sent event."""
+
+    event: str
+    data: str
+
+
+class SseDecoder:
+    """An incremental ``text/event-stream`` decoder, bounded by ``max_bytes`` per event."""
+
+    def __init__(self, *, max_bytes: int = MAX_MESSAGE_BYTES) -> None:
+        self._max = max_bytes
+        self._pending = b""
+        self._data: list[bytes] = []
+        self._size = 0
+        self._event = b""
+
+    def feed(self, chunk: bytes) -> list[Event]:
+        """The events that ``chunk`` completes (an event ends with a blank line)."""
+        buffer = self._pending + chunk
+        events: list[Event] = []
+        start = 0
+        for end in _LINE_END.finditer(buffer):
+            if end.group() == b"\r" and end.end() == len(buffer):
+                break  # a CR at the very end may be the first half of CRLF
+            event = self._line(buffer[start:end.start()])
+            if event is not None:
+                events.append(event)
+            start = end.end()
+        self._pending = buffer[start:]
+        if len(self._pending) + self._size > self._max:
+            raise WireError(f"an event of the answer is larger than {self._max} bytes")
+        return events
+
+    def _line(self, line: bytes) -> Event | None:
+        if not line:
+            return self._dispatch()
+        if line.startswith(b":"):
+            return None  # a comment (keep-alive)
+        name, colon, value = line.partition(b":")
+        if colon and value.startswith(b" "):
+            value = value[1:]
+        if name == b"data":
+            self._size += len(value) + 1
+            if self._size > self._max:
+                raise WireError(f"an event of the answer is larger than {self._max} bytes")
+            self._data.append(value)
+        elif name == b"event":
+            self._event = value
+        return None
+
+    def _dispatch(self) -> Event | None:
+        data, event = self._data, self._event
+        self._data, self._size, self._event = [], 0, b""
+        if not data:
+            return None
+        return Event(event=event.decode("utf-8", "replace") or "message",
+                     data=b"\n".join(data).decode("utf-8", "replace"))
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """The call's result object, as the upstream sent it (still to be validated)."""
+
+    result: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """The call's JSON-RPC error; ``message`` is the upstream's text (redact before use)."""
+
+    code: int
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A request the upstream sends the client while the call runs (sampling,
+    elicitation, roots): the gateway answers it, or the call would wait forever."""
+
+    id: str | int
+    method: str
+
+
+Meaning = Answer | Failure | Request | None
+
+
+def decode(text: str | bytes) -> Any:
+    """JSON, or ``WireError``."""
+    if len(text) > MAX_MESSAGE_BYTES:
+        raise WireError(f"the answer is larger than {MAX_MESSAGE_BYTES} bytes")
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        raise WireError("the answer is not JSON") from None
+
+
+def classify(message: Any, request_id: int) -> Meaning:
+    """What ``message`` (decoded JSON) means to the call with ``request_id``."""
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        return None
+    method, ident = message.get("method"), message.get("id")
+    if isinstance(method, str):
+        if isinstance(ident, str | int) and not isinstance(ident, bool):
+            return Request(ident, method)
+        return None  # a notification (progress, logging, list_changed)
+    if ident != request_id or isinstance(ident, bool):
+        return None
+    if "result" in message:
+        result = message["result"]
+        if not isinstance(result, dict):
+            raise WireError("the answer's result is not an object")
+        return Answer(result)
+    error = message.get("error")
+    if isinstance(error, dict) and isinstance(error.get("code"), int) and not isinstance(
+            error.get("code"), bool):
+        text = error.get("message")
+        return Failure(error["code"], text[:_MAX_REASON] if isinstance(text, str) else "")
+    raise WireError("the answer is neither a result nor an error")
+
+
+def answer_of(body: bytes, request_id: int) -> Answer | Failure:
+    """A JSON body's response to the call, or ``WireError``."""
+    meaning = classify(decode(body), request_id)
+    if isinstance(meaning, Answer | Failure):
+        return meaning
+    raise WireError("the answer is not the response to the call")
