@@ -471,3 +471,67 @@ def test_a_tool_with_an_execution_field_matches_its_resolved_digest(mounts: Moun
             result = _run(call)
     assert not result.is_error, text_of(result)
     assert srv.calls == [("echo", {})]
+
+
+@pytest.mark.parametrize("json_response", [False, True], ids=["event-stream", "json"])
+def test_calls_are_answered_whether_the_upstream_streams_or_sends_json(
+        mounts: Mounts, json_response: bool) -> None:
+    with ServerHandle(tools=[make_tool(n) for n in ("echo", "slow", "guarded")],
+                      json_response=json_response, echo_header="authorization") as srv:
+        mounts.toolset(_docs(srv.url, secret=SECRET))
+        mounts.secret(SECRET, {"Authorization": TOKEN})
+
+        async def calls() -> list[types.CallToolResult]:
+            async with agent(gw.url) as session:
+                return [await session.call_tool("echo", {"n": n}) for n in range(3)]
+
+        with mounts.gateway() as gw:
+            results = _run(calls)
+            logs = gw.logs()
+    assert [json.loads(text_of(r))["arguments"] for r in results] == [{"n": 0}, {"n": 1},
+                                                                      {"n": 2}]
+    assert all(json.loads(text_of(r))["header"] == "[redacted]" for r in results)
+    assert srv.calls == [("echo", {"n": n}) for n in range(3)] and "s3cr3t" not in logs
+
+
+def test_an_upstream_that_forgot_the_session_gets_a_new_one_and_the_call_goes_through(
+        mounts: Mounts) -> None:
+    with ServerHandle(tools=[make_tool(n) for n in ("echo", "slow", "guarded")],
+                      forget_sessions=1) as srv:
+        mounts.toolset(_docs(srv.url))
+
+        async def call() -> types.CallToolResult:
+            async with agent(gw.url) as session:
+                result: types.CallToolResult = await session.call_tool("echo", {"n": 1})
+                return result
+
+        with mounts.gateway() as gw:
+            again = _run(call)
+            initialized = srv.count("initialize")
+            # A server that forgets every session it gives: one retry, then a clean error.
+            srv.forget_sessions = srv.forgotten + 2
+            lost = _run(call)
+            assert gw.alive
+            audit = gw.wait_audit(2)
+    assert not again.is_error and srv.forgotten == 3
+    assert initialized == 2  # the gateway's first session, and the one after the 404
+    assert srv.calls == [("echo", {"n": 1})]  # a forgotten call never ran
+    assert lost.is_error and "unavailable: it lost the new session too" in text_of(lost)
+    assert [a["outcome"] for a in audit] == ["ok", "error"]
+
+
+def test_a_stateless_upstream_is_called_without_a_session(mounts: Mounts) -> None:
+    with ServerHandle(tools=[make_tool(n) for n in ("echo", "slow", "guarded")],
+                      stateless=True) as srv:
+        mounts.toolset(_docs(srv.url))
+
+        async def call() -> types.CallToolResult:
+            async with agent(gw.url) as session:
+                result: types.CallToolResult = await session.call_tool("echo", {"n": 2})
+                return result
+
+        with mounts.gateway() as gw:
+            result = _run(call)
+    assert not result.is_error and srv.calls == [("echo", {"n": 2})]
+    posts = [r for r in srv.requests if r.rpc_method == "tools/call"]
+    assert posts and all("mcp-session-id" not in r.headers for r in posts)

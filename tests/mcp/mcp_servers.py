@@ -217,6 +217,9 @@ class ServerHandle:
     how such servers are scaled out): no session id, so no notification stream,
     even when `list_changed` is announced.
     `tls`: serve https with this server-side SSL context.
+    `json_response`: answer requests with JSON bodies instead of event streams.
+    `forget_sessions`: the next that many `tools/call` POSTs are answered HTTP 404
+    (as by a server that expired the session), counted down in `forgotten`.
     """
 
     tools: list[types.Tool] = field(default_factory=list)
@@ -231,6 +234,9 @@ class ServerHandle:
     host: str = LOOPBACK
     call_delay: float = 0.0
     echo_header: str | None = None
+    json_response: bool = False
+    forget_sessions: int = 0
+    forgotten: int = 0
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     requests: list[SeenRequest] = field(default_factory=list)
     port: int = 0
@@ -354,8 +360,23 @@ class ServerHandle:
         server = self._new_server()
         if self.transport == "sse":
             return _sse_app(server)
-        return server.streamable_http_app(transport_security=_SECURITY,
-                                          stateless_http=self.stateless)
+        app = server.streamable_http_app(transport_security=_SECURITY,
+                                         stateless_http=self.stateless,
+                                         json_response=self.json_response)
+        return self._forgetting(app)
+
+    def _forgetting(self, app: ASGIApp) -> ASGIApp:
+        async def forgetful(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] == "http" and scope["method"] == "POST" and (
+                    self.forgotten < self.forget_sessions):
+                body, receive = await _read_body(receive)
+                if _rpc_method(body) == "tools/call":
+                    self.forgotten += 1
+                    await Response("Session not found", status_code=404)(scope, receive, send)
+                    return
+            await app(scope, receive, send)
+
+        return forgetful
 
 
 def _sse_app(server: Server[Any]) -> Starlette:

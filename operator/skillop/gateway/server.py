@@ -129,6 +129,8 @@ class Gateway:
         self._signature: object = None
         self._last_error: str | None = None
         self.sessions = Sessions()
+        #: Where ``serve_http`` listens, once it does.
+        self.url: str | None = None
         self._front: Front | None = None
         self._listing_json: tuple[ServedSet, bytes] | None = None
         self.server = _GatewayServer("skillop-gateway", version=_VERSION,
@@ -138,6 +140,11 @@ class Gateway:
         self.server.middleware = []
         self.server.add_notification_handler(
             "notifications/initialized", types.NotificationParams, self._initialized)
+
+    @property
+    def connected_clients(self) -> int:
+        """Clients whose session is open (the ones ``list_changed`` goes to)."""
+        return len(self.sessions)
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -166,8 +173,9 @@ class Gateway:
         config = uvicorn.Config(self._front, log_level="warning", access_log=False, lifespan="on",
                                 log_config=None, timeout_graceful_shutdown=1)
         shown = f"[{host}]" if ":" in host else host
+        self.url = f"http://{shown}:{actual}/mcp"
         _say(f"serving {len(self.served.tools)} tools of {self.served.actor or '(no set yet)'}"
-             f" at http://{shown}:{actual}/mcp")
+             f" at {self.url}")
         await uvicorn.Server(config).serve(sockets=[sock])
 
     async def serve_stdio(self) -> None:

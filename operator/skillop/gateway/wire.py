@@ -49,19 +49,24 @@ class SseDecoder:
         self._data: list[bytes] = []
         self._size = 0
         self._event = b""
+        self._after_cr = False
 
     def feed(self, chunk: bytes) -> list[Event]:
         """The events that ``chunk`` completes (an event ends with a blank line)."""
+        if not chunk:
+            return []
+        if self._after_cr and chunk.startswith(b"\n"):
+            chunk = chunk[1:]  # the second half of a CRLF split between chunks
+        self._after_cr = False
         buffer = self._pending + chunk
         events: list[Event] = []
         start = 0
         for end in _LINE_END.finditer(buffer):
-            if end.group() == b"\r" and end.end() == len(buffer):
-                break  # a CR at the very end may be the first half of CRLF
             event = self._line(buffer[start:end.start()])
             if event is not None:
                 events.append(event)
             start = end.end()
+            self._after_cr = end.group() == b"\r" and start == len(buffer)
         self._pending = buffer[start:]
         if len(self._pending) + self._size > self._max:
             raise WireError(f"an event of the answer is larger than {self._max} bytes")

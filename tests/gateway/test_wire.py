@@ -1,0 +1,143 @@
+"""Reading an untrusted upstream's answer: event streams and JSON-RPC messages."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from skillop.gateway.wire import (
+    Answer,
+    Event,
+    Failure,
+    Request,
+    SseDecoder,
+    WireError,
+    answer_of,
+    classify,
+    decode,
+)
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20)
+
+
+def _split(data: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted({min(c, len(data)) for c in cuts})
+    pieces, start = [], 0
+    for point in points:
+        pieces.append(data[start:point])
+        start = point
+    return [*pieces, data[start:]]
+
+
+def _decode_all(data: bytes, cuts: list[int], **kw: Any) -> list[Event]:
+    decoder = SseDecoder(**kw)
+    return [event for piece in _split(data, cuts) for event in decoder.feed(piece)]
+
+
+def test_a_stream_as_the_sdk_writes_it() -> None:
+    stream = (b"event: message\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\r\n\r\n"
+              b": ping\r\n\r\n"
+              b"id: 7\nretry: 100\ndata: a\ndata:b\n\n"
+              b"event: other\rdata: x\r\r")
+    assert _decode_all(stream, []) == [
+        Event("message", '{"jsonrpc":"2.0","id":1,"result":{}}'),
+        Event("message", "a\nb"),
+        Event("other", "x"),
+    ]
+
+
+@given(st.lists(st.tuples(st.sampled_from(["message", "", "x"]),
+                          st.lists(st.text(alphabet=st.characters(
+                              blacklist_characters="\r\n", blacklist_categories=("Cs",))),
+                              min_size=1, max_size=3)), max_size=5),
+       st.sampled_from([b"\n", b"\r\n", b"\r"]), st.lists(st.integers(0, 400), max_size=8))
+def test_events_survive_any_chunking_and_line_ending(
+        events: list[tuple[str, list[str]]], newline: bytes, cuts: list[int]) -> None:
+    stream = b""
+    for name, lines in events:
+        if name:
+            stream += b"event: " + name.encode() + newline
+        for line in lines:
+            stream += b"data: " + line.encode() + newline
+        stream += newline
+    expected = [Event(name or "message", "\n".join(lines)) for name, lines in events]
+    assert _decode_all(stream, cuts) == expected
+
+
+@given(st.binary(max_size=2000), st.lists(st.integers(0, 2000), max_size=8))
+def test_any_bytes_decode_to_events_or_one_wire_error(data: bytes, cuts: list[int]) -> None:
+    try:
+        events = _decode_all(data, cuts, max_bytes=256)
+    except WireError as exc:
+        assert "larger than 256 bytes" in str(exc)
+        return
+    assert all(len(event.data.encode("utf-8", "surrogatepass")) <= 256 * 3 for event in events)
+
+
+def test_an_event_larger_than_the_bound_is_refused_before_it_is_held() -> None:
+    decoder = SseDecoder(max_bytes=1000)
+    decoder.feed(b"data: " + b"a" * 600 + b"\n")
+    with pytest.raises(WireError, match="larger than 1000 bytes"):
+        decoder.feed(b"data: " + b"b" * 600 + b"\n")
+    # An endless line is refused as well, without waiting for its end.
+    with pytest.raises(WireError, match="larger than 1000 bytes"):
+        SseDecoder(max_bytes=1000).feed(b"data: " + b"c" * 2000)
+
+
+def test_the_messages_of_a_call() -> None:
+    assert classify({"jsonrpc": "2.0", "id": 3, "result": {"content": []}}, 3) == Answer(
+        {"content": []})
+    assert classify({"jsonrpc": "2.0", "id": 3, "error": {"code": -32602, "message": "no"}},
+                    3) == Failure(-32602, "no")
+    assert classify({"jsonrpc": "2.0", "id": "s1", "method": "sampling/createMessage"},
+                    3) == Request("s1", "sampling/createMessage")
+    assert classify({"jsonrpc": "2.0", "method": "notifications/progress"}, 3) is None
+    assert classify({"jsonrpc": "2.0", "id": 4, "result": {}}, 3) is None  # another call's
+    with pytest.raises(WireError, match="not an object"):
+        classify({"jsonrpc": "2.0", "id": 3, "result": [1]}, 3)
+    with pytest.raises(WireError, match="neither a result nor an error"):
+        classify({"jsonrpc": "2.0", "id": 3}, 3)
+    with pytest.raises(WireError, match="not JSON"):
+        answer_of(b"{nope", 3)
+    with pytest.raises(WireError, match="not the response"):
+        answer_of(b'{"jsonrpc":"2.0","id":9,"result":{}}', 3)
+
+
+@given(json_values, st.integers(-3, 3))
+def test_any_message_is_classified_or_one_wire_error(message: Any, request_id: int) -> None:
+    try:
+        meaning = classify(message, request_id)
+    except WireError:
+        return
+    assert meaning is None or isinstance(meaning, Answer | Failure | Request)
+    if isinstance(meaning, Answer | Failure):
+        assert message["id"] == request_id
+
+
+@given(st.binary(max_size=500))
+def test_any_body_is_an_answer_or_one_wire_error(body: bytes) -> None:
+    try:
+        answer_of(body, 1)
+    except WireError as exc:
+        assert str(exc).startswith("the answer")
+
+
+@settings(max_examples=20)
+@given(st.text(max_size=300))
+def test_a_failure_message_is_bounded(text: str) -> None:
+    failure = classify({"jsonrpc": "2.0", "id": 1,
+                        "error": {"code": 1, "message": text * 10}}, 1)
+    assert isinstance(failure, Failure) and len(failure.message) <= 200
+
+
+def test_a_body_over_the_bound_is_not_parsed() -> None:
+    with pytest.raises(WireError, match="larger than"):
+        decode(b" " * (16 * 1024 * 1024 + 1))
+    assert decode(json.dumps({"a": 1})) == {"a": 1}
