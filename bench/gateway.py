@@ -5,8 +5,9 @@ What is measured, and why
 The gateway is the agent's only MCP endpoint (docs/gateway.md), so every MCP
 tool call pays for it: one more loopback hop, the gateway's MCP work on both of
 its sides (its HTTP front toward the agent, its forward to the upstream) and its
-own checks (set lookup, rug-pull digest, audit line). The targets: p50 latency through the gateway at most 1.5 times
-direct, and throughput with 50 concurrent clients at least 0.7 times direct.
+own checks (set lookup, rug-pull digest, audit line). The targets: p50 latency
+through the gateway at most 1.5 times direct, and throughput with 50 concurrent
+clients at least 0.7 times direct.
 
 Three processes, as in a pod: an upstream MCP server (the official SDK's
 lowlevel ``Server`` over streamable HTTP, uvicorn on 127.0.0.1, one trivial tool
