@@ -1,5 +1,5 @@
 """examples/actor-pod.yaml: the gateway as the agent's sidecar, Secrets and the
-ConfigMap mounted into the gateway only."""
+ConfigMaps (the ToolSet, a CA bundle) mounted into the gateway only."""
 
 from __future__ import annotations
 
@@ -47,7 +47,11 @@ def test_the_gateway_mounts_the_configmap_and_each_secret_where_it_reads_them() 
     mounts = {m["name"]: m for m in gateway["volumeMounts"]}
     assert all(m.get("readOnly") for m in mounts.values())
     configmaps = [n for n in mounts if "configMap" in volumes[n]]
-    assert [mounts[n]["mountPath"] for n in configmaps] == [env["SKILLOP_TOOLSET_DIR"]]
+    paths = {volumes[n]["configMap"]["name"]: mounts[n]["mountPath"] for n in configmaps}
+    assert paths.pop("reviewer-tools") == env["SKILLOP_TOOLSET_DIR"]
+    # Every other ConfigMap is a CA bundle, where the gateway looks for it.
+    assert paths and all(path == f"{env['SKILLOP_CONFIGMAPS_DIR']}/{name}"
+                         for name, path in paths.items())
     secrets = [n for n in mounts if "secret" in volumes[n]]
     assert secrets
     for name in secrets:

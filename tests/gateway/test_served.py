@@ -55,6 +55,12 @@ def test_the_resolvers_document_is_served_as_is(tmp_path: Path) -> None:
     (lambda d: d["mcpServers"].clear(), "tools[0].mcpServer: no mcpServers entry 'up'"),
     (lambda d: d["mcpServers"][0].pop("url"), "mcpServers[0]: neither url nor command"),
     (lambda d: d["tools"].append(dict(d["tools"][0])), "bindingName: echo appears twice"),
+    (lambda d: d["mcpServers"][0].update(tls={}),
+     "mcpServers[0].tls: exactly one of caConfigMapRef and caSecretRef must be set"),
+    (lambda d: d["mcpServers"][0].update(tls={"caSecretRef": {"name": "../x"}}),
+     "mcpServers[0].tls.caSecretRef.name: String should match pattern"),
+    (lambda d: d["mcpServers"][0].update(tls={"caConfigMapRef": {"name": "ca", "key": "a/b"}}),
+     "mcpServers[0].tls.caConfigMapRef.key: String should match pattern"),
 ])
 def test_a_bad_document_is_one_line_naming_the_field(mutate: Any, line: str) -> None:
     doc = _document()

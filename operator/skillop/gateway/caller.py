@@ -107,6 +107,8 @@ class HttpCaller:
             async with self._client().post(self.url, data=body, headers=headers,
                                            allow_redirects=False) as response:
                 answer = await self._answer(response, request_id, headers)
+        except aiohttp.ClientConnectorCertificateError:
+            raise Unreachable("TLS: the server's certificate is not trusted") from None
         except (aiohttp.ClientConnectorError, aiohttp.ClientConnectionResetError,
                 ConnectionRefusedError) as exc:
             raise Unreachable("cannot connect" if isinstance(exc, aiohttp.ClientConnectorError)

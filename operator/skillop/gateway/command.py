@@ -15,6 +15,7 @@ from skillop.sources.egress import DEFAULT_EGRESS_PATTERNS
 
 DEFAULT_TOOLSET_DIR = "/etc/skillop"
 DEFAULT_SECRETS_DIR = "/var/run/skillop/secrets"
+DEFAULT_CONFIGMAPS_DIR = "/var/run/skillop/configmaps"
 DEFAULT_LISTEN = "127.0.0.1:8765"
 
 
@@ -29,6 +30,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--secrets-dir", default=env("SKILLOP_SECRETS_DIR", DEFAULT_SECRETS_DIR),
                    metavar="DIR", help="mounted Secrets, one directory each, named after the"
                    " Secret (default: %(default)s)")
+    p.add_argument("--configmaps-dir",
+                   default=env("SKILLOP_CONFIGMAPS_DIR", DEFAULT_CONFIGMAPS_DIR), metavar="DIR",
+                   help="mounted ConfigMaps holding servers' CA bundles (tls.caConfigMapRef),"
+                   " one directory each, named after the ConfigMap (default: %(default)s)")
+    p.add_argument("--ca-file", default=env("SKILLOP_MCP_CA_FILE") or None, metavar="PEM",
+                   help="CA bundle trusted for every https upstream, besides the system's"
+                   " (default: SKILLOP_MCP_CA_FILE, as in the operator)")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--listen", default=env("SKILLOP_GATEWAY_LISTEN", DEFAULT_LISTEN),
                       metavar="HOST:PORT", help="streamable HTTP at http://HOST:PORT/mcp"
@@ -73,7 +81,9 @@ def gateway_command(args: argparse.Namespace) -> int:
     try:
         options = Options(toolset_dir=Path(args.toolset_dir), secrets_dir=Path(args.secrets_dir),
                           allow=_allow(args), poll_interval=args.poll,
-                          default_timeout=args.default_timeout)
+                          default_timeout=args.default_timeout,
+                          configmaps_dir=Path(args.configmaps_dir),
+                          ca_file=Path(args.ca_file) if args.ca_file else None)
         if not args.stdio:
             parse_listen(args.listen)
     except ValueError as exc:

@@ -8,6 +8,10 @@ a header name and its file the value, as the operator sends them.
 
 Values are read when a connection is opened, held in memory and never printed:
 errors name the Secret and the key, never a value.
+
+CA bundles (``ca_bundles``) are read the same way, at each connection: the
+operator-wide file (``--ca-file``) and the server's ``tls`` key, from a Secret
+mounted as above or a ConfigMap mounted at ``<configmaps-dir>/<name>/<key>``.
 """
 
 from __future__ import annotations
@@ -19,12 +23,16 @@ from pathlib import Path
 from skillop.gateway.served import SecretKey, Upstream
 
 DEFAULT_SECRETS_DIR = Path("/var/run/skillop/secrets")
+DEFAULT_CONFIGMAPS_DIR = Path("/var/run/skillop/configmaps")
 #: A header value never needs more; a larger file is not a header.
 _MAX_VALUE_BYTES = 64 * 1024
+#: A CA bundle is a few certificates; a ConfigMap holds at most 1 MiB.
+_MAX_CA_BYTES = 1024 * 1024
 
 
 class SecretMissing(Exception):
-    """A Secret (or one of its keys) is not mounted; the message names it, no value."""
+    """A Secret (or one of its keys, or a CA bundle) is not mounted; the message
+    names it, never a value."""
 
 
 def headers_of(upstream: Upstream, root: Path) -> dict[str, str]:
@@ -87,3 +95,39 @@ def secrets_signature(names: tuple[str, ...], root: Path) -> Mapping[str, object
         except OSError:
             signature[name] = None
     return signature
+
+
+def ca_bundles(upstream: Upstream, *, secrets_root: Path, configmaps_root: Path,
+               ca_file: Path | None) -> list[str]:
+    """The PEM bundles trusted for ``upstream`` besides the system's CAs."""
+    bundles = []
+    if ca_file is not None:
+        bundles.append(_pem(ca_file, f"the CA file {ca_file}"))
+    ca = upstream.ca
+    if ca is not None:
+        root = secrets_root if ca.kind == "Secret" else configmaps_root
+        path = root / ca.name / ca.key
+        bundles.append(_pem(path, f"tls: key {ca.key} of {ca.kind} {ca.name} (at {path})"))
+    return bundles
+
+
+def _pem(path: Path, what: str) -> str:
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(_MAX_CA_BYTES + 1)
+    except OSError:
+        raise SecretMissing(f"{what} is not mounted") from None
+    if len(raw) > _MAX_CA_BYTES:
+        raise SecretMissing(f"{what} is larger than {_MAX_CA_BYTES} bytes")
+    return raw.decode("utf-8", "replace")
+
+
+def file_signature(path: Path | None) -> object:
+    """What changes when a mounted file is replaced (kubelet swaps it)."""
+    if path is None:
+        return None
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return (stat.st_ino, stat.st_mtime_ns, stat.st_size)

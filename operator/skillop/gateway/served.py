@@ -24,6 +24,7 @@ import mcp_types as types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
+from skillop.model.specs import DataKey, ObjectName
 from skillop.resolve.toolset import TOOLS_KEY
 
 #: The ``_meta`` keys under which the listing carries what MCP annotations cannot.
@@ -87,6 +88,17 @@ class _HeadersFrom(_Doc):
     secret_ref: _SecretRef
 
 
+class _CaKeyRef(_Doc):
+    # The Skill's own rules: a name and key that stay one path segment each.
+    name: ObjectName
+    key: DataKey = "ca.crt"
+
+
+class _TlsDoc(_Doc):
+    ca_config_map_ref: _CaKeyRef | None = None
+    ca_secret_ref: _CaKeyRef | None = None
+
+
 class _ServerDoc(_Doc):
     name: str
     skill: str = ""
@@ -96,6 +108,7 @@ class _ServerDoc(_Doc):
     args: list[str] = Field(default_factory=list)
     env: list[_EnvDoc] = Field(default_factory=list)
     headers_from: _HeadersFrom | None = None
+    tls: _TlsDoc | None = None
 
 
 class _ToolSetDoc(_Doc):
@@ -111,6 +124,16 @@ class SecretKey:
     """One key of a mounted Secret."""
 
     secret: str
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class CaRef:
+    """A server's CA bundle (``tls``): a key of a ConfigMap or of a Secret, mounted
+    into the gateway like the Secrets (docs/gateway.md, Private CAs)."""
+
+    kind: Literal["ConfigMap", "Secret"]
+    name: str
     key: str
 
 
@@ -135,17 +158,24 @@ class Upstream:
     args: tuple[str, ...]
     env: tuple[EnvEntry, ...]
     headers_secret: str | None
+    ca: CaRef | None = None
 
     @property
     def key(self) -> ServerKey:
         return (self.skill, self.name)
 
     def secrets(self) -> tuple[str, ...]:
-        """The Secrets this upstream reads (headers and env), for change detection."""
+        """The Secrets this upstream reads (headers, env, CA), for change detection."""
         names = {e.secret_key.secret for e in self.env if e.secret_key is not None}
         if self.headers_secret is not None:
             names.add(self.headers_secret)
+        if self.ca is not None and self.ca.kind == "Secret":
+            names.add(self.ca.name)
         return tuple(sorted(names))
+
+    def configmaps(self) -> tuple[str, ...]:
+        """The ConfigMaps this upstream reads (its CA bundle), for change detection."""
+        return (self.ca.name,) if self.ca is not None and self.ca.kind == "ConfigMap" else ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,7 +275,20 @@ def _upstream(server: _ServerDoc, where: str) -> Upstream:
         command=tuple(server.command), args=tuple(server.args), env=tuple(env),
         headers_secret=(server.headers_from.secret_ref.name
                         if server.headers_from is not None else None),
+        ca=_ca(server.tls, where),
     )
+
+
+def _ca(tls: _TlsDoc | None, where: str) -> CaRef | None:
+    if tls is None:
+        return None
+    if (tls.ca_config_map_ref is None) == (tls.ca_secret_ref is None):
+        raise ToolSetError(f"{where}.tls: exactly one of caConfigMapRef and caSecretRef"
+                           " must be set")
+    if tls.ca_config_map_ref is not None:
+        return CaRef("ConfigMap", tls.ca_config_map_ref.name, tls.ca_config_map_ref.key)
+    assert tls.ca_secret_ref is not None
+    return CaRef("Secret", tls.ca_secret_ref.name, tls.ca_secret_ref.key)
 
 
 def _served_tool(tool: _ToolDoc, where: str, servers: Mapping[ServerKey, Upstream],

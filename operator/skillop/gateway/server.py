@@ -49,7 +49,7 @@ from mcp.shared.exceptions import MCPError
 
 from skillop.gateway.audit import AuditLog, AuditRecord, Outcome
 from skillop.gateway.front import Client, Front, Sessions
-from skillop.gateway.secrets import secrets_signature
+from skillop.gateway.secrets import DEFAULT_CONFIGMAPS_DIR, file_signature, secrets_signature
 from skillop.gateway.served import (
     ServedSet,
     ServedTool,
@@ -89,6 +89,8 @@ class Options:
     toolset_dir: Path
     secrets_dir: Path
     allow: tuple[str, ...]
+    configmaps_dir: Path = DEFAULT_CONFIGMAPS_DIR
+    ca_file: Path | None = None
     poll_interval: float = 1.0
     default_timeout: float = 60.0
     connect_timeout: float = 10.0
@@ -124,7 +126,8 @@ class Gateway:
         self.served = ServedSet.empty()
         self.audit = audit or AuditLog()
         self._settings = Settings(options.secrets_dir, EgressGuard(options.allow),
-                                  options.connect_timeout)
+                                  options.connect_timeout, options.configmaps_dir,
+                                  options.ca_file)
         self._pool: Pool | None = None
         self._signature: object = None
         self._last_error: str | None = None
@@ -223,9 +226,15 @@ class Gateway:
         return (tools, data, tuple(sorted(self._upstream_signatures(self.served).items())))
 
     def _upstream_signatures(self, served: ServedSet) -> dict[ServerKey, object]:
-        return {key: tuple(sorted(secrets_signature(upstream.secrets(),
-                                                    self.options.secrets_dir).items()))
-                for key, upstream in served.upstreams.items()}
+        """What an upstream's connection was made with, besides its entry: its
+        Secrets, its CA ConfigMap and the ``--ca-file`` (a change reconnects it)."""
+        ca_file = file_signature(self.options.ca_file)
+        return {key: (
+            tuple(sorted(secrets_signature(upstream.secrets(), self.options.secrets_dir).items())),
+            tuple(sorted(secrets_signature(upstream.configmaps(),
+                                           self.options.configmaps_dir).items())),
+            ca_file if upstream.url is not None else None,
+        ) for key, upstream in served.upstreams.items()}
 
     async def _watch(self) -> None:
         while True:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
+import ssl
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
@@ -43,11 +44,12 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from skillop.gateway.caller import HttpCaller, RpcFailed, SessionLost, Unreachable
-from skillop.gateway.secrets import SecretMissing, env_of, headers_of
+from skillop.gateway.secrets import SecretMissing, ca_bundles, env_of, headers_of
 from skillop.gateway.served import ServerKey, Upstream
 from skillop.sources.egress import EgressGuard
 from skillop.sources.mcp_session import tool_info
 from skillop.sources.mcp_tools import info_digest
+from skillop.sources.mcp_transport import trust_context
 
 logger = logging.getLogger(__name__)
 
@@ -76,6 +78,10 @@ class Settings:
     secrets_dir: Path
     guard: EgressGuard
     connect_timeout: float = 10.0
+    #: Mounted ConfigMaps holding CA bundles (``tls.caConfigMapRef``).
+    configmaps_dir: Path = Path("/var/run/skillop/configmaps")
+    #: A CA bundle trusted for every https upstream (``--ca-file``).
+    ca_file: Path | None = None
 
 
 class _Fence(httpx2.AsyncBaseTransport):
@@ -84,13 +90,13 @@ class _Fence(httpx2.AsyncBaseTransport):
     Raising from here surfaces inside the SDK's task groups in many shapes, so the
     refusal is also recorded and wins when the failure is explained."""
 
-    def __init__(self, guard: EgressGuard) -> None:
+    def __init__(self, guard: EgressGuard, tls: ssl.SSLContext) -> None:
         self._guard = guard
         # Idle connections are dropped after a second, well before servers drop
         # them (uvicorn after 5 s): a request on a connection the server is closing
         # fails, and the SDK's client then loses the whole session.
         self._inner = httpx2.AsyncHTTPTransport(
-            trust_env=False, limits=httpx2.Limits(keepalive_expiry=1.0))
+            verify=tls, trust_env=False, limits=httpx2.Limits(keepalive_expiry=1.0))
         self.refusal: str | None = None
         #: The session the server opened (its initialize answer's ``mcp-session-id``).
         self.session_id: str | None = None
@@ -283,9 +289,11 @@ class Link:
         return bool(self._secret_values)
 
     async def _run(self, conn: Connection) -> None:
-        fence = _Fence(self._settings.guard)
+        fence: _Fence | None = None
         try:
-            async with self._open(conn, fence) as (session, caller, version):
+            tls = self._trust()
+            fence = _Fence(self._settings.guard, tls)
+            async with self._open(conn, fence, tls) as (session, caller, version):
                 conn.tools, conn.digests = await _listing(session)
                 if caller is not None and version in HANDSHAKE_PROTOCOL_VERSIONS:
                     conn.caller, conn.session_id = caller, fence.session_id
@@ -299,7 +307,7 @@ class Link:
                         conn.changed = False
                         conn.tools, conn.digests = await _listing(session)
         except Exception as exc:
-            conn.error = fence.refusal or self._explain(exc)
+            conn.error = (fence.refusal if fence is not None else None) or self._explain(exc)
             print(f"skillop gateway: upstream {self.label}: {conn.error}", file=sys.stderr)
         finally:
             conn.closed = True
@@ -309,8 +317,20 @@ class Link:
             if self._current is conn:
                 self._current = None
 
+    def _trust(self) -> ssl.SSLContext:
+        """What https connections to this upstream trust: the system's CAs, the
+        ``--ca-file`` bundle and the server's ``tls`` one (read at each connection,
+        so a rotated CA counts from the next one)."""
+        upstream = self.upstream
+        if upstream.url is None:
+            return trust_context("", ())
+        bundles = ca_bundles(upstream, secrets_root=self._settings.secrets_dir,
+                             configmaps_root=self._settings.configmaps_dir,
+                             ca_file=self._settings.ca_file)
+        return trust_context(upstream.url, bundles)
+
     @asynccontextmanager
-    async def _open(self, conn: Connection, fence: _Fence,
+    async def _open(self, conn: Connection, fence: _Fence, tls: ssl.SSLContext,
                     ) -> AsyncIterator[tuple[ClientSession, HttpCaller | None, str]]:
         """The initialized SDK session, the plain caller (streamable HTTP only) and the
         negotiated protocol version."""
@@ -329,7 +349,7 @@ class Link:
                 self._settings.guard.check(upstream.url)
                 streams: Any = _http_streams(upstream, headers, fence, stack)
                 if upstream.transport != "sse":
-                    caller = HttpCaller(upstream.url, headers,
+                    caller = HttpCaller(upstream.url, headers, tls=tls,
                                         connect_timeout=self._settings.connect_timeout)
                     stack.push_async_callback(caller.close)
             else:
@@ -358,6 +378,9 @@ class Link:
             if isinstance(leaf, TimeoutError | httpx2.TimeoutException):
                 return "no answer in time"
             if isinstance(leaf, httpx2.ConnectError):
+                if any(isinstance(cause, ssl.SSLCertVerificationError)
+                       for cause in _causes(leaf)):
+                    return _UNTRUSTED
                 return "cannot connect"
             if isinstance(leaf, httpx2.HTTPStatusError):
                 return f"HTTP {leaf.response.status_code}"
@@ -454,6 +477,19 @@ def _schema_error(schema: dict[str, Any], instance: Any) -> bool:
         return next(iter(validator.iter_errors(instance)), None) is not None
     except Unresolvable:
         return True
+
+
+_UNTRUSTED: Final = ("TLS: the server's certificate is not trusted (trust its CA with the"
+                     " server's tls.caConfigMapRef or caSecretRef, or --ca-file)")
+
+
+def _causes(exc: BaseException) -> Any:
+    seen = 0
+    cause = exc.__cause__ or exc.__context__
+    while cause is not None and seen < 10:
+        yield cause
+        cause = cause.__cause__ or cause.__context__
+        seen += 1
 
 
 def _leaves(exc: BaseException) -> Any:

@@ -144,6 +144,10 @@ def server_document(skill: ObjectRef, server: McpServer) -> dict[str, Any]:
         doc["env"] = [e.model_dump(by_alias=True, exclude_none=True) for e in server.env]
     if server.headers_from is not None:
         doc["headersFrom"] = {"secretRef": {"name": server.headers_from.secret_ref.name}}
+    if server.tls is not None and server.url is not None:
+        # Where the CA bundle is (a reference, as for headersFrom): the gateway
+        # trusts it once the pod mounts it (docs/gateway.md, Private CAs).
+        doc["tls"] = server.tls.model_dump(by_alias=True, exclude_none=True)
     return doc
 
 
