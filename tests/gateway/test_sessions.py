@@ -14,8 +14,7 @@ import anyio
 import httpx2
 import mcp_types as types
 import pytest
-from gatewaykit import Volume, agent, echo_tool, text_of, toolset_files
-from mcp.shared.exceptions import MCPError
+from gatewaykit import Volume, agent, echo_tool, toolset_files
 from mcp_servers import ServerHandle, make_tool
 from skillkit import actor, skill
 
@@ -51,6 +50,15 @@ async def serving(tmp_path: Path, upstream: ServerHandle, **options: Any,
             tasks.cancel_scope.cancel()
 
 
+async def _settled(gateway: Gateway, expected: int) -> int:
+    """How many clients the gateway holds, once it is ``expected`` (or after 5 s):
+    a client's ``initialized`` is handled after its 202, a DELETE is answered first."""
+    with anyio.move_on_after(5):
+        while gateway.connected_clients != expected:
+            await anyio.sleep(0.01)
+    return gateway.connected_clients
+
+
 def test_a_client_is_forgotten_when_its_session_ends(
         tmp_path: Path, upstream: ServerHandle) -> None:
     async def main() -> list[int]:
@@ -59,41 +67,48 @@ def test_a_client_is_forgotten_when_its_session_ends(
             assert gateway.url is not None
             async with agent(gateway.url) as one:
                 await one.call_tool("echo", {})
-                counts.append(gateway.connected_clients)
+                counts.append(await _settled(gateway, 1))
                 async with agent(gateway.url) as two:
                     await two.list_tools()
-                    counts.append(gateway.connected_clients)
-                counts.append(gateway.connected_clients)  # `two` ended its session (DELETE)
-            counts.append(gateway.connected_clients)
+                    counts.append(await _settled(gateway, 2))
+                counts.append(await _settled(gateway, 1))  # `two` ended its session (DELETE)
+            counts.append(await _settled(gateway, 0))
             for _ in range(5):
                 async with agent(gateway.url) as session:
                     await session.call_tool("echo", {})
-            counts.append(gateway.connected_clients)
+            counts.append(await _settled(gateway, 0))
         return counts
 
     assert anyio.run(main) == [1, 2, 1, 0, 0]
 
 
-def test_an_idle_session_is_ended_and_a_busy_one_is_not(
+def test_an_idle_session_is_ended_and_a_busy_or_listening_one_is_not(
         tmp_path: Path, upstream: ServerHandle) -> None:
-    async def main() -> tuple[int, str, types.CallToolResult]:
-        async with serving(tmp_path, upstream, session_idle_timeout=0.5) as gateway:
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {}}}
+
+    async def main() -> tuple[list[int], int, types.CallToolResult, types.CallToolResult]:
+        async with serving(tmp_path, upstream, session_idle_timeout=0.5) as gateway, \
+                httpx2.AsyncClient() as http:
             assert gateway.url is not None
-            async with agent(gateway.url) as idle, agent(gateway.url) as busy:
-                await idle.list_tools()
-                # Only plain-JSON calls, which the SDK's server never sees: still busy.
+            # A client by hand, without a notification stream, that goes quiet.
+            headers = await _handshake(http, gateway.url)
+            # The SDK's clients keep their notification stream (GET) open: `listening`
+            # only listens, `busy` only calls (plain JSON the SDK's server never sees).
+            async with agent(gateway.url) as listening, agent(gateway.url) as busy:
+                counts = [await _settled(gateway, 3)]
                 for _ in range(15):
                     await busy.call_tool("echo", {})
                     await anyio.sleep(0.1)
-                left = gateway.connected_clients
-                with pytest.raises(MCPError) as ended:
-                    await idle.call_tool("echo", {})
-                return left, ended.value.error.message, await busy.call_tool("echo", {})
+                counts.append(gateway.connected_clients)
+                quiet = await http.post(gateway.url, headers=headers, json=call)
+                return (counts, quiet.status_code, await listening.call_tool("echo", {}),
+                        await busy.call_tool("echo", {}))
 
-    left, message, result = anyio.run(main)
-    assert left == 1
-    assert "session" in message.lower()  # the SDK's server no longer knows it either
-    assert not result.is_error and text_of(result)
+    counts, quiet, listened, busy = anyio.run(main)
+    assert counts == [3, 2]
+    assert quiet == 404  # the SDK's server no longer knows the quiet session either
+    assert not listened.is_error and not busy.is_error
 
 
 async def _handshake(http: httpx2.AsyncClient, url: str) -> dict[str, str]:

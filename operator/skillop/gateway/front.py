@@ -62,6 +62,10 @@ class Sessions:
 
     def __init__(self) -> None:
         self._clients: dict[str, Client] = {}
+        #: Requests being answered by session id, notification streams (GET) included;
+        #: counted from the first request on (its stream may open before the client
+        #: is registered).
+        self._open: dict[str, int] = {}
 
     def __len__(self) -> int:
         return len(self._clients)
@@ -78,10 +82,25 @@ class Sessions:
     def items(self) -> list[tuple[str, Client]]:
         return list(self._clients.items())
 
+    def begin(self, key: str) -> None:
+        self._open[key] = self._open.get(key, 0) + 1
+
+    def end(self, key: str, now: float) -> None:
+        left = self._open.get(key, 1) - 1
+        if left > 0:
+            self._open[key] = left
+        else:
+            self._open.pop(key, None)
+        client = self._clients.get(key)
+        if client is not None:
+            client.last_seen = now
+
     def idle(self, timeout: float, now: float) -> list[str]:
-        """The HTTP sessions nothing was asked in for ``timeout`` seconds."""
+        """The HTTP sessions with no request open, and none for ``timeout`` seconds
+        (a client listening on its notification stream is not idle)."""
         return [key for key, client in self._clients.items()
-                if not key.startswith("stdio:") and now - client.last_seen > timeout]
+                if not key.startswith("stdio:") and key not in self._open
+                and now - client.last_seen > timeout]
 
 
 class Answerer(Protocol):
@@ -108,23 +127,33 @@ class Front:
         headers = _headers(scope)
         session_id = headers.get("mcp-session-id")
         client = self._sessions.get(session_id) if session_id is not None else None
-        if client is not None:
-            client.last_seen = time.monotonic()
-            if scope["method"] == "POST" and self._may_answer(headers):
-                try:
-                    body = await _body(receive)
-                except _Disconnected:
-                    return
-                except _TooLarge:
-                    await _plain(send, 413, b"Request body too large")
-                    return
-                if await self._answered(body, client, session_id, send):
-                    return
-                receive = _replay(body, receive)
-        status = await _run(self._inner, scope, receive, send)
+        if session_id is None:
+            status = await _run(self._inner, scope, receive, send)
+        else:
+            self._sessions.begin(session_id)
+            try:
+                status = await self._serve(scope, receive, send, headers, client)
+            finally:
+                self._sessions.end(session_id, time.monotonic())
         if session_id is not None and (status == 404 or (
                 scope["method"] == "DELETE" and status is not None and status < 300)):
             self._sessions.forget(session_id)
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send,
+                     headers: dict[str, str], client: Client | None) -> int | None:
+        """A request in a session: answered here (a known one), or by the SDK; its status."""
+        if client is not None and scope["method"] == "POST" and self._may_answer(headers):
+            try:
+                body = await _body(receive)
+            except _Disconnected:
+                return None
+            except _TooLarge:
+                await _plain(send, 413, b"Request body too large")
+                return 413
+            if await self._answered(body, client, headers.get("mcp-session-id"), send):
+                return 200
+            receive = _replay(body, receive)
+        return await _run(self._inner, scope, receive, send)
 
     def _may_answer(self, headers: dict[str, str]) -> bool:
         """Whether the SDK would accept this request's headers (else it must say why)."""
