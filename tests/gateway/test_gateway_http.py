@@ -535,3 +535,44 @@ def test_a_stateless_upstream_is_called_without_a_session(mounts: Mounts) -> Non
     assert not result.is_error and srv.calls == [("echo", {"n": 2})]
     posts = [r for r in srv.requests if r.rpc_method == "tools/call"]
     assert posts and all("mcp-session-id" not in r.headers for r in posts)
+
+
+def test_a_call_in_flight_finishes_when_its_upstreams_secret_changes(mounts: Mounts) -> None:
+    """kubelet rotates the Secret mid-call: the call finishes on the connection it
+    started in, and the next one connects with the new value."""
+    rotated = "Bearer rotated-gateway-token"
+    with ServerHandle(tools=[make_tool(n) for n in ("echo", "slow", "guarded")],
+                      echo_header="authorization") as srv:
+        mounts.toolset(_docs(srv.url, secret=SECRET))
+        secret = Volume(mounts.secrets_root / SECRET)
+        secret.write({"Authorization": TOKEN})
+
+        async def calls() -> tuple[types.CallToolResult, types.CallToolResult]:
+            async with agent(gw.url) as session:
+                await session.call_tool("echo", {"warm": True})
+                srv.call_delay = 1.5
+                results: dict[str, types.CallToolResult] = {}
+
+                async def slow() -> None:
+                    results["slow"] = await session.call_tool("echo", {"n": 1})
+
+                async with anyio.create_task_group() as tasks:
+                    tasks.start_soon(slow)
+                    with anyio.fail_after(5):
+                        while len(srv.calls) < 2:  # the call is at the upstream
+                            await anyio.sleep(0.01)
+                    secret.write({"Authorization": rotated})
+                    await anyio.sleep(0.5)  # the gateway polls every 0.1 s
+                srv.call_delay = 0
+                return results["slow"], await session.call_tool("echo", {"n": 2})
+
+        with mounts.gateway() as gw:
+            during, after = _run(calls)
+            logs = gw.logs()
+    assert not during.is_error, text_of(during)
+    assert json.loads(text_of(during))["header"] == "[redacted]"
+    assert not after.is_error and json.loads(text_of(after))["header"] == "[redacted]"
+    headers = [r.headers.get("authorization") for r in srv.requests
+               if r.rpc_method == "tools/call"]
+    assert headers == [TOKEN, TOKEN, rotated]
+    assert "s3cr3t" not in logs and "rotated-gateway" not in logs

@@ -322,7 +322,7 @@ class Gateway:
         link = self._link(tool)
         label = link.label if link is not None else None
         try:
-            result = await self._run(ask, served, tool, link, arguments)
+            result = await self._run(ask, served, tool, arguments)
         except _Refused as refusal:
             self._audit(served, tool.binding_name, label, tool.upstream_name, started,
                         "refused", str(refusal))
@@ -350,7 +350,7 @@ class Gateway:
     # -- the call path -------------------------------------------------------------
 
     async def _run(self, ask: Ask | None, served: ServedSet, tool: ServedTool,
-                   link: Link | None, arguments: dict[str, Any]) -> types.CallToolResult:
+                   arguments: dict[str, Any]) -> types.CallToolResult:
         if tool.source == "agent_skill":
             if tool.requires_approval:
                 await self._approve(ask, served, tool, arguments)
@@ -358,18 +358,20 @@ class Gateway:
                 raise _Failed(f"the SKILL.md body (agent-skill.{tool.binding_name}.md)"
                               " is not mounted")
             return types.CallToolResult(content=[types.TextContent(text=tool.body)])
-        if link is None:
-            raise _Failed("the tool's upstream is not in the mounted set")
-        conn = await self._vet(tool, link)
+        link, conn = await self._vet(tool)
         if tool.requires_approval:
             await self._approve(ask, served, tool, arguments)
             # The upstream may have changed while a human thought.
-            conn = await self._vet(tool, link)
+            link, conn = await self._vet(tool)
         return await self._forward(tool, link, conn, arguments)
 
-    async def _vet(self, tool: ServedTool, link: Link) -> Connection:
-        """The upstream's connection, unless the tool's definition there is not the one
-        the set was resolved from (then refused)."""
+    async def _vet(self, tool: ServedTool) -> tuple[Link, Connection]:
+        """The upstream's current link and connection (a reload may have replaced
+        them since the call started), unless the tool's definition there is not the
+        one the set was resolved from (then refused)."""
+        link = self._link(tool)
+        if link is None:
+            raise _Failed("the tool's upstream is not in the mounted set")
         try:
             conn = await link.connection()
         except UpstreamUnavailable as exc:
@@ -381,7 +383,7 @@ class Gateway:
         if tool.upstream_digest is not None and live != tool.upstream_digest:
             raise _Refused("definition changed since it was resolved; the operator must"
                            " resolve the new one first")
-        return conn
+        return link, conn
 
     async def _approve(self, ask: Ask | None, served: ServedSet, tool: ServedTool,
                        arguments: dict[str, Any]) -> None:
@@ -416,7 +418,7 @@ class Gateway:
             except CallFailed as exc:
                 raise _Failed(str(exc)) from None
             # The upstream forgot the session (restarted, expired it): a new one, once.
-            conn = await self._vet(tool, link)
+            link, conn = await self._vet(tool)
             try:
                 return await link.call(conn, tool.upstream_name, arguments)
             except SessionLost:

@@ -172,10 +172,18 @@ class Connection:
     changed: bool = False
     closed: bool = False
     error: str | None = None
+    #: Calls running in this connection, and whether it closes once they are done.
+    borrowed: int = 0
+    retiring: bool = False
 
     def close(self) -> None:
         self.closed = True
         self.wake.set()
+
+    def release(self) -> None:
+        self.borrowed -= 1
+        if self.retiring and self.borrowed == 0:
+            self.close()
 
 
 class Link:
@@ -187,6 +195,7 @@ class Link:
         self._spawn = spawn
         self._current: Connection | None = None
         self._secret_values: tuple[str, ...] = ()
+        self._retired = False
 
     @property
     def label(self) -> str:
@@ -195,6 +204,9 @@ class Link:
     async def connection(self) -> Connection:
         """The open connection (session, live digests by tool name); connects when needed."""
         conn = self._current
+        if self._retired:
+            raise UpstreamUnavailable(f"upstream {self.label} unavailable: its settings"
+                                      " changed during the call")
         if conn is None or conn.closed:
             conn = self._current = Connection()
             self._spawn(lambda: self._run(conn))
@@ -212,10 +224,14 @@ class Link:
         """``tools/call`` of ``name`` (its name here) in ``conn``; ``CallFailed`` with a
         safe reason, or ``SessionLost`` when the upstream forgot the session (the
         connection is dropped: the caller may connect again and retry)."""
-        if conn.caller is not None:
-            result = await self._call_plain(conn, conn.caller, name, arguments)
-        else:
-            result = await self._call_sdk(conn, name, arguments)
+        conn.borrowed += 1
+        try:
+            if conn.caller is not None:
+                result = await self._call_plain(conn, conn.caller, name, arguments)
+            else:
+                result = await self._call_sdk(conn, name, arguments)
+        finally:
+            conn.release()
         _check_output(conn.tools.get(name), result, self.label)
         return self._redacted(result)
 
@@ -270,6 +286,16 @@ class Link:
         text = result.model_dump_json(by_alias=True, exclude_none=True)
         clean = self.redact(text)
         return result if clean == text else types.CallToolResult.model_validate_json(clean)
+
+    def retire(self) -> None:
+        """Replaced by a new link (new settings): opens nothing more, and its
+        connection closes once the calls running in it are done."""
+        self._retired = True
+        conn, self._current = self._current, None
+        if conn is not None:
+            conn.retiring = True
+            if conn.borrowed == 0:
+                conn.close()
 
     def drop(self, session: ClientSession | None = None) -> None:
         """Close the connection (only if it is still the one holding ``session``)."""
@@ -515,7 +541,7 @@ class Pool:
         for key, link in list(self._links.items()):
             if upstreams.get(key) != link.upstream or signatures.get(key) != self._signatures.get(
                     key):
-                link.drop()
+                link.retire()  # calls running in it finish there
                 del self._links[key]
         for key, upstream in upstreams.items():
             if key not in self._links:
