@@ -9,9 +9,13 @@ the tool's name there. Everything else is refused. See docs/gateway.md for the
 trust model.
 
 * ``served``: the mounted ToolSet, parsed into what the gateway serves;
-* ``secrets``: the mounted Secret files (upstream headers, stdio env);
+* ``secrets``: the mounted Secret files (upstream headers, stdio env) and CA
+  bundles;
 * ``upstream``: one pooled MCP client session per upstream server, with its
   live listing (for rug-pull checks);
+* ``caller`` and ``wire``: a call to a streamable-HTTP upstream as one plain
+  JSON-RPC POST, and its answer read without trusting it;
+* ``front``: plain JSON answers to the agent, before the SDK's HTTP server;
 * ``audit``: one JSON line per call;
 * ``server``: the MCP server, the call path and hot reload.
 """
