@@ -68,20 +68,16 @@ import dataclasses
 import json
 import os
 import resource
-import shlex
-import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
-from benchkit import wait_until
+from benchkit import operator_process, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 GROUP, VERSION = "skillop.dev", "v1alpha1"
@@ -415,52 +411,6 @@ def operator(kubeconfig: str | None = None) -> Iterator[None]:
 
     with run_operator(module="skillop.operator", timeout=60):
         yield
-
-
-_STARTS: list[str] = []
-
-
-@contextlib.contextmanager
-def operator_process(kubeconfig: str) -> Iterator[subprocess.Popen[bytes]]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    health = f"http://127.0.0.1:{port}/healthz"
-    env = {**os.environ, "KUBECONFIG": os.path.abspath(kubeconfig), "SKILLOP_LIVENESS": health}
-    log = open(os.environ.get("BENCH_OPERATOR_LOG", os.devnull), "ab")  # noqa: SIM115
-    # BENCH_OPERATOR_PREFIX: e.g. "py-spy record -f raw -o /tmp/op-{n}.txt --" to profile
-    # it ({n}: 1 for the first operator, 2 for the restarted one).
-    _STARTS.append(kubeconfig)
-    prefix = [part.replace("{n}", str(len(_STARTS))) for part in
-              shlex.split(os.environ.get("BENCH_OPERATOR_PREFIX", ""))]
-    proc = subprocess.Popen(
-        [*prefix, sys.executable, "-c", "import sys; from skillop.cli.main import main; "
-         "sys.exit(main(['operator']))"], env=env, stdout=log, stderr=log,
-        start_new_session=True)
-
-    def up() -> bool:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the operator exited with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(health, timeout=1):
-                return True
-        except OSError:
-            return False
-
-    try:
-        wait_until(up, 60, "the operator's liveness endpoint", interval=0.1)
-        yield proc
-    finally:
-        # SIGINT to its process group: kopf stops cleanly, and a profiler given as
-        # BENCH_OPERATOR_PREFIX writes its report.
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGINT)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        log.close()
 
 
 @contextlib.contextmanager

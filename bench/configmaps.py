@@ -120,7 +120,7 @@ def api(kubeconfig: str) -> Iterator[Any]:
 
 
 def measure_operator(args: argparse.Namespace) -> dict[str, float]:
-    from cascade import operator_process
+    from benchkit import operator_process
 
     with api(args.kubeconfig) as (core, custom):
         with contextlib.suppress(Exception):

@@ -73,7 +73,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
-from benchkit import wait_until
+from benchkit import operator_process, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 GROUP, VERSION = "skillop.dev", "v1alpha1"
@@ -310,7 +310,14 @@ def api(args: argparse.Namespace) -> Iterator[Cluster]:
 
 
 @contextlib.contextmanager
-def operator() -> Iterator[None]:
+def operator(kubeconfig: str | None) -> Iterator[None]:
+    """In this process (emulated API), or ``skillop operator`` in its own process
+    against ``kubeconfig``: the MCP servers and the watches that time the run, here,
+    then no longer share the operator's GIL."""
+    if kubeconfig is not None:
+        with operator_process(kubeconfig):
+            yield
+        return
     import skillop.operator  # noqa: F401  (registers the handlers; reads the environment)
     from kube_emulator import run_operator
 
@@ -319,7 +326,7 @@ def operator() -> Iterator[None]:
 
 
 def discovery_instance() -> Any:
-    """The running operator's Discovery (kept in kopf's memo; found through the GC)."""
+    """The in-process operator's Discovery (kept in kopf's memo; found through the GC)."""
     from skillop.operator.discovery import Discovery
 
     return next((o for o in gc.get_objects() if isinstance(o, Discovery)), None)
@@ -346,7 +353,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         urls = [h.url for h in handles]
         expected = {a: {t for s in sk for i in skills[s] for t in tool_names(i, args.tools)}
                     for a, sk in actors.items()}
-        with operator():
+        with operator(args.kubeconfig):
             mark = cluster.log.mark()
             start = time.monotonic()
             for name, idx in skills.items():
@@ -448,7 +455,8 @@ def report(args: argparse.Namespace, f: dict[str, Any]) -> None:
           f"Ready, ConfigMap tools.json = its servers' tools)")
     print_(f"connections: {f['initialize']} for {f['distinct_servers']} distinct servers "
           f"(MCP sessions opened = initialize requests seen by the servers, whole round; "
-          f"the operator counted {f['one_shot']}; each lists, then stays open as the watch; "
+          + (f"the operator counted {f['one_shot']}; " if f["one_shot"] is not None else "")
+          + "each lists, then stays open as the watch; "
           f"tools/list calls: {f['tools_list']})")
     for c in f["changes"]:
         w = c["writes"]

@@ -72,7 +72,7 @@ class Volume:
 def toolset_files(docs: Iterable[Any], actor: str) -> dict[str, str]:
     """The Actor ConfigMap's data, as the operator writes it."""
     resolution = resolve_actor(list(docs), actor)
-    return configmap_data(resolution.document, resolution.tools)
+    return configmap_data(resolution.text, resolution.tools)
 
 
 def echo_tool(name: str, server: str) -> dict[str, Any]:

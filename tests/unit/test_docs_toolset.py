@@ -19,7 +19,7 @@ def test_snippet_loads_the_toolset_and_binds_every_tool(tmp_path: Path) -> None:
     resolver = Resolver(Catalog.of(load_paths([str(ROOT / "examples")]).objects))
     resolution = resolver.resolve_actor(ObjectRef("team-a", "developer"))
     assert resolution is not None
-    data = configmap_data(resolution.document, resolution.tools)
+    data = configmap_data(resolution.text, resolution.tools)
     (tmp_path / "tools.json").write_text(data["tools.json"])
     text = (ROOT / "docs" / "toolset.md").read_text()
     snippet = re.search(r"```python\n(.*?)```", text, re.S)

@@ -34,7 +34,7 @@ def test_inline_skill_md_is_one_read_only_tool() -> None:
         "agent_skill", "Write release notes", {"readOnly": True})
     assert resolution.document["agentSkills"] == [
         {"name": "release-notes", "skill": "team-a/s", "key": "agent-skill.release-notes.md"}]
-    data = configmap_data(resolution.document, resolution.tools)
+    data = configmap_data(resolution.text, resolution.tools)
     assert data["agent-skill.release-notes.md"] == "# Steps\n1. read the log\n"
     assert "read the log" not in data["tools.json"]
 
@@ -66,7 +66,7 @@ def test_conflicting_agent_skills_get_distinct_config_map_keys() -> None:
     resolution = resolve_actor(docs, "team-a/a")
     keys = [a["key"] for a in resolution.document["agentSkills"]]
     assert len(set(keys)) == 2
-    data = configmap_data(resolution.document, resolution.tools)
+    data = configmap_data(resolution.text, resolution.tools)
     assert sorted(data[k] for k in keys) == ["one", "two"]
     assert all(k.startswith("agent-skill.") and k.endswith(".md") for k in keys)
 

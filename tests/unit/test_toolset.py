@@ -90,7 +90,7 @@ def test_rendered_document_is_json_that_parses_back() -> None:
 
 def test_configmap_data_holds_the_document_and_the_bodies() -> None:
     resolution = resolve_actor(_every_source(), "team-a/dev")
-    data = configmap_data(resolution.document, resolution.tools)
+    data = configmap_data(resolution.text, resolution.tools)
     assert sorted(data) == ["agent-skill.notes.md", "tools.json"]
     assert json.loads(data["tools.json"]) == resolution.document
 

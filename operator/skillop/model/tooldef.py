@@ -48,6 +48,10 @@ class ToolDef:
     _fragments: dict[str, str] = field(default_factory=dict, init=False, repr=False,
                                        compare=False)
     _digest: str | None = field(default=None, init=False, repr=False, compare=False)
+    #: JSON templates of this tool's ToolSet entries (``resolve.toolset``), by
+    #: document keys and declaring skill: text derived from the definition alone.
+    templates: dict[Any, Any] = field(default_factory=dict, init=False, repr=False,
+                                      compare=False)
 
     def with_override(self, override: Override) -> ToolDef:
         """This tool as an includer sees it (the source object is untouched)."""

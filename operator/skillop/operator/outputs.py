@@ -210,7 +210,7 @@ def actor_plan(actor: ActorResource, resolution: Resolution, *, old_status: Mapp
     problems = list(resolution.problems)
     cm_name = configmap_name(actor)
     # An oversized set is already a problem of the resolution (TooLarge).
-    data = configmap_data(resolution.document, resolution.tools, text=resolution.text or None)
+    data = configmap_data(resolution.text, resolution.tools)
     good = not problems
     digest = data_digest(data)
     write_cm = good and (observed is None or observed.data_digest != digest

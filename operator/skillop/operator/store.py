@@ -16,7 +16,7 @@ in ``wanted``; the Reconciler reads it from the API before resolving that Skill.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from skillop.model.manifest import (
@@ -114,6 +114,8 @@ class Store:
         if kind in ("Skill", "Actor"):
             self._depend(k, set())
             self.deps.remove(k)
+        if kind == "Skill":
+            self.catalog.tool_defs.forget(ref)
         return {k} if existed else set()
 
     def set_discovered(self, server: ServerKey, tools: tuple[McpToolInfo, ...]) -> set[Key]:
@@ -163,6 +165,10 @@ class Store:
         self.invalid.pop(k, None)
         self.catalog.invalid.pop((kind, ref), None)
         self.generations[k] = obj.meta.generation
+        if old is not None and old.spec == obj.spec:
+            # Keep the spec object a status echo would replace with an equal one:
+            # what was derived from it stays valid (``Catalog.tool_defs``).
+            obj = replace(obj, spec=old.spec)
         table[ref] = obj
         if kind == "Skill":
             self._depend(k, skill_dependencies(obj))

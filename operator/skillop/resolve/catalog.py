@@ -26,7 +26,7 @@ from skillop.model.manifest import (
 )
 from skillop.model.names import ObjectRef
 from skillop.model.specs import ServerKey
-from skillop.sources.mcp_tools import McpToolInfo
+from skillop.sources.mcp_tools import McpToolInfo, ToolDefMemo
 
 SHARED_LABEL = "skillop.dev/shared"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
@@ -47,6 +47,9 @@ class Catalog:
     pending: set[ServerKey] = field(default_factory=set)
     #: Accepted definitions of pinned servers, by (skill, server name).
     accepted: dict[tuple[ObjectRef, str], tuple[McpToolInfo, ...]] = field(default_factory=dict)
+    #: MCP servers' ToolDefs, kept while their inputs are unchanged (a cache:
+    #: never part of what the catalog says).
+    tool_defs: ToolDefMemo = field(default_factory=ToolDefMemo, compare=False, repr=False)
 
     @classmethod
     def of(cls, objects: Iterable[Parsed]) -> Catalog:

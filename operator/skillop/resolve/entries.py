@@ -29,11 +29,6 @@ class Entry:
     overrides: tuple[AppliedOverride, ...] = ()
     #: Set when several inclusion paths with different overrides were merged.
     merged: bool = False
-    #: Text derived from this entry alone, memoized by ``toolset`` (an entry is
-    #: shared by every actor that reaches it). Not part of the entry: left out of
-    #: init, comparisons and repr; ``replace`` starts it afresh.
-    json_cache: dict[tuple[str, ...], tuple[tuple[str, ...], tuple[str, ...]]] = field(
-        default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def qualified_name(self) -> str:

@@ -11,7 +11,8 @@ paths) -> capability filter -> conflict names -> binding names -> budget.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import functools
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,9 +31,10 @@ from skillop.resolve.skills import SkillView, skill_view
 from skillop.resolve.toolset import (
     MAX_CONFIGMAP_BYTES,
     EffectiveTool,
-    build_toolset,
     configmap_data,
     data_size,
+    toolset_document,
+    toolset_text,
 )
 
 
@@ -50,7 +52,7 @@ class PrunedItem:
         return out
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Resolution:
     """Everything known about one Actor's (or Skill's) effective tool set."""
 
@@ -60,18 +62,23 @@ class Resolution:
     problems: tuple[Problem, ...]
     warnings: tuple[str, ...]
     pruned: tuple[PrunedItem, ...]
-    document: dict[str, Any] = field(repr=False)
-    dropped: tuple[tuple[Entry, str], ...] = ()
+    #: The ToolSet document's hash.
+    hash: str
     #: The document's canonical JSON: what the ConfigMap stores.
-    text: str = field(default="", repr=False)
+    text: str = field(repr=False)
+    #: Builds the document as a dict (``document``): only the CLI reads it, and the
+    #: operator, writing ``text``, never pays for it.
+    build_document: Callable[[], dict[str, Any]] = field(repr=False, compare=False)
+    dropped: tuple[tuple[Entry, str], ...] = ()
 
     @property
     def ok(self) -> bool:
         return not self.problems
 
-    @property
-    def hash(self) -> str:
-        return str(self.document["hash"])
+    @functools.cached_property
+    def document(self) -> dict[str, Any]:
+        """The ToolSet document, keys in the contract's order."""
+        return self.build_document()
 
     def tool(self, name: str) -> EffectiveTool | None:
         for tool in self.tools:
@@ -270,18 +277,20 @@ class Resolver:
                                     f"{len(tools)} tools exceed the budget of {max_tools}",
                                     self._origin(subject)))
         servers = self._servers(skills)
-        doc, text = build_toolset(owner_kind=owner_kind,
-                                  owner=f"{subject.namespace}/{subject.name}",
-                                  tools=tools, servers=servers)
+        owner = f"{subject.namespace}/{subject.name}"
+        text, digest = toolset_text(owner_kind=owner_kind, owner=owner, tools=tools,
+                                    servers=servers)
         if owner_kind == "actor" and not problems:
-            problems += self._size_problems(subject, doc, tools, text)
+            problems += self._size_problems(subject, tools, text)
+        document = functools.partial(toolset_document, owner_kind=owner_kind, owner=owner,
+                                     tools=tools, servers=servers, digest=digest)
         return Resolution(subject, tools, skills, tuple(problems), tuple(warnings),
-                          tuple(pruned), doc, tuple(dropped), text)
+                          tuple(pruned), digest, text, document, tuple(dropped))
 
-    def _size_problems(self, subject: Subject, doc: dict[str, Any],
-                       tools: Sequence[EffectiveTool], text: str) -> list[Problem]:
+    def _size_problems(self, subject: Subject, tools: Sequence[EffectiveTool],
+                       text: str) -> list[Problem]:
         """``TooLarge`` when the actor's ConfigMap would not fit (see toolset)."""
-        size = data_size(configmap_data(doc, tools, text=text))
+        size = data_size(configmap_data(text, tools))
         if size <= MAX_CONFIGMAP_BYTES:
             return []
         return [Problem(subject, "", P.TOO_LARGE,

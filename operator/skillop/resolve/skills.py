@@ -24,7 +24,6 @@ from skillop.resolve.catalog import Catalog
 from skillop.resolve.entries import Entry, forbidden_loosening, loosening_message
 from skillop.sources.agent_skill import AgentSkillError, parse_skill_md
 from skillop.sources.builtins import builtin_group, builtin_groups
-from skillop.sources.mcp_tools import declared_infos, mcp_tool_defs
 
 READ_ONLY = Capabilities(read_only=True)
 OBJECT_SCHEMA = {"type": "object"}
@@ -213,13 +212,11 @@ def _mcp_server(b: _Builder, server: McpServer, server_key: ServerKey | None,
     infos = b.catalog.accepted.get((b.skill.ref, server.name)) if server.pin else None
     if infos is None and server_key is not None:
         infos = b.catalog.discovered.get(server_key)
-    if infos is None:
-        infos = declared_infos(server)
     if server.url is None and not server.tools:
         b.warnings.append(f"{b.skill.subject}: stdio MCP server {server.name} declares no tools;"
                           " the operator never runs stdio servers, so it contributes none")
     b.warnings.extend(_credential_warnings(b.skill, server, field))
-    tools = mcp_tool_defs(server, infos)
+    tools = b.catalog.tool_defs.tool_defs(b.skill.ref, field, server, infos)
     names = {t.name for t in tools}
     for key in server.overrides:
         if key not in names:

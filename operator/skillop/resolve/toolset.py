@@ -58,24 +58,29 @@ def _json_value(value: Any) -> str:
 _DEFINITION_KEYS = frozenset({"source", "title", "description", "inputSchema", "outputSchema",
                               "capabilities", "runtime", "mcpServer", "execution"})
 #: Tool document keys whose values depend on the actor. Every other key's value
-#: must depend on the entry alone: its JSON is cached per entry (``_tool_json``).
+#: must depend on the ToolDef and its declaring skill alone: its JSON is cached
+#: per ToolDef (``_tool_json``).
 _PER_ACTOR_KEYS = frozenset({"name", "bindingName", "path"})
 Template = tuple[tuple[str, ...], tuple[str, ...]]
 
 
-def _tool_json(doc: dict[str, Any], entry: Entry) -> str:
-    """``canonical_json(doc)`` of a tool document. An entry is shared by every actor
-    that reaches it, so the JSON of all but the per-actor keys is built once per
-    entry (from its ToolDef's cached fragments) and only those few are encoded here.
+def _tool_json(tool: EffectiveTool, path: Sequence[str]) -> str:
+    """``canonical_json(tool_document(tool, path))``, without building the document.
+
+    A ToolDef is shared by every actor that reaches it (and an MCP tool's is kept
+    from one resolution to the next), so the JSON of all but the per-actor keys is
+    built once per ToolDef and declaring skill, from the ToolDef's cached
+    fragments; only the name, binding name and path are encoded here.
     """
-    keys = tuple(doc)
-    template = entry.json_cache.get(keys)
+    entry = tool.entry
+    template = entry.tool.templates.get(entry.skill)
     if template is None:
-        template = entry.json_cache[keys] = _template(doc, entry.tool)
+        template = entry.tool.templates[entry.skill] = _template(tool_document(tool), entry.tool)
     texts, variables = template
+    values = {"name": tool.name, "bindingName": tool.binding_name, "path": list(path)}
     pieces = [texts[0]]
     for key, text in zip(variables, texts[1:], strict=True):
-        pieces += (_json_value(doc[key]), text)
+        pieces += (_json_value(values[key]), text)
     return "".join(pieces)
 
 
@@ -151,25 +156,51 @@ def server_document(skill: ObjectRef, server: McpServer) -> dict[str, Any]:
     return doc
 
 
-def build_toolset(
+def toolset_text(
     *, owner_kind: str, owner: str, tools: Sequence[EffectiveTool],
     servers: Sequence[tuple[ObjectRef, McpServer]],
-) -> tuple[dict[str, Any], str]:
-    """The document and its canonical JSON (what the ConfigMap stores).
+) -> tuple[str, str]:
+    """The document's canonical JSON (what the ConfigMap stores) and its hash.
 
-    Both come from the same per-tool JSON fragments, cached per entry, so an
-    actor's 600-tool document is assembled, not re-serialised, for its hash and
-    for its ConfigMap.
+    Assembled from per-tool JSON whose constant part is cached per ToolDef, so an
+    actor's 600-tool set is joined, not serialised; ``toolset_document`` builds
+    the same document as a dict, for those who read it (the CLI).
+    ``tools`` are in effective-name order (as the resolver gives them).
     """
-    used = {(t.entry.skill, t.entry.tool.mcp_server) for t in tools if t.entry.tool.mcp_server}
-    ordered = sorted(tools, key=lambda t: t.name)
     paths: dict[int, tuple[str, ...]] = {}
-    doc: dict[str, Any] = {
+    body = _header(owner_kind=owner_kind, owner=owner, tools=tools, servers=servers)
+    tools_json = [_tool_json(t, _path_names(t.path, paths)) for t in tools]
+    digest = _hash(body, tools_json)
+    return _canonical({**body, "hash": digest}, tools_json, with_hash=True), digest
+
+
+def toolset_document(
+    *, owner_kind: str, owner: str, tools: Sequence[EffectiveTool],
+    servers: Sequence[tuple[ObjectRef, McpServer]], digest: str,
+) -> dict[str, Any]:
+    """The ToolSet document (``digest``: its hash, from ``toolset_text``), keys in
+    the contract's order."""
+    paths: dict[int, tuple[str, ...]] = {}
+    header = _header(owner_kind=owner_kind, owner=owner, tools=tools, servers=servers)
+    return {
+        "apiVersion": header["apiVersion"],
+        "kind": header["kind"],
+        owner_kind: owner,
+        "hash": digest,
+        "tools": [tool_document(t, _path_names(t.path, paths)) for t in tools],
+        "mcpServers": header["mcpServers"],
+        "agentSkills": header["agentSkills"],
+    }
+
+
+def _header(*, owner_kind: str, owner: str, tools: Sequence[EffectiveTool],
+            servers: Sequence[tuple[ObjectRef, McpServer]]) -> dict[str, Any]:
+    """Every key of the document but ``hash`` and ``tools``."""
+    used = {(t.entry.skill, t.entry.tool.mcp_server) for t in tools if t.entry.tool.mcp_server}
+    return {
         "apiVersion": GROUP_VERSION,
         "kind": "ToolSet",
         owner_kind: owner,
-        "hash": "",
-        "tools": [tool_document(t, _path_names(t.path, paths)) for t in ordered],
         "mcpServers": [
             server_document(skill, server)
             for skill, server in sorted(servers, key=lambda p: (p[1].name, p[0]))
@@ -177,12 +208,9 @@ def build_toolset(
         ],
         "agentSkills": [
             {"name": t.name, "skill": t.entry.skill.canonical, "key": t.key}
-            for t in ordered if t.key is not None
+            for t in tools if t.key is not None
         ],
     }
-    tools_json = [_tool_json(d, t.entry) for d, t in zip(doc["tools"], ordered, strict=True)]
-    doc["hash"] = _hash(doc, tools_json)
-    return doc, _canonical(doc, tools_json, with_hash=True)
 
 
 def _path_names(path: tuple[ObjectRef, ...], memo: dict[int, tuple[str, ...]],
@@ -208,15 +236,16 @@ def _hash(doc: dict[str, Any], tools_json: list[str] | None) -> str:
 
 
 def _canonical(doc: dict[str, Any], tools_json: list[str] | None, *, with_hash: bool) -> str:
-    """``canonical_json`` of the document (optionally without ``hash``), reusing
-    the tools' JSON when given."""
-    body = doc if with_hash else {k: v for k, v in doc.items() if k != "hash"}
+    """``canonical_json`` of the document (optionally without ``hash``); given the
+    tools' JSON, ``doc`` need not hold ``tools``."""
+    body = {k: v for k, v in doc.items() if with_hash or k != "hash"}
     if tools_json is None:
         return canonical_json(body)
+    keys = sorted({*body, "tools"})
     return "{" + ",".join(
         f"{encode_basestring(key)}:"
         + ("[" + ",".join(tools_json) + "]" if key == "tools" else canonical_json(body[key]))
-        for key in sorted(body)
+        for key in keys
     ) + "}"
 
 
@@ -230,12 +259,11 @@ def data_size(data: dict[str, str]) -> int:
     return sum(len(k.encode()) + len(v.encode()) for k, v in data.items())
 
 
-def configmap_data(doc: dict[str, Any], tools: Sequence[EffectiveTool], *,
-                   text: str | None = None) -> dict[str, str]:
-    """The ConfigMap's data: ``tools.json`` in canonical JSON (sorted keys, no
-    spaces: compact, and exactly the bytes that were hashed, plus the hash) and
-    one key per Agent Skill body. ``text`` is that JSON when already built."""
-    data = {TOOLS_KEY: (canonical_json(doc) if text is None else text) + "\n"}
+def configmap_data(text: str, tools: Sequence[EffectiveTool]) -> dict[str, str]:
+    """The ConfigMap's data: ``tools.json``, the document's canonical JSON (sorted
+    keys, no spaces: compact, and exactly the bytes that were hashed, plus the
+    hash; ``toolset_text``) and one key per Agent Skill body."""
+    data = {TOOLS_KEY: text + "\n"}
     for tool in tools:
         if tool.key is not None and tool.entry.tool.body is not None:
             data[tool.key] = tool.entry.tool.body

@@ -60,6 +60,43 @@ def mcp_tool_defs(server: McpServer, infos: Iterable[McpToolInfo]) -> tuple[Tool
     )
 
 
+class ToolDefMemo:
+    """``mcp_tool_defs`` results kept from one resolution to the next.
+
+    A server's ToolDefs depend only on its spec object and its tool list. The
+    operator keeps both objects until they change (a Skill is parsed once per
+    change, a server's list replaced only when it differs), so a result is
+    reused while both are the very same objects, and recomputed otherwise.
+    Reused ToolDefs keep their cached fragments, digests and JSON templates: a
+    batch touching 30 Actors of 300 tools each does not rebuild 9,000
+    definitions. One entry per (owner, field): a changed Skill replaces its
+    entries rather than adding to them.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[object, str], tuple[McpServer, object,
+                                                       tuple[ToolDef, ...]]] = {}
+
+    def tool_defs(self, owner: object, field: str, server: McpServer,
+                  infos: tuple[McpToolInfo, ...] | None) -> tuple[ToolDef, ...]:
+        """``mcp_tool_defs(server, infos)``; ``infos`` None means the declared tools."""
+        key = (owner, field)
+        found = self._entries.get(key)
+        if found is not None and found[0] is server and found[1] is infos:
+            return found[2]
+        defs = mcp_tool_defs(server, declared_infos(server) if infos is None else infos)
+        self._entries[key] = (server, infos, defs)
+        return defs
+
+    def forget(self, owner: object) -> None:
+        """Drop what was kept for an owner that is gone."""
+        for key in [k for k in self._entries if k[0] == owner]:
+            del self._entries[key]
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
 def _tool_def(server: McpServer, info: McpToolInfo) -> ToolDef:
     override = server.overrides.get(info.name)
     claim = override.capabilities.read_only if override and override.capabilities else None
