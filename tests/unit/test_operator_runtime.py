@@ -285,13 +285,20 @@ def test_events_are_posted_after_every_configmap_and_status_of_the_batch() -> No
 class SlowWriter(Recorder):
     """Every write takes a turn of the event loop, as a real API call does."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, fail_configmaps: set[str] | None = None) -> None:
         super().__init__()
         self.resolved_at_status: list[int] = []
+        self.resolved_at_configmap: list[int] = []
         self.resolved = 0
+        self.fail_configmaps = fail_configmaps or set()
 
     async def apply_configmap(self, body: dict[str, Any], *, exists: bool) -> None:
+        self.resolved_at_configmap.append(self.resolved)
         await asyncio.sleep(0)
+        name = body["metadata"]["name"]
+        if name in self.fail_configmaps:
+            self.fail_configmaps.discard(name)
+            raise RuntimeError("HTTP 500 from a flaky API server")
         await super().apply_configmap(body, exists=exists)
 
     async def patch_status(self, kind: str, ref: ObjectRef, new: dict[str, Any],
@@ -302,12 +309,9 @@ class SlowWriter(Recorder):
         await super().patch_status(kind, ref, new, old)
 
 
-def test_objects_are_resolved_only_as_write_slots_free_up(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def _counting(monkeypatch: pytest.MonkeyPatch, writer: SlowWriter) -> None:
     from skillop.resolve.resolver import Resolver
 
-    store, changed = _fan_out(60)
-    writer = SlowWriter()
     original = Resolver.resolve_actor
 
     def counting(self: Resolver, ref: ObjectRef) -> Any:
@@ -315,10 +319,52 @@ def test_objects_are_resolved_only_as_write_slots_free_up(
         return original(self, ref)
 
     monkeypatch.setattr(Resolver, "resolve_actor", counting)
-    rec = Reconciler(store, writer, clock=_clock(), concurrency=4)
+
+
+def test_objects_are_resolved_only_as_write_slots_free_up(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    store, changed = _fan_out(150)
+    writer = SlowWriter()
+    _counting(monkeypatch, writer)
+    rec = Reconciler(store, writer, clock=_clock(), concurrency=2)  # a window of 32 objects
     asyncio.run(rec.process(changed))
-    assert writer.resolved == 60
-    # the first statuses are written while most actors are still unresolved (were
-    # every actor resolved first, every plan would be held at once)
-    assert writer.resolved_at_status[0] <= 4 + 2
-    assert len([c for c in writer.calls if c[0] == "configmap"]) == 60
+    assert writer.resolved == 150
+    # the first ConfigMaps are written while most actors are still unresolved
+    assert writer.resolved_at_configmap[0] <= 2 + 2
+    # and the first statuses once the first window's ConfigMaps are: a batch of
+    # thousands holds a window's statuses, never every plan
+    assert writer.resolved_at_status[0] <= 32
+    assert len([c for c in writer.calls if c[0] == "configmap"]) == 150
+
+
+def test_a_windows_configmaps_land_before_its_statuses(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    store, changed = _fan_out(40)
+    writer = SlowWriter()
+    rec = Reconciler(store, writer, clock=_clock(), concurrency=4)  # a window of 64 objects
+
+    async def load_then_change() -> None:
+        await rec.process(changed)
+        writer.take()
+        await rec.process(store.upsert(_world(extra_base_tool=True)[0]))
+
+    asyncio.run(load_then_change())
+    calls = [c for c in writer.take() if c[0] != "event"]
+    kinds = [c[0] for c in calls]
+    assert kinds.count("configmap") == 40 and kinds.count("status") == 40 + 2
+    # every pod-facing ConfigMap of the change is written before any status
+    assert kinds == ["configmap"] * 40 + ["status"] * 42
+
+
+def test_a_failed_configmap_write_holds_back_its_status(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    store, changed = _fan_out(10)
+    writer = SlowWriter(fail_configmaps={"a003-tools"})
+    rec = Reconciler(store, writer, clock=_clock(), concurrency=4)
+    failed: list[set[Key]] = []
+    rec.mark = lambda keys: failed.append(set(keys))  # type: ignore[method-assign]
+    asyncio.run(rec.process(changed))
+    statuses = {c[2] for c in writer.calls if c[0] == "status"}
+    assert "team-a/a003" not in statuses  # never a status for a ConfigMap not written
+    assert {"team-a/a002", "team-a/a004"} <= statuses
+    assert failed == [{key("Actor", ref("team-a/a003"))}]  # retried

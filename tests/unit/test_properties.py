@@ -4,6 +4,7 @@ reference implementations written here from the contract's words."""
 from __future__ import annotations
 
 import itertools
+import json
 import random
 from collections import Counter
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from skillkit import P, actor, all_problems, anon, catalog, skill, tool
 
+from skillop.model.canonical import canonical_json
 from skillop.model.names import ObjectRef
 from skillop.resolve.naming import BINDING_RE
 from skillop.resolve.resolver import Resolution, Resolver
@@ -151,6 +153,20 @@ def test_output_is_independent_of_manifest_order(world: World, rnd: random.Rando
     shuffled = list(docs)
     rnd.shuffle(shuffled)
     assert render_document(resolve(shuffled).document) == render_document(resolve(docs).document)
+
+
+@SETTINGS
+@given(worlds(with_deny=True))
+def test_the_assembled_text_is_the_documents_canonical_json(world: World) -> None:
+    """The ToolSet text is joined from per-ToolDef memos; the document is built from
+    scratch: they must agree to the byte, and the hash is of that text."""
+    resolution = resolve(world.docs())
+    document = resolution.document
+    assert resolution.text == canonical_json(document)
+    assert json.loads(resolution.text) == document
+    assert document["hash"] == resolution.hash
+    again = resolve(world.docs())  # fresh memos: the same bytes
+    assert again.text == resolution.text and again.hash == resolution.hash
 
 
 @SETTINGS

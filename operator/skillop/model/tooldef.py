@@ -48,10 +48,11 @@ class ToolDef:
     _fragments: dict[str, str] = field(default_factory=dict, init=False, repr=False,
                                        compare=False)
     _digest: str | None = field(default=None, init=False, repr=False, compare=False)
-    #: JSON templates of this tool's ToolSet entries (``resolve.toolset``), by
-    #: document keys and declaring skill: text derived from the definition alone.
-    templates: dict[Any, Any] = field(default_factory=dict, init=False, repr=False,
-                                      compare=False)
+    #: Values derived from this definition (and the declaring skill) alone,
+    #: memoized by their users: ToolSet JSON templates (``resolve.toolset``),
+    #: status items (``operator.outputs``). A ToolDef is shared by every actor
+    #: reaching it; an MCP tool's is kept from one resolution to the next.
+    memo: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def with_override(self, override: Override) -> ToolDef:
         """This tool as an includer sees it (the source object is untouched)."""

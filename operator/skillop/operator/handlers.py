@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, cast
 
 import kopf
 from prometheus_client import CollectorRegistry
@@ -117,7 +118,7 @@ def configure(settings: kopf.OperatorSettings, config: OperatorConfig) -> None:
     settings.posting.level = logging.WARNING
     settings.persistence.finalizer = "skillop.dev/finalizer"
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="skillop.dev")
-    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+    settings.persistence.diffbase_storage = StatuslessDiffBaseStorage(
         prefix="skillop.dev", key="last-handled-configuration")
     settings.watching.server_timeout = 300
     settings.queueing.error_delays = [1, 2, 5, 10, 30, 60]
@@ -125,6 +126,24 @@ def configure(settings: kopf.OperatorSettings, config: OperatorConfig) -> None:
         from skillop.operator import webhook
 
         webhook.configure(settings, config)
+
+
+class StatuslessDiffBaseStorage(kopf.AnnotationsDiffBaseStorage):
+    """kopf's diff-base, without deep-copying the status it then drops.
+
+    kopf builds a diff-base for every watch event, handlers or not, starting with a
+    deep copy of the whole body; an Actor's status (up to 256 tool items) is most
+    of its body and every status write comes back as an event. skillop has no
+    handler on status fields (``extra_fields`` is empty), so the status is left
+    out before the copy: same essence, a fraction of the work.
+    """
+
+    def build(self, *, body: kopf.Body,
+              extra_fields: Iterable[kopf.FieldSpec] | None = None) -> kopf.BodyEssence:
+        if extra_fields or "status" not in body:
+            return super().build(body=body, extra_fields=extra_fields)
+        lean = kopf.Body(cast(kopf.RawBody, {k: v for k, v in body.items() if k != "status"}))
+        return super().build(body=lean, extra_fields=extra_fields)
 
 
 @kopf.on.cleanup()

@@ -35,7 +35,7 @@ from skillop.model.status import (
     clip,
 )
 from skillop.resolve.resolver import Resolution
-from skillop.resolve.toolset import configmap_data
+from skillop.resolve.toolset import EffectiveTool, configmap_data
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "skillop"}
 HASH_ANNOTATION = "skillop.dev/tools-hash"
@@ -142,12 +142,20 @@ def progress_conditions(problems: Sequence[Problem], *, generation: int,
 
 
 def _status_tools(resolution: Resolution) -> list[StatusTool]:
-    return [
-        StatusTool(name=t.name, binding_name=t.binding_name, source=t.entry.tool.source,
-                   skill=t.entry.skill.canonical, qualified_name=t.entry.qualified_name,
-                   digest=t.entry.tool.digest())
-        for t in resolution.tools[:MAX_STATUS_TOOLS]
-    ]
+    return [_status_tool(t) for t in resolution.tools[:MAX_STATUS_TOOLS]]
+
+
+def _status_tool(tool: EffectiveTool) -> StatusTool:
+    """A tool's status item, validated once per definition, skill and names (the
+    ToolDef memoizes it: every actor reaching the tool lists the same item)."""
+    key = ("status", tool.entry.skill, tool.name, tool.binding_name)
+    item: StatusTool | None = tool.entry.tool.memo.get(key)
+    if item is None:
+        item = tool.entry.tool.memo[key] = StatusTool(
+            name=tool.name, binding_name=tool.binding_name, source=tool.entry.tool.source,
+            skill=tool.entry.skill.canonical, qualified_name=tool.entry.qualified_name,
+            digest=tool.entry.tool.digest())
+    return item
 
 
 def _warnings(warnings: Sequence[str]) -> list[str]:

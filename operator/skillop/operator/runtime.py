@@ -12,9 +12,13 @@ Skill and Actor (``lead``): one level-based full pass writes whatever changed
 while no one was leading, and nothing else.
 
 At most ``concurrency`` objects are in progress at once, each resolved, planned
-and written within its slot, so a batch of thousands starts writing at once and
-holds only that many plans. Events are posted after the batch's ConfigMaps and
-statuses: they never delay the writes that carry new tool sets.
+and its ConfigMap written within its slot, so a batch of thousands starts
+writing at once. ConfigMaps go first: they are what an actor's pods read. A
+window of ``16 * concurrency`` objects has its ConfigMaps written, then its
+statuses (each after its own ConfigMap, as before), so a batch holds at most
+that many statuses (a few MiB), and a change reaching 60 Actors lands in their
+pods without waiting for 60 status writes. Events are posted after the batch's ConfigMaps
+and statuses: they never delay the writes that carry new tool sets.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from skillop.model.manifest import ActorResource, SkillResource
@@ -85,6 +90,7 @@ class Reconciler:
         self._dirty: set[Key] = set()
         self._wake = asyncio.Event()
         self._limit = asyncio.Semaphore(concurrency)
+        self._window = 16 * concurrency
         self._events: list[tuple[str, ObjectRef, str, EventSpec]] = []
         #: What status says of a Skill's MCP servers, and extra warnings for an
         #: Actor: plain declared facts unless discovery provides live ones.
@@ -153,12 +159,18 @@ class Reconciler:
         changed = changed | await self._read_wanted()
         affected = self.store.deps.dependents(changed)
         resolver = Resolver(self.store.catalog)
-        jobs: list[Callable[[], Awaitable[Key | None]]] = [
+        jobs: list[Callable[[], Awaitable[Staged]]] = [
             *(functools.partial(self._skill, resolver, ref) for ref in sorted(affected.skills)),
             *(functools.partial(self._actor, resolver, ref) for ref in sorted(affected.actors)),
             *(functools.partial(self._invalid, k) for k in sorted(changed)
               if k in self.store.invalid)]
-        failed = [r for r in await self._bounded(jobs) if r is not None]
+        failed: list[Key] = []
+        for start in range(0, len(jobs), self._window):
+            staged = await self._bounded(jobs[start:start + self._window])
+            failed += [s for s in staged if isinstance(s, tuple)]
+            writes = [functools.partial(self._write_status, s) for s in staged
+                      if isinstance(s, _StatusWrite)]
+            failed += [k for k in await self._bounded(writes) if k is not None]
         written = time.monotonic() - started
         events, self._events = self._events, []
         await self._bounded([functools.partial(self._post, *e) for e in events])
@@ -229,7 +241,7 @@ class Reconciler:
                 return True
         return False
 
-    async def _skill(self, resolver: Resolver, ref: ObjectRef) -> Key | None:
+    async def _skill(self, resolver: Resolver, ref: ObjectRef) -> Staged:
         skill = self.store.catalog.skills.get(ref)
         resolution = resolver.resolve_skill(ref)
         if skill is None or resolution is None or self._waiting(resolver, resolution.skills):
@@ -239,7 +251,7 @@ class Reconciler:
                           servers=self.server_states(skill), now=self.clock())
         return await self._write("Skill", ref, skill.meta.uid, plan)
 
-    async def _actor(self, resolver: Resolver, ref: ObjectRef) -> Key | None:
+    async def _actor(self, resolver: Resolver, ref: ObjectRef) -> Staged:
         actor = self.store.catalog.actors.get(ref)
         resolution = resolver.resolve_actor(ref)
         if actor is None or resolution is None or self._waiting(resolver, resolution.skills):
@@ -251,7 +263,7 @@ class Reconciler:
                           extra_warnings=self.actor_warnings(actor, resolution.skills))
         return await self._write("Actor", ref, actor.meta.uid, plan, exists=observed is not None)
 
-    async def _invalid(self, k: Key) -> Key | None:
+    async def _invalid(self, k: Key) -> Staged:
         """An object whose spec does not parse: Ready=False with every problem."""
         kind, ref = k[0], ref_of(k)
         if kind not in ("Skill", "Actor"):
@@ -265,22 +277,48 @@ class Reconciler:
         return await self._write(kind, ref, "", Plan(status=status))
 
     async def _write(self, kind: str, ref: ObjectRef, uid: str, plan: Plan, *,
-                     exists: bool = False) -> Key | None:
-        try:
-            if plan.configmap is not None:
+                     exists: bool = False) -> Staged:
+        """Write the plan's ConfigMap; stage its status (and events) for after the
+        window's ConfigMaps. A failed ConfigMap stages nothing: the key is retried."""
+        if plan.configmap is not None:
+            try:
                 await self.writer.apply_configmap(plan.configmap, exists=exists)
-                self.store.record_configmap(plan.configmap)
-            if plan.status is not None:
+            except Exception as err:  # WriteFailed, or the API client's own errors
+                log.warning("%s %s: %s; will retry", kind, ref, err)
+                return key(kind, ref)
+            self.store.record_configmap(plan.configmap)
+        # Only what is still to write is kept: a window holds statuses, not ConfigMaps.
+        return _StatusWrite(kind, ref, uid, Plan(status=plan.status, events=plan.events))
+
+    async def _write_status(self, staged: _StatusWrite) -> Key | None:
+        kind, ref, plan = staged.kind, staged.ref, staged.plan
+        if plan.status is not None:
+            try:
                 old = self.store.statuses.get(key(kind, ref), {})
                 await self.writer.patch_status(kind, ref, plan.status, old)
-                self.store.record_status(kind, ref, plan.status)
-        except Exception as err:  # WriteFailed, or the API client's own errors
-            log.warning("%s %s: %s; will retry", kind, ref, err)
-            return key(kind, ref)
+            except Exception as err:  # WriteFailed, or the API client's own errors
+                log.warning("%s %s: %s; will retry", kind, ref, err)
+                return key(kind, ref)
+            self.store.record_status(kind, ref, plan.status)
         # Events go out once the batch's ConfigMaps and statuses are written: they
         # inform, and must not delay the writes that carry the new tool sets.
-        self._events += [(kind, ref, uid, event) for event in plan.events]
+        self._events += [(kind, ref, staged.uid, event) for event in plan.events]
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class _StatusWrite:
+    """An object whose ConfigMap (if any) is written: its status and events to go."""
+
+    kind: str
+    ref: ObjectRef
+    uid: str
+    plan: Plan
+
+
+#: What an object's first phase leaves: nothing to do (None), a key to retry, or
+#: a status to write once the window's ConfigMaps are written.
+Staged = _StatusWrite | Key | None
 
 
 def _declared_states(skill: SkillResource) -> list[ServerState]:

@@ -41,6 +41,8 @@ class SkillGate:
 
 def capability_refusal(tool: ToolDef, policy: AccessPolicy) -> str | None:
     """Why the tool is dropped by the capability rules, or None to keep it."""
+    if not policy.deny_capabilities and not policy.require_capabilities:
+        return None
     caps = tool.capabilities.to_dict()
     for cap in policy.deny_capabilities:
         if caps.get(cap) is True:

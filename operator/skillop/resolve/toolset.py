@@ -61,46 +61,46 @@ _DEFINITION_KEYS = frozenset({"source", "title", "description", "inputSchema", "
 #: must depend on the ToolDef and its declaring skill alone: its JSON is cached
 #: per ToolDef (``_tool_json``).
 _PER_ACTOR_KEYS = frozenset({"name", "bindingName", "path"})
-Template = tuple[tuple[str, ...], tuple[str, ...]]
+Template = tuple[str, str, str, str]
 
 
-def _tool_json(tool: EffectiveTool, path: Sequence[str]) -> str:
-    """``canonical_json(tool_document(tool, path))``, without building the document.
+def _tool_json(tool: EffectiveTool, path_json: str) -> str:
+    """``canonical_json(tool_document(tool))``, without building the document;
+    ``path_json`` is the JSON of the tool's path.
 
     A ToolDef is shared by every actor that reaches it (and an MCP tool's is kept
     from one resolution to the next), so the JSON of all but the per-actor keys is
     built once per ToolDef and declaring skill, from the ToolDef's cached
-    fragments; only the name, binding name and path are encoded here.
+    fragments; only the binding name and name are encoded here.
     """
     entry = tool.entry
-    template = entry.tool.templates.get(entry.skill)
+    template = entry.tool.memo.get(entry.skill)
     if template is None:
-        template = entry.tool.templates[entry.skill] = _template(tool_document(tool), entry.tool)
-    texts, variables = template
-    values = {"name": tool.name, "bindingName": tool.binding_name, "path": list(path)}
-    pieces = [texts[0]]
-    for key, text in zip(variables, texts[1:], strict=True):
-        pieces += (_json_value(values[key]), text)
-    return "".join(pieces)
+        template = entry.tool.memo[entry.skill] = _template(tool_document(tool), entry.tool)
+    before_binding, before_name, before_path, end = template
+    binding = encode_basestring(tool.binding_name)
+    name = binding if tool.name == tool.binding_name else encode_basestring(tool.name)
+    return f"{before_binding}{binding}{before_name}{name}{before_path}{path_json}{end}"
 
 
 def _template(doc: dict[str, Any], tool: ToolDef) -> Template:
-    """The canonical JSON of ``doc`` as constant texts around its per-actor values:
-    ``texts[0] + json(doc[variables[0]]) + texts[1] + ... + texts[-1]``."""
+    """The canonical JSON of ``doc`` as the constant texts around its per-actor
+    values, which sort as ``bindingName``, ``name``, ``path``:
+    ``texts[0] + json(bindingName) + texts[1] + json(name) + texts[2] + json(path)
+    + texts[3]``."""
     fragments = tool.fragments()
     texts: list[str] = []
-    variables: list[str] = []
     text = "{"
     for i, key in enumerate(sorted(doc)):
         text += ("," if i else "") + encode_basestring(key) + ":"
         if key in _PER_ACTOR_KEYS:
             texts.append(text)
-            variables.append(key)
             text = ""
         else:
             text += fragments[key] if key in _DEFINITION_KEYS else _json_value(doc[key])
     texts.append(text + "}")
-    return tuple(texts), tuple(variables)
+    before_binding, before_name, before_path, end = texts
+    return before_binding, before_name, before_path, end
 
 
 def tool_document(tool: EffectiveTool, path: Sequence[str] | None = None) -> dict[str, Any]:
@@ -167,9 +167,9 @@ def toolset_text(
     the same document as a dict, for those who read it (the CLI).
     ``tools`` are in effective-name order (as the resolver gives them).
     """
-    paths: dict[int, tuple[str, ...]] = {}
+    paths: dict[int, str] = {}
     body = _header(owner_kind=owner_kind, owner=owner, tools=tools, servers=servers)
-    tools_json = [_tool_json(t, _path_names(t.path, paths)) for t in tools]
+    tools_json = [_tool_json(t, _path_json(t.path, paths)) for t in tools]
     digest = _hash(body, tools_json)
     return _canonical({**body, "hash": digest}, tools_json, with_hash=True), digest
 
@@ -211,6 +211,14 @@ def _header(*, owner_kind: str, owner: str, tools: Sequence[EffectiveTool],
             for t in tools if t.key is not None
         ],
     }
+
+
+def _path_json(path: tuple[ObjectRef, ...], memo: dict[int, str]) -> str:
+    """``path`` as JSON; memoized by identity like ``_path_names``."""
+    found = memo.get(id(path))
+    if found is None:
+        found = memo[id(path)] = _json_value([ref.canonical for ref in path])
+    return found
 
 
 def _path_names(path: tuple[ObjectRef, ...], memo: dict[int, tuple[str, ...]],
