@@ -17,8 +17,8 @@ in namespace ``--namespace`` of the emulated API (``tests/kube_emulator.py``):
   in two, a second random server, so several Skills share each server;
 * ``--actors`` Actors, each naming 1-3 random Skills.
 
-Everything is drawn from ``random.Random(--seed)``. The operator runs
-in-process (kopf's ``KopfRunner``) with ``SKILLOP_MCP_ALLOW=127.0.0.1`` and a
+Everything is drawn from ``random.Random(--seed)``. Without ``--kubeconfig``
+the operator runs in-process (kopf's ``KopfRunner``) with ``SKILLOP_MCP_ALLOW=127.0.0.1`` and a
 600 s default poll, so nothing here comes from polling. Printed:
 
 * ``discovery round``: from the first Skill create until every Actor is Ready
@@ -45,9 +45,14 @@ in-process (kopf's ``KopfRunner``) with ``SKILLOP_MCP_ALLOW=127.0.0.1`` and a
   Events; exact, from the emulator's request log).
 
 With ``--kubeconfig F`` the API server runs in its own process (``python
-tests/kube_emulator.py --crds crds --kubeconfig F``, the path a real cluster
-takes; the operator still runs in this process): times and write counts then
-come from watches on the namespace (only writes that changed an object show).
+tests/kube_emulator.py --crds crds --kubeconfig F``, or the real-API tier's
+kube-apiserver: ``tests/realapi/controlplane.py --kubeconfig F --crds crds --
+python bench/discovery.py --kubeconfig F``) and so does the operator
+(``skillop operator``, as in a cluster): the 50 MCP servers and the watches
+timing the run, here, no longer share its GIL. Times and write counts then come
+from watches on the namespace (only writes that changed an object show).
+Also printed: the MCP sessions opened during the changes (none: each change is
+a notification on the session the round opened).
 
 Printed at the end: p50 and p95 (nearest rank) of the change latencies, and as
 the last line ``list_changed to configmap: X.XXXs`` (the p50).
@@ -386,12 +391,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             disc = discovery_instance()
             f["one_shot"] = disc.connections if disc is not None else None
 
-
             rng = random.Random(args.seed + 1)
             f["changes"] = []
             for round_, server in enumerate(rng.sample(used, min(args.changes, len(used)))):
                 f["changes"].append(change(args, cluster, handles[server], server, round_,
                                            skills, actors))
+            # A session lives through list_changed: the changes open none.
+            f["initialize_during_changes"] = (sum(h.count("initialize") for h in handles)
+                                              - f["initialize"])
     return f
 
 
@@ -438,8 +445,9 @@ def report(args: argparse.Namespace, f: dict[str, Any]) -> None:
     per_skill = Counter(len(v) for v in f["skills"].values())
     per_actor = Counter(len(v) for v in f["actors"].values())
     share = Counter(i for v in f["skills"].values() for i in v)
-    where = (f"emulated, out of process ({args.kubeconfig}; changes seen by watches)"
-             if args.kubeconfig else "emulated, in process (exact request log)")
+    where = (f"the API server of {args.kubeconfig}, out of process; the operator in its own "
+             f"process (`skillop operator`); changes seen by watches"
+             if args.kubeconfig else "emulated, in process with the operator (exact request log)")
     print_(f"api: {where}; MCP servers: real (official SDK, streamable HTTP, loopback), "
           f"listChanged announced; default poll 600 s; seed {args.seed}")
     print_(f"servers: {args.servers} x {args.tools} tools; skills: {args.skills} "
@@ -465,6 +473,8 @@ def report(args: argparse.Namespace, f: dict[str, Any]) -> None:
               f"{w['actor status']} actor status, {w['actor other']} other actor, "
               f"{w['skill status']} skill status, {w['events']} events"
               + (f"; stray configmaps {c['stray']}" if c["stray"] else ""))
+    print_(f"MCP sessions opened during the changes: {f['initialize_during_changes']} "
+           f"(each change is a notification on a session open since the round)")
     latencies = sorted(c["seconds"] for c in f["changes"])
     p50, p95 = percentile(latencies, 50), percentile(latencies, 95)
     deps = statistics.median(c["dependents"] for c in f["changes"])
