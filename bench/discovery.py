@@ -18,8 +18,9 @@ in namespace ``--namespace`` of the emulated API (``tests/kube_emulator.py``):
 * ``--actors`` Actors, each naming 1-3 random Skills.
 
 Everything is drawn from ``random.Random(--seed)``. Without ``--kubeconfig``
-the operator runs in-process (kopf's ``KopfRunner``) with ``SKILLOP_MCP_ALLOW=127.0.0.1`` and a
-600 s default poll, so nothing here comes from polling. Printed:
+the operator runs in-process (kopf's ``KopfRunner``). Either way it runs with
+``SKILLOP_MCP_ALLOW=127.0.0.1`` and a 600 s default poll, so nothing here comes
+from polling. Printed:
 
 * ``discovery round``: from the first Skill create until every Actor is Ready
   with a ConfigMap whose ``tools.json`` holds exactly the tools of its servers:
