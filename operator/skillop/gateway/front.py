@@ -18,8 +18,10 @@ session, a supported protocol version, no Origin header (a browser's), a Host
 the SDK accepts.
 
 Sessions are the gateway's (``Sessions``): registered when the client sends
-``notifications/initialized``, forgotten when the client ends them (DELETE),
-when the SDK no longer knows them (404), or when idle for ``idle_timeout``; then
+``notifications/initialized`` (the front holds the SDK's 202 until the handler
+has registered it, so the client's first call already finds its session known),
+forgotten when the client ends them (DELETE), when the SDK no longer knows them
+(404), or when idle for ``idle_timeout``; then
 the front ends the SDK's session too, with a DELETE of its own, so that both
 agree on what is open. (The SDK's own idle timer cannot see requests the front
 answered, so it is off.)
@@ -27,6 +29,7 @@ answered, so it is off.)
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -66,18 +69,36 @@ class Sessions:
         #: counted from the first request on (its stream may open before the client
         #: is registered).
         self._open: dict[str, int] = {}
+        #: Set when a session is registered, for whoever waits on it (``registered``).
+        self._added: dict[str, asyncio.Event] = {}
 
     def __len__(self) -> int:
         return len(self._clients)
 
     def add(self, key: str, client: Client) -> None:
         self._clients[key] = client
+        event = self._added.pop(key, None)
+        if event is not None:
+            event.set()
+
+    async def registered(self, key: str, timeout: float) -> bool:
+        """Wait until ``key`` is registered (at most ``timeout`` seconds)."""
+        if key in self._clients:
+            return True
+        event = self._added.setdefault(key, asyncio.Event())
+        try:
+            await asyncio.wait_for(event.wait(), timeout)
+        except TimeoutError:
+            self._added.pop(key, None)
+            return False
+        return True
 
     def get(self, key: str) -> Client | None:
         return self._clients.get(key)
 
     def forget(self, key: str) -> None:
         self._clients.pop(key, None)
+        self._added.pop(key, None)
 
     def items(self) -> list[tuple[str, Client]]:
         return list(self._clients.items())
@@ -142,7 +163,7 @@ class Front:
     async def _serve(self, scope: Scope, receive: Receive, send: Send,
                      headers: dict[str, str], client: Client | None) -> int | None:
         """A request in a session: answered here (a known one), or by the SDK; its status."""
-        if client is not None and scope["method"] == "POST" and self._may_answer(headers):
+        if scope["method"] == "POST" and self._may_answer(headers):
             try:
                 body = await _body(receive)
             except _Disconnected:
@@ -150,10 +171,31 @@ class Front:
             except _TooLarge:
                 await _plain(send, 413, b"Request body too large")
                 return 413
-            if await self._answered(body, client, headers.get("mcp-session-id"), send):
+            session_id = headers.get("mcp-session-id")
+            if client is not None and await self._answered(body, client, session_id, send):
                 return 200
             receive = _replay(body, receive)
+            if client is None and session_id is not None and _is_initialized(body):
+                return await self._initialized(scope, receive, send, session_id)
         return await _run(self._inner, scope, receive, send)
+
+    async def _initialized(self, scope: Scope, receive: Receive, send: Send,
+                           session_id: str) -> int | None:
+        """Pass ``notifications/initialized`` to the SDK, and hold its answer until the
+        gateway has registered the session: the SDK accepts the notification before
+        its handler runs, and a client's first call right after would otherwise find
+        the session unknown here (and be answered the slow way)."""
+        held: list[Message] = []
+
+        async def hold(message: Message) -> None:
+            held.append(message)
+
+        status = await _run(self._inner, scope, receive, hold)
+        if status is not None and status < 300:
+            await self._sessions.registered(session_id, _REGISTRATION_WAIT)
+        for message in held:
+            await send(message)
+        return status
 
     def _may_answer(self, headers: dict[str, str]) -> bool:
         """Whether the SDK would accept this request's headers (else it must say why)."""
@@ -219,6 +261,21 @@ class Front:
             return None
 
         await self._inner(scope, receive, discard)
+
+
+#: How long the answer to ``notifications/initialized`` waits for the session to be
+#: registered (its handler runs within milliseconds; this only bounds a stuck one).
+_REGISTRATION_WAIT: Final = 2.0
+
+
+def _is_initialized(body: bytes) -> bool:
+    if b"notifications/initialized" not in body:
+        return False
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(message, dict) and message.get("method") == "notifications/initialized"
 
 
 def _is_id(value: object) -> bool:
