@@ -24,6 +24,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import mcp_types as types
 from mcp.client.session import ClientSession, ElicitationFnT, MessageHandlerFnT
@@ -159,6 +160,17 @@ async def agent(url: str, *, elicitation: ElicitationFnT | None = None,
             read, write, elicitation_callback=elicitation, message_handler=on_message))
         await session.initialize()
         yield session
+
+
+def call_once(url: str, name: str, arguments: dict[str, Any] | None = None,
+              ) -> types.CallToolResult:
+    """One call of ``name`` by a fresh agent session (connect, initialize, call)."""
+    async def call() -> types.CallToolResult:
+        async with agent(url) as session:
+            result: types.CallToolResult = await session.call_tool(name, arguments or {})
+            return result
+
+    return anyio.run(call)
 
 
 @asynccontextmanager

@@ -15,7 +15,15 @@ import anyio
 import httpx2
 import mcp_types as types
 import pytest
-from gatewaykit import GatewayProcess, Volume, agent, echo_tool, text_of, toolset_files
+from gatewaykit import (
+    GatewayProcess,
+    Volume,
+    agent,
+    call_once,
+    echo_tool,
+    text_of,
+    toolset_files,
+)
 from mcp.client.session import ClientRequestContext, ClientSession, IncomingMessage
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
@@ -291,13 +299,8 @@ def test_a_definition_differing_from_the_start_is_refused(mounts: Mounts) -> Non
     with ServerHandle(tools=[make_tool("echo", description="Not what was declared")]) as srv:
         mounts.toolset(_docs(srv.url))
 
-        async def call() -> types.CallToolResult:
-            async with agent(gw.url) as session:
-                result: types.CallToolResult = await session.call_tool("echo", {})
-                return result
-
         with mounts.gateway() as gw:
-            result = _run(call)
+            result = call_once(gw.url, "echo")
             audit = gw.wait_audit(1)
     assert result.is_error and "definition changed since it was resolved" in text_of(result)
     assert srv.calls == []
@@ -345,22 +348,17 @@ def test_upstream_down_is_a_clean_error_and_the_gateway_stays_up(
         upstream: ServerHandle, mounts: Mounts) -> None:
     mounts.toolset(_docs(upstream.url))
 
-    async def call(name: str) -> types.CallToolResult:
-        async with agent(gw.url) as session:
-            result: types.CallToolResult = await session.call_tool(name, {})
-            return result
-
     with mounts.gateway() as gw:
-        assert not _run(lambda: call("echo")).is_error
+        assert not call_once(gw.url, "echo").is_error
         upstream.stop()
-        down = _run(lambda: call("echo"))
-        body = _run(lambda: call("notes"))  # what needs no upstream still works
+        down = call_once(gw.url, "echo")
+        body = call_once(gw.url, "notes")  # what needs no upstream still works
         upstream.start()
         deadline = time.monotonic() + 15
-        back = _run(lambda: call("echo"))
+        back = call_once(gw.url, "echo")
         while back.is_error and time.monotonic() < deadline:
             time.sleep(0.2)
-            back = _run(lambda: call("echo"))
+            back = call_once(gw.url, "echo")
         assert gw.alive
         audit = gw.wait_audit(4)
     assert down.is_error and text_of(down).startswith("error: upstream up unavailable")
@@ -437,13 +435,8 @@ def test_an_unreadable_upstream_answer_is_an_audited_error(mounts: Mounts) -> No
                                                   "tools": [declared]}]),
                         actor("dev", skills=["srv"])])
 
-        async def call() -> types.CallToolResult:
-            async with agent(gw.url) as session:
-                result: types.CallToolResult = await session.call_tool("echo", {})
-                return result
-
         with mounts.gateway() as gw:
-            result = _run(call)
+            result = call_once(gw.url, "echo")
             (line,) = gw.wait_audit(1)
             assert gw.alive
     assert srv.calls == [("echo", {})]
@@ -462,13 +455,8 @@ def test_a_tool_with_an_execution_field_matches_its_resolved_digest(mounts: Moun
                                                   "tools": [declared]}]),
                         actor("dev", skills=["srv"])])
 
-        async def call() -> types.CallToolResult:
-            async with agent(gw.url) as session:
-                result: types.CallToolResult = await session.call_tool("echo", {})
-                return result
-
         with mounts.gateway() as gw:
-            result = _run(call)
+            result = call_once(gw.url, "echo")
     assert not result.is_error, text_of(result)
     assert srv.calls == [("echo", {})]
 
@@ -500,17 +488,12 @@ def test_an_upstream_that_forgot_the_session_gets_a_new_one_and_the_call_goes_th
                       forget_sessions=1) as srv:
         mounts.toolset(_docs(srv.url))
 
-        async def call() -> types.CallToolResult:
-            async with agent(gw.url) as session:
-                result: types.CallToolResult = await session.call_tool("echo", {"n": 1})
-                return result
-
         with mounts.gateway() as gw:
-            again = _run(call)
+            again = call_once(gw.url, "echo", {"n": 1})
             initialized = srv.count("initialize")
             # A server that forgets every session it gives: one retry, then a clean error.
             srv.forget_sessions = srv.forgotten + 2
-            lost = _run(call)
+            lost = call_once(gw.url, "echo", {"n": 1})
             assert gw.alive
             audit = gw.wait_audit(2)
     assert not again.is_error and srv.forgotten == 3
@@ -525,13 +508,8 @@ def test_a_stateless_upstream_is_called_without_a_session(mounts: Mounts) -> Non
                       stateless=True) as srv:
         mounts.toolset(_docs(srv.url))
 
-        async def call() -> types.CallToolResult:
-            async with agent(gw.url) as session:
-                result: types.CallToolResult = await session.call_tool("echo", {"n": 2})
-                return result
-
         with mounts.gateway() as gw:
-            result = _run(call)
+            result = call_once(gw.url, "echo", {"n": 2})
     assert not result.is_error and srv.calls == [("echo", {"n": 2})]
     posts = [r for r in srv.requests if r.rpc_method == "tools/call"]
     assert posts and all("mcp-session-id" not in r.headers for r in posts)

@@ -10,11 +10,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import anyio
 import mcp_types as types
 import pytest
 from bad_servers import CertificateAuthority, make_ca
-from gatewaykit import GatewayProcess, Volume, agent, echo_tool, text_of, toolset_files
+from gatewaykit import GatewayProcess, Volume, call_once, echo_tool, text_of, toolset_files
 from mcp_servers import ServerHandle, make_tool
 from skillkit import actor, skill
 
@@ -55,12 +54,7 @@ class Pod:
 
 
 def _call(gw: GatewayProcess) -> types.CallToolResult:
-    async def call() -> types.CallToolResult:
-        async with agent(gw.url) as session:
-            result: types.CallToolResult = await session.call_tool("echo", {"n": 1})
-            return result
-
-    return anyio.run(call)
+    return call_once(gw.url, "echo", {"n": 1})
 
 
 def test_the_servers_ca_from_a_configmap_is_carried_in_the_toolset_and_trusted(
