@@ -219,6 +219,23 @@ class HeadersFrom(SpecModel):
     discovery and by pods; values never leave the Secret."""
 
 
+def _one_of_message(first: str, second: str) -> str:
+    return f"exactly one of {first} and {second} must be set"
+
+
+def _one_of_rule(first: str, second: str) -> JsonDict:
+    """The CEL rule for two fields (camelCase) of which exactly one is set: what the
+    API server checks, with the same message as ``_require_one_of``."""
+    return {"rule": f"has(self.{first}) != has(self.{second})",
+            "message": _one_of_message(first, second)}
+
+
+def _require_one_of(a: object, b: object, first: str, second: str) -> None:
+    """The model-side twin of ``_one_of_rule`` (the CLI and the webhook see no CEL)."""
+    if (a is None) == (b is None):
+        raise PydanticCustomError("one_of", _one_of_message(first, second), {})
+
+
 #: A key of a ConfigMap's or Secret's data (what the API server allows there).
 DataKey = Annotated[str, StringConstraints(pattern=r"^[-._a-zA-Z0-9]+$", max_length=253)]
 
@@ -236,8 +253,7 @@ class McpTls(SpecModel):
     """Trust for an https server signed by a private CA, besides the system's CAs."""
 
     model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [
-        {"rule": "has(self.caConfigMapRef) != has(self.caSecretRef)",
-         "message": "exactly one of caConfigMapRef and caSecretRef must be set"},
+        _one_of_rule("caConfigMapRef", "caSecretRef"),
     ]})
 
     ca_config_map_ref: CaKeyRef | None = None
@@ -247,10 +263,8 @@ class McpTls(SpecModel):
 
     @model_validator(mode="after")
     def _one_of(self) -> McpTls:
-        if (self.ca_config_map_ref is None) == (self.ca_secret_ref is None):
-            raise PydanticCustomError(
-                "one_of", "exactly one of caConfigMapRef and caSecretRef must be set", {}
-            )
+        _require_one_of(self.ca_config_map_ref, self.ca_secret_ref,
+                        "caConfigMapRef", "caSecretRef")
         return self
 
     def source(self, namespace: str) -> CaSource:
@@ -302,8 +316,7 @@ class EnvVar(SpecModel):
     # server to resolve: skillop never reads it.
 
     model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [
-        {"rule": "has(self.value) != has(self.valueFrom)",
-         "message": "exactly one of value and valueFrom must be set"},
+        _one_of_rule("value", "valueFrom"),
     ]})
 
     name: Annotated[str, StringConstraints(min_length=1, max_length=256)]
@@ -316,9 +329,7 @@ class EnvVar(SpecModel):
 
     @model_validator(mode="after")
     def _value_xor_value_from(self) -> EnvVar:
-        if (self.value is None) == (self.value_from is None):
-            raise PydanticCustomError(
-                "one_of", "exactly one of value and valueFrom must be set", {})
+        _require_one_of(self.value, self.value_from, "value", "valueFrom")
         return self
 
 
@@ -383,8 +394,7 @@ class McpServer(SpecModel):
     """An MCP server whose tools (all of them, filtered) the skill includes."""
 
     model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [
-        {"rule": "has(self.url) != has(self.command)",
-         "message": "exactly one of url and command must be set"},
+        _one_of_rule("url", "command"),
         {"rule": "!has(self.command) || !has(self.transport) || self.transport == 'stdio'",
          "message": "a command server uses transport stdio"},
         {"rule": "!has(self.url) || !has(self.transport) || self.transport != 'stdio'",
@@ -445,10 +455,7 @@ class McpServer(SpecModel):
 
     @model_validator(mode="after")
     def _url_xor_command(self) -> McpServer:
-        if (self.url is None) == (self.command is None):
-            raise PydanticCustomError(
-                "one_of", "exactly one of url and command must be set", {}
-            )
+        _require_one_of(self.url, self.command, "url", "command")
         if self.command is not None and self.transport not in (None, "stdio"):
             raise PydanticCustomError(
                 "one_of", "a command server uses transport stdio, not {t}", {"t": self.transport}
@@ -525,8 +532,7 @@ class AgentSkillSource(SpecModel):
     """A SKILL.md, from a ConfigMap key or inline (exactly one): one read-only tool."""
 
     model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [
-        {"rule": "has(self.configMapRef) != has(self.inline)",
-         "message": "exactly one of configMapRef and inline must be set"},
+        _one_of_rule("configMapRef", "inline"),
     ]})
 
     config_map_ref: ConfigMapKeyRef | None = None
@@ -536,10 +542,7 @@ class AgentSkillSource(SpecModel):
 
     @model_validator(mode="after")
     def _one_of(self) -> AgentSkillSource:
-        if (self.config_map_ref is None) == (self.inline is None):
-            raise PydanticCustomError(
-                "one_of", "exactly one of configMapRef and inline must be set", {}
-            )
+        _require_one_of(self.config_map_ref, self.inline, "configMapRef", "inline")
         return self
 
 
