@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from controlplane import free_port
 from realkit import RealCluster, operator_process
+from skillkit import actor, skill
 
 import chartkit
 from clusterkit import wait_for
@@ -44,16 +45,6 @@ def token(real: RealCluster) -> str:
     made = real.core.create_namespaced_service_account_token(
         chartkit.RELEASE, chartkit.NAMESPACE, request)
     return str(made.status.token)
-
-
-def skill(ns: str, name: str, **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "skillop.dev/v1alpha1", "kind": "Skill",
-            "metadata": {"name": name, "namespace": ns}, "spec": spec}
-
-
-def actor(ns: str, name: str, **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "skillop.dev/v1alpha1", "kind": "Actor",
-            "metadata": {"name": name, "namespace": ns}, "spec": spec}
 
 
 NOTES = "---\nname: notes\ndescription: How we write release notes\n---\n# Notes\n"
@@ -106,10 +97,10 @@ def test_the_chart_rbac_is_enough(real: RealCluster, bound: tuple[str, str]) -> 
         real.apply({"apiVersion": "skillop.dev/v1alpha1", "kind": "Tool",
                     "metadata": {"name": "lint", "namespace": ns},
                     "spec": {"description": "Lint the code", "capabilities": {"readOnly": True}}})
-        real.apply(skill(ns, "base", builtins=["git_operations"], tools=[{"ref": "lint"}],
+        real.apply(skill("base", ns, builtins=["git_operations"], tools=[{"ref": "lint"}],
                          agentSkills=[{"configMapRef": {"name": "notes"}}]))
-        real.apply(skill(ns, "top", includes=[{"skill": "base"}]))
-        real.apply(actor(ns, "agent", skills=["top"]))
+        real.apply(skill("top", ns, includes=[{"skill": "base"}]))
+        real.apply(actor("agent", ns, skills=["top"]))
         real.wait_ready("Actor", ns, "agent", timeout=30)
         cm = wait_for(lambda: real.configmap(ns, "agent-tools"), timeout=10)
         first = cm.metadata.annotations["skillop.dev/tools-hash"]

@@ -8,10 +8,10 @@ cases below were HTTP 422 on every retry: the object never showed its state.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from realkit import RealCluster, assert_statuses_kept, operator_process, wait_quiet
+from skillkit import actor, skill
 
 from clusterkit import wait_for
 from skillop.model.status import MAX_PRUNED
@@ -19,16 +19,6 @@ from skillop.model.status import MAX_PRUNED
 pytestmark = pytest.mark.realapi
 
 NS = "realapi-status"
-
-
-def skill(name: str, **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "skillop.dev/v1alpha1", "kind": "Skill",
-            "metadata": {"name": name, "namespace": NS}, "spec": spec}
-
-
-def actor(name: str, **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "skillop.dev/v1alpha1", "kind": "Actor",
-            "metadata": {"name": name, "namespace": NS}, "spec": spec}
 
 
 @pytest.fixture(scope="module")
@@ -44,9 +34,9 @@ def running(real: RealCluster) -> Iterator[RealCluster]:
 
 def test_more_pruned_items_than_a_status_holds(running: RealCluster) -> None:
     for k in range(2):
-        running.apply(skill(f"wide-{k}", anonymousTools=[
+        running.apply(skill(f"wide-{k}", NS, anonymousTools=[
             {"name": f"write_{k}_{i}", "capabilities": {"writes": True}} for i in range(700)]))
-    running.apply(actor("careful", skills=["wide-0", "wide-1"],
+    running.apply(actor("careful", NS, skills=["wide-0", "wide-1"],
                         skillAccessPolicy={"denyCapabilities": ["writes"]}))
     ready = running.wait_ready("Actor", NS, "careful", timeout=60)
     status = running.get("Actor", NS, "careful")["status"]
@@ -59,7 +49,7 @@ def test_more_pruned_items_than_a_status_holds(running: RealCluster) -> None:
 
 
 def test_a_skill_whose_spec_stops_parsing_says_so(running: RealCluster) -> None:
-    running.apply(skill("tools", builtins=["git_operations"]))
+    running.apply(skill("tools", NS, builtins=["git_operations"]))
     running.wait_ready("Skill", NS, "tools", timeout=30)
     # Accepted by the schema, refused by the model: two servers of one name.
     servers = [{"name": "m", "command": ["a"], "tools": [{"name": "x"}]},

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from controlplane import free_port
 from realkit import OperatorProcess, RealCluster, operator_process
+from skillkit import actor, skill
 
 import chartkit
 from clusterkit import wait_for
@@ -26,16 +27,6 @@ from skillop.operator import webhook
 pytestmark = pytest.mark.realapi
 
 NS = "realapi-webhook"
-
-
-def skill(name: str, **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "skillop.dev/v1alpha1", "kind": "Skill",
-            "metadata": {"name": name, "namespace": NS}, "spec": spec}
-
-
-def actor(name: str, **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "skillop.dev/v1alpha1", "kind": "Actor",
-            "metadata": {"name": name, "namespace": NS}, "spec": spec}
 
 
 def configuration(port: int, ca: bytes) -> dict[str, Any]:
@@ -83,7 +74,7 @@ def hooked(real: RealCluster, tmp_path_factory: pytest.TempPathFactory,
                 registered(real, configuration(port, cert)):
             # The API server picks the configuration up within a moment; a server-side
             # dry run of an object only the webhook rejects says when.
-            probe = json.dumps(actor("probe", skills=["x"],
+            probe = json.dumps(actor("probe", NS, skills=["x"],
                                      skillAccessPolicy={"allow": [f"{NS}/[x"]}))
             wait_for(lambda: "denied the request" in real.kubectl(
                 "apply", "--dry-run=server", "-f", "-", stdin=probe).stderr,
@@ -101,22 +92,22 @@ def test_a_cycle_is_rejected_and_a_missing_reference_admitted(
         hooked: tuple[RealCluster, OperatorProcess]) -> None:
     real, _ = hooked
     # a includes b, which does not exist yet: admitted (GitOps applies in any order).
-    first = apply(real, skill("a", includes=[{"skill": "b"}], builtins=["git_operations"]))
+    first = apply(real, skill("a", NS, includes=[{"skill": "b"}], builtins=["git_operations"]))
     assert first.returncode == 0, first.stderr
     ready = real.wait_ready("Skill", NS, "a", "False", timeout=30)
     assert ready["reason"] == "RefNotFound"
     # An Actor naming a Skill that does not exist yet: admitted too.
-    later = apply(real, actor("agent", skills=["not-yet"]))
+    later = apply(real, actor("agent", NS, skills=["not-yet"]))
     assert later.returncode == 0, later.stderr
     # b including a would close the cycle: the API server refuses it with our message.
-    cycle = apply(real, skill("b", includes=[{"skill": "a"}]))
+    cycle = apply(real, skill("b", NS, includes=[{"skill": "a"}]))
     assert cycle.returncode == 1
     assert ('admission webhook "skills.validate.skillop.dev" denied the request: '
             f"spec.includes[0].skill: CycleDetected: include cycle: {NS}/b -> {NS}/a -> {NS}/b"
             ) in cycle.stderr, cycle.stderr
     assert real.kubectl("get", "skill", "b", "-n", NS).returncode == 1
     # Without the cycle, b is admitted, and a becomes Ready.
-    fixed = apply(real, skill("b", builtins=["file_operations"]))
+    fixed = apply(real, skill("b", NS, builtins=["file_operations"]))
     assert fixed.returncode == 0, fixed.stderr
     assert real.wait_ready("Skill", NS, "a", timeout=30)["reason"] == "Resolved"
 
@@ -124,7 +115,7 @@ def test_a_cycle_is_rejected_and_a_missing_reference_admitted(
 def test_an_actor_with_an_invalid_policy_is_rejected(
         hooked: tuple[RealCluster, OperatorProcess]) -> None:
     real, _ = hooked
-    bad = apply(real, actor("bad", skills=["a"], skillAccessPolicy={"allow": [f"{NS}/[x"]}))
+    bad = apply(real, actor("bad", NS, skills=["a"], skillAccessPolicy={"allow": [f"{NS}/[x"]}))
     assert bad.returncode == 1
     assert ('admission webhook "actors.validate.skillop.dev" denied the request: '
             "spec.skillAccessPolicy.allow[0]: InvalidSpec: ") in bad.stderr, bad.stderr
