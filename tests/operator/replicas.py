@@ -72,12 +72,7 @@ class EmulatorProcess:
 
     def close(self) -> None:
         self.api_client.close()
-        self.process.send_signal(signal.SIGINT)
-        try:
-            self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(10)
+        _end(self.process, signal.SIGINT, grace=10)
         self._output.close()
 
     # -- the write log, as the in-process emulator offers it -------------------------
@@ -172,13 +167,7 @@ class Replica:
     def stop(self) -> int | None:
         if self.process is None:
             return None
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(10)
+        _end(self.process, signal.SIGTERM, grace=20)
         return self.process.returncode
 
     def log(self) -> str:
@@ -219,3 +208,15 @@ def emulator_process(folder: Path) -> Iterator[EmulatorProcess]:
         yield api
     finally:
         api.close()
+
+
+def _end(process: subprocess.Popen[bytes], sig: signal.Signals, *, grace: float) -> None:
+    """Ask ``process`` to stop with ``sig``; kill it after ``grace`` seconds."""
+    if process.poll() is not None:
+        return
+    process.send_signal(sig)
+    try:
+        process.wait(grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(10)
