@@ -74,27 +74,27 @@ class ToolDefMemo:
     """
 
     def __init__(self) -> None:
-        self._entries: dict[tuple[object, str], tuple[McpServer, object,
-                                                       tuple[ToolDef, ...]]] = {}
+        #: By owner (a Skill), then field: what was computed, and from which objects.
+        self._owners: dict[object, dict[str, tuple[McpServer, object,
+                                                    tuple[ToolDef, ...]]]] = {}
 
     def tool_defs(self, owner: object, field: str, server: McpServer,
                   infos: tuple[McpToolInfo, ...] | None) -> tuple[ToolDef, ...]:
         """``mcp_tool_defs(server, infos)``; ``infos`` None means the declared tools."""
-        key = (owner, field)
-        found = self._entries.get(key)
+        entries = self._owners.setdefault(owner, {})
+        found = entries.get(field)
         if found is not None and found[0] is server and found[1] is infos:
             return found[2]
         defs = mcp_tool_defs(server, declared_infos(server) if infos is None else infos)
-        self._entries[key] = (server, infos, defs)
+        entries[field] = (server, infos, defs)
         return defs
 
     def forget(self, owner: object) -> None:
         """Drop what was kept for an owner that is gone."""
-        for key in [k for k in self._entries if k[0] == owner]:
-            del self._entries[key]
+        self._owners.pop(owner, None)
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return sum(len(entries) for entries in self._owners.values())
 
 
 def _tool_def(server: McpServer, info: McpToolInfo) -> ToolDef:
