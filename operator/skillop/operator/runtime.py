@@ -17,8 +17,8 @@ writing at once. ConfigMaps go first: they are what an actor's pods read. A
 window of ``16 * concurrency`` objects has its ConfigMaps written, then its
 statuses (each after its own ConfigMap, as before), so a batch holds at most
 that many statuses (a few MiB), and a change reaching 60 Actors lands in their
-pods without waiting for 60 status writes. Events are posted after the batch's ConfigMaps
-and statuses: they never delay the writes that carry new tool sets.
+pods without waiting for 60 status writes. Events are posted after the batch's
+ConfigMaps and statuses: they never delay the writes that carry new tool sets.
 """
 
 from __future__ import annotations
@@ -281,28 +281,35 @@ class Reconciler:
         """Write the plan's ConfigMap; stage its status (and events) for after the
         window's ConfigMaps. A failed ConfigMap stages nothing: the key is retried."""
         if plan.configmap is not None:
-            try:
-                await self.writer.apply_configmap(plan.configmap, exists=exists)
-            except Exception as err:  # WriteFailed, or the API client's own errors
-                log.warning("%s %s: %s; will retry", kind, ref, err)
-                return key(kind, ref)
+            failed = await self._attempt(kind, ref, self.writer.apply_configmap(
+                plan.configmap, exists=exists))
+            if failed is not None:
+                return failed
             self.store.record_configmap(plan.configmap)
         # Only what is still to write is kept: a window holds statuses, not ConfigMaps.
-        return _StatusWrite(kind, ref, uid, Plan(status=plan.status, events=plan.events))
+        return _StatusWrite(kind, ref, uid, plan.status, plan.events)
 
     async def _write_status(self, staged: _StatusWrite) -> Key | None:
-        kind, ref, plan = staged.kind, staged.ref, staged.plan
-        if plan.status is not None:
-            try:
-                old = self.store.statuses.get(key(kind, ref), {})
-                await self.writer.patch_status(kind, ref, plan.status, old)
-            except Exception as err:  # WriteFailed, or the API client's own errors
-                log.warning("%s %s: %s; will retry", kind, ref, err)
-                return key(kind, ref)
-            self.store.record_status(kind, ref, plan.status)
+        kind, ref, status = staged.kind, staged.ref, staged.status
+        if status is not None:
+            old = self.store.statuses.get(key(kind, ref), {})
+            failed = await self._attempt(kind, ref,
+                                         self.writer.patch_status(kind, ref, status, old))
+            if failed is not None:
+                return failed
+            self.store.record_status(kind, ref, status)
         # Events go out once the batch's ConfigMaps and statuses are written: they
         # inform, and must not delay the writes that carry the new tool sets.
-        self._events += [(kind, ref, staged.uid, event) for event in plan.events]
+        self._events += [(kind, ref, staged.uid, event) for event in staged.events]
+        return None
+
+    async def _attempt(self, kind: str, ref: ObjectRef, write: Awaitable[None]) -> Key | None:
+        """Await one write; on failure, log it and return the key to retry."""
+        try:
+            await write
+        except Exception as err:  # WriteFailed, or the API client's own errors
+            log.warning("%s %s: %s; will retry", kind, ref, err)
+            return key(kind, ref)
         return None
 
 
@@ -313,7 +320,8 @@ class _StatusWrite:
     kind: str
     ref: ObjectRef
     uid: str
-    plan: Plan
+    status: dict[str, Any] | None
+    events: tuple[EventSpec, ...]
 
 
 #: What an object's first phase leaves: nothing to do (None), a key to retry, or
