@@ -599,10 +599,11 @@ def memory_child(n_skills: int, n_actors: int) -> dict[str, Any]:
     import skillop.sources.mcp_watch  # noqa: F401
     from skillop.model.names import ObjectRef
     from skillop.operator.deps import key
-    from skillop.operator.outputs import actor_plan, configmap_name, skill_plan
+    from skillop.operator.outputs import actor_plan, skill_plan
     from skillop.operator.runtime import _declared_states
     from skillop.operator.store import Store
     from skillop.resolve.resolver import Resolver
+    from skillop.resolve.toolset import configmap_name
 
     baseline = peak_rss_mib()
     skills, actors = memory_objects(n_skills, n_actors)

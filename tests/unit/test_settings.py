@@ -134,3 +134,36 @@ def test_importing_the_handlers_reads_no_settings() -> None:
     before, after = done.stdout.splitlines()[-2:]
     assert before == "[]"
     assert after == "['validate-skills', 'validate-actors']"
+
+
+def test_the_injected_sidecars_settings_come_from_the_charts_variables(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SKILLOP_INJECTION", "true")
+    monkeypatch.setenv("SKILLOP_INJECT_IMAGE", "registry.example/skillop:1.2")
+    monkeypatch.setenv("SKILLOP_INJECT_PORT", "9100")
+    monkeypatch.setenv("SKILLOP_INJECT_PULL_POLICY", "Always")
+    monkeypatch.setenv("SKILLOP_INJECT_RESOURCES", '{"requests": {"cpu": "10m"}}')
+    monkeypatch.setenv("SKILLOP_MCP_ALLOW", "*.internal")
+    config = OperatorConfig.from_env()
+    assert config.injection and config.serves_webhooks
+    sidecar = config.sidecar
+    assert (sidecar.image, sidecar.port, sidecar.pull_policy) == (
+        "registry.example/skillop:1.2", 9100, "Always")
+    assert sidecar.requests == (("cpu", "10m"),)
+    assert sidecar.limits == (("memory", "256Mi"),)  # not given: the default
+    assert sidecar.allow == ("*.internal",)
+
+
+@pytest.mark.parametrize(("name", "value", "message"), [
+    ("SKILLOP_INJECT_PORT", "0", "must be between 1 and 65535"),
+    ("SKILLOP_INJECT_PULL_POLICY", "Sometimes", "is not one of Always, IfNotPresent, Never"),
+    ("SKILLOP_INJECT_RESOURCES", "{", "is not JSON"),
+    ("SKILLOP_INJECT_RESOURCES", '{"limit": {}}', "must be an object with requests"),
+    ("SKILLOP_INJECT_RESOURCES", '{"limits": {"cpu": true}}', "must map resource names"),
+])
+def test_a_sidecar_setting_that_does_not_parse_names_the_variable(
+        monkeypatch: pytest.MonkeyPatch, name: str, value: str, message: str) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(SettingsError, match=message) as err:
+        OperatorConfig.from_env()
+    assert name in str(err.value)

@@ -31,11 +31,14 @@ class Loaded:
     problems: list[Problem] = field(default_factory=list)
     #: Refs (kind, namespace, name) of skillop objects that failed to parse.
     invalid: set[tuple[str, str, str]] = field(default_factory=set)
+    #: Every document as read (Lists expanded), with its file, when asked for
+    #: (``keep_documents``): what ``skillop inject`` prints back.
+    documents: list[tuple[str, Any]] | None = None
 
 
 def load_paths(paths: Iterable[str], *, namespace: str = DEFAULT_NAMESPACE,
-               stdin: Any = None) -> Loaded:
-    loaded = Loaded()
+               stdin: Any = None, into: Loaded | None = None) -> Loaded:
+    loaded = into if into is not None else Loaded()
     for path in paths:
         if path == "-":
             _load_bytes(lambda: _read_stream(stdin or sys.stdin), "<stdin>", namespace, loaded)
@@ -90,6 +93,8 @@ def load_text(text: str, *, origin: str, namespace: str = DEFAULT_NAMESPACE,
     for doc in _expand(docs):
         if doc is None:
             continue
+        if loaded.documents is not None:
+            loaded.documents.append((origin, doc))
         result = parse_object(doc, origin=origin, default_namespace=namespace)
         if result.obj is not None:
             loaded.objects.append(result.obj)

@@ -16,6 +16,8 @@ from typing import NoReturn
 
 import yaml
 
+from skillop.cli.inject import add_parser as inject_parser
+from skillop.cli.inject import inject_command
 from skillop.cli.load import Loaded, load_paths
 from skillop.cli.render import tools_table, tree
 from skillop.gateway.command import add_parser as gateway_parser
@@ -80,6 +82,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="PEM CA certificates to trust for an https server (private CAs)")
     sub.add_parser("operator", help="run the operator (kopf) with the project's settings")
     gateway_parser(sub)
+    inject_parser(sub)
     return parser
 
 
@@ -91,6 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run()
     if args.command == "gateway":
         return gateway_command(args)
+    if args.command == "inject":
+        return inject_command(args)
     if args.command == "discover":
         from skillop.cli.discover import discover_command
 

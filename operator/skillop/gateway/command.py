@@ -11,12 +11,14 @@ import os
 import sys
 from pathlib import Path
 
+from skillop.resolve.inject import CONFIGMAPS_DIR, DEFAULT_PORT, SECRETS_DIR, TOOLSET_DIR
 from skillop.sources.egress import DEFAULT_EGRESS_PATTERNS
 
-DEFAULT_TOOLSET_DIR = "/etc/skillop"
-DEFAULT_SECRETS_DIR = "/var/run/skillop/secrets"
-DEFAULT_CONFIGMAPS_DIR = "/var/run/skillop/configmaps"
-DEFAULT_LISTEN = "127.0.0.1:8765"
+# Where the injected sidecar mounts them (resolve.inject), so its defaults hold.
+DEFAULT_TOOLSET_DIR = TOOLSET_DIR
+DEFAULT_SECRETS_DIR = SECRETS_DIR
+DEFAULT_CONFIGMAPS_DIR = CONFIGMAPS_DIR
+DEFAULT_LISTEN = f"127.0.0.1:{DEFAULT_PORT}"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -15,6 +15,9 @@ from dataclasses import dataclass
 API_GROUP = "skillop.dev"
 API_VERSION = "v1alpha1"
 GROUP_VERSION = f"{API_GROUP}/{API_VERSION}"
+#: The label naming an object's Actor: on the ConfigMaps skillop writes, and on
+#: the pods that ask for the gateway (docs/gateway.md, Injection).
+ACTOR_LABEL = f"{API_GROUP}/actor"
 
 # Every pattern here is matched against the whole string (``fullmatch``): in
 # Python's ``re``, ``$`` also matches before a trailing newline, so ``match``

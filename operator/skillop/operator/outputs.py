@@ -19,7 +19,7 @@ from typing import Any
 from skillop.model import problems as P
 from skillop.model.canonical import json_digest
 from skillop.model.manifest import ActorResource, SkillResource
-from skillop.model.names import GROUP_VERSION
+from skillop.model.names import ACTOR_LABEL, GROUP_VERSION
 from skillop.model.problems import Problem
 from skillop.model.status import (
     MAX_MESSAGE,
@@ -35,11 +35,10 @@ from skillop.model.status import (
     clip,
 )
 from skillop.resolve.resolver import Resolution
-from skillop.resolve.toolset import EffectiveTool, configmap_data
+from skillop.resolve.toolset import EffectiveTool, configmap_data, configmap_name
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "skillop"}
 HASH_ANNOTATION = "skillop.dev/tools-hash"
-ACTOR_LABEL = "skillop.dev/actor"
 REF_REASONS = (P.REF_NOT_FOUND, P.REF_NOT_PERMITTED, P.INVALID_REF)
 #: Problems that may heal with no change to any spec: an object not applied yet
 #: (GitOps applies in any order). They make ``Reconciling=True``; every other
@@ -81,10 +80,6 @@ def data_digest(data: Mapping[str, str]) -> str:
         digest.update(str(data[k]).encode())
         digest.update(b"\0")
     return digest.hexdigest()
-
-
-def configmap_name(actor: ActorResource) -> str:
-    return actor.spec.config_map_name or f"{actor.meta.name}-tools"
 
 
 # -- conditions -----------------------------------------------------------------

@@ -42,12 +42,12 @@ from skillop.operator.outputs import (
     Plan,
     ServerState,
     actor_plan,
-    configmap_name,
     invalid_status,
     skill_plan,
 )
 from skillop.operator.store import Store
 from skillop.resolve.resolver import Resolver
+from skillop.resolve.toolset import configmap_name
 
 log = logging.getLogger("skillop.reconcile")
 T = TypeVar("T")

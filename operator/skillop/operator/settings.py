@@ -8,12 +8,14 @@ An unset or empty variable means the default.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import urllib.parse
 import uuid
 from dataclasses import dataclass, field
 
+from skillop.resolve.inject import SidecarSettings
 from skillop.sources.egress import DEFAULT_EGRESS_PATTERNS
 
 _TRUE = ("1", "true", "yes", "on")
@@ -98,6 +100,53 @@ def _endpoint(name: str) -> str:
     if parts.scheme != "http" or port is None:
         raise SettingsError(f"{name}={raw!r} is not an http://HOST:PORT/PATH address")
     return raw
+
+
+_PULL_POLICIES = ("Always", "IfNotPresent", "Never")
+_RESOURCE_KEYS = ("requests", "limits")
+
+
+def _resources(name: str, default: SidecarSettings) -> dict[str, tuple[tuple[str, str], ...]]:
+    """``{"requests": {...}, "limits": {...}}`` as JSON (the chart's toJson), each a
+    map of resource name to quantity string; an absent part keeps the default."""
+    out = {"requests": default.requests, "limits": default.limits}
+    raw = _raw(name)
+    if raw is None:
+        return out
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        raise SettingsError(f"{name} is not JSON") from None
+    if not isinstance(value, dict) or set(value) - set(_RESOURCE_KEYS):
+        raise SettingsError(f"{name} must be an object with requests and/or limits")
+    for part in _RESOURCE_KEYS:
+        table = value.get(part)
+        if table is None:
+            continue
+        if not isinstance(table, dict) or not all(
+                isinstance(v, (str, int)) and not isinstance(v, bool) for v in table.values()):
+            raise SettingsError(f"{name}: {part} must map resource names to quantities")
+        out[part] = tuple(sorted((str(k), str(v)) for k, v in table.items()))
+    return out
+
+
+def sidecar_from_env() -> SidecarSettings:
+    """The injected gateway's settings (the chart's ``injection`` values); the same
+    variables serve ``skillop inject``, so that offline and webhook agree."""
+    default = SidecarSettings()
+    policy = _raw("SKILLOP_INJECT_PULL_POLICY") or default.pull_policy
+    if policy not in _PULL_POLICIES:
+        raise SettingsError(f"SKILLOP_INJECT_PULL_POLICY={policy!r} is not one of"
+                            f" {', '.join(_PULL_POLICIES)}")
+    resources = _resources("SKILLOP_INJECT_RESOURCES", default)
+    return SidecarSettings(
+        image=_raw("SKILLOP_INJECT_IMAGE") or default.image,
+        pull_policy=policy,
+        port=_int("SKILLOP_INJECT_PORT", default.port),
+        allow=_list("SKILLOP_MCP_ALLOW", default.allow),
+        requests=resources["requests"],
+        limits=resources["limits"],
+    )
 
 
 def _pod_namespace() -> str:
@@ -190,6 +239,15 @@ class OperatorConfig:
     webhook_managed: bool = False
     #: Hostname the API server uses to reach the webhook (managed mode).
     webhook_host: str | None = None
+    #: Serve the mutating webhook that injects the gateway into actor pods, and
+    #: watch those pods (docs/gateway.md, Injection).
+    injection: bool = False
+    sidecar: SidecarSettings = field(default_factory=SidecarSettings)
+
+    @property
+    def serves_webhooks(self) -> bool:
+        """Whether the HTTPS admission server runs (validating, mutating or both)."""
+        return self.webhook or self.injection
 
     @classmethod
     def from_env(cls) -> OperatorConfig:
@@ -213,4 +271,6 @@ class OperatorConfig:
             webhook_ca=os.environ.get("SKILLOP_WEBHOOK_CA") or None,
             webhook_managed=_bool("SKILLOP_WEBHOOK_MANAGED"),
             webhook_host=os.environ.get("SKILLOP_WEBHOOK_HOST") or None,
+            injection=_bool("SKILLOP_INJECTION"),
+            sidecar=sidecar_from_env(),
         )

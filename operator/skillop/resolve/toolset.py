@@ -14,6 +14,7 @@ from json.encoder import encode_basestring
 from typing import Any
 
 from skillop.model.canonical import canonical_json, sha256_digest
+from skillop.model.manifest import ActorResource
 from skillop.model.names import GROUP_VERSION, ObjectRef
 from skillop.model.specs import McpServer
 from skillop.model.tooldef import ToolDef
@@ -276,3 +277,8 @@ def configmap_data(text: str, tools: Sequence[EffectiveTool]) -> dict[str, str]:
         if tool.key is not None and tool.entry.tool.body is not None:
             data[tool.key] = tool.entry.tool.body
     return data
+
+
+def configmap_name(actor: ActorResource) -> str:
+    """The Actor's ConfigMap: ``spec.configMapName``, default ``<actor>-tools``."""
+    return actor.spec.config_map_name or f"{actor.meta.name}-tools"

@@ -1,0 +1,497 @@
+"""Sidecar injection: an actor pod, with `skillop gateway` beside its agent. Pure.
+
+``inject(pod, target, settings=..., namespace=...)`` returns the pod an actor
+pod becomes (a new dict; the input is never modified), or raises ``Refused``
+with one line saying why. The mutating admission webhook (``operator.webhook``)
+and ``skillop inject`` (the CLI, offline) both call it, so they produce the
+same pod byte for byte (docs/gateway.md, Injection).
+
+What the pod gets (``examples/actor-pod.yaml`` is the hand-wired reference):
+
+* the gateway as a native sidecar: the first init container, with
+  ``restartPolicy: Always``, so it is up (its startup probe passed) before the
+  agent starts and outlives it; hardened securityContext, probes, resources;
+* the Actor's ConfigMap (``optional``: a pod may start before the first
+  resolution) and exactly the Secrets and CA bundles the Actor's ToolSet names
+  (``Credentials``), each ``optional`` too, mounted into the gateway only;
+* a projected volume for the gateway only at ``/var/run/secrets/skillop.dev/api``
+  (a service-account token, the cluster CA, the namespace) and the pod's name
+  and namespace in its environment: what it needs to create approval objects
+  on the API;
+* ``SKILLOP_MCP_URL`` in every other container (unless it sets its own);
+* ``automountServiceAccountToken: false`` unless the pod set it to ``true``
+  itself, and with it the token volume the API server's ServiceAccount
+  admission added before the webhook was called: no agent gets a token it did
+  not ask for.
+
+A pod that already carries the sidecar (a container named ``skillop-gateway``
+running the gateway's image) is left as it is, so a second pass (the webhook on
+a pod ``skillop inject`` rendered) changes nothing. Everything else that would
+leave the pod without the boundary is refused, never admitted half-done.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from skillop import __version__
+from skillop.model.names import ACTOR_LABEL, OBJECT_NAME_RE, ObjectRef
+from skillop.resolve.resolver import Resolver
+from skillop.resolve.toolset import configmap_name
+
+SIDECAR_NAME = "skillop-gateway"
+DEFAULT_IMAGE = f"ghcr.io/skillop/skillop:{__version__}"
+DEFAULT_PORT = 8765
+
+# -- annotations a pod may set (docs/gateway.md, Injection) ------------------------
+#: ``"false"``: no sidecar at all (the pod then holds no upstream credential either).
+INJECT_ANNOTATION = "skillop.dev/inject"
+#: The gateway's loopback port, when the pod already uses the default one.
+PORT_ANNOTATION = "skillop.dev/gateway-port"
+#: Comma-separated container names that get ``SKILLOP_MCP_URL`` (default: all).
+ENV_ANNOTATION = "skillop.dev/mcp-url-containers"
+#: ``namespace/name`` of the Actor; only the pod's own namespace is accepted.
+ACTOR_ANNOTATION = "skillop.dev/actor"
+
+# -- where the gateway finds its mounts (gateway/command.py reads the same) -------
+TOOLSET_DIR = "/etc/skillop"
+SECRETS_DIR = "/var/run/skillop/secrets"
+CONFIGMAPS_DIR = "/var/run/skillop/configmaps"
+#: The gateway's own API credentials (issue 22's approval objects): ``token``,
+#: ``ca.crt``, ``namespace``.
+API_DIR = "/var/run/secrets/skillop.dev/api"
+API_TOKEN_SECONDS = 3600
+MCP_URL_ENV = "SKILLOP_MCP_URL"
+#: The volume the ServiceAccount admission plugin adds (``kube-api-access-<random>``).
+_SA_VOLUME_PREFIX = "kube-api-access-"
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_WORKLOAD_TEMPLATES = {"Deployment": ("spec", "template"), "ReplicaSet": ("spec", "template"),
+                       "StatefulSet": ("spec", "template"), "DaemonSet": ("spec", "template"),
+                       "Job": ("spec", "template"),
+                       "CronJob": ("spec", "jobTemplate", "spec", "template")}
+
+
+class Refused(ValueError):
+    """The pod cannot be injected; the message is one line naming field and reason."""
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """What an Actor's ToolSet names for its MCP servers (names only, never values)."""
+
+    #: Secrets: ``headersFrom.secretRef``, ``env[].valueFrom.secretKeyRef``,
+    #: ``tls.caSecretRef``, sorted, once each.
+    secrets: tuple[str, ...] = ()
+    #: ConfigMaps holding CA bundles (``tls.caConfigMapRef``), sorted, once each.
+    configmaps: tuple[str, ...] = ()
+    #: The keys that must be in those Secrets: (Secret, key), sorted (headersFrom
+    #: uses whatever keys the Secret has).
+    secret_keys: tuple[tuple[str, str], ...] = ()
+
+    def not_in(self, mounted: Credentials) -> Credentials:
+        """What this names that ``mounted`` lacks."""
+        return Credentials(
+            secrets=tuple(s for s in self.secrets if s not in mounted.secrets),
+            configmaps=tuple(c for c in self.configmaps if c not in mounted.configmaps))
+
+    def __bool__(self) -> bool:
+        return bool(self.secrets or self.configmaps)
+
+
+@dataclass(frozen=True)
+class Target:
+    """Whose gateway a pod gets: the Actor, its ConfigMap and what its set names."""
+
+    actor: str
+    configmap: str
+    credentials: Credentials = field(default_factory=Credentials)
+
+
+@dataclass(frozen=True)
+class SidecarSettings:
+    """The sidecar's image and settings (the chart's ``injection`` values)."""
+
+    image: str = DEFAULT_IMAGE
+    pull_policy: str = "IfNotPresent"
+    port: int = DEFAULT_PORT
+    #: Upstream hosts the gateway may contact (the operator's ``mcp.allow``);
+    #: empty: the gateway's own default (docs/gateway.md).
+    allow: tuple[str, ...] = ()
+    requests: tuple[tuple[str, str], ...] = (("cpu", "50m"), ("memory", "64Mi"))
+    limits: tuple[tuple[str, str], ...] = (("memory", "256Mi"),)
+
+
+def credentials_of(document: Mapping[str, Any]) -> Credentials:
+    """The Secrets and CA ConfigMaps a ToolSet document's ``mcpServers`` name."""
+    secrets: set[str] = set()
+    configmaps: set[str] = set()
+    keys: set[tuple[str, str]] = set()
+    servers = document.get("mcpServers")
+    for server in servers if isinstance(servers, list) else ():
+        if not isinstance(server, Mapping):
+            continue
+        name = _dig(server, "headersFrom", "secretRef", "name")
+        if isinstance(name, str):
+            secrets.add(name)
+        for env in server.get("env") or ():
+            ref = _dig(env, "valueFrom", "secretKeyRef")
+            if isinstance(ref, Mapping) and isinstance(ref.get("name"), str):
+                secrets.add(ref["name"])
+                keys.add((ref["name"], str(ref.get("key", ""))))
+        tls = server.get("tls")
+        if isinstance(tls, Mapping):
+            for field_name, table in (("caSecretRef", secrets), ("caConfigMapRef", configmaps)):
+                ref = tls.get(field_name)
+                if isinstance(ref, Mapping) and isinstance(ref.get("name"), str):
+                    table.add(ref["name"])
+                    if field_name == "caSecretRef":
+                        keys.add((ref["name"], str(ref.get("key") or "ca.crt")))
+    return Credentials(secrets=tuple(sorted(secrets)), configmaps=tuple(sorted(configmaps)),
+                       secret_keys=tuple(sorted(keys)))
+
+
+def target_of(resolver: Resolver, namespace: str, actor: str) -> Target:
+    """The Target of a pod labelled for ``actor`` in ``namespace``, from the catalog.
+
+    An Actor that does not exist (yet) or does not resolve (not Ready) names no
+    credentials: its pod still gets the gateway and the (optional) ConfigMap,
+    and serves no tools until the Actor resolves.
+    """
+    found = resolver.catalog.actors.get(ObjectRef(namespace, actor))
+    if found is None:
+        return Target(actor=actor, configmap=f"{actor}-tools")
+    resolution = resolver.resolve_actor(found.ref)
+    ok = resolution is not None and resolution.ok
+    return Target(actor=actor, configmap=configmap_name(found),
+                  credentials=credentials_of(resolution.document) if resolution and ok
+                  else Credentials())
+
+
+def _dig(value: Any, *path: str) -> Any:
+    for step in path:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(step)
+    return value
+
+
+# -- reading a pod ---------------------------------------------------------------
+def actor_of(pod: Mapping[str, Any]) -> str | None:
+    """The ``skillop.dev/actor`` label's value (None: the pod is not an actor pod)."""
+    labels = _dig(pod, "metadata", "labels")
+    value = labels.get(ACTOR_LABEL) if isinstance(labels, Mapping) else None
+    return value if isinstance(value, str) else None
+
+
+def pod_templates(obj: Mapping[str, Any]) -> list[tuple[str, ...]]:
+    """Where pods are in a manifest: ``()`` for a Pod, the template's path for a
+    workload (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob)."""
+    kind = obj.get("kind")
+    if kind == "Pod":
+        return [()]
+    path = _WORKLOAD_TEMPLATES.get(str(kind))
+    return [path] if path is not None and isinstance(_dig(obj, *path), Mapping) else []
+
+
+def gateway_container(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The pod's ``skillop-gateway`` container (init or not), if any."""
+    for container in _containers(_spec(pod), "initContainers", "containers"):
+        if container.get("name") == SIDECAR_NAME:
+            return container
+    return None
+
+
+def mounted_credentials(pod: Mapping[str, Any]) -> Credentials:
+    """The Secrets and CA ConfigMaps the pod's gateway container mounts where the
+    gateway reads them (an injected pod or a hand-wired one alike)."""
+    gateway = gateway_container(pod)
+    if gateway is None:
+        return Credentials()
+    volumes = {v.get("name"): v for v in _list(_spec(pod).get("volumes"))
+               if isinstance(v, Mapping)}
+    secrets: set[str] = set()
+    configmaps: set[str] = set()
+    for mount in _list(gateway.get("volumeMounts")):
+        if not isinstance(mount, Mapping):
+            continue
+        volume = volumes.get(mount.get("name"))
+        path = str(mount.get("mountPath") or "").rstrip("/")
+        if not isinstance(volume, Mapping):
+            continue
+        secret = _dig(volume, "secret", "secretName")
+        if isinstance(secret, str) and path.startswith(SECRETS_DIR + "/"):
+            secrets.add(secret)
+        configmap = _dig(volume, "configMap", "name")
+        if isinstance(configmap, str) and path.startswith(CONFIGMAPS_DIR + "/"):
+            configmaps.add(configmap)
+    return Credentials(secrets=tuple(sorted(secrets)), configmaps=tuple(sorted(configmaps)))
+
+
+# -- injecting -------------------------------------------------------------------
+def inject(pod: Mapping[str, Any], target: Target, *, namespace: str,
+           settings: SidecarSettings = SidecarSettings()) -> dict[str, Any]:
+    """``pod`` with the gateway (see the module docstring); raises ``Refused``.
+
+    ``namespace`` is the pod's (the request's, or the workload's for a template).
+    """
+    out = copy.deepcopy(dict(pod))
+    annotations = _dig(out, "metadata", "annotations") or {}
+    if not isinstance(annotations, Mapping):
+        raise Refused("metadata.annotations: must be a mapping")
+    _check_actor(out, target, namespace, annotations)
+    if str(annotations.get(INJECT_ANNOTATION, "")).lower() == "false":
+        return out
+    spec = out.get("spec")
+    if not isinstance(spec, dict) or not _list(spec.get("containers")):
+        raise Refused("spec.containers: an actor pod needs at least one container")
+    for list_name in ("containers", "initContainers", "volumes"):
+        if spec.get(list_name) is not None and not all(
+                isinstance(c, dict) for c in _list(spec.get(list_name))):
+            raise Refused(f"spec.{list_name}: must be a list of objects")
+    existing = gateway_container(out)
+    if existing is not None:
+        _check_existing(existing, settings)
+        return out
+    if spec.get("hostNetwork") is True:
+        raise Refused("spec.hostNetwork: the gateway listens on loopback, which with"
+                      " hostNetwork is the node's, open to every host-network pod on it")
+    port = _port(annotations, settings)
+    _check_ports(spec, port)
+    _check_agent_mounts(spec, target.credentials)
+    _drop_service_account_token(spec)
+    volumes, mounts = _volumes(spec, target)
+    spec["volumes"] = [*_list(spec.get("volumes")), *volumes]
+    _add_mcp_url(spec, port, annotations)
+    spec["initContainers"] = [_sidecar(target, settings, port, mounts),
+                              *_list(spec.get("initContainers"))]
+    return out
+
+
+def _check_actor(pod: Mapping[str, Any], target: Target, namespace: str,
+                 annotations: Mapping[str, Any]) -> None:
+    actor = actor_of(pod)
+    if actor is None or not OBJECT_NAME_RE.fullmatch(actor):
+        raise Refused(f"metadata.labels.{ACTOR_LABEL}: {actor!r} is not an Actor name")
+    named = annotations.get(ACTOR_ANNOTATION)
+    if named is None:
+        return
+    if not isinstance(named, str):
+        raise Refused(f"metadata.annotations.{ACTOR_ANNOTATION}: must be a string")
+    ns, _, name = named.rpartition("/")
+    if ns and ns != namespace:
+        raise Refused(f"metadata.annotations.{ACTOR_ANNOTATION}: Actor {named} is in another"
+                      f" namespace; an actor pod's Actor must be in its own ({namespace})")
+    if name != actor:
+        raise Refused(f"metadata.annotations.{ACTOR_ANNOTATION}: {named} disagrees with"
+                      f" label {ACTOR_LABEL}={actor}")
+
+
+def _check_existing(container: Mapping[str, Any], settings: SidecarSettings) -> None:
+    image = container.get("image")
+    if not isinstance(image, str) or _repository(image) != _repository(settings.image):
+        raise Refused(f"container {SIDECAR_NAME}: already exists with image {image!r}, not the"
+                      f" gateway's ({_repository(settings.image)}); rename that container")
+
+
+def _repository(image: str) -> str:
+    """The image without its tag or digest: another version of the gateway's image
+    is still the gateway (an operator upgrade must not refuse pods rendered before)."""
+    name = image.split("@", 1)[0]
+    slash = name.rfind("/")
+    colon = name.rfind(":")
+    return name[:colon] if colon > slash else name
+
+
+def _port(annotations: Mapping[str, Any], settings: SidecarSettings) -> int:
+    raw = annotations.get(PORT_ANNOTATION)
+    if raw is None:
+        return settings.port
+    text = str(raw).strip()
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise Refused(f"metadata.annotations.{PORT_ANNOTATION}: {str(raw)[:64]!r} is not a"
+                      " port (1-65535)")
+    return int(text)
+
+
+def _check_ports(spec: Mapping[str, Any], port: int) -> None:
+    for container in _containers(spec, "initContainers", "containers"):
+        for declared in _list(container.get("ports")):
+            if isinstance(declared, Mapping) and declared.get("containerPort") == port:
+                raise Refused(
+                    f"container {container.get('name')}: already uses port {port}, the"
+                    f" gateway's; set annotation {PORT_ANNOTATION} to another port")
+
+
+def _check_agent_mounts(spec: Mapping[str, Any], credentials: Credentials) -> None:
+    """No other container may hold a Secret the gateway holds for the agent."""
+    if not credentials.secrets:
+        return
+    volumes = {v.get("name"): v for v in _list(spec.get("volumes"))}
+    for container in _containers(spec, "initContainers", "containers"):
+        held = set(_env_secrets(container))
+        for mount in _list(container.get("volumeMounts")):
+            if isinstance(mount, Mapping):
+                held |= _volume_secrets(volumes.get(mount.get("name")))
+        for secret in sorted(held & set(credentials.secrets)):
+            raise Refused(f"container {container.get('name')}: holds Secret {secret}, an"
+                          " upstream credential that only the gateway may hold")
+
+
+def _env_secrets(container: Mapping[str, Any]) -> Iterable[str]:
+    for env in _list(container.get("env")):
+        name = _dig(env, "valueFrom", "secretKeyRef", "name")
+        if isinstance(name, str):
+            yield name
+    for source in _list(container.get("envFrom")):
+        name = _dig(source, "secretRef", "name")
+        if isinstance(name, str):
+            yield name
+
+
+def _volume_secrets(volume: Any) -> set[str]:
+    found = {_dig(volume, "secret", "secretName")}
+    for source in _list(_dig(volume, "projected", "sources")):
+        found.add(_dig(source, "secret", "name"))
+    return {s for s in found if isinstance(s, str)}
+
+
+def _drop_service_account_token(spec: dict[str, Any]) -> None:
+    """Unless the pod asked for a token itself, it gets none (nor does any agent)."""
+    if spec.get("automountServiceAccountToken") is True:
+        return
+    spec["automountServiceAccountToken"] = False
+    added = {v["name"] for v in _list(spec.get("volumes"))
+             if str(v.get("name", "")).startswith(_SA_VOLUME_PREFIX)
+             and any(isinstance(s, Mapping) and "serviceAccountToken" in s
+                     for s in _list(_dig(v, "projected", "sources")))}
+    if not added:
+        return
+    spec["volumes"] = [v for v in _list(spec.get("volumes")) if v.get("name") not in added]
+    for container in _containers(spec, "initContainers", "containers"):
+        if "volumeMounts" in container:
+            container["volumeMounts"] = [m for m in _list(container["volumeMounts"])
+                                         if not (isinstance(m, Mapping)
+                                                 and m.get("name") in added)]
+
+
+def _volumes(spec: Mapping[str, Any], target: Target,
+             ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The gateway's volumes and its mounts, named clear of the pod's own volumes
+    and of every name a container mounts: a mount naming a volume the pod lacks
+    must not come to mean one of the gateway's Secrets."""
+    taken = {str(v.get("name")) for v in _list(spec.get("volumes"))}
+    taken |= {str(m.get("name")) for c in _containers(spec, "initContainers", "containers")
+              for m in _list(c.get("volumeMounts")) if isinstance(m, Mapping)}
+    volumes: list[dict[str, Any]] = []
+    mounts: list[dict[str, Any]] = []
+
+    def add(base: str, source: dict[str, Any], path: str) -> None:
+        name = _free_name(base, taken)
+        taken.add(name)
+        volumes.append({"name": name, **source})
+        mounts.append({"name": name, "mountPath": path, "readOnly": True})
+
+    add("skillop-tools", {"configMap": {"name": target.configmap, "optional": True}},
+        TOOLSET_DIR)
+    for secret in target.credentials.secrets:
+        add(_volume_base("skillop-secret", secret),
+            {"secret": {"secretName": secret, "optional": True}}, f"{SECRETS_DIR}/{secret}")
+    for configmap in target.credentials.configmaps:
+        add(_volume_base("skillop-ca", configmap),
+            {"configMap": {"name": configmap, "optional": True}},
+            f"{CONFIGMAPS_DIR}/{configmap}")
+    add("skillop-api", {"projected": {"sources": [
+        {"serviceAccountToken": {"path": "token", "expirationSeconds": API_TOKEN_SECONDS}},
+        {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt",
+                                                              "path": "ca.crt"}]}},
+        {"downwardAPI": {"items": [{"path": "namespace",
+                                    "fieldRef": {"fieldPath": "metadata.namespace"}}]}},
+    ]}}, API_DIR)
+    return volumes, mounts
+
+
+def _volume_base(prefix: str, name: str) -> str:
+    """``<prefix>-<name>`` when that is a volume name (a DNS label), else a digest of
+    the name (object names may have dots and 253 characters)."""
+    readable = f"{prefix}-{name}"
+    if _DNS_LABEL.fullmatch(readable) and len(readable) <= 56:
+        return readable
+    return f"{prefix}-{hashlib.sha256(name.encode()).hexdigest()[:12]}"
+
+
+def _free_name(base: str, taken: set[str]) -> str:
+    name, n = base, 1
+    while name in taken:
+        n += 1
+        name = f"{base}-{n}"
+    return name
+
+
+def _add_mcp_url(spec: dict[str, Any], port: int, annotations: Mapping[str, Any]) -> None:
+    raw = annotations.get(ENV_ANNOTATION)
+    chosen = None if raw is None else {p.strip() for p in str(raw).split(",") if p.strip()}
+    url = f"http://127.0.0.1:{port}/mcp"
+    for container in _containers(spec, "initContainers", "containers"):
+        if chosen is not None and container.get("name") not in chosen:
+            continue
+        env = _list(container.get("env"))
+        if any(isinstance(e, Mapping) and e.get("name") == MCP_URL_ENV for e in env):
+            continue  # the container's own choice
+        container["env"] = [*env, {"name": MCP_URL_ENV, "value": url}]
+
+
+def _sidecar(target: Target, settings: SidecarSettings, port: int,
+             mounts: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "name": SIDECAR_NAME,
+        "image": settings.image,
+        "imagePullPolicy": settings.pull_policy,
+        # command, not args: the image's entrypoint runs the operator.
+        "command": ["skillop", "gateway", "--listen", f"127.0.0.1:{port}"],
+        "env": [
+            {"name": "SKILLOP_TOOLSET_DIR", "value": TOOLSET_DIR},
+            {"name": "SKILLOP_SECRETS_DIR", "value": SECRETS_DIR},
+            {"name": "SKILLOP_CONFIGMAPS_DIR", "value": CONFIGMAPS_DIR},
+            *([{"name": "SKILLOP_MCP_ALLOW", "value": ",".join(settings.allow)}]
+              if settings.allow else []),
+            {"name": "SKILLOP_POD_NAME",
+             "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"name": "SKILLOP_POD_NAMESPACE",
+             "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+        ],
+        "restartPolicy": "Always",
+        "ports": [{"name": "skillop-mcp", "containerPort": port, "protocol": "TCP"}],
+        # Startup gates the agent (native sidecars start in order); readiness as the example.
+        "startupProbe": {"tcpSocket": {"port": port}, "periodSeconds": 1,
+                         "failureThreshold": 60},
+        "readinessProbe": {"tcpSocket": {"port": port}, "periodSeconds": 5},
+        "resources": {"requests": dict(settings.requests), "limits": dict(settings.limits)},
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "runAsNonRoot": True,
+            "runAsUser": 65532,
+            "runAsGroup": 65532,
+            "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "volumeMounts": mounts,
+    }
+
+
+def _spec(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    spec = pod.get("spec")
+    return spec if isinstance(spec, Mapping) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else []
+
+
+def _containers(spec: Mapping[str, Any], *lists: str) -> Sequence[dict[str, Any]]:
+    return [c for name in lists for c in _list(spec.get(name)) if isinstance(c, dict)]
