@@ -247,7 +247,7 @@ class Process:
 def spawn(name: str, argv: Sequence[str | Path], workdir: Path, *,
           env: dict[str, str] | None = None) -> Process:
     log = workdir / f"{name}.log"
-    with log.open("wb") as out:
+    with log.open("ab") as out:  # a restarted process appends to its log
         popen = subprocess.Popen(
             [str(a) for a in argv], stdout=out, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, cwd=workdir, env=env, start_new_session=True,
@@ -269,6 +269,8 @@ class ControlPlane:
     operator_kubeconfig: Path
     audit_log: Path
     processes: list[Process]
+    #: The readiness probe's TLS context (admin client certificate).
+    probe: ssl.SSLContext | None = None
 
     def kubeconfig_for_token(self, token: str, name: str) -> Path:
         """A kubeconfig that authenticates with a bearer token (e.g. a ServiceAccount's)."""
@@ -298,6 +300,20 @@ class ControlPlane:
                 if e.get("verb") in WRITE_VERBS and e.get("user", {}).get("username") == user
                 and e.get("stageTimestamp", "") > since
                 and (leases or (e.get("objectRef") or {}).get("resource") != "leases")]
+
+    def restart_apiserver(self, *, down: float = 0.0, timeout: float = START_TIMEOUT) -> None:
+        """Stop kube-apiserver (SIGTERM), wait ``down`` seconds, start it again with the
+        same arguments and wait until it is ready: a watch gap for every client.
+        etcd keeps the data; clients reconnect as they do after an upgrade."""
+        index, old = next((i, p) for i, p in enumerate(self.processes)
+                          if p.name == "kube-apiserver")
+        old.stop()
+        time.sleep(down)
+        new = spawn(old.name, list(old.popen.args), self.workdir)  # type: ignore[arg-type]
+        self.processes[index] = new
+        context = self.probe
+        assert context is not None
+        _wait("kube-apiserver ready again", lambda: _ready(self.url, context), [new], timeout)
 
     def check_alive(self) -> None:
         for proc in self.processes:
@@ -438,7 +454,8 @@ def start_control_plane(binaries: Binaries | None = None, *,
         _wait("kube-apiserver ready", lambda: _ready(url, context), procs, timeout)
         procs.append(_controller_manager(bins, workdir, files))
         yield ControlPlane(workdir, url, ca.cert, files["admin.kubeconfig"],
-                           files[f"{OPERATOR_USER}.kubeconfig"], workdir / "audit.log", procs)
+                           files[f"{OPERATOR_USER}.kubeconfig"], workdir / "audit.log", procs,
+                           probe=context)
     finally:
         for proc in reversed(procs):
             proc.stop()

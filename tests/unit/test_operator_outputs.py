@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from typing import Any
 
@@ -115,9 +116,22 @@ def test_a_lost_configmap_is_rewritten_without_touching_status() -> None:
     assert observed is not None
     gone = _plan(_base(), old_status=status, observed=None, now=T1)
     assert gone.configmap is not None and gone.status is None and gone.events == ()
-    edited = ObservedConfigMap(observed.name, observed.owner, observed.tools_hash, "hand-edited")
+    edited = dataclasses.replace(observed, data_digest="hand-edited")
     fixed = _plan(_base(), old_status=status, observed=edited, now=T1)
     assert fixed.configmap is not None and fixed.status is None and fixed.events == ()
+
+
+def test_a_configmap_with_the_wrong_owner_or_without_its_labels_is_rewritten() -> None:
+    status, observed = _echo(_plan(_base()))
+    assert observed is not None and observed.owner_uid == "uid-dev" and observed.labelled
+    for broken in (dataclasses.replace(observed, owner_uid="uid-of-a-deleted-dev"),
+                   dataclasses.replace(observed, owner_uid=None),
+                   dataclasses.replace(observed, labelled=False)):
+        plan = _plan(_base(), old_status=status, observed=broken, now=T1)
+        assert plan.configmap is not None and plan.status is None, broken
+        (ref_,) = plan.configmap["metadata"]["ownerReferences"]
+        assert ref_["uid"] == "uid-dev" and plan.configmap["metadata"]["labels"][
+            "app.kubernetes.io/managed-by"] == "skillop"
 
 
 def test_a_problem_keeps_the_last_good_tool_set() -> None:

@@ -307,3 +307,53 @@ def test_managed_configmaps_are_kept_as_a_digest_not_their_data() -> None:
     assert not _retained(store, "y" * 1024)
     edited = _managed_cm(data={"tools.json": "y" * 199_999 + "z"})
     assert store.upsert(edited) == {key("Actor", ref("team-a/dev"))}  # still noticed
+
+
+def test_a_listing_drops_what_it_lacks_or_holds_under_another_uid() -> None:
+    store = Store()
+    for name, uid in (("a", "u-a"), ("b", "u-b"), ("c", "u-c")):
+        store.upsert(_with(skill(name, builtins=["git_operations"]), uid=uid))
+    store.upsert(_with(actor("dev", skills=["a", "b"]), uid="u-dev"))
+    since = store.seq
+    store.upsert(_with(skill("late", builtins=["git_operations"]), uid="u-late"))
+    # b was deleted, c deleted and re-created; "late" came after the listing was asked for.
+    listed = {ref("team-a/a"): "u-a", ref("team-a/c"): "u-c2", ref("team-a/dev"): "u-dev"}
+    changed = store.reconcile_members("Skill", listed, since=since)
+    assert changed == {key("Skill", ref("team-a/b")), key("Skill", ref("team-a/c"))}
+    assert set(store.catalog.skills) == {ref("team-a/a"), ref("team-a/late")}
+    assert store.deps.dependents(changed).actors == {ref("team-a/dev")}
+    assert store.reconcile_members("Skill", listed, since=store.seq) == {
+        key("Skill", ref("team-a/late"))}
+    assert store.reconcile_members("Actor", listed, since=store.seq) == set()
+
+
+def test_a_recreated_object_with_the_same_spec_is_news() -> None:
+    store = Store()
+    doc = actor("dev", skills=["base"])
+    store.upsert(_with(doc, uid="u-1"))
+    assert store.upsert(_with(doc, uid="u-1")) == set()
+    assert store.upsert(_with(doc, uid="u-2")) == {key("Actor", ref("team-a/dev"))}
+
+
+def test_ownership_is_the_owner_reference_and_the_labels_are_kept_whole() -> None:
+    store = Store()
+    cm = ref("team-a/dev-tools")
+    owner = {key("Actor", ref("team-a/dev"))}
+    body = _managed_cm()
+    body["metadata"]["labels"]["skillop.dev/actor"] = "dev"
+    store.upsert(body)
+    assert store.managed[cm].labelled and store.managed[cm].owner_uid == "u-1"
+    unlabelled = copy.deepcopy(body)
+    unlabelled["metadata"]["labels"] = {}
+    assert store.upsert(unlabelled) == owner  # still the Actor's, by its ownerReference
+    assert not store.managed[cm].labelled
+    orphan = copy.deepcopy(body)
+    orphan["metadata"]["ownerReferences"] = []  # kubectl delete actor --cascade=orphan
+    assert store.upsert(orphan) == owner  # the label names the Actor
+    assert store.managed[cm].owner == "dev" and store.managed[cm].owner_uid is None
+    assert store.remove("ConfigMap", "team-a", "dev-tools") == owner  # deleted: rewritten
+    store.upsert(body)
+    foreign = copy.deepcopy(unlabelled)
+    foreign["metadata"]["ownerReferences"] = []
+    assert store.upsert(foreign) == owner  # neither: the Actor takes its name back
+    assert cm not in store.managed

@@ -5,6 +5,8 @@
   first write happens only after the whole cluster state is known. Each index
   update marks what changed (the store compares spec and labels).
 * ``on.event`` records deletions (indices see no deletion) and opens the gate.
+  An event from a listing (type None) asks for the store's membership check
+  (``Reconciler.membership``): a re-list after a watch gap reports no deletion.
 * No ``on.create/update/resume`` handlers: kopf would store its diff-base and
   progress in annotations on every object, a write per change by every replica
   (a standby included), while the index already sees every change. The slow
@@ -80,6 +82,8 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     memo.worker = asyncio.create_task(reconciler.run(), name="skillop-reconciler")
     memo.resync = asyncio.create_task(reconciler.resync(config.resync_seconds),
                                       name="skillop-resync")
+    memo.membership = asyncio.create_task(reconciler.membership(writer, config.namespaces),
+                                          name="skillop-membership")
 
 
 def _elector(config: OperatorConfig, writer: Kube, reconciler: Reconciler,
@@ -152,7 +156,8 @@ async def cleanup(memo: kopf.Memo, **_: Any) -> None:
     elector = getattr(memo, "elector", None)
     if elector is not None:
         await elector.release()  # stops writing first; a standby takes over at once
-    for task in (getattr(memo, "worker", None), getattr(memo, "resync", None)):
+    for task in (getattr(memo, "worker", None), getattr(memo, "resync", None),
+                 getattr(memo, "membership", None)):
         if task is not None:
             task.cancel()
     discovery = getattr(memo, "discovery", None)
@@ -182,10 +187,12 @@ def _watch(resource: tuple[str, str, str]) -> None:
             discovery.configmap_changed(meta.get("namespace") or "", meta.get("name") or "")
 
     @kopf.on.event(*resource, id=f"{kind.lower()}-event")
-    async def event(type: str, name: str, namespace: str | None, memo: kopf.Memo,
+    async def event(type: str | None, name: str, namespace: str | None, memo: kopf.Memo,
                     **_: Any) -> None:
         memo.reconciler.loaded.set()  # kopf runs no handler before every index is full
-        if type == "DELETED":
+        if type is None:  # a listing: after a watch gap, deletions went unreported
+            memo.reconciler.relisted(kind)
+        elif type == "DELETED":
             memo.reconciler.mark(memo.store.remove(kind, namespace or "", name))
             discovery = getattr(memo, "discovery", None)
             if discovery is not None and kind == "Skill":

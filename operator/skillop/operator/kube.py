@@ -17,9 +17,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import datetime
+import functools
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -34,10 +35,17 @@ T = TypeVar("T")
 RETRIABLE = {409, 429, 500, 502, 503, 504}
 BACKOFF = (0.05, 0.2, 0.5, 1.0, 2.0)
 PLURALS = {"Skill": "skills", "Actor": "actors", "Tool": "tools"}
+#: Lists for membership ask for metadata only (kubectl get's own trick).
+METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+LIST_PAGE = 500
 
 
 class WriteFailed(Exception):
     """A write still failing after the retries; the caller re-queues the object."""
+
+
+class Gone(WriteFailed):
+    """A status write to an object that no longer exists (HTTP 404): not retried."""
 
 
 class NotLeader(WriteFailed):
@@ -121,24 +129,27 @@ class Kube:
         if self.metrics is not None:
             self.metrics.api_write(kind, outcome)
 
-    async def _write(self, kind: str, what: str, fn: Callable[[], T]) -> T:
+    async def _write(self, kind: str, what: str, fn: Callable[[], T], *,
+                     gone_on_404: bool = False) -> T:
         """A gated, counted write (retried by ``_call``)."""
         self._gate(kind, what)
         self.writes += 1
         try:
-            result = await self._call(what, fn)
+            result = await self._call(what, fn, gone_on_404=gone_on_404)
         except WriteFailed:
             self._count(kind, "error")
             raise
         self._count(kind, "success")
         return result
 
-    async def _call(self, what: str, fn: Callable[[], T]) -> T:
+    async def _call(self, what: str, fn: Callable[[], T], *, gone_on_404: bool = False) -> T:
         loop = asyncio.get_running_loop()
         for attempt, delay in enumerate((*BACKOFF, None)):
             try:
                 return await loop.run_in_executor(self._pool, fn)
             except self._client.ApiException as err:
+                if err.status == 404 and gone_on_404:
+                    raise Gone(f"{what}: HTTP 404 (deleted)") from None
                 if err.status not in RETRIABLE or delay is None:
                     raise WriteFailed(f"{what}: HTTP {err.status} {err.reason}") from None
                 log.info("%s: HTTP %s, retry %d in %.2fs", what, err.status, attempt + 1, delay)
@@ -155,7 +166,7 @@ class Kube:
         await self._write(kind, f"patch {kind} {ref} status", lambda: _drained(
             self.custom.patch_namespaced_custom_object_status(
                 API_GROUP, API_VERSION, ref.namespace, PLURALS[kind], ref.name, body,
-                _preload_content=False)))
+                _preload_content=False)), gone_on_404=True)
 
     async def apply_configmap(self, body: Mapping[str, Any], *, exists: bool) -> None:
         meta = body["metadata"]
@@ -210,6 +221,43 @@ class Kube:
             return {"apiVersion": "v1", "kind": "ConfigMap", **body}
 
         return await self._call(f"read configmap {ref}", read)
+
+    async def list_uids(self, kind: str, namespaces: Sequence[str] = ()) -> dict[ObjectRef, str]:
+        """Every object of ``kind`` the API server holds (in ``namespaces``, or all):
+        name and uid, from metadata-only pages (no data, no status, no spec)."""
+        def pages(namespace: str | None) -> list[dict[str, Any]]:
+            items: list[dict[str, Any]] = []
+            token: str | None = None
+            while True:
+                raw = {"_preload_content": False, "_headers": {"Accept": METADATA_ONLY},
+                       "limit": LIST_PAGE, **({"_continue": token} if token else {})}
+                page = json.loads(self._list(kind, namespace, raw).data)
+                items += page.get("items") or []
+                token = (page.get("metadata") or {}).get("continue")
+                if not token:
+                    return items
+
+        scopes: Sequence[str | None] = namespaces if namespaces and kind != "Namespace" \
+            else (None,)
+        out: dict[ObjectRef, str] = {}
+        for scope in scopes:
+            for item in await self._call(f"list {kind}", functools.partial(pages, scope)):
+                meta = item.get("metadata") or {}
+                out[ObjectRef(meta.get("namespace") or "", meta.get("name") or "")] = \
+                    str(meta.get("uid") or "")
+        return out
+
+    def _list(self, kind: str, namespace: str | None, raw: dict[str, Any]) -> Any:
+        if kind == "Namespace":
+            return self.core.list_namespace(**raw)
+        if kind == "ConfigMap":
+            return (self.core.list_namespaced_config_map(namespace, **raw) if namespace
+                    else self.core.list_config_map_for_all_namespaces(**raw))
+        if namespace:
+            return self.custom.list_namespaced_custom_object(
+                API_GROUP, API_VERSION, namespace, PLURALS[kind], **raw)
+        return self.custom.list_cluster_custom_object(API_GROUP, API_VERSION, PLURALS[kind],
+                                                      **raw)
 
     async def read_secret(self, ref: ObjectRef) -> dict[str, str]:
         """A Secret's data, decoded. The caller keeps it in memory only."""

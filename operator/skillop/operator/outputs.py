@@ -19,7 +19,7 @@ from typing import Any
 from skillop.model import problems as P
 from skillop.model.canonical import json_digest
 from skillop.model.manifest import ActorResource, SkillResource
-from skillop.model.names import ACTOR_LABEL, GROUP_VERSION
+from skillop.model.names import ACTOR_LABEL, API_GROUP, GROUP_VERSION
 from skillop.model.problems import Problem
 from skillop.model.status import (
     MAX_MESSAGE,
@@ -69,6 +69,51 @@ class ObservedConfigMap:
     owner: str | None
     tools_hash: str | None
     data_digest: str
+    #: The uid its Actor ownerReference names (None: none); a ConfigMap whose
+    #: owner is not the Actor by uid is rewritten (the garbage collector follows
+    #: the uid, and deletes a ConfigMap whose owner is gone).
+    owner_uid: str | None = None
+    #: Both labels (managed-by, and the Actor's name) are as written.
+    labelled: bool = True
+
+    def needs_rewrite(self, actor: ActorResource, data: str, tools_hash: str) -> bool:
+        """Whether the ConfigMap differs from the one ``actor`` should have."""
+        return (self.data_digest != data or self.tools_hash != tools_hash
+                or self.owner_uid != actor.meta.uid or not self.labelled)
+
+
+def is_managed(meta: Mapping[str, Any]) -> bool:
+    """A ConfigMap skillop writes: its managed-by label, or an Actor as controller
+    owner (a user may delete a label; the ownerReference is what ownership is)."""
+    return _managed_label(meta.get("labels") or {}) or _actor_owner(meta) is not None
+
+
+def _managed_label(labels: Mapping[str, Any]) -> bool:
+    return all(labels.get(k) == v for k, v in MANAGED_BY.items())
+
+
+def _actor_owner(meta: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    return next((o for o in meta.get("ownerReferences") or []
+                 if isinstance(o, Mapping) and o.get("kind") == "Actor"
+                 and str(o.get("apiVersion", "")).startswith(f"{API_GROUP}/")), None)
+
+
+def observe_configmap(body: Mapping[str, Any]) -> ObservedConfigMap:
+    """What the store keeps of a managed ConfigMap: enough to tell it from the one
+    the operator would write. Its Actor: the ownerReference's, else the label's
+    (an ownerless ConfigMap, after ``kubectl delete actor --cascade=orphan``)."""
+    meta = body.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    owner_ref = _actor_owner(meta)
+    owner = (owner_ref.get("name") if owner_ref is not None else None) or \
+        labels.get(ACTOR_LABEL) or None
+    return ObservedConfigMap(
+        name=str(meta.get("name", "")), owner=str(owner) if owner else None,
+        tools_hash=(meta.get("annotations") or {}).get(HASH_ANNOTATION),
+        data_digest=data_digest(body.get("data") or {}),
+        owner_uid=str(owner_ref.get("uid")) if owner_ref is not None else None,
+        labelled=(_managed_label(labels) and owner is not None
+                  and labels.get(ACTOR_LABEL) == owner))
 
 
 def data_digest(data: Mapping[str, str]) -> str:
@@ -216,8 +261,8 @@ def actor_plan(actor: ActorResource, resolution: Resolution, *, old_status: Mapp
     data = configmap_data(resolution.text, resolution.tools)
     good = not problems
     digest = data_digest(data)
-    write_cm = good and (observed is None or observed.data_digest != digest
-                         or observed.tools_hash != resolution.hash)
+    write_cm = good and (observed is None
+                         or observed.needs_rewrite(actor, digest, resolution.hash))
     configmap = _configmap(actor, cm_name, data, resolution.hash) if write_cm else None
     status = _actor_status(actor, resolution, problems, old_status, observed, cm_name, now,
                            extra_warnings).wire()

@@ -36,6 +36,7 @@ from skillop.model.manifest import ActorResource, SkillResource
 from skillop.model.names import ObjectRef
 from skillop.model.problems import Problem
 from skillop.operator.deps import Key, key, ref_of
+from skillop.operator.kube import Gone
 from skillop.operator.metrics import Metrics
 from skillop.operator.outputs import (
     EventSpec,
@@ -65,6 +66,16 @@ class Writer(Protocol):
     async def read_configmap(self, ref: ObjectRef) -> dict[str, Any] | None: ...
 
 
+class Lister(Protocol):
+    async def list_uids(self, kind: str, namespaces: Sequence[str] = (),
+                        ) -> dict[ObjectRef, str]: ...
+
+
+#: The kinds the store holds, in the order their membership is checked: Actors
+#: first, so that no ConfigMap is written for an Actor about to be dropped.
+KINDS = ("Actor", "Skill", "Tool", "ConfigMap", "Namespace")
+
+
 def utcnow() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -92,6 +103,9 @@ class Reconciler:
         self._limit = asyncio.Semaphore(concurrency)
         self._window = 16 * concurrency
         self._events: list[tuple[str, ObjectRef, str, EventSpec]] = []
+        #: Kinds a watch listed again (a watch gap): their membership is checked.
+        self._relisted: set[str] = set()
+        self._relist_wake = asyncio.Event()
         #: What status says of a Skill's MCP servers, and extra warnings for an
         #: Actor: plain declared facts unless discovery provides live ones.
         self.server_states: ServerStates = server_states or _declared_states
@@ -111,6 +125,12 @@ class Reconciler:
 
     def request(self, kind: str, namespace: str, name: str) -> None:
         self.mark({key(kind, ObjectRef(namespace, name))})
+
+    def relisted(self, kind: str) -> None:
+        """A watch listed ``kind`` again, or a write found an object gone: the store
+        is checked against the API server's list (``membership``)."""
+        self._relisted.add(kind)
+        self._relist_wake.set()
 
     def everything(self) -> set[Key]:
         return ({key("Skill", r) for r in self.store.catalog.skills}
@@ -147,11 +167,44 @@ class Reconciler:
                 self.mark(batch)
 
     async def resync(self, every: float) -> None:
-        """The slow timer: re-check every Skill and Actor (writes only what drifted)."""
+        """The slow timer: re-check every Skill and Actor (writes only what drifted),
+        and what the store holds against the API's lists (a deletion no watch told)."""
         await self.loaded.wait()
         while True:
             await asyncio.sleep(every)
+            for kind in KINDS:
+                self.relisted(kind)
             self.mark(self.everything())
+
+    async def membership(self, lister: Lister, namespaces: Sequence[str] = (), *,
+                         settle: float = 0.5) -> None:
+        """Make the store hold what the API server holds, for each kind relisted.
+
+        kopf lists again after a watch gap but reports no deletion for what
+        vanished meanwhile; one metadata-only list per kind (after ``settle``
+        seconds, so a re-list of thousands of objects costs one) tells what is
+        gone, or re-created under a new uid, and that cascades like a deletion.
+        Every replica does it: a standby's store must be right when it leads.
+        """
+        while True:
+            await self._relist_wake.wait()
+            await asyncio.sleep(settle)
+            self._relist_wake.clear()
+            kinds, self._relisted = self._relisted, set()
+            for kind in sorted(kinds, key=KINDS.index):
+                since = self.store.seq  # before the list is asked for
+                try:
+                    listed = await lister.list_uids(kind, namespaces)
+                except Exception as err:  # WriteFailed (after retries) or a client error
+                    log.warning("could not list %s to check the store: %s; retrying",
+                                kind, err)
+                    self.relisted(kind)
+                    await asyncio.sleep(1)
+                    continue
+                gone = self.store.reconcile_members(kind, listed, since=since)
+                if gone:
+                    log.info("%s: %d gone or re-created without an event", kind, len(gone))
+                self.mark(gone)
 
     async def process(self, changed: set[Key]) -> None:
         self.batches += 1
@@ -307,6 +360,10 @@ class Reconciler:
         """Await one write; on failure, log it and return the key to retry."""
         try:
             await write
+        except Gone as err:  # deleted meanwhile: no retry; the store is checked
+            log.info("%s %s: %s; checking what still exists", kind, ref, err)
+            self.relisted(kind)
+            return None
         except Exception as err:  # WriteFailed, or the API client's own errors
             log.warning("%s %s: %s; will retry", kind, ref, err)
             return key(kind, ref)

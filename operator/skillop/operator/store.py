@@ -11,6 +11,14 @@ store keeps the data only of those some Skill references (``agentSkills[].
 configMapRef``): of the others it keeps the name, and of the ones skillop writes
 a digest. A Skill that starts referencing a ConfigMap known only by name puts it
 in ``wanted``; the Reconciler reads it from the API before resolving that Skill.
+
+Watches miss deletions: after a watch gap (an API server restart, a "410 Gone")
+kopf lists again and delivers what exists, never a DELETED event for what
+vanished meanwhile. So the store remembers every object it holds by uid and by
+the sequence number of the event that last brought it (``known``), and
+``reconcile_members`` drops whatever a fresh listing no longer has, or has under
+another uid (deleted and re-created: a new object). Objects an event brought
+after the listing was asked for are left alone: the listing may predate them.
 """
 
 from __future__ import annotations
@@ -38,10 +46,9 @@ from skillop.operator.deps import (
     skill_dependencies,
 )
 from skillop.operator.outputs import (
-    HASH_ANNOTATION,
-    MANAGED_BY,
     ObservedConfigMap,
-    data_digest,
+    is_managed,
+    observe_configmap,
     remembered,
 )
 from skillop.resolve.catalog import Catalog
@@ -60,15 +67,26 @@ class Store:
     unreferenced: set[ObjectRef] = field(default_factory=set)
     #: Referenced ConfigMaps whose data the store lacks: to read from the API.
     wanted: set[ObjectRef] = field(default_factory=set)
+    #: Every object held, by kind and name: its uid and the event sequence number
+    #: that last brought it (``reconcile_members``).
+    known: dict[tuple[str, ObjectRef], tuple[str, int]] = field(default_factory=dict)
+    #: Events seen so far (a sequence number for ``known``).
+    seq: int = 0
 
     # -- events -------------------------------------------------------------------
     def upsert(self, body: Mapping[str, Any]) -> set[Key]:
         """Record an object's current state; return the keys that changed."""
         kind = body.get("kind")
-        if kind == "ConfigMap" and _is_managed(body):
-            return self._managed_configmap(body)
         meta = body.get("metadata") or {}
         ref = ObjectRef(meta.get("namespace", ""), meta.get("name", ""))
+        self.seq += 1
+        self.known[(str(kind), ref)] = (str(meta.get("uid") or ""), self.seq)
+        if kind == "ConfigMap" and is_managed(meta):
+            return self._managed_configmap(body)
+        if kind == "ConfigMap" and ref in self.managed:
+            # Its labels and owner were removed by hand: still the Actor's ConfigMap
+            # by name, which the Actor's next write takes back.
+            return self._unmanaged(ref)
         if kind == "ConfigMap" and not self.deps.has_users(key("ConfigMap", ref)):
             self.unreferenced.add(ref)  # not even parsed: nothing resolves with it
             return set()
@@ -95,6 +113,7 @@ class Store:
 
     def remove(self, kind: str, namespace: str, name: str) -> set[Key]:
         ref = ObjectRef(namespace, name)
+        self.known.pop((kind, ref), None)
         if kind == "ConfigMap":
             managed = self.managed.pop(ref, None)
             if managed is not None and managed.owner:
@@ -117,6 +136,21 @@ class Store:
         if kind == "Skill":
             self.catalog.tool_defs.forget(ref)
         return {k} if existed else set()
+
+    def reconcile_members(self, kind: str, listed: Mapping[ObjectRef, str], *,
+                          since: int) -> set[Key]:
+        """Drop each object of ``kind`` that a listing asked for after event ``since``
+        does not hold under the same uid; return the keys that changed.
+
+        The listing is what the API server holds; an object whose last event came
+        after ``since`` is newer than the listing may know, and stays.
+        """
+        gone = [ref for (k, ref), (uid, seq) in self.known.items()
+                if k == kind and seq <= since and listed.get(ref) != uid]
+        changed: set[Key] = set()
+        for ref in gone:
+            changed |= self.remove(kind, ref.namespace, ref.name)
+        return changed
 
     def set_discovered(self, server: ServerKey, tools: tuple[McpToolInfo, ...]) -> set[Key]:
         if self.catalog.discovered.get(server) == tools:
@@ -174,7 +208,10 @@ class Store:
             self._depend(k, skill_dependencies(obj))
         elif kind == "Actor":
             self.deps.update(k, actor_dependencies(obj))
-        unchanged = old is not None and old.spec == obj.spec and old.meta.labels == obj.meta.labels
+        # A new uid is a new object (deleted and re-created while no event came):
+        # it has no status yet, whatever its spec.
+        unchanged = (old is not None and old.meta.uid == obj.meta.uid
+                     and old.spec == obj.spec and old.meta.labels == obj.meta.labels)
         return set() if unchanged else {k}
 
     def _depend(self, skill: Key, deps: set[Key]) -> None:
@@ -201,18 +238,17 @@ class Store:
     def _managed_configmap(self, body: Mapping[str, Any]) -> set[Key]:
         meta = body.get("metadata") or {}
         ref = ObjectRef(meta.get("namespace", ""), meta.get("name", ""))
-        owner = next((o.get("name") for o in meta.get("ownerReferences") or []
-                      if o.get("kind") == "Actor"), None)
-        observed = ObservedConfigMap(
-            name=ref.name, owner=owner,
-            tools_hash=(meta.get("annotations") or {}).get(HASH_ANNOTATION),
-            data_digest=data_digest(body.get("data") or {}),
-        )
+        observed = observe_configmap(body)
         old = self.managed.get(ref)
         self.managed[ref] = observed
-        if old == observed or owner is None:
+        if old == observed or observed.owner is None:
             return set()
-        return {key("Actor", ObjectRef(ref.namespace, owner))}
+        return {key("Actor", ObjectRef(ref.namespace, observed.owner))}
+
+    def _unmanaged(self, ref: ObjectRef) -> set[Key]:
+        old = self.managed.pop(ref)
+        self.unreferenced.add(ref)
+        return {key("Actor", ObjectRef(ref.namespace, old.owner))} if old.owner else set()
 
     def _namespace_members(self, namespace: str) -> set[Key]:
         return ({key("Skill", r) for r in self.catalog.skills if r.namespace == namespace}
@@ -221,7 +257,3 @@ class Store:
     def observed_configmap(self, ref: ObjectRef) -> ObservedConfigMap | None:
         return self.managed.get(ref)
 
-
-def _is_managed(body: Mapping[str, Any]) -> bool:
-    labels = (body.get("metadata") or {}).get("labels") or {}
-    return all(labels.get(k) == v for k, v in MANAGED_BY.items())
