@@ -324,6 +324,14 @@ KUBE_CALLS: dict[str, set[Grant]] = {
     "read_namespaced_config_map": {("", "configmaps", "get")},
     "create_namespaced_event": {("", "events", "create")},
     "read_namespaced_secret": {("", "secrets", "get")},  # only with mcp.headersFromSecrets
+    # The store's membership check after a watch gap (the lists kopf also makes).
+    "list_namespace": {("", "namespaces", "list")},
+    "list_namespaced_config_map": {("", "configmaps", "list")},
+    "list_config_map_for_all_namespaces": {("", "configmaps", "list")},
+    "list_namespaced_custom_object": {
+        ("skillop.dev", r, "list") for r in ("tools", "skills", "actors")},
+    "list_cluster_custom_object": {
+        ("skillop.dev", r, "list") for r in ("tools", "skills", "actors")},
     # Leader election, in the release namespace only.
     "read_namespaced_lease": {("coordination.k8s.io", "leases", "get")},
     "create_namespaced_lease": {("coordination.k8s.io", "leases", "create")},
