@@ -49,8 +49,15 @@ size, and prints the resolve-time ratios (and, for scale, the YAML parse ratios)
 ``--cli`` times ``skillop tools team-a/developer -f examples -o table`` (wall
 clock, a fresh process each time, best of 5).
 
-Targets: resolve/parse <= 1.0; x2 catalog => resolve time x2.2 at most; peak
-memory under 1 GiB at the default size; the CLI under 0.5 s.
+``--policies N`` resolves the same catalog again with N policies (alternately
+ClusterSkillPolicies, half of them with a namespace selector, and SkillPolicies
+spread over the namespaces; each with deny globs that prune some deep skills,
+capability rules, ``requireApproval``, ``mcpServers.allow`` and ``maxTools``),
+in interleaved rounds with the catalog without them, and prints the slowdown.
+
+Targets: resolve/parse <= 1.0; N=10 policies => resolve at most 5% slower; x2
+catalog => resolve time x2.2 at most; peak memory under 1 GiB at the default
+size; the CLI under 0.5 s.
 """
 
 from __future__ import annotations
@@ -561,6 +568,56 @@ def scaling(skills: int, actors: int, seed: int, repeat: int) -> None:
               f" target <= 2.20)")
 
 
+def policy_docs(count: int, namespaces: list[str]) -> list[dict[str, Any]]:
+    """``count`` policies over the generated namespaces (labelled for selectors)."""
+    docs: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "Namespace",
+         "metadata": {"name": ns, "labels": {"tier": "tenant" if i % 2 == 0 else "platform"}}}
+        for i, ns in enumerate(namespaces)]
+    for i in range(count):
+        spec: dict[str, Any] = {
+            "deny": [f"*/skill-l{DEPTH - 1 - i % 5:02d}-00{i % 10}*"],
+            "denyCapabilities": ["unsafe"] if i % 2 == 0 else ["sideEffects"],
+            "maxTools": 5000 - i}
+        if i % 2 == 0:
+            spec |= {"requireApproval": ["openWorld"],
+                     "mcpServers": {"allow": ["*.svc", "*.svc.cluster.local"]}}
+            if i % 4 == 0:
+                spec["namespaceSelector"] = {"matchLabels": {"tier": "tenant"}}
+            docs.append({"apiVersion": API, "kind": "ClusterSkillPolicy",
+                         "metadata": {"name": f"guard-{i:02d}"}, "spec": spec})
+        else:
+            spec["allow"] = ["*"]
+            docs.append({"apiVersion": API, "kind": "SkillPolicy",
+                         "metadata": {"name": f"guard-{i:02d}",
+                                      "namespace": namespaces[i % len(namespaces)]},
+                         "spec": spec})
+    return docs
+
+
+def policy_cost(skills: int, actors: int, seed: int, repeat: int, count: int) -> None:
+    """Resolve every actor without and with ``count`` policies, interleaved."""
+    generator = Generator(skills, actors, seed)
+    docs = parse(generator.generate().text)
+    plain, problems = load(docs)
+    governed, more = load(docs + policy_docs(count, generator.namespaces))
+    del docs
+    fail_on(problems + more)
+    without, with_ = Timing(), Timing()
+    for _ in range(repeat):
+        base = without.run(resolve_all, plain)
+        outcomes = with_.run(resolve_all, governed)
+    fail_on([p for o in base + outcomes for p in o.problems])
+    tools = (sum(o.tools for o in base), sum(o.tools for o in outcomes))
+    pruned = (sum(o.pruned for o in base), sum(o.pruned for o in outcomes))
+    print(f"policies: {count} ({len(governed.policies)} in the catalog) over"
+          f" {len(generator.namespaces)} namespaces; tools {tools[0]:,} -> {tools[1]:,},"
+          f" pruned or dropped {pruned[0]:,} -> {pruned[1]:,}")
+    print(f"resolve without policies {without.wall:.3f} s (cpu {without.cpu:.3f} s), with"
+          f" {with_.wall:.3f} s (cpu {with_.cpu:.3f} s): {with_.wall / without.wall - 1:+.1%}"
+          f" wall, {with_.cpu / without.cpu - 1:+.1%} cpu (target <= +5%)")
+
+
 def cli_wall(runs: int = 5) -> float:
     cmd = [str(Path(sys.executable).parent / "skillop"), "tools", "team-a/developer",
            "-f", str(ROOT / "examples"), "-o", "table"]
@@ -580,6 +637,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--scaling", action="store_true",
                         help="also resolve x2 skills (same actors) and x2 skills and actors")
+    parser.add_argument("--policies", type=int, default=0, metavar="N",
+                        help="also resolve with N SkillPolicies/ClusterSkillPolicies (cost)")
     parser.add_argument("--cli", action="store_true",
                         help="also time `skillop tools` on examples/ (best of 5)")
     args = parser.parse_args(argv)
@@ -597,6 +656,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.scaling:
         scaling(args.skills, args.actors, args.seed, args.repeat)
+    if args.policies:
+        policy_cost(args.skills, args.actors, args.seed, args.repeat, args.policies)
     if args.cli:
         wall = cli_wall()
         print(f"cli: skillop tools team-a/developer -f examples -o table: {wall:.3f} s wall"

@@ -52,6 +52,18 @@ def tool(name: str, /, ns: str | None = NS, *, labels: Mapping[str, str] | None 
             "spec": spec}
 
 
+def cluster_policy(name: str, /, **spec: Any) -> Doc:
+    """A ClusterSkillPolicy (cluster-scoped: no namespace)."""
+    return {"apiVersion": GROUP_VERSION, "kind": "ClusterSkillPolicy",
+            "metadata": {"name": name}, "spec": spec}
+
+
+def skill_policy(name: str, /, ns: str = NS, **spec: Any) -> Doc:
+    """A SkillPolicy of namespace ``ns``."""
+    return {"apiVersion": GROUP_VERSION, "kind": "SkillPolicy",
+            "metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
 def anon(name: str, /, **fields: Any) -> Doc:
     """An inline tool (anonymousTools[] or mcpServers[].tools[])."""
     fields.setdefault("description", f"inline {name}")
@@ -139,7 +151,27 @@ def all_problems(docs: Iterable[Any]) -> list[Problem]:
 
 
 __all__ = [
-    "NS", "P", "actor", "all_problems", "anon", "by_name", "catalog", "catalog_from_yaml",
-    "configmap", "names", "namespace", "parse_problems", "problems_of", "reasons", "ref",
-    "resolve_actor", "resolve_skill", "resolver", "skill", "skill_md", "tool",
+    "NS",
+    "P",
+    "actor",
+    "all_problems",
+    "anon",
+    "by_name",
+    "catalog",
+    "catalog_from_yaml",
+    "cluster_policy",
+    "configmap",
+    "names",
+    "namespace",
+    "parse_problems",
+    "problems_of",
+    "reasons",
+    "ref",
+    "resolve_actor",
+    "resolve_skill",
+    "resolver",
+    "skill",
+    "skill_md",
+    "skill_policy",
+    "tool",
 ]

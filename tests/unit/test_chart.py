@@ -119,7 +119,7 @@ def test_values_schema_accepts_log_levels(level: str) -> None:
 def test_defaults_render_the_expected_objects() -> None:
     docs = render()
     kinds = sorted(d["kind"] for d in docs)
-    assert kinds == sorted(["CustomResourceDefinition"] * 3 + [
+    assert kinds == sorted(["CustomResourceDefinition"] * 5 + [
         "ServiceAccount", "Deployment",
         "ClusterRole", "ClusterRoleBinding",    # namespaces and CRDs (kopf)
         "ClusterRole", "ClusterRoleBinding",    # the namespaced resources, cluster-wide
@@ -137,7 +137,8 @@ def test_defaults_render_the_expected_objects() -> None:
 def test_crds_are_kept_by_default() -> None:
     crds = of_kind(render(), "CustomResourceDefinition")
     assert sorted(c["metadata"]["name"] for c in crds) == [
-        "actors.skillop.dev", "skills.skillop.dev", "tools.skillop.dev"]
+        "actors.skillop.dev", "clusterskillpolicies.skillop.dev", "skillpolicies.skillop.dev",
+        "skills.skillop.dev", "tools.skillop.dev"]
     for c in crds:
         assert c["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"}
 

@@ -26,15 +26,19 @@ def _version(name: str) -> dict[str, Any]:
 
 
 def test_crds_have_status_printer_columns_short_names_and_category() -> None:
-    for name, short in (("skills.yaml", "sk"), ("actors.yaml", "act"), ("tools.yaml", "sktool")):
+    for name, short in (("skills.yaml", "sk"), ("actors.yaml", "act"), ("tools.yaml", "sktool"),
+                        ("skillpolicies.yaml", "skpol"), ("clusterskillpolicies.yaml", "cskpol")):
         crd = all_crds()[name]
         assert crd["spec"]["names"]["shortNames"] == [short]
         assert crd["spec"]["names"]["categories"] == ["skillop"]
-    for name in ("skills.yaml", "actors.yaml"):
+    assert all_crds()["clusterskillpolicies.yaml"]["spec"]["scope"] == "Cluster"
+    assert all_crds()["skillpolicies.yaml"]["spec"]["scope"] == "Namespaced"
+    for name in ("skills.yaml", "actors.yaml", "skillpolicies.yaml", "clusterskillpolicies.yaml"):
         version = _version(name)
         assert version["subresources"] == {"status": {}}
         columns = {c["name"]: c for c in version["additionalPrinterColumns"]}
-        assert {"Ready", "Tools", "Age"} <= columns.keys()
+        assert {"Ready", "Age"} <= columns.keys()
+        assert "Tools" in columns or "policies" in name
         assert columns["Message"]["priority"] == 1
         conditions = version["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"][
             "conditions"]

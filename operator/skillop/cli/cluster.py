@@ -1,5 +1,6 @@
-"""``--cluster``: read Tools, Skills, Actors, SKILL.md ConfigMaps and namespace labels
-from the current kube-context, so the CLI answers about what is really applied.
+"""``--cluster``: read Tools, Skills, Actors, SkillPolicies, ClusterSkillPolicies,
+SKILL.md ConfigMaps and namespace labels from the current kube-context, so the CLI
+answers about what is really applied.
 
 Imported only when ``--cluster`` is given: the offline CLI never loads the client.
 """
@@ -14,7 +15,12 @@ from skillop.model.manifest import parse_object
 from skillop.model.names import API_GROUP, API_VERSION
 from skillop.model.problems import Problem, Subject
 
-PLURALS = {"Tool": "tools", "Skill": "skills", "Actor": "actors"}
+PLURALS = {"Tool": "tools", "Skill": "skills", "Actor": "actors",
+           "SkillPolicy": "skillpolicies", "ClusterSkillPolicy": "clusterskillpolicies"}
+#: Kinds a cluster may not have (CRDs of an older release): their absence (404)
+#: means there are none; any other failure (a 403 above all) stops the command,
+#: as an answer without the policies would show tools they remove.
+OPTIONAL = frozenset({"SkillPolicy", "ClusterSkillPolicy"})
 
 
 def load_cluster(loaded: Loaded) -> None:
@@ -32,7 +38,12 @@ def load_cluster(loaded: Loaded) -> None:
         core = client.CoreV1Api(api)
         docs: list[dict[str, Any]] = []
         for kind, plural in PLURALS.items():
-            items = custom.list_cluster_custom_object(API_GROUP, API_VERSION, plural)["items"]
+            try:
+                items = custom.list_cluster_custom_object(API_GROUP, API_VERSION, plural)["items"]
+            except client.ApiException as err:
+                if kind in OPTIONAL and err.status == 404:
+                    continue
+                raise
             docs += [{**item, "kind": kind} for item in items]
         for ns in core.list_namespace().items:
             docs.append({"apiVersion": "v1", "kind": "Namespace",

@@ -48,7 +48,7 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("-n", "--namespace", default=DEFAULT_NAMESPACE,
                         help="namespace for names without one (default: default)")
     common.add_argument("--cluster", action="store_true",
-                        help="read Tools, Skills, Actors from the current kube-context")
+                        help="read Tools, Skills, Actors, policies from the current kube-context")
     common.add_argument("--discover", action="store_true",
                         help="list url MCP servers live (tools/list) instead of declared tools")
     common.add_argument("--allow", action="append", default=[], metavar="HOST_GLOB",
@@ -161,8 +161,9 @@ def _validate(args: argparse.Namespace, loaded: Loaded) -> int:
         return _report(problems)
     for warning in resolver.all_warnings():
         print(f"warning: {warning}", file=sys.stderr)
+    policies = f", {len(catalog.policies)} policies" if catalog.policies else ""
     print(f"valid: {len(catalog.tools)} tools, {len(catalog.skills)} skills,"
-          f" {len(catalog.actors)} actors")
+          f" {len(catalog.actors)} actors{policies}")
     return EXIT_OK
 
 

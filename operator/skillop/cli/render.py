@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from skillop.model.names import ObjectRef
+from skillop.resolve.explain import applied_lines
 from skillop.resolve.resolver import Resolution, Resolver
 from skillop.resolve.toolset import EffectiveTool
 
@@ -57,7 +58,18 @@ def tools_table(resolution: Resolution) -> str:
     ]
     header = ("NAME", "SOURCE", "SKILL", "CAPABILITIES", "DESCRIPTION")
     summary = f"{len(resolution.tools)} tools from {len(resolution.skills)} skills"
-    return table(rows, header) + "\n" + summary
+    return "\n".join([table(rows, header), *policy_lines(resolution), summary])
+
+
+def policy_lines(resolution: Resolution) -> list[str]:
+    """The policies in force and what each removed (the Actor's own decisions are
+    in ``tree`` and ``explain``)."""
+    lines = applied_lines(resolution)
+    for p in resolution.pruned:
+        if p.policy is not None:
+            of = f" ({p.skill})" if p.skill else ""
+            lines.append(f"pruned {p.kind} {p.name}{of}: {p.reason}")
+    return lines
 
 
 def tree(resolver: Resolver, resolution: Resolution, roots: Sequence[ObjectRef]) -> str:

@@ -25,8 +25,9 @@ import yaml
 from pydantic import BaseModel
 
 from skillop.model.names import API_GROUP, API_VERSION
+from skillop.model.policies import ClusterSkillPolicySpec, SkillPolicySpec
 from skillop.model.specs import ActorSpec, SkillSpec, ToolSpec
-from skillop.model.status import ActorStatus, SkillStatus
+from skillop.model.status import ActorStatus, PolicyStatus, SkillStatus
 
 KEEP = ("type", "properties", "required", "items", "enum", "pattern", "maxLength",
         "minLength", "maxItems", "minItems", "minimum", "maximum", "maxProperties",
@@ -45,6 +46,12 @@ READY = '.status.conditions[?(@.type=="Ready")]'
 STATUS_COLUMNS = [
     {"name": "Ready", "type": "string", "jsonPath": f"{READY}.status"},
     {"name": "Tools", "type": "integer", "jsonPath": ".status.toolCount"},
+    {"name": "Reason", "type": "string", "jsonPath": f"{READY}.reason", "priority": 1},
+    {"name": "Message", "type": "string", "jsonPath": f"{READY}.message", "priority": 1},
+    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+]
+POLICY_COLUMNS: list[dict[str, Any]] = [
+    {"name": "Ready", "type": "string", "jsonPath": f"{READY}.status"},
     {"name": "Reason", "type": "string", "jsonPath": f"{READY}.reason", "priority": 1},
     {"name": "Message", "type": "string", "jsonPath": f"{READY}.message", "priority": 1},
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
@@ -112,13 +119,14 @@ def _conditions_as_map(status: dict[str, Any]) -> dict[str, Any]:
 
 
 def crd(kind: str, plural: str, short: str, spec: type[BaseModel],
-        status: type[BaseModel] | None, description: str) -> dict[str, Any]:
+        status: type[BaseModel] | None, description: str, *, scope: str = "Namespaced",
+        columns: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     properties: dict[str, Any] = {**copy.deepcopy(OBJECT_FIELDS), "spec": structural(spec)}
     version: dict[str, Any] = {"name": API_VERSION, "served": True, "storage": True}
     if status is not None:
         properties["status"] = _conditions_as_map(structural(status))
         version["subresources"] = {"status": {}}
-        version["additionalPrinterColumns"] = STATUS_COLUMNS
+        version["additionalPrinterColumns"] = columns or STATUS_COLUMNS
     else:
         version["additionalPrinterColumns"] = TOOL_COLUMNS
     version["schema"] = {"openAPIV3Schema": {
@@ -132,7 +140,7 @@ def crd(kind: str, plural: str, short: str, spec: type[BaseModel],
                      "labels": {"app.kubernetes.io/part-of": "skillop"}},
         "spec": {
             "group": API_GROUP,
-            "scope": "Namespaced",
+            "scope": scope,
             "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural,
                       "singular": kind.lower(), "shortNames": [short],
                       "categories": ["skillop"]},
@@ -142,7 +150,7 @@ def crd(kind: str, plural: str, short: str, spec: type[BaseModel],
 
 
 def all_crds() -> dict[str, dict[str, Any]]:
-    """File name -> CRD, for Tool, Skill and Actor."""
+    """File name -> CRD, for Tool, Skill, Actor, SkillPolicy and ClusterSkillPolicy."""
     return {
         "tools.yaml": crd("Tool", "tools", "sktool", ToolSpec, None,
                           "A named, reusable tool definition (the Tool Registry)."),
@@ -150,6 +158,15 @@ def all_crds() -> dict[str, dict[str, Any]]:
                            "A reusable collection of tools for AI agents."),
         "actors.yaml": crd("Actor", "actors", "act", ActorSpec, ActorStatus,
                            "An agent: the skills it uses and the policy on them."),
+        "skillpolicies.yaml": crd(
+            "SkillPolicy", "skillpolicies", "skpol", SkillPolicySpec, PolicyStatus,
+            "Guardrails for every Actor of this namespace, set by its admins; Actors"
+            " cannot loosen them.", columns=POLICY_COLUMNS),
+        "clusterskillpolicies.yaml": crd(
+            "ClusterSkillPolicy", "clusterskillpolicies", "cskpol", ClusterSkillPolicySpec,
+            PolicyStatus, "Guardrails for every Actor of the selected namespaces, set by"
+            " cluster admins; Actors and SkillPolicies cannot loosen them.",
+            scope="Cluster", columns=POLICY_COLUMNS),
     }
 
 

@@ -22,12 +22,18 @@ from skillop.model.names import (
     OBJECT_NAME_RE,
     ObjectRef,
 )
+from skillop.model.policies import ClusterSkillPolicySpec, SkillPolicySpec
 from skillop.model.problems import Problem, Subject
 from skillop.model.specs import ActorSpec, SkillSpec, ToolSpec
 
 DEFAULT_NAMESPACE = "default"
 SKILLOP_KINDS: dict[str, type[BaseModel]] = {
-    "Tool": ToolSpec, "Skill": SkillSpec, "Actor": ActorSpec}
+    "Tool": ToolSpec, "Skill": SkillSpec, "Actor": ActorSpec,
+    "SkillPolicy": SkillPolicySpec, "ClusterSkillPolicy": ClusterSkillPolicySpec}
+#: Kinds without a namespace: their ``Meta.namespace`` is "" (a namespace written
+#: in the manifest is ignored, as kubectl ignores it for cluster-scoped kinds).
+CLUSTER_KINDS = frozenset({"ClusterSkillPolicy"})
+POLICY_KINDS = ("SkillPolicy", "ClusterSkillPolicy")
 SpecT = TypeVar("SpecT", bound=BaseModel)
 
 
@@ -79,7 +85,10 @@ class NamespaceInfo:
 ToolResource = Resource[ToolSpec]
 SkillResource = Resource[SkillSpec]
 ActorResource = Resource[ActorSpec]
-Parsed = ToolResource | SkillResource | ActorResource | ConfigMapData | NamespaceInfo
+#: A SkillPolicy or a ClusterSkillPolicy (whose spec adds namespaceSelector).
+PolicyResource = Resource[SkillPolicySpec]
+Parsed = (ToolResource | SkillResource | ActorResource | PolicyResource | ConfigMapData
+          | NamespaceInfo)
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +174,9 @@ def _meta(doc: Mapping[str, Any], subject: Subject, origin: str | None,
         problems.append(Problem(subject, "metadata.name", P.INVALID_SPEC,
                                 "must be a DNS-1123 name of at most 253 characters", origin))
     ns = subject.namespace
-    if (raw_ns is not None and not isinstance(raw_ns, str)) or not NAMESPACE_RE.fullmatch(ns):
+    if subject.kind in CLUSTER_KINDS:
+        ns = ""
+    elif (raw_ns is not None and not isinstance(raw_ns, str)) or not NAMESPACE_RE.fullmatch(ns):
         problems.append(Problem(subject, "metadata.namespace", P.INVALID_SPEC,
                                 "must be a DNS-1123 label of at most 63 characters", origin))
     labels = _string_map(raw.get("labels"))
@@ -200,7 +211,7 @@ def _identify(doc: Mapping[str, Any], default_namespace: str) -> Subject:
     kind = doc.get("kind")
     raw = doc.get("metadata")
     raw = raw if isinstance(raw, Mapping) else {}
-    ns = raw.get("namespace") or default_namespace
+    ns = "" if kind in CLUSTER_KINDS else raw.get("namespace") or default_namespace
     name = raw.get("name") or "<unnamed>"
     return Subject(_shown(kind) if kind else "<no kind>", _shown(ns), _shown(name))
 
@@ -251,7 +262,7 @@ def _parse_skillop(doc: Mapping[str, Any], subject: Subject, api_version: str, k
     if model is None:
         return ParseResult(None, (Problem(subject, "kind", P.INVALID_SPEC,
                                           f"unknown kind {kind!r}; expected one of "
-                                          "Tool, Skill, Actor", origin),))
+                                          f"{', '.join(SKILLOP_KINDS)}", origin),))
     meta, problems = _meta(doc, subject, origin)
     spec_raw = doc.get("spec")
     if spec_raw is None:

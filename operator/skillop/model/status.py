@@ -24,6 +24,7 @@ MAX_SKILLS = 4096
 MAX_WARNINGS = 64
 MAX_PRUNED = 1024
 MAX_SERVERS = 64
+MAX_POLICIES = 256
 MAX_TEXT = 4096
 MAX_MESSAGE = 32768
 Short = Annotated[str, StringConstraints(max_length=1024)]
@@ -101,6 +102,23 @@ class PrunedStatus(StatusModel):
     missing capability, or reached only through pruned skills."""
     skill: Short | None = None
     """For a tool: the skill that contributes it (namespace/name)."""
+    policy: Short | None = None
+    """The SkillPolicy or ClusterSkillPolicy that removed it, e.g. ClusterSkillPolicy
+    tenants; absent when the Actor's own skillAccessPolicy did."""
+    rule: Short | None = None
+    """The policy's rule that removed it: allow, deny, denyCapabilities,
+    requireCapabilities, mcpServers.allow or sources.deny."""
+
+
+class AppliedPolicyStatus(StatusModel):
+    """A SkillPolicy or ClusterSkillPolicy that applies to the Actor."""
+
+    kind: Literal["SkillPolicy", "ClusterSkillPolicy"]
+    """SkillPolicy or ClusterSkillPolicy."""
+    name: Short
+    """The policy's name (namespace/name for a SkillPolicy)."""
+    generation: int = Field(default=0, ge=0)
+    """The policy's metadata.generation that was applied."""
 
 
 class McpServerStatus(StatusModel):
@@ -150,6 +168,9 @@ class ActorStatus(CommonStatus):
     """The ConfigMap holding the ToolSet document (key tools.json)."""
     pruned: list[PrunedStatus] = Field(default_factory=list, max_length=MAX_PRUNED)
     """Skills and tools the access policy removed, each with its reason."""
+    policies: list[AppliedPolicyStatus] | None = Field(default=None, max_length=MAX_POLICIES)
+    """The SkillPolicies and ClusterSkillPolicies applied, each with its generation;
+    absent when none applies."""
 
 
 class SkillStatus(CommonStatus):
@@ -157,3 +178,13 @@ class SkillStatus(CommonStatus):
 
     mcp_servers: list[McpServerStatus] = Field(default_factory=list, max_length=MAX_SERVERS)
     """One entry per MCP server: tool count, last sync, digest, and the last error."""
+
+
+class PolicyStatus(StatusModel):
+    """Whether the operator has read the policy: Ready once it is in force."""
+
+    observed_generation: int | None = None
+    """The metadata.generation in force."""
+    conditions: list[Condition] = Field(default_factory=list, max_length=MAX_CONDITIONS)
+    """Ready: True once the policy applies to the Actors it selects, False when its
+    spec is invalid (and then it applies to none)."""

@@ -23,10 +23,12 @@ from skillop.model.names import ACTOR_LABEL, API_GROUP, GROUP_VERSION
 from skillop.model.problems import Problem
 from skillop.model.status import (
     MAX_MESSAGE,
+    MAX_POLICIES,
     MAX_PRUNED,
     MAX_STATUS_TOOLS,
     MAX_WARNINGS,
     ActorStatus,
+    AppliedPolicyStatus,
     Condition,
     McpServerStatus,
     PrunedStatus,
@@ -298,6 +300,8 @@ def _actor_status(actor: ActorResource, resolution: Resolution, problems: list[P
         config_map_name=cm_name,
         skills=[s.canonical for s in resolution.skills],
         pruned=pruned,
+        policies=[AppliedPolicyStatus(kind=p.kind, name=p.name, generation=p.generation)
+                  for p in resolution.policies[:MAX_POLICIES]] or None,
         warnings=_warnings([*cut, *resolution.warnings, *extra_warnings]),
     )
 

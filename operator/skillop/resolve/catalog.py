@@ -16,15 +16,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skillop.model.manifest import (
+    POLICY_KINDS,
     ActorResource,
     ConfigMapData,
     NamespaceInfo,
     Parsed,
+    PolicyResource,
     Resource,
     SkillResource,
     ToolResource,
 )
 from skillop.model.names import ObjectRef
+from skillop.model.policies import ClusterSkillPolicySpec
 from skillop.model.specs import ServerKey
 from skillop.sources.mcp_tools import McpToolInfo, ToolDefMemo
 
@@ -37,6 +40,8 @@ class Catalog:
     tools: dict[ObjectRef, ToolResource] = field(default_factory=dict)
     skills: dict[ObjectRef, SkillResource] = field(default_factory=dict)
     actors: dict[ObjectRef, ActorResource] = field(default_factory=dict)
+    #: SkillPolicies by namespace/name, ClusterSkillPolicies by ("", name).
+    policies: dict[ObjectRef, PolicyResource] = field(default_factory=dict)
     configmaps: dict[ObjectRef, ConfigMapData] = field(default_factory=dict)
     namespaces: dict[str, Mapping[str, str]] = field(default_factory=dict)
     discovered: dict[ServerKey, tuple[McpToolInfo, ...]] = field(default_factory=dict)
@@ -64,9 +69,15 @@ class Catalog:
         elif isinstance(obj, ConfigMapData):
             self.configmaps[obj.meta.ref] = obj
         elif isinstance(obj, Resource):
-            tables: dict[str, dict[ObjectRef, Any]] = {
-                "Tool": self.tools, "Skill": self.skills, "Actor": self.actors}
-            tables[obj.kind][obj.ref] = obj
+            self.table(obj.kind)[obj.ref] = obj
+
+    def table(self, kind: str) -> dict[ObjectRef, Any]:
+        """The objects of one skillop kind, by reference."""
+        if kind in POLICY_KINDS:
+            return self.policies
+        tables: dict[str, dict[ObjectRef, Any]] = {
+            "Tool": self.tools, "Skill": self.skills, "Actor": self.actors}
+        return tables[kind]
 
     def missing(self, kind: str, ref: ObjectRef) -> tuple[str, str]:
         """Reason and message for a reference to an absent (or invalid) object."""
@@ -78,6 +89,22 @@ class Catalog:
     def namespace_labels(self, namespace: str) -> dict[str, str]:
         """A namespace's labels, with the one Kubernetes always sets."""
         return {**self.namespaces.get(namespace, {}), NAMESPACE_NAME_LABEL: namespace}
+
+    def policies_for(self, namespace: str) -> tuple[PolicyResource, ...]:
+        """The policies governing the Actors of ``namespace``: ClusterSkillPolicies
+        first, then its SkillPolicies, each by name (the order refusals name them in)."""
+        out = [p for p in self.policies.values() if self.governs(p, namespace)]
+        return tuple(sorted(out, key=lambda p: (p.meta.namespace != "", p.meta.name)))
+
+    def governs(self, policy: PolicyResource, namespace: str) -> bool:
+        """Whether ``policy`` applies to the Actors of ``namespace``: a SkillPolicy to
+        its own namespace, a ClusterSkillPolicy to those its selector matches (all
+        when it has none)."""
+        if policy.meta.namespace:
+            return policy.meta.namespace == namespace
+        spec = policy.spec
+        selector = spec.namespace_selector if isinstance(spec, ClusterSkillPolicySpec) else None
+        return selector is None or selector.matches(self.namespace_labels(namespace))
 
     def skill_admits(self, skill: SkillResource, referrer_namespace: str) -> bool:
         """Whether ``skill``'s ``sharing`` lets objects in that namespace reference it."""
@@ -94,3 +121,4 @@ class Catalog:
     def tool_admits(tool: ToolResource, referrer_namespace: str) -> bool:
         return (tool.meta.namespace == referrer_namespace
                 or tool.meta.labels.get(SHARED_LABEL) == "true")
+

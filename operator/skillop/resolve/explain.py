@@ -93,11 +93,21 @@ def _declared_by(tool: ToolDef) -> str:
 
 
 def _policy_lines(resolution: Resolution) -> list[str]:
+    lines = applied_lines(resolution)
     if not resolution.pruned:
-        return ["policy: nothing pruned or dropped for this actor"]
-    return ["policy decisions for this actor:"] + [
-        f"  - {p.kind} {p.name}: {p.reason}" for p in resolution.pruned
+        return [*lines, "policy: nothing pruned or dropped for this actor"]
+    return [*lines, "policy decisions for this actor:"] + [
+        f"  - {p.kind} {p.name}{f' (skill {p.skill})' if p.skill else ''}: {p.reason}"
+        for p in resolution.pruned
     ]
+
+
+def applied_lines(resolution: Resolution) -> list[str]:
+    """The SkillPolicies and ClusterSkillPolicies in force, in one line (none: no line)."""
+    if not resolution.policies:
+        return []
+    return ["policies applied: " + ", ".join(f"{p.label} (generation {p.generation})"
+                                             for p in resolution.policies)]
 
 
 def _absence(resolver: Resolver, resolution: Resolution, actor: ObjectRef,
@@ -109,7 +119,8 @@ def _absence(resolver: Resolver, resolution: Resolution, actor: ObjectRef,
                 f" qualified name: {', '.join(renamed)}"]
     for entry, reason in resolution.dropped:
         if tool_name in (entry.tool.name, entry.qualified_name):
-            return [head, f"dropped by policy: {reason}", *_entry_lines(entry)]
+            return [head, f"dropped by policy: {reason}", *applied_lines(resolution),
+                    *_entry_lines(entry)]
     actor_obj = resolver.catalog.actors[actor]
     for pruned in resolution.pruned:
         if pruned.kind != "Skill":
@@ -121,7 +132,8 @@ def _absence(resolver: Resolver, resolution: Resolution, actor: ObjectRef,
         for entry in flat.entries.values():
             if tool_name in (entry.tool.name, entry.qualified_name):
                 return [head, f"it is declared by skill {entry.skill}, reached through skill"
-                        f" {ref}, which was pruned: {pruned.reason}"]
+                        f" {ref}, which was pruned: {pruned.reason}",
+                        *applied_lines(resolution)]
     for ref in sorted(resolver.catalog.skills):
         view = resolver.view(ref)
         if view and any(tool_name in (e.tool.name, e.qualified_name) for e in view.own):

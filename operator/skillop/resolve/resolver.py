@@ -6,7 +6,10 @@ does each skill once; make a new one when the catalog changes.
 
 Resolution order for an actor (API contract, Semantics):
 references -> policy pruning of skills -> flatten (dedupe, overrides, merge of
-paths) -> capability filter -> conflict names -> binding names -> budget.
+paths) -> tool filter (capabilities, sources, MCP hosts) -> approval marks ->
+conflict names -> binding names -> budget. The policy is the Actor's effective
+one: its own tightened by every SkillPolicy and ClusterSkillPolicy that applies
+(``resolve.policy``), in the same pass.
 """
 
 from __future__ import annotations
@@ -17,8 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skillop.model import problems as P
-from skillop.model.manifest import ActorResource
+from skillop.model.manifest import POLICY_KINDS, ActorResource, PolicyResource
 from skillop.model.names import ObjectRef, RefError, parse_ref
+from skillop.model.policies import url_host
 from skillop.model.problems import Problem, Subject
 from skillop.model.specs import McpServer
 from skillop.resolve import graph
@@ -26,7 +30,14 @@ from skillop.resolve.catalog import Catalog
 from skillop.resolve.entries import Entry, Flat, merge_into
 from skillop.resolve.flatten import Flattener
 from skillop.resolve.naming import binding_names, effective_names
-from skillop.resolve.policy import SkillGate, capability_refusal
+from skillop.resolve.policy import (
+    AppliedPolicy,
+    Ceiling,
+    EffectivePolicy,
+    Refusal,
+    SkillGate,
+    effective_policy,
+)
 from skillop.resolve.skills import SkillView, skill_view
 from skillop.resolve.toolset import (
     MAX_CONFIGMAP_BYTES,
@@ -44,11 +55,22 @@ class PrunedItem:
     name: str
     reason: str
     skill: str | None = None
+    #: The SkillPolicy or ClusterSkillPolicy that removed it (``ClusterSkillPolicy
+    #: tenants``) and its rule (``deny``); None for the Actor's own policy.
+    policy: str | None = None
+    rule: str | None = None
+
+    @classmethod
+    def of(cls, kind: str, name: str, refusal: Refusal, skill: str | None = None,
+           ) -> PrunedItem:
+        return cls(kind, name, refusal.reason, skill, refusal.policy, refusal.rule)
 
     def to_dict(self) -> dict[str, str]:
         out = {"kind": self.kind, "name": self.name, "reason": self.reason}
-        if self.skill is not None:
-            out["skill"] = self.skill
+        for key in ("skill", "policy", "rule"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
         return out
 
 
@@ -70,6 +92,8 @@ class Resolution:
     #: operator, writing ``text``, never pays for it.
     build_document: Callable[[], dict[str, Any]] = field(repr=False, compare=False)
     dropped: tuple[tuple[Entry, str], ...] = ()
+    #: The SkillPolicies and ClusterSkillPolicies that applied (an Actor's).
+    policies: tuple[AppliedPolicy, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -96,6 +120,9 @@ class Resolver:
         self._cyclic: set[ObjectRef] = set()
         self.flattener = Flattener(self.view, self._cyclic, self._subject_of)
         self._policy_memos: dict[SkillGate, dict[ObjectRef, Flat]] = {}
+        self._verdicts: dict[SkillGate, dict[ObjectRef, Refusal | None]] = {}
+        self._governing: dict[str, tuple[PolicyResource, ...]] = {}
+        self._hosts: dict[tuple[ObjectRef, str], str | None] = {}
 
     # -- per-skill facts ------------------------------------------------------------
     def view(self, ref: ObjectRef) -> SkillView | None:
@@ -158,23 +185,23 @@ class Resolver:
         entries = list(flat.entries.values())
         problems = self._closure_problems(flat.skills)
         return self._finish(skill.subject, "skill", [ref], entries, flat.skills, problems,
-                            list(flat.warnings), [], [], max_tools=None)
+                            list(flat.warnings), [], [], budget=None)
 
     def resolve_actor(self, ref: ObjectRef) -> Resolution | None:
         actor = self.catalog.actors.get(ref)
         if actor is None:
             return None
         problems, roots = self._actor_roots(actor)
-        policy = actor.spec.skill_access_policy
-        gate = SkillGate.of(policy)
+        policy = self.effective_policy(actor)
+        gate = policy.gate
         pruned: list[PrunedItem] = []
         allowed_roots = []
         for root in roots:
-            reason = gate.refusal(root)
-            if reason is None:
+            refusal = self._refusal(gate, root)
+            if refusal is None:
                 allowed_roots.append(root)
             else:
-                pruned.append(PrunedItem("Skill", root.canonical, reason))
+                pruned.append(PrunedItem.of("Skill", root.canonical, refusal))
         self.explore(roots)
         flats = self._flats(allowed_roots, gate)
         entries: dict[str, Entry] = {}
@@ -190,16 +217,57 @@ class Resolver:
             pruned += self._pruned_skills(roots, skills, gate, pruned)
         kept, dropped = [], []
         for entry in entries.values():
-            reason = capability_refusal(entry.tool, policy)
-            if reason is None:
-                kept.append(entry)
+            refusal = policy.tool_refusal(entry.tool, self._host(entry))
+            if refusal is None:
+                kept.append(policy.approved(entry))
             else:
-                dropped.append((entry, reason))
-                pruned.append(PrunedItem("Tool", entry.tool.name, reason, entry.skill.canonical))
+                dropped.append((entry, refusal.reason))
+                pruned.append(PrunedItem.of("Tool", entry.tool.name, refusal,
+                                            entry.skill.canonical))
         problems += self._closure_problems(tuple(skills))
+        problems += self._policy_problems(actor)
         return self._finish(actor.subject, "actor", allowed_roots, kept, tuple(skills), problems,
-                            list(warnings), pruned, dropped, max_tools=policy.max_tools,
-                            gate=gate)
+                            list(warnings), pruned, dropped, budget=policy.max_tools,
+                            gate=gate, policies=policy.applied)
+
+    def effective_policy(self, actor: ActorResource) -> EffectivePolicy:
+        """The Actor's own policy tightened by every policy governing its namespace."""
+        ns = actor.meta.namespace
+        governing = self._governing.get(ns)
+        if governing is None:
+            governing = self._governing[ns] = self.catalog.policies_for(ns)
+        return effective_policy(actor.spec.skill_access_policy, governing)
+
+    def _policy_problems(self, actor: ActorResource) -> list[Problem]:
+        """``DependencyFailed`` for every invalid policy that may govern the Actor: a
+        policy that cannot be read must not loosen anything, so the Actor keeps its
+        last good tool set until the policy is fixed (a ClusterSkillPolicy's selector
+        is unreadable too: it may govern every namespace)."""
+        ns = actor.meta.namespace
+        return [Problem(actor.subject, "", P.DEPENDENCY_FAILED,
+                        f"{kind} {ref.name if not ref.namespace else ref} is invalid: {why};"
+                        " the last good tool set stays until it is fixed", actor.origin)
+                for (kind, ref), why in sorted(self.catalog.invalid.items())
+                if kind in POLICY_KINDS and ref.namespace in ("", ns)]
+
+    def _refusal(self, gate: SkillGate, ref: ObjectRef) -> Refusal | None:
+        """``gate.refusal(ref)``, once per gate and skill in this snapshot."""
+        verdicts = self._verdicts.setdefault(gate, {})
+        if ref not in verdicts:
+            verdicts[ref] = gate.refusal(ref)
+        return verdicts[ref]
+
+    def _host(self, entry: Entry) -> str | None:
+        """The host of an MCP tool's server URL, for ``mcpServers.allow``."""
+        server = entry.tool.mcp_server
+        if server is None:
+            return None
+        slot = (entry.skill, server)
+        if slot not in self._hosts:
+            view = self.view(entry.skill)
+            url = next((s.url for s in view.servers if s.name == server), None) if view else None
+            self._hosts[slot] = url_host(url)
+        return self._hosts[slot]
 
     def _actor_roots(self, actor: ActorResource) -> tuple[list[Problem], list[ObjectRef]]:
         problems: list[Problem] = []
@@ -229,12 +297,9 @@ class Resolver:
         if gate.admits_all:
             return [f for r in roots if (f := self.flattener.flat(r)) is not None]
         memo = self._policy_memos.setdefault(gate, {})
-        verdicts: dict[ObjectRef, bool] = {}
 
         def allowed(ref: ObjectRef) -> bool:
-            if ref not in verdicts:
-                verdicts[ref] = gate.refusal(ref) is None
-            return verdicts[ref]
+            return self._refusal(gate, ref) is None
 
         return [f for r in roots
                 if (f := self.flattener.flat(r, allowed=allowed, memo=memo)) is not None]
@@ -249,8 +314,8 @@ class Resolver:
                 if ref in reached or ref.canonical in reported:
                     continue
                 reported.add(ref.canonical)
-                reason = gate.refusal(ref) or "reached only through pruned skills"
-                out.append(PrunedItem("Skill", ref.canonical, reason))
+                refusal = self._refusal(gate, ref) or Refusal("reached only through pruned skills")
+                out.append(PrunedItem.of("Skill", ref.canonical, refusal))
         return out
 
     def _closure_problems(self, skills: Sequence[ObjectRef]) -> list[Problem]:
@@ -262,8 +327,9 @@ class Resolver:
     def _finish(self, subject: Subject, owner_kind: str, roots: Sequence[ObjectRef],
                 entries: list[Entry], skills: tuple[ObjectRef, ...], problems: list[Problem],
                 warnings: list[str], pruned: list[PrunedItem],
-                dropped: list[tuple[Entry, str]], *, max_tools: int | None,
-                gate: SkillGate | None = None) -> Resolution:
+                dropped: list[tuple[Entry, str]], *, budget: Ceiling | None,
+                gate: SkillGate | None = None, policies: tuple[AppliedPolicy, ...] = (),
+                ) -> Resolution:
         names = effective_names([(e.tool.name, e.qualified_name) for e in entries])
         bindings = binding_names(names)
         parents = self._tree(roots, gate)
@@ -272,10 +338,8 @@ class Resolver:
             (EffectiveTool(name, bindings[name], entry, _path(parents, entry.skill, paths))
              for name, entry in zip(names, entries, strict=True)),
             key=lambda t: t.name))
-        if max_tools is not None and len(tools) > max_tools:
-            problems.append(Problem(subject, "spec.skillAccessPolicy.maxTools", P.TOO_MANY_TOOLS,
-                                    f"{len(tools)} tools exceed the budget of {max_tools}",
-                                    self._origin(subject)))
+        if budget is not None and len(tools) > budget.value:
+            problems.append(self._budget_problem(subject, len(tools), budget))
         servers = self._servers(skills)
         owner = f"{subject.namespace}/{subject.name}"
         text, digest = toolset_text(owner_kind=owner_kind, owner=owner, tools=tools,
@@ -285,7 +349,18 @@ class Resolver:
         document = functools.partial(toolset_document, owner_kind=owner_kind, owner=owner,
                                      tools=tools, servers=servers, digest=digest)
         return Resolution(subject, tools, skills, tuple(problems), tuple(warnings),
-                          tuple(pruned), digest, text, document, tuple(dropped))
+                          tuple(pruned), digest, text, document, tuple(dropped), policies)
+
+    def _budget_problem(self, subject: Subject, count: int, budget: Ceiling) -> Problem:
+        """``TooManyTools``, on the Actor's field or naming the policy whose
+        ceiling is the budget."""
+        if budget.policy is None:
+            return Problem(subject, "spec.skillAccessPolicy.maxTools", P.TOO_MANY_TOOLS,
+                           f"{count} tools exceed the budget of {budget.value}",
+                           self._origin(subject))
+        return Problem(subject, "", P.TOO_MANY_TOOLS,
+                       f"{count} tools exceed the budget of {budget.value} set by"
+                       f" {budget.policy} (maxTools)", self._origin(subject))
 
     def _size_problems(self, subject: Subject, tools: Sequence[EffectiveTool],
                        text: str) -> list[Problem]:
@@ -340,7 +415,7 @@ class Resolver:
         edges = self.flattener.edges(view)
         if gate is None or gate.admits_all:
             return [e.target for e in edges]
-        return [e.target for e in edges if gate.refusal(e.target) is None]
+        return [e.target for e in edges if self._refusal(gate, e.target) is None]
 
     # -- whole catalog ------------------------------------------------------------
     def all_problems(self) -> list[Problem]:
