@@ -2,13 +2,15 @@
 
 One tool, `token_digest`: the sha256 of the `TOKEN` environment variable, so a
 test can tell the gateway passed a Secret key as env without the value ever
-appearing in a result.
+appearing in a result. On start it prints its environment's `TOKEN` to stderr,
+as a careless server does (the gateway must relay it redacted).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from typing import Any
 
 import anyio
@@ -32,6 +34,7 @@ async def _call(ctx: ServerRequestContext[Any],
 
 
 async def main() -> None:
+    print(f"starting with TOKEN={os.environ.get('TOKEN', '')}", file=sys.stderr, flush=True)
     server: Server[Any] = Server("stdio-upstream", on_list_tools=_list, on_call_tool=_call)
     async with stdio_server() as (read, write):
         await server.run(read, write, server.create_initialization_options())

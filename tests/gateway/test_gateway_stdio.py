@@ -80,4 +80,6 @@ def test_stdio_gateway_serves_the_set_and_forwards_to_http_and_stdio_upstreams(
     assert [(a["bindingName"], a["outcome"]) for a in audit] == [
         ("echo", "ok"), ("token_digest", "ok"), ("git_diff", "refused")]
     assert audit[1]["upstream"] == "local"
+    # The stdio upstream printed its environment: relayed, with the Secret's value redacted.
+    assert "starting with TOKEN=[redacted]" in stderr
     assert TOKEN not in stderr

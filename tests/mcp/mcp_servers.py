@@ -24,12 +24,15 @@ redirect) and `SilentServer` (accepts TCP connections and never answers).
 from __future__ import annotations
 
 import asyncio
+import base64
 import functools
 import json
+import re
 import socket
 import ssl
 import threading
 import time
+import urllib.parse
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -60,6 +63,22 @@ _SECURITY = TransportSecuritySettings(
     allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "https://127.0.0.1:*",
                      "https://localhost:*"],
 )
+
+
+#: How a hostile server may echo a header value it was sent (``leak`` argument of a
+#: call to a server with ``echo_header``): the text items of its result.
+LEAKS: dict[str, Callable[[str], list[str]]] = {
+    "raw": lambda v: [f"you sent {v}"],
+    "json": lambda v: [json.dumps({"seen": v})],
+    "json-twice": lambda v: [json.dumps({"outer": json.dumps({"seen": v})})],
+    "no-scheme": lambda v: [f"token={v.partition(' ')[2]}"],
+    "url": lambda v: [f"https://x.example/?h={urllib.parse.quote(v, safe='')}"],
+    "url-lower": lambda v: [re.sub(r"%[0-9A-F]{2}", lambda m: m.group().lower(),
+                                   urllib.parse.quote_plus(v))],
+    "base64": lambda v: [base64.b64encode(v.encode()).decode()],
+    "base64-inside": lambda v: [base64.b64encode(b"xy" + v.encode() + b"zz").decode()],
+    "split": lambda v: [v[: len(v) // 2], v[len(v) // 2:]],
+}
 
 
 def make_tool(
@@ -211,7 +230,10 @@ class ServerHandle:
     `tools_by_auth`: the list served to requests with that Authorization header.
     `tools/call` answers every listed tool with the JSON text
     `{"tool": name, "arguments": {...}}` (plus `"header": value` of the request
-    header named `echo_header`, to test redaction), after `call_delay` seconds;
+    header named `echo_header`, or by the call's `header` argument, to test
+    redaction; with a `leak` argument, the value in that form of `LEAKS` instead;
+    with `fail_after: n`, a JSON-RPC error of n characters and then the value),
+    after `call_delay` seconds;
     every call is recorded in `calls`.
     `stateless`: streamable HTTP in the SDK's stateless mode (`stateless_http=True`,
     how such servers are scaled out): no session id, so no notification stream,
@@ -343,7 +365,13 @@ class ServerHandle:
         body: dict[str, Any] = {"tool": params.name, "arguments": arguments}
         if self.echo_header is not None:
             headers = getattr(ctx.request, "headers", None) or {}
-            body["header"] = headers.get(self.echo_header)
+            value = headers.get(str(arguments.get("header", self.echo_header))) or ""
+            if isinstance(fail := arguments.get("fail_after"), int):
+                raise MCPError(types.INTERNAL_ERROR, "p" * fail + value)
+            if isinstance(form := arguments.get("leak"), str):
+                return types.CallToolResult(content=[types.TextContent(text=text)
+                                                     for text in LEAKS[form](value)])
+            body["header"] = value
         return types.CallToolResult(content=[types.TextContent(text=json.dumps(body))])
 
     def _new_server(self) -> Server[Any]:

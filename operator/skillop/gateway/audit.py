@@ -6,7 +6,9 @@ Agent Skills and unknown tools), ``upstreamTool``, ``durationMs``, ``outcome``
 (``ok``, ``error`` or ``refused``) and, unless ok, ``reason``. Arguments and
 results are never written: they may hold anything the agent or the upstream
 handles. Reasons are the gateway's own words, never upstream text or header
-values.
+values (an upstream's JSON-RPC error is recorded by its code; the agent gets its
+redacted text). Every field is one line of bounded length (``_BOUND``): a tool
+name of a million characters is refused in a line of a few hundred.
 """
 
 from __future__ import annotations
@@ -16,9 +18,19 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Literal, TextIO
+from typing import Final, Literal, TextIO
+
+from skillop.sources.mcp_discovery import one_line
 
 Outcome = Literal["ok", "error", "refused"]
+
+#: The longest any text field of a line may be (a name as long as a Kubernetes
+#: object's fits; what is longer is cut, with ``...``).
+_BOUND: Final = 300
+
+
+def _bounded(text: str | None) -> str | None:
+    return None if text is None else one_line(text, _BOUND)
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,12 +46,12 @@ class AuditRecord:
     def line(self, now: datetime) -> str:
         body: dict[str, object] = {
             "time": now.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-            "actor": self.actor, "bindingName": self.binding_name,
-            "upstream": self.upstream, "upstreamTool": self.upstream_tool,
+            "actor": _bounded(self.actor), "bindingName": _bounded(self.binding_name),
+            "upstream": _bounded(self.upstream), "upstreamTool": _bounded(self.upstream_tool),
             "durationMs": round(self.duration_ms, 3), "outcome": self.outcome,
         }
         if self.reason is not None:
-            body["reason"] = self.reason
+            body["reason"] = _bounded(self.reason)
         return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
 
 

@@ -68,6 +68,7 @@ from skillop.gateway.upstream import (
 )
 from skillop.resolve.toolset import TOOLS_KEY
 from skillop.sources.egress import EgressGuard
+from skillop.sources.mcp_discovery import one_line
 
 _VERSION: Final = "0.1.0"
 _APPROVAL_SCHEMA: Final[dict[str, Any]] = {
@@ -103,7 +104,12 @@ class _Refused(Exception):
 
 
 class _Failed(Exception):
-    """The call could not complete; ``str`` is the reason."""
+    """The call could not complete; ``str`` is the reason, ``audit`` the same in the
+    gateway's own words (no upstream text)."""
+
+    def __init__(self, reason: str, *, audit: str | None = None) -> None:
+        super().__init__(reason)
+        self.audit = audit if audit is not None else reason
 
 
 class _GatewayServer(Server[Any]):
@@ -318,28 +324,35 @@ class Gateway:
         tool = served.tools.get(name)
         if tool is None:
             self._audit(served, name, None, None, started, "refused", "unknown tool")
-            raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {name}")
+            raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {one_line(name, 200)}")
         link = self._link(tool)
         label = link.label if link is not None else None
+
+        def audit(outcome: Outcome, reason: str | None) -> None:
+            self._audit(served, tool.binding_name, label, tool.upstream_name, started,
+                        outcome, reason)
+
         try:
             result = await self._run(ask, served, tool, arguments)
         except _Refused as refusal:
-            self._audit(served, tool.binding_name, label, tool.upstream_name, started,
-                        "refused", str(refusal))
+            audit("refused", str(refusal))
             return _error_result(f"refused: {refusal}")
         except _Failed as failure:
-            self._audit(served, tool.binding_name, label, tool.upstream_name, started,
-                        "error", str(failure))
+            audit("error", failure.audit)
             return _error_result(f"error: {failure}")
         except Exception as exc:  # anything unforeseen still gets its audit line
             reason = f"the gateway could not complete the call ({type(exc).__name__})"
-            self._audit(served, tool.binding_name, label, tool.upstream_name, started,
-                        "error", reason)
+            audit("error", reason)
             _say(f"{tool.binding_name}: {reason}")
             return _error_result(f"error: {reason}")
+        except BaseException:
+            # Cancelled: by the client (notifications/cancelled), its disconnect, or
+            # the gateway's shutdown. The call may have run upstream: it is audited.
+            audit("error", "cancelled before it completed (client cancel, disconnect or"
+                  " gateway shutdown)")
+            raise
         outcome: Outcome = "error" if result.is_error else "ok"
-        self._audit(served, tool.binding_name, label, tool.upstream_name, started, outcome,
-                    "the tool reported an error" if result.is_error else None)
+        audit(outcome, "the tool reported an error" if result.is_error else None)
         return result
 
     def _link(self, tool: ServedTool) -> Link | None:
@@ -375,7 +388,7 @@ class Gateway:
         try:
             conn = await link.connection()
         except UpstreamUnavailable as exc:
-            raise _Failed(str(exc)) from None
+            raise _Failed(str(exc), audit=exc.audit) from None
         assert tool.upstream_name is not None
         live = conn.digests.get(tool.upstream_name)
         if live is None:
@@ -416,7 +429,7 @@ class Gateway:
             except SessionLost:
                 pass
             except CallFailed as exc:
-                raise _Failed(str(exc)) from None
+                raise _Failed(str(exc), audit=exc.audit) from None
             # The upstream forgot the session (restarted, expired it): a new one, once.
             link, conn = await self._vet(tool)
             try:
@@ -425,7 +438,7 @@ class Gateway:
                 raise _Failed(f"upstream {link.label} unavailable: it lost the new session"
                               " too") from None
             except CallFailed as exc:
-                raise _Failed(str(exc)) from None
+                raise _Failed(str(exc), audit=exc.audit) from None
         raise _Failed(f"timed out after {timeout:g} s (timeoutSeconds)")
 
     def _audit(self, served: ServedSet, binding: str, upstream: str | None,

@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import ssl
 import sys
+import threading
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from dataclasses import dataclass, field
@@ -35,10 +37,8 @@ from typing import Any, Final
 import anyio
 import httpx2
 import mcp_types as types
-from mcp.client.session import ClientSession, IncomingMessage
-from mcp.client.sse import sse_client
+from mcp.client.session import ClientSession, IncomingMessage, MessageHandlerFnT
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
@@ -46,26 +46,36 @@ from pydantic import ValidationError
 from skillop.gateway.caller import HttpCaller, RpcFailed, SessionLost, Unreachable
 from skillop.gateway.secrets import SecretMissing, ca_bundles, env_of, headers_of
 from skillop.gateway.served import ServerKey, Upstream
+from skillop.gateway.wire import MAX_MESSAGE_BYTES
 from skillop.sources.egress import EgressGuard
-from skillop.sources.mcp_session import tool_info
+from skillop.sources.mcp_discovery import DiscoveryLimits, McpTransport
+from skillop.sources.mcp_session import Unfenced, classify, list_pages, open_session, tool_info
 from skillop.sources.mcp_tools import info_digest
-from skillop.sources.mcp_transport import trust_context
+from skillop.sources.mcp_transport import Wire, trust_context
+from skillop.sources.redaction import Redactor
 
 logger = logging.getLogger(__name__)
 
 _CLIENT_INFO: Final = types.Implementation(name="skillop-gateway", version="0.1.0")
-_MAX_PAGES: Final = 100
-_MIN_SECRET_LEN: Final = 4
 
 Spawn = Callable[[Callable[[], Coroutine[Any, Any, None]]], object]
 
 
-class UpstreamUnavailable(Exception):
-    """The upstream cannot be reached or answered badly; the message is safe to show."""
+class _Explained(Exception):
+    """A failure with two safe texts: ``str`` for the agent (may quote the upstream,
+    redacted and bounded) and ``audit``, the gateway's own words only."""
+
+    def __init__(self, message: str, *, audit: str | None = None) -> None:
+        super().__init__(message)
+        self.audit = audit if audit is not None else message
 
 
-class CallFailed(Exception):
-    """A forwarded call got no usable answer; the message is safe to show."""
+class UpstreamUnavailable(_Explained):
+    """The upstream cannot be reached or answered badly."""
+
+
+class CallFailed(_Explained):
+    """A forwarded call got no usable answer."""
 
 
 __all__ = ["CallFailed", "Link", "Pool", "SessionLost", "Settings", "UpstreamUnavailable"]
@@ -84,74 +94,9 @@ class Settings:
     ca_file: Path | None = None
 
 
-class _Fence(httpx2.AsyncBaseTransport):
-    """Every request the SDK makes: the egress guard first, and no redirect followed.
-
-    Raising from here surfaces inside the SDK's task groups in many shapes, so the
-    refusal is also recorded and wins when the failure is explained."""
-
-    def __init__(self, guard: EgressGuard, tls: ssl.SSLContext) -> None:
-        self._guard = guard
-        # Idle connections are dropped after a second, well before servers drop
-        # them (uvicorn after 5 s): a request on a connection the server is closing
-        # fails, and the SDK's client then loses the whole session.
-        self._inner = httpx2.AsyncHTTPTransport(
-            verify=tls, trust_env=False, limits=httpx2.Limits(keepalive_expiry=1.0))
-        self.refusal: str | None = None
-        #: The session the server opened (its initialize answer's ``mcp-session-id``).
-        self.session_id: str | None = None
-
-    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        if not self._guard.allows(request.url):
-            self.refusal = "the URL is not in the gateway's egress allow-list"
-            raise httpx2.ConnectError(self.refusal, request=request)
-        response = await self._inner.handle_async_request(request)
-        if 300 <= response.status_code < 400:
-            await response.aclose()
-            self.refusal = f"HTTP {response.status_code} redirect was not followed"
-            raise httpx2.ConnectError(self.refusal, request=request)
-        session_id = response.headers.get("mcp-session-id")
-        if session_id:
-            self.session_id = session_id
-        if (request.method == "POST"
-                and response.headers.get("content-type", "").startswith("text/event-stream")):
-            assert isinstance(response.stream, httpx2.AsyncByteStream)
-            response.stream = _Drained(response.stream)
-        return response
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-
-class _Drained(httpx2.AsyncByteStream):
-    """A call's SSE answer, read to its end when closed.
-
-    The SDK closes a call's event stream as soon as the answer arrived, before
-    the server's last chunk; an HTTP connection closed mid-body cannot be reused,
-    so every call would open a new one. The server ends the stream right after
-    the answer, so reading on briefly lets the pool keep the connection."""
-
-    _DRAIN_SECONDS: Final = 0.2
-    _DRAIN_BYTES: Final = 1024 * 1024
-
-    def __init__(self, inner: httpx2.AsyncByteStream) -> None:
-        self._inner = inner
-        self._chunks: AsyncIterator[bytes] | None = None
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        self._chunks = aiter(self._inner)
-        async for chunk in self._chunks:
-            yield chunk
-
-    async def aclose(self) -> None:
-        if self._chunks is not None:
-            drained = 0
-            with anyio.move_on_after(self._DRAIN_SECONDS), suppress(Exception):
-                async for chunk in self._chunks:
-                    drained += len(chunk)
-                    if drained > self._DRAIN_BYTES:
-                        break
-        await self._inner.aclose()
+#: Discovery's bounds, for the gateway's listings; an answer may be as large as a
+#: call's (``wire.MAX_MESSAGE_BYTES``), metered one at a time.
+_LIMITS: Final = DiscoveryLimits(max_response_bytes=MAX_MESSAGE_BYTES)
 
 
 @dataclass(eq=False)
@@ -172,13 +117,19 @@ class Connection:
     changed: bool = False
     closed: bool = False
     error: str | None = None
+    audit_error: str | None = None
     #: Calls running in this connection, and whether it closes once they are done.
     borrowed: int = 0
     retiring: bool = False
+    #: The connection's task: cancelled when the connection is given up while it is
+    #: still connecting (a server that accepts TCP and never answers).
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
 
     def close(self) -> None:
         self.closed = True
         self.wake.set()
+        if not self.ready.is_set():
+            self.scope.cancel()
 
     def release(self) -> None:
         self.borrowed -= 1
@@ -194,7 +145,7 @@ class Link:
         self._settings = settings
         self._spawn = spawn
         self._current: Connection | None = None
-        self._secret_values: tuple[str, ...] = ()
+        self._redactor = Redactor(())
         self._retired = False
 
     @property
@@ -214,9 +165,11 @@ class Link:
             await conn.ready.wait()
         if conn.session is None:
             if not conn.ready.is_set():
-                conn.close()
                 conn.error = f"no connection within {self._settings.connect_timeout:g} s"
-            raise UpstreamUnavailable(f"upstream {self.label} unavailable: {conn.error}")
+                conn.close()  # and its attempt with it: nothing waits for it any more
+            raise UpstreamUnavailable(
+                f"upstream {self.label} unavailable: {conn.error}",
+                audit=f"upstream {self.label} unavailable: {conn.audit_error or conn.error}")
         return conn
 
     async def call(self, conn: Connection, name: str,
@@ -235,6 +188,13 @@ class Link:
         _check_output(conn.tools.get(name), result, self.label)
         return self._redacted(result)
 
+    def _rpc_failed(self, code: int, message: str) -> CallFailed:
+        """The upstream's JSON-RPC error: its text for the agent, redacted before it is
+        bounded (a bound first could leave part of a value); the code alone for the
+        audit line."""
+        said = f"upstream {self.label} answered MCP error {code}"
+        return CallFailed(f"{said}: {self._redactor.line(message, 200)}", audit=said)
+
     async def _call_plain(self, conn: Connection, caller: HttpCaller, name: str,
                           arguments: Mapping[str, Any]) -> types.CallToolResult:
         try:
@@ -247,8 +207,7 @@ class Link:
             self.drop(conn.session)
             raise CallFailed(f"upstream {self.label} unavailable: {exc}") from None
         except RpcFailed as exc:
-            raise CallFailed(f"upstream {self.label} answered MCP error {exc.code}:"
-                             f" {self.redact(exc.message)[:200]}") from None
+            raise self._rpc_failed(exc.code, exc.message) from None
         try:
             return types.CallToolResult.model_validate(raw)
         except ValidationError:
@@ -268,8 +227,7 @@ class Link:
             if exc.code == types.CONNECTION_CLOSED:
                 self.drop(session)
                 raise CallFailed(f"upstream {self.label} unavailable: connection lost") from None
-            raise CallFailed(f"upstream {self.label} answered MCP error {exc.code}:"
-                             f" {self.redact(exc.error.message)[:200]}") from None
+            raise self._rpc_failed(exc.code, exc.error.message) from None
         except (httpx2.TransportError, anyio.ClosedResourceError, anyio.BrokenResourceError,
                 anyio.EndOfStream, OSError):
             self.drop(session)
@@ -280,12 +238,19 @@ class Link:
         return response
 
     def _redacted(self, result: types.CallToolResult) -> types.CallToolResult:
-        """The result without any secret value the upstream echoed back."""
-        if not self._secret_values:
+        """The result without any secret value the upstream echoed back, in any of
+        the forms ``Redactor`` knows, in any string of it (and split across its
+        text items)."""
+        redactor = self._redactor
+        if not redactor:
             return result
-        text = result.model_dump_json(by_alias=True, exclude_none=True)
-        clean = self.redact(text)
-        return result if clean == text else types.CallToolResult.model_validate_json(clean)
+        data = result.model_dump(by_alias=True, exclude_none=True, mode="json")
+        clean = _strings_redacted(data, redactor)
+        items = [item for item in clean.get("content", [])
+                 if isinstance(item, dict) and item.get("type") == "text"]
+        for item, text in zip(items, redactor.texts([i["text"] for i in items]), strict=True):
+            item["text"] = text
+        return result if clean == data else types.CallToolResult.model_validate(clean)
 
     def retire(self) -> None:
         """Replaced by a new link (new settings): opens nothing more, and its
@@ -304,36 +269,30 @@ class Link:
             conn.close()
             self._current = None
 
-    def redact(self, text: str) -> str:
-        """``text`` without this upstream's secret values (headers, env)."""
-        for value in self._secret_values:
-            text = text.replace(value, "[redacted]")
-        return text
-
-    @property
-    def has_secrets(self) -> bool:
-        return bool(self._secret_values)
-
     async def _run(self, conn: Connection) -> None:
-        fence: _Fence | None = None
+        bounds: Wire | Unfenced = Unfenced(f"upstream {self.label}")
         try:
-            tls = self._trust()
-            fence = _Fence(self._settings.guard, tls)
-            async with self._open(conn, fence, tls) as (session, caller, version):
-                conn.tools, conn.digests = await _listing(session)
-                if caller is not None and version in HANDSHAKE_PROTOCOL_VERSIONS:
-                    conn.caller, conn.session_id = caller, fence.session_id
-                    conn.protocol_version = version
-                conn.session = session
-                conn.ready.set()
-                while not conn.closed:
-                    await conn.wake.wait()
-                    conn.wake = anyio.Event()
-                    if conn.changed and not conn.closed:
-                        conn.changed = False
-                        conn.tools, conn.digests = await _listing(session)
+            with conn.scope:
+                tls = self._trust()
+                if self.upstream.url is not None:
+                    bounds = Wire(self.upstream.url, _transport(self.upstream),
+                                  self._settings.guard, _LIMITS, tls, per_response=True)
+                async with self._open(conn, bounds, tls) as (session, caller, version):
+                    conn.tools, conn.digests = await _listing(session, bounds)
+                    if caller is not None and version in HANDSHAKE_PROTOCOL_VERSIONS:
+                        assert isinstance(bounds, Wire)
+                        conn.caller, conn.session_id = caller, bounds.session_id
+                        conn.protocol_version = version
+                    conn.session = session
+                    conn.ready.set()
+                    while not conn.closed:
+                        await conn.wake.wait()
+                        conn.wake = anyio.Event()
+                        if conn.changed and not conn.closed:
+                            conn.changed = False
+                            conn.tools, conn.digests = await _listing(session, bounds)
         except Exception as exc:
-            conn.error = (fence.refusal if fence is not None else None) or self._explain(exc)
+            conn.error = self._explain(exc, bounds)
             print(f"skillop gateway: upstream {self.label}: {conn.error}", file=sys.stderr)
         finally:
             conn.closed = True
@@ -356,12 +315,11 @@ class Link:
         return trust_context(upstream.url, bundles)
 
     @asynccontextmanager
-    async def _open(self, conn: Connection, fence: _Fence, tls: ssl.SSLContext,
+    async def _open(self, conn: Connection, bounds: Wire | Unfenced, tls: ssl.SSLContext,
                     ) -> AsyncIterator[tuple[ClientSession, HttpCaller | None, str]]:
         """The initialized SDK session, the plain caller (streamable HTTP only) and the
         negotiated protocol version."""
         upstream = self.upstream
-        caller: HttpCaller | None = None
 
         async def on_message(message: IncomingMessage) -> None:
             if isinstance(message, types.ToolListChangedNotification):
@@ -369,100 +327,119 @@ class Link:
                 conn.wake.set()
 
         async with AsyncExitStack() as stack:
-            if upstream.url is not None:
+            caller: HttpCaller | None = None
+            if isinstance(bounds, Wire):
+                assert upstream.url is not None
                 headers = headers_of(upstream, self._settings.secrets_dir)
-                self._remember_secrets(headers.values())
+                self._redactor = Redactor(headers.values())
                 self._settings.guard.check(upstream.url)
-                streams: Any = _http_streams(upstream, headers, fence, stack)
+                session = await stack.enter_async_context(open_session(
+                    upstream.url, _transport(upstream), headers, bounds, _LIMITS, on_message,
+                    client_info=_CLIENT_INFO, read_timeout=None))
                 if upstream.transport != "sse":
                     caller = HttpCaller(upstream.url, headers, tls=tls,
                                         connect_timeout=self._settings.connect_timeout)
                     stack.push_async_callback(caller.close)
             else:
-                env = env_of(upstream, self._settings.secrets_dir)
-                self._remember_secrets(
-                    env[e.name] for e in upstream.env if e.secret_key is not None)
-                command = list(upstream.command)
-                streams = stdio_client(StdioServerParameters(
-                    command=command[0], args=[*command[1:], *upstream.args], env=env))
-            read, write = await stack.enter_async_context(streams)
+                session = await stack.enter_async_context(self._stdio(on_message))
+            yield session, caller, str(session.protocol_version)
+
+    @asynccontextmanager
+    async def _stdio(self, on_message: MessageHandlerFnT) -> AsyncIterator[ClientSession]:
+        """The initialized session to a stdio child, whose stderr is relayed redacted
+        (a server printing its environment would print its Secret values)."""
+        upstream = self.upstream
+        env = env_of(upstream, self._settings.secrets_dir)
+        self._redactor = Redactor(env[e.name] for e in upstream.env if e.secret_key is not None)
+        command = list(upstream.command)
+        async with AsyncExitStack() as stack:
+            errlog = stack.enter_context(_RedactedStderr(self._redactor, self.label))
+            read, write = await stack.enter_async_context(stdio_client(StdioServerParameters(
+                command=command[0], args=[*command[1:], *upstream.args], env=env),
+                errlog=errlog.writer))
+            errlog.started()
             session = await stack.enter_async_context(ClientSession(
                 read, write, message_handler=on_message, client_info=_CLIENT_INFO))
-            initialized = await session.initialize()
-            yield session, caller, str(initialized.protocol_version)
+            await session.initialize()
+            yield session
 
-    def _remember_secrets(self, values: Any) -> None:
-        kept = {v for v in values if len(v) >= _MIN_SECRET_LEN}
-        self._secret_values = tuple(sorted(kept, key=len, reverse=True))
-
-    def _explain(self, exc: BaseException) -> str:
-        """One safe line for whatever the SDK raised."""
+    def _explain(self, exc: BaseException, bounds: Wire | Unfenced) -> str:
+        """One safe line for whatever the SDK raised: ``classify``'s finding (the one
+        discovery reports too), in the gateway's words."""
         leaves = list(_leaves(exc))
         for leaf in leaves:
             if isinstance(leaf, SecretMissing):
                 return str(leaf)
-            if isinstance(leaf, TimeoutError | httpx2.TimeoutException):
-                return "no answer in time"
-            if isinstance(leaf, httpx2.ConnectError):
-                if any(isinstance(cause, ssl.SSLCertVerificationError)
-                       for cause in _causes(leaf)):
-                    return _UNTRUSTED
-                return "cannot connect"
-            if isinstance(leaf, httpx2.HTTPStatusError):
-                return f"HTTP {leaf.response.status_code}"
-            if isinstance(leaf, MCPError):
-                return f"MCP error {leaf.code}: {self.redact(leaf.error.message)[:200]}"
             if isinstance(leaf, FileNotFoundError | PermissionError):
                 return f"cannot start {self.upstream.command[0]!r}"
-        if any(isinstance(leaf, httpx2.TransportError | anyio.ClosedResourceError
-                          | anyio.BrokenResourceError | anyio.EndOfStream) for leaf in leaves):
-            return "connection lost"
-        from skillop.sources.mcp_discovery import DiscoveryError
-
-        for leaf in leaves:
-            if isinstance(leaf, DiscoveryError):
-                return f"{leaf.reason}: {leaf.detail}"
-        return f"{type(leaves[0]).__name__}" if leaves else "failed"
+        error = classify(exc, bounds, self._redactor)
+        if error.reason == "TLSError" and "not trusted" in error.detail:
+            return _UNTRUSTED
+        return _WORDS.get(error.reason) or error.detail
 
 
-def _http_streams(upstream: Upstream, headers: Mapping[str, str], fence: _Fence,
-                  stack: AsyncExitStack) -> Any:
-    assert upstream.url is not None
-    # Reads are unbounded (the notification stream idles); each call has its own deadline.
-    timeout = httpx2.Timeout(30.0, connect=5.0, read=None)
-
-    def client(extra: Mapping[str, str] | None = None) -> httpx2.AsyncClient:
-        return httpx2.AsyncClient(transport=fence, headers={**(extra or {}), **headers},
-                                  timeout=timeout, follow_redirects=False, trust_env=False)
-
-    if upstream.transport == "sse":
-        def factory(headers: dict[str, str] | None = None, timeout: Any = None,
-                    auth: Any = None) -> httpx2.AsyncClient:
-            return client(headers)
-
-        return sse_client(upstream.url, httpx_client_factory=factory)
-    http = client()
-    stack.push_async_callback(http.aclose)
-    return streamable_http_client(upstream.url, http_client=http)
+#: The gateway's words for what ``classify`` found, where discovery's would mislead.
+_WORDS: Final[Mapping[str, str]] = {
+    "URLNotAllowed": "the URL is not in the gateway's egress allow-list",
+    "Timeout": "no answer in time",
+}
 
 
-async def _listing(session: ClientSession) -> tuple[dict[str, types.Tool], dict[str, str]]:
-    """Every tool the server lists, by name, and its ``info_digest``."""
-    tools: dict[str, types.Tool] = {}
-    digests: dict[str, str] = {}
-    cursor: str | None = None
-    for _ in range(_MAX_PAGES):
-        params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
-        page = await session.list_tools(params=params)
-        for tool in page.tools:
-            if tool.name not in digests:
-                # As discovery turns a listing into what the ToolSet was resolved from.
-                digests[tool.name] = info_digest(tool_info(tool))
-                tools[tool.name] = tool
-        cursor = page.next_cursor
-        if cursor is None:
-            break
-    return tools, digests
+def _transport(upstream: Upstream) -> McpTransport:
+    return "sse" if upstream.transport == "sse" else "streamable-http"
+
+
+def _strings_redacted(value: Any, redactor: Redactor) -> Any:
+    """``value`` (JSON data) with every string in it, keys too, redacted."""
+    if isinstance(value, str):
+        return redactor(value)
+    if isinstance(value, list):
+        return [_strings_redacted(v, redactor) for v in value]
+    if isinstance(value, dict):
+        return {redactor(k): _strings_redacted(v, redactor) for k, v in value.items()}
+    return value
+
+
+class _RedactedStderr:
+    """A pipe for a stdio child's stderr, relayed line by line to the gateway's own
+    stderr with the child's Secret values redacted."""
+
+    _MAX_LINE: Final = 64 * 1024
+
+    def __init__(self, redactor: Redactor, label: str) -> None:
+        self._redactor = redactor
+        self._label = label
+        read, write = os.pipe()
+        self._read = os.fdopen(read, "r", encoding="utf-8", errors="replace")
+        self.writer = os.fdopen(write, "w")
+
+    def __enter__(self) -> _RedactedStderr:
+        threading.Thread(target=self._relay, daemon=True,
+                         name=f"stderr of {self._label}").start()
+        return self
+
+    def started(self) -> None:
+        """The child holds its copy of the pipe: ours closes, so that the relay ends
+        when the child does."""
+        self.writer.close()
+
+    def __exit__(self, *exc: object) -> None:
+        self.writer.close()
+
+    def _relay(self) -> None:
+        with self._read:
+            while line := self._read.readline(self._MAX_LINE):
+                sys.stderr.write(self._redactor(line.rstrip("\n")) + "\n")
+                sys.stderr.flush()
+
+
+async def _listing(session: ClientSession, bounds: Wire | Unfenced,
+                   ) -> tuple[dict[str, types.Tool], dict[str, str]]:
+    """Every tool the server lists, by name, and its ``info_digest``: discovery's
+    listing (``list_pages``: its page, tool and cursor checks), digested as
+    discovery digests what the ToolSet was resolved from."""
+    tools, _ = await list_pages(session, bounds, _LIMITS)
+    return tools, {name: info_digest(tool_info(tool)) for name, tool in tools.items()}
 
 
 def _check_output(tool: types.Tool | None, result: types.CallToolResult, label: str) -> None:
@@ -507,15 +484,6 @@ def _schema_error(schema: dict[str, Any], instance: Any) -> bool:
 
 _UNTRUSTED: Final = ("TLS: the server's certificate is not trusted (trust its CA with the"
                      " server's tls.caConfigMapRef or caSecretRef, or --ca-file)")
-
-
-def _causes(exc: BaseException) -> Any:
-    seen = 0
-    cause = exc.__cause__ or exc.__context__
-    while cause is not None and seen < 10:
-        yield cause
-        cause = cause.__cause__ or cause.__context__
-        seen += 1
 
 
 def _leaves(exc: BaseException) -> Any:

@@ -25,7 +25,6 @@ from typing import Any, Final
 #: A result is a ConfigMap-sized thing in practice; anything far larger is refused.
 MAX_MESSAGE_BYTES: Final = 16 * 1024 * 1024
 _LINE_END: Final = re.compile(rb"\r\n|\n|\r")
-_MAX_REASON: Final = 200
 
 
 class WireError(Exception):
@@ -154,8 +153,10 @@ def classify(message: Any, request_id: int) -> Meaning:
     error = message.get("error")
     if isinstance(error, dict) and isinstance(error.get("code"), int) and not isinstance(
             error.get("code"), bool):
+        # Whole: the message is redacted before it is cut (a cut first could leave part
+        # of a secret value, no longer recognisable); the message is bounded anyway.
         text = error.get("message")
-        return Failure(error["code"], text[:_MAX_REASON] if isinstance(text, str) else "")
+        return Failure(error["code"], text if isinstance(text, str) else "")
     raise WireError("the answer is neither a result nor an error")
 
 

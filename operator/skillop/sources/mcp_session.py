@@ -31,7 +31,7 @@ import logging
 import ssl
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any, Final
+from typing import Any, Final, NoReturn, Protocol
 
 import anyio
 import httpx2
@@ -45,17 +45,18 @@ from skillop.model.names import server_tool_name_problem
 from skillop.sources.egress import EgressGuard
 from skillop.sources.mcp_discovery import (
     DEFAULT_LIMITS,
-    MAX_DETAIL_LEN,
     DiscoveryError,
     DiscoveryLimits,
     DiscoveryResult,
+    ErrorReason,
     McpTransport,
     one_line,
 )
 from skillop.sources.mcp_tools import McpToolInfo
 from skillop.sources.mcp_transport import Wire, http_client, trust_context
+from skillop.sources.redaction import Redactor
 
-__all__ = ["list_tools", "tool_info"]
+__all__ = ["Redactor", "classify", "list_pages", "list_tools", "open_session", "tool_info"]
 
 logger = logging.getLogger(__name__)
 
@@ -67,9 +68,6 @@ _ANNOTATION_KEYS: Final = (
     "openWorldHint",
 )
 _CLIENT_INFO: Final = types.Implementation(name="skillop-discovery", version="0.1.0")
-# Header values shorter than this are not secrets worth redacting (and would
-# shred messages: a value "1" would erase every digit).
-_MIN_SECRET_LEN: Final = 4
 #: Loggers of the SDK's client side and of its HTTP client; see ``_quiet_sdk_loggers``.
 _SDK_LOGGERS: Final = ("mcp.client", "mcp.shared", "client", "httpx2")
 
@@ -107,20 +105,6 @@ def _quiet_sdk_loggers() -> None:
 _quiet_sdk_loggers()
 
 
-class Redactor:
-    """Removes header values from text that may have come back from the server."""
-
-    def __init__(self, headers: Mapping[str, str]) -> None:
-        values = {v for v in headers.values() if len(v) >= _MIN_SECRET_LEN}
-        # Longest first, so a value containing another is removed whole.
-        self._values = sorted(values, key=len, reverse=True)
-
-    def __call__(self, text: str) -> str:
-        for value in self._values:
-            text = text.replace(value, "[redacted]")
-        return text[:MAX_DETAIL_LEN]
-
-
 @asynccontextmanager
 async def open_session(
     url: str,
@@ -129,8 +113,12 @@ async def open_session(
     wire: Wire,
     limits: DiscoveryLimits,
     message_handler: MessageHandlerFnT | None = None,
+    *,
+    client_info: types.Implementation = _CLIENT_INFO,
+    read_timeout: float | None = None,
 ) -> AsyncIterator[ClientSession]:
-    """An initialized MCP session over the fenced HTTP client."""
+    """An initialized MCP session over the fenced HTTP client. ``read_timeout``
+    bounds each request (default: the limits' total timeout)."""
     async with AsyncExitStack() as stack:
         if transport == "sse":
 
@@ -152,9 +140,9 @@ async def open_session(
         session = ClientSession(
             read,
             write,
-            read_timeout_seconds=limits.total_timeout,
+            read_timeout_seconds=limits.total_timeout if read_timeout is None else read_timeout,
             message_handler=message_handler,
-            client_info=_CLIENT_INFO,
+            client_info=client_info,
         )
         await stack.enter_async_context(session)
         # Callers hold the deadline: entering SDK task groups inside a deadline
@@ -187,33 +175,65 @@ def announces_list_changed(session: ClientSession) -> bool:
     return bool(caps is not None and caps.tools is not None and caps.tools.list_changed)
 
 
-async def list_all(
-    session: ClientSession, wire: Wire, limits: DiscoveryLimits
-) -> DiscoveryResult:
-    """Every page of ``tools/list``; tools repeated across pages keep their first listing."""
-    tools: dict[str, McpToolInfo] = {}
+class Bounds(Protocol):
+    """Where a listing's failures go: a ``Wire`` (HTTP), or ``Unfenced`` (stdio)."""
+
+    def fail(self, reason: ErrorReason, detail: str) -> NoReturn: ...
+
+    def raise_if_failed(self) -> None: ...
+
+
+class Unfenced:
+    """``Bounds`` for a session with no HTTP under it (a stdio child of the gateway)."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+
+    def fail(self, reason: ErrorReason, detail: str) -> NoReturn:
+        raise DiscoveryError(reason, self.label, detail)
+
+    def raise_if_failed(self) -> None:
+        return None
+
+
+async def list_pages(
+    session: ClientSession, bounds: Bounds, limits: DiscoveryLimits
+) -> tuple[dict[str, types.Tool], tuple[str, ...]]:
+    """Every page of ``tools/list``: the tools by name (a tool repeated across pages
+    keeps its first listing) and one line per tool skipped for its name. Fails
+    (``bounds.fail``) on a repeated cursor, more than ``max_tools`` tools or more
+    than ``max_pages`` pages: discovery and the gateway list the same way."""
+    tools: dict[str, types.Tool] = {}
     skipped: list[str] = []
     cursors: set[str] = set()
     cursor: str | None = None
     for _ in range(limits.max_pages):
         params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
         page = await session.list_tools(params=params)
-        wire.raise_if_failed()
+        bounds.raise_if_failed()
         for tool in page.tools:
             if (problem := server_tool_name_problem(tool.name)) is not None:
                 skipped.append(f"tool {one_line(repr(tool.name), 140)} skipped: {problem}")
                 continue
-            tools.setdefault(tool.name, tool_info(tool))
+            tools.setdefault(tool.name, tool)
         if len(tools) > limits.max_tools:
-            wire.fail("TooManyTools", f"the server lists more than {limits.max_tools} tools")
+            bounds.fail("TooManyTools", f"the server lists more than {limits.max_tools} tools")
         cursor = page.next_cursor
         if cursor is None:
-            return DiscoveryResult(tuple(tools.values()), announces_list_changed(session),
-                                   skipped=tuple(skipped))
+            return tools, tuple(skipped)
         if cursor in cursors:
-            wire.fail("ProtocolError", "tools/list repeated a cursor (pagination loop)")
+            bounds.fail("ProtocolError", "tools/list repeated a cursor (pagination loop)")
         cursors.add(cursor)
-    wire.fail("TooManyTools", f"tools/list has more than {limits.max_pages} pages")
+    bounds.fail("TooManyTools", f"tools/list has more than {limits.max_pages} pages")
+
+
+async def list_all(
+    session: ClientSession, wire: Wire, limits: DiscoveryLimits
+) -> DiscoveryResult:
+    """``list_pages`` as discovery records it."""
+    tools, skipped = await list_pages(session, wire, limits)
+    return DiscoveryResult(tuple(tool_info(t) for t in tools.values()),
+                           announces_list_changed(session), skipped=skipped)
 
 
 # --------------------------------------------------------------------------- failures
@@ -234,11 +254,12 @@ def first(
     return next((leaf for leaf in _leaves(exc) if isinstance(leaf, kind)), None)
 
 
-def classify(exc: BaseException, wire: Wire, redact: Redactor) -> DiscoveryError:
-    """Turn whatever the SDK raised into one DiscoveryError; fence findings win."""
-    if wire.failure is not None:
+def classify(exc: BaseException, wire: Wire | Unfenced, redact: Redactor) -> DiscoveryError:
+    """Turn whatever the SDK raised into one DiscoveryError; fence findings win.
+    Discovery and the gateway explain failures with this one classifier."""
+    if isinstance(wire, Wire) and wire.failure is not None:
         return wire.failure
-    url = wire.display_url
+    url = wire.display_url if isinstance(wire, Wire) else wire.label
     if (own := first(exc, DiscoveryError)) is not None:
         assert isinstance(own, DiscoveryError)
         return own
@@ -248,19 +269,20 @@ def classify(exc: BaseException, wire: Wire, redact: Redactor) -> DiscoveryError
         return DiscoveryError("Timeout", url, "no complete answer in time")
     if (connect := first(exc, httpx2.ConnectError)) is not None:
         return DiscoveryError("ConnectFailed", url, f"cannot connect: {redact(str(connect))}")
-    if (status := first(exc, httpx2.HTTPStatusError)) is not None:
-        assert isinstance(status, httpx2.HTTPStatusError)
-        return DiscoveryError("HTTPError", url, _status_detail(status.response.status_code, wire))
-    if wire.http_status is not None:
-        return DiscoveryError("HTTPError", url, _status_detail(wire.http_status, wire))
+    if isinstance(wire, Wire):
+        if (status := first(exc, httpx2.HTTPStatusError)) is not None:
+            assert isinstance(status, httpx2.HTTPStatusError)
+            return DiscoveryError("HTTPError", url,
+                                  _status_detail(status.response.status_code, wire))
+        if wire.http_status is not None:
+            return DiscoveryError("HTTPError", url, _status_detail(wire.http_status, wire))
     if (sse := first(exc, httpx2.SSEError)) is not None:
         return DiscoveryError("ProtocolError", url, f"not an SSE endpoint: {redact(str(sse))}")
     if first(exc, (httpx2.RemoteProtocolError, httpx2.DecodingError)) is not None:
         return DiscoveryError("ProtocolError", url, "the server's answer is not valid HTTP")
     if (
-        lost := first(
-            exc, (httpx2.TransportError, anyio.ClosedResourceError, anyio.BrokenResourceError)
-        )
+        lost := first(exc, (httpx2.TransportError, anyio.ClosedResourceError,
+                            anyio.BrokenResourceError, anyio.EndOfStream))
     ) is not None:
         return DiscoveryError("ConnectFailed", url, f"connection lost: {type(lost).__name__}")
     if (rpc := first(exc, MCPError)) is not None:
@@ -333,7 +355,7 @@ async def list_tools(
             async with open_session(url, transport, headers, wire, limits) as session:
                 result = await list_all(session, wire, limits)
     except Exception as exc:
-        error = classify(exc, wire, Redactor(headers))
+        error = classify(exc, wire, Redactor(headers.values()))
         logger.debug("discovery failed: %s", error)
         raise error from None
     logger.debug("discovered %d tools at %s", len(result.tools), wire.display_url)

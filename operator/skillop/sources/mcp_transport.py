@@ -9,7 +9,13 @@ transport (``_FencedTransport``) sees every request and response:
 * it meters response bytes against ``DiscoveryLimits.max_response_bytes`` and
   aborts the stream as soon as the limit is crossed;
 * it refuses compressed bodies (the limit is meant for what is parsed, and
-  ``Accept-Encoding: identity`` is requested).
+  ``Accept-Encoding: identity`` is requested);
+* it reads a call's event stream to its end when the SDK closes it early, so
+  that the kept-alive connection can be reused.
+
+Discovery and the gateway's upstream sessions (``gateway.upstream``) both go
+through it. Discovery meters all responses of a connection together; the
+gateway, whose sessions live for days, meters each answer (``per_response``).
 
 Connect and total timeouts bound each step; proxies and ``SSL_CERT_*`` from the
 environment are never read. What the fence saw is kept on a ``Wire``, so that
@@ -22,6 +28,7 @@ import functools
 import os
 import ssl
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import suppress
 from typing import NoReturn
 
 import anyio
@@ -53,20 +60,24 @@ class Wire:
         guard: EgressGuard,
         limits: DiscoveryLimits,
         tls: ssl.SSLContext | None = None,
+        *,
+        per_response: bool = False,
     ):
         self.display_url = display_url(url)
         self.tls = tls if tls is not None else trust_context(url, ())
         self.transport = transport
         self.guard = guard
         self.max_bytes = limits.max_response_bytes
+        #: Each POST answer is metered alone, and event streams (GET) not at all.
+        self.per_response = per_response
         self.bytes = 0
         self.failure: DiscoveryError | None = None
         self.http_status: int | None = None
         self.open_event_streams = 0
         self.event_stream_seen = False
-        #: The server gave an ``mcp-session-id``: only then does the SDK open the
+        #: The ``mcp-session-id`` the server gave: only with one does the SDK open the
         #: streamable-HTTP notification stream (GET) at all.
-        self.session_seen = False
+        self.session_id: str | None = None
         self.event_stream_settled = anyio.Event()
         self.wake: Callable[[], None] | None = None  # lets a watch notice a failure at once
 
@@ -81,6 +92,10 @@ class Wire:
     def raise_if_failed(self) -> None:
         if self.failure is not None:
             raise self.failure
+
+    @property
+    def session_seen(self) -> bool:
+        return self.session_id is not None
 
     def count(self, size: int) -> None:
         self.bytes += size
@@ -127,17 +142,22 @@ class _MeteredStream(httpx2.AsyncByteStream):
     """A response body that counts its bytes into the wire and tells when it closes."""
 
     def __init__(
-        self, inner: httpx2.AsyncByteStream, wire: Wire, on_close: Callable[[], None] | None
+        self, inner: httpx2.AsyncByteStream, wire: Wire, on_close: Callable[[], None] | None,
+        *, drain: bool = False,
     ) -> None:
         self._inner = inner
         self._wire = wire
         self._on_close = on_close
         self._is_event_stream = on_close is not None
+        self._drain = drain
+        self._bytes = 0
+        self._chunks: AsyncIterator[bytes] | None = None
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for chunk in self._inner:
+        self._chunks = aiter(self._inner)
+        async for chunk in self._chunks:
             try:
-                self._wire.count(len(chunk))
+                self._count(len(chunk))
             except DiscoveryError:
                 if not self._is_event_stream:
                     raise  # a request's answer: fail it at once
@@ -146,11 +166,40 @@ class _MeteredStream(httpx2.AsyncByteStream):
                 return
             yield chunk
 
+    def _count(self, size: int) -> None:
+        wire = self._wire
+        if not wire.per_response:
+            wire.count(size)
+        elif not self._is_event_stream:
+            self._bytes += size
+            if self._bytes > wire.max_bytes:
+                wire.fail("ResponseTooLarge", f"an answer exceeded {wire.max_bytes} bytes")
+
     async def aclose(self) -> None:
         on_close, self._on_close = self._on_close, None
         if on_close is not None:
             on_close()
+        if self._drain and self._chunks is not None:
+            await _drain(self._chunks)
         await self._inner.aclose()
+
+
+#: A call's event stream is read on for this long after the SDK closed it.
+_DRAIN_SECONDS = 0.2
+_DRAIN_BYTES = 1024 * 1024
+
+
+async def _drain(chunks: AsyncIterator[bytes]) -> None:
+    """Read a POST's event stream to its end. The SDK closes it as soon as the
+    answer arrived, before the server's last chunk; a connection closed mid-body
+    cannot be reused, so every call would open a new one. The server ends the
+    stream right after the answer, so reading on briefly keeps the connection."""
+    drained = 0
+    with anyio.move_on_after(_DRAIN_SECONDS), suppress(Exception):
+        async for chunk in chunks:
+            drained += len(chunk)
+            if drained > _DRAIN_BYTES:
+                break
 
 
 class _FencedTransport(httpx2.AsyncBaseTransport):
@@ -173,14 +222,16 @@ class _FencedTransport(httpx2.AsyncBaseTransport):
         except DiscoveryError:
             await response.aclose()
             raise
-        if response.headers.get("mcp-session-id"):
-            wire.session_seen = True
+        if session_id := response.headers.get("mcp-session-id"):
+            wire.session_id = session_id
         on_close = None
         if wire.is_event_stream(request, response):
             wire.event_stream_opened()
             on_close = wire.event_stream_closed
+        drain = request.method == "POST" and response.headers.get(
+            "content-type", "").startswith("text/event-stream")
         assert isinstance(response.stream, httpx2.AsyncByteStream)
-        response.stream = _MeteredStream(response.stream, wire, on_close)
+        response.stream = _MeteredStream(response.stream, wire, on_close, drain=drain)
         return response
 
     async def aclose(self) -> None:
@@ -193,10 +244,13 @@ def http_client(
     # Reads are unbounded here because the notification stream idles for long;
     # every request is bounded by an anyio deadline instead.
     timeout = httpx2.Timeout(limits.total_timeout, connect=limits.connect_timeout, read=None)
+    # Idle connections are dropped after a second, well before servers drop them
+    # (uvicorn after 5 s): a request on a connection the server is closing fails,
+    # and the SDK's client then loses the whole session.
+    inner = httpx2.AsyncHTTPTransport(trust_env=False, verify=wire.tls,
+                                      limits=httpx2.Limits(keepalive_expiry=1.0))
     return httpx2.AsyncClient(
-        transport=_FencedTransport(
-            wire, httpx2.AsyncHTTPTransport(trust_env=False, verify=wire.tls)
-        ),
+        transport=_FencedTransport(wire, inner),
         headers={"accept-encoding": "identity", **headers},
         timeout=timeout,
         follow_redirects=False,

@@ -31,7 +31,6 @@ from skillop.sources.mcp_discovery import (
     McpTransport,
 )
 from skillop.sources.mcp_session import (
-    Redactor,
     announces_list_changed,
     classify,
     first,
@@ -39,6 +38,7 @@ from skillop.sources.mcp_session import (
     open_session,
 )
 from skillop.sources.mcp_transport import Wire, trust_context
+from skillop.sources.redaction import Redactor
 
 __all__ = ["watch_tools"]
 
@@ -183,7 +183,7 @@ async def _watch_session(
             raise _NoStream() from None
         if (carrier := first(exc, _CallbackFailed)) is not None:
             raise (carrier.__cause__ or carrier) from None
-        raise classify(exc, wire, Redactor(headers)) from None
+        raise classify(exc, wire, Redactor(headers.values())) from None
 
 
 async def _serve_watch(
