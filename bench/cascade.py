@@ -79,6 +79,8 @@ from typing import Any, Protocol
 
 from benchkit import operator_process, wait_until
 
+from skillop.model.toolset import default_configmap_name
+
 ROOT = Path(__file__).resolve().parents[1]
 GROUP, VERSION = "skillop.dev", "v1alpha1"
 HASH_ANNOTATION = "skillop.dev/tools-hash"
@@ -382,7 +384,7 @@ class Cluster:
         """One Actor's status and ConfigMap data: the bodies the raw client writes."""
         body = self.custom.get_namespaced_custom_object(GROUP, VERSION, self.ns, "actors", name)
         cm = json.loads(self.core.read_namespaced_config_map(
-            f"{name}-tools", self.ns, _preload_content=False).data)
+            default_configmap_name(name), self.ns, _preload_content=False).data)
         return Sample(dict(body.get("status") or {}), dict(cm.get("data") or {}))
 
     def set_probe_description(self, description: str) -> None:
@@ -457,7 +459,7 @@ def run_cascade(args: argparse.Namespace) -> dict[str, Any]:
                 def all_ready() -> bool:
                     hashes, cms = progress.actor_hashes(), progress.configmap_hashes()
                     return len(hashes) == args.actors and all(
-                        ready and h and cms.get(f"{name}-tools") == h
+                        ready and h and cms.get(default_configmap_name(name)) == h
                         for name, (h, ready) in hashes.items())
 
                 wait_until(all_ready, args.timeout, "every Actor Ready with its ConfigMap",
@@ -474,7 +476,7 @@ def run_cascade(args: argparse.Namespace) -> dict[str, Any]:
                 def all_new() -> bool:
                     hashes, cms = progress.actor_hashes(), progress.configmap_hashes()
                     return len(hashes) == args.actors and all(
-                        h and h not in old and cms.get(f"{name}-tools") == h
+                        h and h not in old and cms.get(default_configmap_name(name)) == h
                         for name, (h, _) in hashes.items())
 
                 figures["cascade_seconds"] = wait_until(

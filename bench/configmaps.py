@@ -42,6 +42,8 @@ from typing import Any
 
 from benchkit import wait_until
 
+from skillop.model.toolset import default_configmap_name
+
 NS = "team-a"
 
 
@@ -136,7 +138,7 @@ def measure_operator(args: argparse.Namespace) -> dict[str, float]:
                     "skillop.dev", "v1alpha1", args.namespace, f"{doc['kind'].lower()}s", doc)
         with operator_process(args.kubeconfig) as proc:
             def ready() -> bool:
-                cm = core.read_namespaced_config_map("dev-tools", args.namespace,
+                cm = core.read_namespaced_config_map(default_configmap_name("dev"), args.namespace,
                                                      _preload_content=False)
                 return cm.status == 200
 

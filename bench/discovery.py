@@ -81,6 +81,8 @@ from typing import Any, Protocol
 
 from benchkit import operator_process, wait_until
 
+from skillop.model.toolset import CONFIGMAP_SUFFIX, TOOLS_KEY, default_configmap_name
+
 ROOT = Path(__file__).resolve().parents[1]
 GROUP, VERSION = "skillop.dev", "v1alpha1"
 MANAGED = "app.kubernetes.io/managed-by=skillop"
@@ -151,8 +153,8 @@ class Cluster:
         items = self._list(self.core.list_namespaced_config_map, self.ns, label_selector=MANAGED)
         out = {}
         for cm in items:
-            name = cm["metadata"]["name"].removesuffix("-tools")
-            doc = json.loads((cm.get("data") or {}).get("tools.json") or "{}")
+            name = cm["metadata"]["name"].removesuffix(CONFIGMAP_SUFFIX)
+            doc = json.loads((cm.get("data") or {}).get(TOOLS_KEY) or "{}")
             out[name] = {t["name"] for t in doc.get("tools", [])}
         return out
 
@@ -266,7 +268,7 @@ class WatchLog:
             self._events.append((now, kind, name))
             self._last = now
             if category == "configmaps" and self._token and name not in self._carrying \
-                    and self._token in ((obj.get("data") or {}).get("tools.json") or ""):
+                    and self._token in ((obj.get("data") or {}).get(TOOLS_KEY) or ""):
                 self._carrying[name] = now
 
     def mark(self) -> int:
@@ -409,7 +411,7 @@ def change(args: argparse.Namespace, cluster: Cluster, srv: Any, server: int, ro
 
     users = {s for s, idx in skills.items() if server in idx}
     dependents = {a for a, sk in actors.items() if users & set(sk)}
-    wanted = {f"{a}-tools" for a in dependents}
+    wanted = {default_configmap_name(a) for a in dependents}
     new = f"s{server:03d}_added_{round_}"
     log = cluster.log
     wait_until(lambda: srv._sessions, 10, "a watch session on the server", interval=0.01)

@@ -15,7 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from skillop.model.toolset import TOOLS_KEY, default_configmap_name
+
 ROOT = Path(__file__).resolve().parents[2]
+CONFIGMAP = default_configmap_name("developer")
 CLUSTER = "skillop-e2e"
 IMAGE = "skillop:e2e"
 
@@ -77,13 +80,13 @@ def wait_ready(kind: str, ns: str, name: str, timeout: float = 90) -> dict[str, 
 def test_examples_resolve_and_configmaps_are_collected(kind_cluster: None) -> None:
     sh("kubectl", "apply", "-f", str(ROOT / "examples"))
     status = wait_ready("actor", "team-a", "developer")
-    cm = json.loads(sh("kubectl", "get", "configmap", "developer-tools", "-n", "team-a",
+    cm = json.loads(sh("kubectl", "get", "configmap", CONFIGMAP, "-n", "team-a",
                        "-o", "json"))
-    assert json.loads(cm["data"]["tools.json"])["hash"] == status["toolsHash"]
+    assert json.loads(cm["data"][TOOLS_KEY])["hash"] == status["toolsHash"]
     sh("kubectl", "delete", "actor", "developer", "-n", "team-a")
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        if subprocess.run(["kubectl", "get", "configmap", "developer-tools", "-n", "team-a"],
+        if subprocess.run(["kubectl", "get", "configmap", CONFIGMAP, "-n", "team-a"],
                           capture_output=True, check=False).returncode != 0:
             return
         time.sleep(2)

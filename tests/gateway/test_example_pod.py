@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from skillop.cli.main import _parser
+from skillop.model.toolset import default_configmap_name
 
 POD = Path(__file__).resolve().parents[2] / "examples" / "actor-pod.yaml"
 
@@ -48,7 +49,7 @@ def test_the_gateway_mounts_the_configmap_and_each_secret_where_it_reads_them() 
     assert all(m.get("readOnly") for m in mounts.values())
     configmaps = [n for n in mounts if "configMap" in volumes[n]]
     paths = {volumes[n]["configMap"]["name"]: mounts[n]["mountPath"] for n in configmaps}
-    assert paths.pop("reviewer-tools") == env["SKILLOP_TOOLSET_DIR"]
+    assert paths.pop(default_configmap_name("reviewer")) == env["SKILLOP_TOOLSET_DIR"]
     # Every other ConfigMap is a CA bundle, where the gateway looks for it.
     assert paths and all(path == f"{env['SKILLOP_CONFIGMAPS_DIR']}/{name}"
                          for name, path in paths.items())

@@ -31,6 +31,7 @@ from mcp_servers import ServerHandle, make_tool
 from skillkit import actor, anon, skill, skill_md
 
 from skillop.gateway.served import META_CAPABILITIES
+from skillop.model.toolset import TOOLS_KEY
 
 ACTOR = "team-a/dev"
 SECRET = "up-token"
@@ -93,7 +94,7 @@ def test_listing_is_exactly_the_sets_mcp_and_agent_skill_tools(
         upstream: ServerHandle, mounts: Mounts) -> None:
     docs = _docs(upstream.url)
     mounts.toolset(docs)
-    document = json.loads(toolset_files(docs, ACTOR)["tools.json"])
+    document = json.loads(toolset_files(docs, ACTOR)[TOOLS_KEY])
     expected = {t["bindingName"]: t for t in document["tools"]
                 if t["source"] in ("mcp", "agent_skill")}
     assert {t["source"] for t in document["tools"]} > {"mcp", "agent_skill"}  # builtins too
@@ -130,7 +131,7 @@ def test_calls_reach_the_upstream_under_its_own_name_and_agent_skills_return_the
         files = toolset_files(docs, ACTOR)
         mounts.tools.write(files)
         bindings = {t["qualifiedName"]: t["bindingName"]
-                    for t in json.loads(files["tools.json"])["tools"]}
+                    for t in json.loads(files[TOOLS_KEY])["tools"]}
         mine, theirs = bindings["team-a/srv.echo"], bindings["team-a/twin.echo"]
         assert "echo" not in (mine, theirs)
 
@@ -328,7 +329,7 @@ def test_hot_reload_changes_the_listing_and_tells_connected_clients(
     with mounts.gateway() as gw:
         before, after, result = _run(session_across_reload)
         # A set that cannot be read leaves the current one served.
-        mounts.tools.write({"tools.json": "{not json"})
+        mounts.tools.write({TOOLS_KEY: "{not json"})
         time.sleep(0.5)
 
         async def still() -> set[str]:

@@ -17,6 +17,8 @@ from gatewaykit import GatewayProcess, Volume, call_once, echo_tool, text_of, to
 from mcp_servers import ServerHandle, make_tool
 from skillkit import actor, skill
 
+from skillop.model.toolset import TOOLS_KEY
+
 ACTOR = "team-a/dev"
 
 
@@ -60,10 +62,10 @@ def _call(gw: GatewayProcess) -> types.CallToolResult:
 def test_the_servers_ca_from_a_configmap_is_carried_in_the_toolset_and_trusted(
         tmp_path: Path, https: ServerHandle, ca: CertificateAuthority) -> None:
     pod = Pod(tmp_path, https.url, {"caConfigMapRef": {"name": "upstream-ca"}})
-    (entry,) = json.loads(pod.files["tools.json"])["mcpServers"]
+    (entry,) = json.loads(pod.files[TOOLS_KEY])["mcpServers"]
     # A reference, as headersFrom: the bundle itself is never in the ConfigMap.
     assert entry["tls"] == {"caConfigMapRef": {"name": "upstream-ca", "key": "ca.crt"}}
-    assert "CERTIFICATE" not in pod.files["tools.json"]
+    assert "CERTIFICATE" not in pod.files[TOOLS_KEY]
     Volume(pod.configmaps / "upstream-ca").write({"ca.crt": ca.ca_pem})
     with pod.gateway() as gw:
         result = _call(gw)

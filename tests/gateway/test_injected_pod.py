@@ -24,6 +24,7 @@ from gatewaykit import (
 from mcp_servers import ServerHandle, make_tool
 from skillkit import actor, skill
 
+from skillop.model.toolset import default_configmap_name
 from skillop.resolve.inject import SIDECAR_NAME
 
 SECRET = "up-token"
@@ -53,7 +54,7 @@ def _lay_out(pod: dict[str, Any], root: Path, docs: list[dict[str, Any]]) -> dic
     for mount in gateway["volumeMounts"]:
         volume = volumes[mount["name"]]
         target = Volume(root / mount["mountPath"].lstrip("/"))
-        if volume.get("configMap", {}).get("name") == "dev-tools":
+        if volume.get("configMap", {}).get("name") == default_configmap_name("dev"):
             target.write(toolset_files(docs, "team-a/dev"))
         elif "secret" in volume:
             assert volume["secret"]["secretName"] == SECRET

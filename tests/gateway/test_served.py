@@ -17,6 +17,7 @@ from skillkit import actor, skill, skill_md
 
 from skillop.gateway.secrets import SecretMissing, env_of, headers_of
 from skillop.gateway.served import ToolSetError, load_served_set, parse_served_set
+from skillop.model.toolset import TOOLS_KEY
 
 ACTOR = "team-a/dev"
 
@@ -27,7 +28,7 @@ def _document() -> dict[str, Any]:
                                       "tools": [echo_tool("echo", "up")]}],
                   builtins=["git_operations"], agentSkills=[{"inline": skill_md("notes")}]),
             actor("dev", skills=["srv"])]
-    parsed: dict[str, Any] = json.loads(toolset_files(docs, ACTOR)["tools.json"])
+    parsed: dict[str, Any] = json.loads(toolset_files(docs, ACTOR)[TOOLS_KEY])
     return parsed
 
 
@@ -38,7 +39,7 @@ def test_the_resolvers_document_is_served_as_is(tmp_path: Path) -> None:
                            actor("dev", skills=["srv"])], ACTOR)
     Volume(tmp_path).write(files)
     served = load_served_set(tmp_path)
-    document = json.loads(files["tools.json"])
+    document = json.loads(files[TOOLS_KEY])
     assert (served.actor, served.hash) == (ACTOR, document["hash"])
     assert set(served.tools) == {"echo", "notes"}
     echo = served.tools["echo"]
@@ -54,6 +55,10 @@ def test_the_resolvers_document_is_served_as_is(tmp_path: Path) -> None:
     (lambda d: d["tools"][0].update(bindingName="has space"), "tools[0].bindingName: String"),
     (lambda d: d["mcpServers"].clear(), "tools[0].mcpServer: no mcpServers entry 'up'"),
     (lambda d: d["mcpServers"][0].pop("url"), "mcpServers[0]: neither url nor command"),
+    (lambda d: d["tools"][0].pop("upstreamName"), "tools[0].upstreamName: required for an mcp"),
+    (lambda d: d["agentSkills"].clear(), "name: no agentSkills entry 'notes'"),
+    (lambda d: d["agentSkills"][0].update(key="../notes.md"),
+     "agentSkills[0].key: String should match pattern"),
     (lambda d: d["tools"].append(dict(d["tools"][0])), "bindingName: echo appears twice"),
     (lambda d: d["mcpServers"][0].update(tls={}),
      "mcpServers[0].tls: exactly one of caConfigMapRef and caSecretRef must be set"),
@@ -70,6 +75,13 @@ def test_a_bad_document_is_one_line_naming_the_field(mutate: Any, line: str) -> 
     message = str(caught.value)
     assert message.startswith("/etc/skillop/tools.json: ") and line in message
     assert "\n" not in message
+
+
+def test_an_agent_skills_body_is_read_from_the_key_the_document_names() -> None:
+    doc = _document()
+    doc["agentSkills"][0]["key"] = "agent-skill.elsewhere.md"
+    served = parse_served_set(json.dumps(doc), body=lambda key: f"body of {key}")
+    assert served.tools["notes"].body == "body of agent-skill.elsewhere.md"
 
 
 def test_a_missing_toolset_is_one_line(tmp_path: Path) -> None:

@@ -20,6 +20,8 @@ import pytest
 from conftest import Cluster, operator, wait_for
 from mcp_servers import ServerHandle, make_tool
 
+from skillop.model.toolset import TOOLS_KEY, default_configmap_name
+
 NS = "disc"
 TIMEOUT = 15.0
 
@@ -47,10 +49,10 @@ def report(line: str) -> None:
 
 
 def cm_tools(cluster: Cluster, actor_name: str) -> set[str] | None:
-    cm = cluster.configmap(NS, f"{actor_name}-tools")
+    cm = cluster.configmap(NS, default_configmap_name(actor_name))
     if cm is None:
         return None
-    return {t["name"] for t in json.loads(cm.data["tools.json"])["tools"]}
+    return {t["name"] for t in json.loads(cm.data[TOOLS_KEY])["tools"]}
 
 
 def wait_tools(cluster: Cluster, actor_name: str, expected: set[str],
@@ -240,7 +242,7 @@ def test_secret_headers_are_sent_and_never_written(ns: Cluster,
         assert srv.requests and all(r.headers.get("authorization") == SECRET_VALUE
                                     for r in srv.requests)
         # The env Secret travels as the reference it is.
-        doc = json.loads(ns.configmap(NS, "holder-tools").data["tools.json"])
+        doc = json.loads(ns.configmap(NS, default_configmap_name("holder")).data[TOOLS_KEY])
         local = next(s for s in doc["mcpServers"] if s["name"] == "local")
         assert local["env"] == [{"name": "GH_TOKEN", "valueFrom": {
             "secretKeyRef": {"name": "tool-env", "key": "token"}}}]

@@ -22,6 +22,7 @@ from conftest import ROOT, Cluster
 from replicas import Replica, emulator_process, free_port, holder, lease, wait_holder
 
 from kube_emulator import wait_for
+from skillop.model.toolset import default_configmap_name
 
 EXAMPLES = ROOT / "examples"
 DURATION = 5.0
@@ -146,7 +147,7 @@ def test_kill_9_the_leader_and_the_standby_writes_the_change_within_the_bound(
     ours = b.writes(since=mark)
     assert {w.resource for w in ours} >= {"leases", "actors", "configmaps"}
     assert operator_writes(cluster, mark) == ours
-    cm = cluster.configmap("team-a", "developer-tools")
+    cm = cluster.configmap("team-a", default_configmap_name("developer"))
     assert cm.metadata.annotations["skillop.dev/tools-hash"] == tools_hash(cluster)
 
 

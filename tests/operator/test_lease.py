@@ -15,6 +15,7 @@ import kmock
 import pytest
 from conftest import Cluster
 
+from skillop.model.toolset import default_configmap_name
 from skillop.operator.kube import Kube, LeaseConflict, LeaseRecord, NotLeader
 from skillop.operator.leader import Elector
 from skillop.operator.settings import LeaseConfig
@@ -151,6 +152,7 @@ def test_the_write_gate_refuses_before_any_request(cluster: Cluster, kube: Kube)
         asyncio.run(kube.patch_status("Actor", ObjectRef("team-a", "x"), {"a": 1}, {}))
     with pytest.raises(NotLeader):
         asyncio.run(kube.apply_configmap(
-            {"metadata": {"namespace": "team-a", "name": "x-tools"}}, exists=False))
+            {"metadata": {"namespace": "team-a", "name": default_configmap_name("x")}},
+            exists=False))
     asyncio.run(kube.post_event("Actor", ObjectRef("team-a", "x"), "uid", "Normal", "R", "m"))
     assert cluster.emulator.filter_writes(since=mark, include_events=True) == []

@@ -10,6 +10,7 @@ from conftest import ROOT, Cluster, operator, wait_for
 
 from skillop.cli.load import load_paths
 from skillop.model.names import ObjectRef
+from skillop.model.toolset import TOOLS_KEY, default_configmap_name
 from skillop.resolve.catalog import Catalog
 from skillop.resolve.resolver import Resolver
 
@@ -34,8 +35,8 @@ def test_examples_become_configmaps_and_statuses(running: Cluster) -> None:
     running.wait_ready("Actor", "team-a", "reviewer")
     assert ready["reason"] == "Resolved"
     status = running.get("Actor", "team-a", "developer")["status"]
-    cm = wait_for(lambda: running.configmap("team-a", "developer-tools"))
-    doc = json.loads(cm.data["tools.json"])
+    cm = wait_for(lambda: running.configmap("team-a", default_configmap_name("developer")))
+    doc = json.loads(cm.data[TOOLS_KEY])
     # The operator and the offline CLI agree to the byte on the hash.
     assert doc["hash"] == status["toolsHash"] == offline_hash("team-a/developer")
     assert cm.metadata.annotations["skillop.dev/tools-hash"] == doc["hash"]
@@ -45,9 +46,9 @@ def test_examples_become_configmaps_and_statuses(running: Cluster) -> None:
     assert cm.data["agent-skill.release-notes.md"].startswith("# Release notes")
     assert status["toolCount"] == len(doc["tools"]) == len(status["tools"])
     assert status["observedGeneration"] == 1
-    assert status["configMapName"] == "developer-tools"
+    assert status["configMapName"] == default_configmap_name("developer")
     reviewer = running.get("Actor", "team-a", "reviewer")["status"]
-    assert running.configmap("team-a", "reviewer-tools") is not None
+    assert running.configmap("team-a", default_configmap_name("reviewer")) is not None
     assert {"kind": "Skill", "name": "team-a/devops-toolkit",
             "reason": "denied by skillAccessPolicy.deny '*/devops-*'"} in reviewer["pruned"]
     skill = running.wait_ready("Skill", "team-a", "full-stack-dev")
@@ -67,7 +68,7 @@ def test_deep_change_updates_every_dependent_actor(running: Cluster) -> None:
     wait_for(lambda: running.get("Actor", "team-a", "developer")["status"]["toolsHash"]
              != before["developer"], message="developer re-resolved")
     dev = running.get("Actor", "team-a", "developer")["status"]
-    assert cm_hash(running, "team-a", "developer-tools") == dev["toolsHash"]
+    assert cm_hash(running, "team-a", default_configmap_name("developer")) == dev["toolsHash"]
     assert "shell_execute" in {t["name"] for t in dev["tools"]}
     # unsafe and destructive: the reviewer's policy drops it, says so, and its
     # tool set (and ConfigMap) stay as they were.
@@ -80,7 +81,7 @@ def test_deep_change_updates_every_dependent_actor(running: Cluster) -> None:
 def test_cycle_then_fix_keeps_last_good_configmap(running: Cluster) -> None:
     running.apply_dir(EXAMPLES)
     running.wait_ready("Actor", "team-a", "developer")
-    good = cm_hash(running, "team-a", "developer-tools")
+    good = cm_hash(running, "team-a", default_configmap_name("developer"))
     running.patch_spec("Skill", "team-a", "deploy", {"includes": [{"skill": "full-stack-dev"}]})
     ready = running.wait_ready("Actor", "team-a", "developer", "False")
     assert ready["reason"] == "CycleDetected"
@@ -88,16 +89,16 @@ def test_cycle_then_fix_keeps_last_good_configmap(running: Cluster) -> None:
     assert "keeps the last good tool set" in ready["message"]
     skill = running.wait_ready("Skill", "team-a", "deploy", "False")
     assert skill["reason"] == "CycleDetected"
-    assert cm_hash(running, "team-a", "developer-tools") == good
+    assert cm_hash(running, "team-a", default_configmap_name("developer")) == good
     running.patch_spec("Skill", "team-a", "deploy", {"includes": None})
     running.wait_ready("Actor", "team-a", "developer")
-    assert cm_hash(running, "team-a", "developer-tools") == good
+    assert cm_hash(running, "team-a", default_configmap_name("developer")) == good
 
 
 def test_deleted_skill_makes_dependents_unready_and_keeps_configmap(running: Cluster) -> None:
     running.apply_dir(EXAMPLES)
     running.wait_ready("Actor", "team-a", "developer")
-    good = cm_hash(running, "team-a", "developer-tools")
+    good = cm_hash(running, "team-a", default_configmap_name("developer"))
     running.delete("Skill", "team-a", "testing")
     ready = running.wait_ready("Actor", "team-a", "developer", "False")
     assert ready["reason"] == "RefNotFound"
@@ -105,7 +106,8 @@ def test_deleted_skill_makes_dependents_unready_and_keeps_configmap(running: Clu
     status = running.get("Actor", "team-a", "developer")["status"]
     refs = next(c for c in status["conditions"] if c["type"] == "ResolvedRefs")
     assert refs["status"] == "False"
-    assert status["toolsHash"] == good == cm_hash(running, "team-a", "developer-tools")
+    assert status["toolsHash"] == good == cm_hash(running, "team-a",
+                                                  default_configmap_name("developer"))
 
 
 def test_restart_of_an_unchanged_cluster_writes_nothing(cluster: Cluster) -> None:
@@ -113,7 +115,7 @@ def test_restart_of_an_unchanged_cluster_writes_nothing(cluster: Cluster) -> Non
         cluster.apply_dir(EXAMPLES)
         cluster.wait_ready("Actor", "team-a", "developer")
         cluster.wait_ready("Actor", "team-a", "reviewer")
-        wait_for(lambda: cluster.configmap("team-a", "reviewer-tools"))
+        wait_for(lambda: cluster.configmap("team-a", default_configmap_name("reviewer")))
     mark = cluster.emulator.write_mark()
     with operator():
         # Give the restarted operator time to list, index and reconcile everything.
@@ -128,14 +130,14 @@ def test_restart_of_an_unchanged_cluster_writes_nothing(cluster: Cluster) -> Non
 def test_hand_deleted_or_edited_configmap_is_restored(running: Cluster) -> None:
     running.apply_dir(EXAMPLES)
     running.wait_ready("Actor", "team-a", "developer")
-    good = wait_for(lambda: cm_hash(running, "team-a", "developer-tools"))
-    running.core.delete_namespaced_config_map("developer-tools", "team-a")
-    wait_for(lambda: cm_hash(running, "team-a", "developer-tools") == good,
+    good = wait_for(lambda: cm_hash(running, "team-a", default_configmap_name("developer")))
+    running.core.delete_namespaced_config_map(default_configmap_name("developer"), "team-a")
+    wait_for(lambda: cm_hash(running, "team-a", default_configmap_name("developer")) == good,
              message="configmap restored after deletion")
-    running.core.patch_namespaced_config_map("developer-tools", "team-a",
-                                             {"data": {"tools.json": "{}"}})
-    wait_for(lambda: json.loads(running.configmap("team-a", "developer-tools")
-                                .data["tools.json"]).get("hash") == good,
+    running.core.patch_namespaced_config_map(default_configmap_name("developer"), "team-a",
+                                             {"data": {TOOLS_KEY: "{}"}})
+    wait_for(lambda: json.loads(running.configmap("team-a", default_configmap_name("developer"))
+                                .data[TOOLS_KEY]).get("hash") == good,
              message="configmap restored after a hand edit")
 
 
@@ -190,8 +192,8 @@ def test_policy_sees_the_real_risk_in_status(running: Cluster) -> None:
     actor = running.wait_ready("Actor", "team-a", "sneaky-reader", "False")
     assert actor["reason"] == "ForbiddenOverride"
     assert "spec.tools[0].overrides.capabilities.readOnly" in actor["message"]
-    cm = running.configmap("team-a", "sneaky-reader-tools")
-    assert cm is None or "kubectl_apply" not in cm.data["tools.json"]
+    cm = running.configmap("team-a", default_configmap_name("sneaky-reader"))
+    assert cm is None or "kubectl_apply" not in cm.data[TOOLS_KEY]
     # A deny glob that can never match: the policy is refused, not silently empty.
     running.apply(_doc("Actor", "deny-typo", {
         "skills": ["full-stack-dev"], "skillAccessPolicy": {"deny": ["devops-toolkit"]}}))

@@ -11,6 +11,7 @@ from conftest import Cluster, wait_for
 from mcp_servers import ServerHandle, make_tool
 from test_discovery import NS, TIMEOUT, actor, skill
 
+from skillop.model.toolset import TOOLS_KEY, default_configmap_name
 from skillop.sources.mcp_tools import McpToolInfo, info_digest
 
 
@@ -21,10 +22,10 @@ def ns(running: Cluster) -> Iterator[Cluster]:
 
 
 def descriptions(cluster: Cluster, actor_name: str) -> dict[str, str]:
-    cm = cluster.configmap(NS, f"{actor_name}-tools")
+    cm = cluster.configmap(NS, default_configmap_name(actor_name))
     if cm is None:
         return {}
-    return {t["name"]: t["description"] for t in json.loads(cm.data["tools.json"])["tools"]}
+    return {t["name"]: t["description"] for t in json.loads(cm.data[TOOLS_KEY])["tools"]}
 
 
 def condition(cluster: Cluster, kind: str, name: str, type_: str) -> dict[str, Any] | None:

@@ -19,6 +19,8 @@ from typing import Any
 from conftest import Cluster, wait_for
 from mcp_servers import ServerHandle, make_tool
 
+from skillop.model.toolset import TOOLS_KEY, default_configmap_name
+
 TIMEOUT = 15.0
 TOKENS = {"tenant-a": "Bearer token-of-tenant-a-4f1c", "tenant-b": "Bearer token-of-tenant-b-9d2e"}
 
@@ -49,10 +51,10 @@ def actor(ns: str, name: str, *skills: str) -> dict[str, Any]:
 
 
 def cm_tools(cluster: Cluster, ns: str, actor_name: str) -> set[str] | None:
-    cm = cluster.configmap(ns, f"{actor_name}-tools")
+    cm = cluster.configmap(ns, default_configmap_name(actor_name))
     if cm is None:
         return None
-    return {t["name"] for t in json.loads(cm.data["tools.json"])["tools"]}
+    return {t["name"] for t in json.loads(cm.data[TOOLS_KEY])["tools"]}
 
 
 def wait_tools(cluster: Cluster, ns: str, actor_name: str, expected: set[str]) -> None:

@@ -24,6 +24,7 @@ from realkit import (
 )
 
 from clusterkit import GROUP, VERSION, wait_for
+from skillop.model.toolset import TOOLS_KEY, default_configmap_name
 
 pytestmark = pytest.mark.realapi
 
@@ -86,7 +87,7 @@ def test_examples_reach_ready_with_owned_configmaps(real: RealCluster, examples:
         assert (owner.api_version, owner.kind, owner.name, owner.uid) == (
             f"{GROUP}/{VERSION}", "Actor", name, actor["metadata"]["uid"])
         assert owner.controller is True
-        doc = json.loads(cm.data["tools.json"])
+        doc = json.loads(cm.data[TOOLS_KEY])
         # The operator and the offline CLI agree on the ToolSet, hash first.
         expected = offline(f"{ns}/{name}")
         assert doc["hash"] == status["toolsHash"] == expected["hash"]
@@ -133,7 +134,7 @@ def cascade_hashes(real: RealCluster) -> dict[str, tuple[str | None, str | None]
     cms = {cm.metadata.name: (cm.metadata.annotations or {}).get("skillop.dev/tools-hash")
            for cm in real.core.list_namespaced_config_map(CASCADE).items}
     return {a["metadata"]["name"]: ((a.get("status") or {}).get("toolsHash"),
-                                    cms.get(f"{a['metadata']['name']}-tools"))
+                                    cms.get(default_configmap_name(a['metadata']['name'])))
             for a in real.list("Actor", CASCADE)}
 
 
@@ -163,19 +164,19 @@ def test_a_deep_change_reaches_every_dependent_actor(real: RealCluster,
 
     wait_for(all_changed, timeout=30, interval=0.2, message="every actor has the new hash")
     for name in actors:
-        cm = real.configmap(CASCADE, f"{name}-tools")
-        tools = {t["name"]: t for t in json.loads(cm.data["tools.json"])["tools"]}
+        cm = real.configmap(CASCADE, default_configmap_name(name))
+        tools = {t["name"]: t for t in json.loads(cm.data[TOOLS_KEY])["tools"]}
         assert tools["base_tool"]["description"] == "probe v2"
 
 
 def test_deleting_an_actor_collects_its_configmap(real: RealCluster, examples: Running) -> None:
-    name = "reviewer-tools"
+    name = default_configmap_name("reviewer")
     assert real.configmap("team-a", name) is not None
     real.delete("Actor", "team-a", "reviewer")
     # The controller manager's garbage collector, following the ownerReference.
     wait_for(lambda: real.configmap("team-a", name) is None, timeout=60, interval=0.2,
              message=f"ConfigMap team-a/{name} garbage-collected")
-    assert real.configmap("team-a", "developer-tools") is not None
+    assert real.configmap("team-a", default_configmap_name("developer")) is not None
 
 
 def test_every_status_written_survives_the_schema(real: RealCluster, examples: Running) -> None:

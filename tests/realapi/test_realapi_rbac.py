@@ -22,6 +22,7 @@ from skillkit import actor, skill
 
 import chartkit
 from clusterkit import wait_for
+from skillop.model.toolset import default_configmap_name
 
 pytestmark = pytest.mark.realapi
 
@@ -102,7 +103,7 @@ def test_the_chart_rbac_is_enough(real: RealCluster, bound: tuple[str, str]) -> 
         real.apply(skill("top", ns, includes=[{"skill": "base"}]))
         real.apply(actor("agent", ns, skills=["top"]))
         real.wait_ready("Actor", ns, "agent", timeout=30)
-        cm = wait_for(lambda: real.configmap(ns, "agent-tools"), timeout=10)
+        cm = wait_for(lambda: real.configmap(ns, default_configmap_name("agent")), timeout=10)
         first = cm.metadata.annotations["skillop.dev/tools-hash"]
         # A change that renames nothing but adds a tool: status, ConfigMap update, Event.
         real.patch_spec("Skill", ns, "top", {"builtins": ["file_operations"]})
@@ -112,8 +113,8 @@ def test_the_chart_rbac_is_enough(real: RealCluster, bound: tuple[str, str]) -> 
                              for e in real.core.list_namespaced_event(ns).items),
                  timeout=10, message="ToolSetChanged event posted")
         # A ConfigMap deleted by hand is created again.
-        real.core.delete_namespaced_config_map("agent-tools", ns)
-        wait_for(lambda: real.configmap(ns, "agent-tools"), timeout=30,
+        real.core.delete_namespaced_config_map(default_configmap_name("agent"), ns)
+        wait_for(lambda: real.configmap(ns, default_configmap_name("agent")), timeout=30,
                  message="ConfigMap restored")
         # A reference that breaks: the Actor's status says so.
         real.delete("Skill", ns, "base")

@@ -8,6 +8,7 @@ from typing import Any
 
 from skillop.cli.load import load_paths
 from skillop.model.names import ObjectRef
+from skillop.model.toolset import TOOLS_KEY
 from skillop.resolve.catalog import Catalog
 from skillop.resolve.resolver import Resolver
 from skillop.resolve.toolset import configmap_data
@@ -20,7 +21,7 @@ def test_snippet_loads_the_toolset_and_binds_every_tool(tmp_path: Path) -> None:
     resolution = resolver.resolve_actor(ObjectRef("team-a", "developer"))
     assert resolution is not None
     data = configmap_data(resolution.text, resolution.tools)
-    (tmp_path / "tools.json").write_text(data["tools.json"])
+    (tmp_path / "tools.json").write_text(data[TOOLS_KEY])
     text = (ROOT / "docs" / "toolset.md").read_text()
     snippet = re.search(r"```python\n(.*?)```", text, re.S)
     assert snippet is not None

@@ -11,6 +11,7 @@ from skillkit import actor, anon, catalog, ref, skill
 
 from skillop.model import problems as P
 from skillop.model.status import MAX_PRUNED, MAX_TEXT, ActorStatus, SkillStatus
+from skillop.model.toolset import MAX_CONFIGMAP_BYTES, TOOLS_KEY
 from skillop.operator.outputs import (
     ACTOR_LABEL,
     HASH_ANNOTATION,
@@ -25,7 +26,6 @@ from skillop.operator.outputs import (
 )
 from skillop.operator.store import Store
 from skillop.resolve.resolver import Resolver
-from skillop.resolve.toolset import MAX_CONFIGMAP_BYTES
 
 Doc = dict[str, Any]
 T0 = "2024-01-01T00:00:00Z"
@@ -81,7 +81,7 @@ def test_a_fresh_actor_gets_a_status_and_an_owned_configmap_and_no_events() -> N
     assert owner[0]["kind"] == "Actor" and owner[0]["name"] == "dev"
     assert owner[0]["uid"] == "uid-dev" and owner[0]["controller"] is True
     assert owner[0]["apiVersion"] == "skillop.dev/v1alpha1"
-    doc = json.loads(cm["data"]["tools.json"])
+    doc = json.loads(cm["data"][TOOLS_KEY])
     assert meta["annotations"][HASH_ANNOTATION] == doc["hash"] == plan.status["toolsHash"]
     status = plan.status
     assert status["observedGeneration"] == 3
@@ -196,7 +196,7 @@ def test_status_tools_are_capped_but_tool_count_is_the_full_count() -> None:
     assert plan.status is not None and plan.configmap is not None
     assert plan.status["toolCount"] == 300
     assert len(plan.status["tools"]) == 256
-    assert len(json.loads(plan.configmap["data"]["tools.json"])["tools"]) == 300
+    assert len(json.loads(plan.configmap["data"][TOOLS_KEY])["tools"]) == 300
     assert {"name", "bindingName", "source", "skill"} <= set(plan.status["tools"][0])
 
 

@@ -12,6 +12,7 @@ from skillkit import actor, anon, configmap, ref, skill, skill_md
 
 from skillop.model import problems as P
 from skillop.model.names import ObjectRef
+from skillop.model.toolset import TOOLS_KEY, default_configmap_name
 from skillop.operator.deps import Key, key
 from skillop.operator.runtime import Reconciler
 from skillop.operator.store import Store
@@ -59,6 +60,11 @@ class Recorder:
         return out
 
 
+def _cm(actor: str) -> str:
+    """The key of an Actor's ConfigMap in team-a, as the recorded calls name it."""
+    return f"team-a/{default_configmap_name(actor)}"
+
+
 def _clock() -> Any:
     counter = itertools.count()
     return lambda: f"2024-01-01T00:00:{next(counter) % 60:02d}Z"
@@ -97,8 +103,8 @@ def test_the_initial_batch_writes_every_status_and_configmap_once() -> None:
     _, writer, rec, changed = _loaded()
     asyncio.run(rec.process(changed))
     assert _summary(writer.take()) == sorted([
-        ("configmap", "team-a/dev-tools", False), ("configmap", "team-a/ops-tools", False),
-        ("configmap", "team-a/idle-tools", False),
+        ("configmap", _cm("dev"), False), ("configmap", _cm("ops"), False),
+        ("configmap", _cm("idle"), False),
         ("status", "Actor", "team-a/dev"), ("status", "Actor", "team-a/ops"),
         ("status", "Actor", "team-a/idle"),
         ("status", "Skill", "team-a/base"), ("status", "Skill", "team-a/mid"),
@@ -117,7 +123,7 @@ def test_a_base_skill_change_rewrites_exactly_its_dependents_once() -> None:
     asyncio.run(rec.process(changed))
     calls = writer.take()
     assert _summary(calls) == sorted([
-        ("configmap", "team-a/dev-tools", True), ("configmap", "team-a/ops-tools", True),
+        ("configmap", _cm("dev"), True), ("configmap", _cm("ops"), True),
         ("event", "Actor", "team-a/dev"), ("event", "Actor", "team-a/ops"),
         ("status", "Actor", "team-a/dev"), ("status", "Actor", "team-a/ops"),
         ("status", "Skill", "team-a/base"), ("status", "Skill", "team-a/mid"),
@@ -125,8 +131,8 @@ def test_a_base_skill_change_rewrites_exactly_its_dependents_once() -> None:
     events = [c for c in calls if c[0] == "event"]
     assert {(c[3], c[4]) for c in events} == {("uid-dev", "ToolSetChanged"),
                                               ("uid-ops", "ToolSetChanged")}
-    dev_cm = next(c[3] for c in calls if c[:2] == ("configmap", "team-a/dev-tools"))
-    assert "format" in dev_cm["data"]["tools.json"]
+    dev_cm = next(c[3] for c in calls if c[:2] == ("configmap", _cm("dev")))
+    assert "format" in dev_cm["data"][TOOLS_KEY]
     # the same keys again: everything is already as it should be
     asyncio.run(rec.process(changed))
     assert writer.take() == []
@@ -359,7 +365,7 @@ def test_a_windows_configmaps_land_before_its_statuses(
 def test_a_failed_configmap_write_holds_back_its_status(
         monkeypatch: pytest.MonkeyPatch) -> None:
     store, changed = _fan_out(10)
-    writer = SlowWriter(fail_configmaps={"a003-tools"})
+    writer = SlowWriter(fail_configmaps={default_configmap_name("a003")})
     rec = Reconciler(store, writer, clock=_clock(), concurrency=4)
     failed: list[set[Key]] = []
     rec.mark = lambda keys: failed.append(set(keys))  # type: ignore[method-assign]

@@ -9,6 +9,7 @@ from skillkit import actor, anon, configmap, namespace, ref, skill, skill_md, to
 
 from skillop.model import problems as P
 from skillop.model.specs import ServerKey
+from skillop.model.toolset import TOOLS_KEY, default_configmap_name
 from skillop.operator.deps import key, server_dep
 from skillop.operator.outputs import HASH_ANNOTATION, MANAGED_BY
 from skillop.operator.store import Store
@@ -24,7 +25,8 @@ def _with(doc: Doc, **meta: Any) -> Doc:
     return out
 
 
-def _managed_cm(name: str = "dev-tools", owner: str = "dev", data: dict[str, str] | None = None,
+def _managed_cm(name: str = default_configmap_name("dev"), owner: str = "dev",
+                data: dict[str, str] | None = None,
                 tools_hash: str = "sha256:abc") -> Doc:
     return {
         "apiVersion": "v1", "kind": "ConfigMap",
@@ -32,7 +34,7 @@ def _managed_cm(name: str = "dev-tools", owner: str = "dev", data: dict[str, str
                      "annotations": {HASH_ANNOTATION: tools_hash},
                      "ownerReferences": [{"apiVersion": "skillop.dev/v1alpha1", "kind": "Actor",
                                           "name": owner, "uid": "u-1", "controller": True}]},
-        "data": data if data is not None else {"tools.json": "{}"},
+        "data": data if data is not None else {TOOLS_KEY: "{}"},
     }
 
 
@@ -119,24 +121,24 @@ def test_managed_configmaps_are_tracked_apart_and_edits_return_the_owner() -> No
     owner = {key("Actor", ref("team-a/dev"))}
     body = _managed_cm()
     assert store.upsert(body) == owner  # first sight: the actor checks it
-    cm = ref("team-a/dev-tools")
+    cm = ref("team-a/" + default_configmap_name("dev"))
     assert cm in store.managed and cm not in store.catalog.configmaps
     assert store.managed[cm].owner == "dev"
     assert store.managed[cm].tools_hash == "sha256:abc"
     assert store.upsert(copy.deepcopy(body)) == set()  # an echo of what is known
     # what the operator itself wrote is known: its echo is no news
-    written = _managed_cm(data={"tools.json": '{"x": 1}'}, tools_hash="sha256:def")
+    written = _managed_cm(data={TOOLS_KEY: '{"x": 1}'}, tools_hash="sha256:def")
     store.record_configmap(written)
     assert store.upsert(copy.deepcopy(written)) == set()
     # a hand edit of the data or of the hash annotation goes back to the owner
-    assert store.upsert(_managed_cm(data={"tools.json": "edited"},
+    assert store.upsert(_managed_cm(data={TOOLS_KEY: "edited"},
                                     tools_hash="sha256:def")) == owner
-    assert store.upsert(_managed_cm(data={"tools.json": "edited"},
+    assert store.upsert(_managed_cm(data={TOOLS_KEY: "edited"},
                                     tools_hash="sha256:zzz")) == owner
     # a deletion too
-    assert store.remove("ConfigMap", "team-a", "dev-tools") == owner
+    assert store.remove("ConfigMap", "team-a", default_configmap_name("dev")) == owner
     assert cm not in store.managed
-    assert store.remove("ConfigMap", "team-a", "dev-tools") == set()
+    assert store.remove("ConfigMap", "team-a", default_configmap_name("dev")) == set()
 
 
 def test_a_managed_configmap_without_an_actor_owner_is_no_news() -> None:
@@ -144,7 +146,7 @@ def test_a_managed_configmap_without_an_actor_owner_is_no_news() -> None:
     body = _managed_cm()
     body["metadata"]["ownerReferences"] = []
     assert store.upsert(body) == set()
-    assert store.remove("ConfigMap", "team-a", "dev-tools") == set()
+    assert store.remove("ConfigMap", "team-a", default_configmap_name("dev")) == set()
 
 
 def test_skill_md_configmap_data_changes_return_the_configmap_key() -> None:
@@ -303,9 +305,9 @@ def test_a_configmap_no_skill_references_any_more_drops_its_data() -> None:
 
 def test_managed_configmaps_are_kept_as_a_digest_not_their_data() -> None:
     store = Store()
-    store.upsert(_managed_cm(data={"tools.json": "y" * 200_000}))
+    store.upsert(_managed_cm(data={TOOLS_KEY: "y" * 200_000}))
     assert not _retained(store, "y" * 1024)
-    edited = _managed_cm(data={"tools.json": "y" * 199_999 + "z"})
+    edited = _managed_cm(data={TOOLS_KEY: "y" * 199_999 + "z"})
     assert store.upsert(edited) == {key("Actor", ref("team-a/dev"))}  # still noticed
 
 

@@ -19,6 +19,7 @@ from skillkit import (
 )
 
 from skillop.model.capabilities import capabilities_from_annotations
+from skillop.model.toolset import TOOLS_KEY
 from skillop.resolve.toolset import configmap_data
 from skillop.sources.agent_skill import AgentSkillError, parse_skill_md
 
@@ -36,7 +37,7 @@ def test_inline_skill_md_is_one_read_only_tool() -> None:
         {"name": "release-notes", "skill": "team-a/s", "key": "agent-skill.release-notes.md"}]
     data = configmap_data(resolution.text, resolution.tools)
     assert data["agent-skill.release-notes.md"] == "# Steps\n1. read the log\n"
-    assert "read the log" not in data["tools.json"]
+    assert "read the log" not in data[TOOLS_KEY]
 
 
 def test_config_map_ref_with_default_and_explicit_key() -> None:

@@ -13,6 +13,7 @@ from skillkit import actor, anon, by_name, catalog, resolve_actor, skill, skill_
 from skillop.cli.load import load_paths
 from skillop.model.canonical import canonical_json
 from skillop.model.names import ObjectRef
+from skillop.model.toolset import TOOLS_KEY, ToolSetDocument, agent_skill_key
 from skillop.resolve.catalog import Catalog
 from skillop.resolve.resolver import Resolver
 from skillop.resolve.toolset import configmap_data, render_document
@@ -22,10 +23,11 @@ TOP_KEYS = ["apiVersion", "kind", "actor", "hash", "tools", "mcpServers", "agent
 #: Every tool's keys, in order; the optional ones are there only when set, and
 #: ``digest`` pins the definition (docs/decisions.md).
 TOOL_KEYS = ["name", "bindingName", "qualifiedName", "source", "skill", "title", "description",
-             "inputSchema", "outputSchema", "capabilities", "runtime", "mcpServer", "path",
-             "digest", "upstreamDigest"]
+             "inputSchema", "outputSchema", "capabilities", "runtime", "mcpServer", "upstreamName",
+             "path", "digest", "upstreamDigest"]
 OPTIONAL = {"title": "title", "outputSchema": "output_schema", "runtime": "runtime",
-            "mcpServer": "mcp_server", "upstreamDigest": "upstream_digest"}
+            "mcpServer": "mcp_server", "upstreamName": "mcp_server",
+            "upstreamDigest": "upstream_digest"}
 SOURCES = {"builtin", "tool", "mcp", "anonymous", "agent_skill"}
 
 
@@ -91,8 +93,29 @@ def test_rendered_document_is_json_that_parses_back() -> None:
 def test_configmap_data_holds_the_document_and_the_bodies() -> None:
     resolution = resolve_actor(_every_source(), "team-a/dev")
     data = configmap_data(resolution.text, resolution.tools)
-    assert sorted(data) == ["agent-skill.notes.md", "tools.json"]
-    assert json.loads(data["tools.json"]) == resolution.document
+    assert sorted(data) == [agent_skill_key("notes"), TOOLS_KEY]
+    assert json.loads(data[TOOLS_KEY]) == resolution.document
+
+
+def test_the_assembled_text_is_the_models_canonical_json() -> None:
+    """The writer joins cached fragments (the fast path); the model, built whole
+    or read back from those bytes, must spell exactly the same text."""
+    resolver = Resolver(_examples_catalog())
+    resolutions = [resolve_actor(_every_source(), "team-a/dev")] + [
+        resolver.resolve_actor(ObjectRef("team-a", name)) for name in ("developer", "reviewer")]
+    for resolution in resolutions:
+        assert resolution is not None
+        assert resolution.toolset.canonical() == resolution.text
+        assert ToolSetDocument.parse(resolution.text).canonical() == resolution.text
+
+
+def test_an_mcp_tool_names_its_upstream_tool_even_when_qualified() -> None:
+    docs = [skill("a", mcpServers=[{"name": "s", "url": "http://a/mcp", "tools": [anon("x")]}]),
+            skill("b", anonymousTools=[anon("x")]), actor("dev", skills=["a", "b"])]
+    tools = resolve_actor(docs, "team-a/dev").toolset.tools
+    mcp = next(t for t in tools if t.source == "mcp")
+    assert (mcp.name, mcp.upstream_name) == ("team-a/a.x", "x")
+    assert next(t for t in tools if t.source == "anonymous").upstream_name is None
 
 
 def _examples_catalog(order: int | None = None) -> Catalog:

@@ -14,109 +14,38 @@ reason; the caller keeps serving the set it had.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import mcp_types as types
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from pydantic.alias_generators import to_camel
+from pydantic import ValidationError
 
-from skillop.model.specs import DataKey, ObjectName
-from skillop.resolve.toolset import TOOLS_KEY
+from skillop.model.specs import McpTls
+from skillop.model.toolset import (
+    MAX_CONFIGMAP_BYTES,
+    TOOLS_KEY,
+    ServerEntry,
+    ToolEntry,
+    ToolSetDocument,
+)
 
 #: The ``_meta`` keys under which the listing carries what MCP annotations cannot.
 META_CAPABILITIES = "skillop.dev/capabilities"
 META_DIGEST = "skillop.dev/digest"
-#: tools.json is at most a ConfigMap (1 MiB); anything larger is not ours.
-_MAX_DOCUMENT_BYTES = 4 * 1024 * 1024
 _SERVED_SOURCES = ("mcp", "agent_skill")
 _HINTS = {"readOnly": "read_only_hint", "destructive": "destructive_hint",
           "idempotent": "idempotent_hint", "openWorld": "open_world_hint"}
 
 ServerKey = tuple[str, str]
 """An upstream server: (declaring skill, server name), as the ToolSet pairs them."""
+#: An Agent Skill's body by its ConfigMap key, or None when it is not mounted.
+BodyReader = Callable[[str], str | None]
 
 
 class ToolSetError(Exception):
     """The mounted ToolSet cannot be served; the message is one line."""
-
-
-class _Doc(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True, alias_generator=to_camel,
-                              populate_by_name=True)
-
-
-class _ToolDoc(_Doc):
-    name: str = Field(min_length=1)
-    binding_name: str = Field(pattern=r"^[a-zA-Z0-9_-]{1,64}$")
-    qualified_name: str = ""
-    source: str
-    skill: str = ""
-    title: str | None = None
-    description: str = ""
-    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
-    output_schema: dict[str, Any] | None = None
-    capabilities: dict[str, Any] = Field(default_factory=dict)
-    mcp_server: str | None = None
-    digest: str = ""
-    upstream_digest: str | None = None
-
-
-class _SecretKeyRef(_Doc):
-    name: str = Field(min_length=1)
-    key: str = Field(min_length=1)
-
-
-class _ValueFrom(_Doc):
-    secret_key_ref: _SecretKeyRef | None = None
-
-
-class _EnvDoc(_Doc):
-    name: str = Field(min_length=1)
-    value: str | None = None
-    value_from: _ValueFrom | None = None
-
-
-class _SecretRef(_Doc):
-    name: str = Field(min_length=1)
-
-
-class _HeadersFrom(_Doc):
-    secret_ref: _SecretRef
-
-
-class _CaKeyRef(_Doc):
-    # The Skill's own rules: a name and key that stay one path segment each.
-    name: ObjectName
-    key: DataKey = "ca.crt"
-
-
-class _TlsDoc(_Doc):
-    ca_config_map_ref: _CaKeyRef | None = None
-    ca_secret_ref: _CaKeyRef | None = None
-
-
-class _ServerDoc(_Doc):
-    name: str
-    skill: str = ""
-    transport: str = "streamable-http"
-    url: str | None = None
-    command: list[str] = Field(default_factory=list)
-    args: list[str] = Field(default_factory=list)
-    env: list[_EnvDoc] = Field(default_factory=list)
-    headers_from: _HeadersFrom | None = None
-    tls: _TlsDoc | None = None
-
-
-class _ToolSetDoc(_Doc):
-    kind: Literal["ToolSet"]
-    actor: str = ""
-    hash: str = ""
-    tools: list[_ToolDoc] = Field(default_factory=list)
-    mcp_servers: list[_ServerDoc] = Field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,11 +144,12 @@ def load_served_set(directory: Path) -> ServedSet:
     """The set mounted at ``directory``; raises ``ToolSetError`` (one line)."""
     path = directory / TOOLS_KEY
     try:
-        raw = path.read_bytes()[: _MAX_DOCUMENT_BYTES + 1]
+        raw = path.read_bytes()[: MAX_CONFIGMAP_BYTES + 1]
     except OSError as exc:
         raise ToolSetError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if len(raw) > _MAX_DOCUMENT_BYTES:
-        raise ToolSetError(f"{path}: larger than {_MAX_DOCUMENT_BYTES} bytes")
+    if len(raw) > MAX_CONFIGMAP_BYTES:
+        # More than the writer puts in a whole ConfigMap: not a document of ours.
+        raise ToolSetError(f"{path}: larger than {MAX_CONFIGMAP_BYTES} bytes")
     return parse_served_set(raw, path=str(path),
                             body=lambda key: _read_body(directory, key))
 
@@ -232,20 +162,19 @@ def _read_body(directory: Path, key: str) -> str | None:
 
 
 def parse_served_set(raw: bytes | str, *, path: str = TOOLS_KEY,
-                     body: Any = lambda key: None) -> ServedSet:
+                     body: BodyReader = lambda key: None) -> ServedSet:
     """Parse a ToolSet document; ``body(key)`` gives an Agent Skill's body or None."""
     try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError) as exc:
-        raise ToolSetError(f"{path}: not JSON ({_short(str(exc))})") from None
-    try:
-        doc = _ToolSetDoc.model_validate(data)
+        doc = ToolSetDocument.parse(raw)
     except ValidationError as exc:
         raise ToolSetError(f"{path}: {_first_error(exc)}") from None
+    except RecursionError:
+        raise ToolSetError(f"{path}: not JSON (nested too deeply)") from None
     servers: dict[ServerKey, Upstream] = {}
     for i, server in enumerate(doc.mcp_servers):
         upstream = _upstream(server, f"{path}: mcpServers[{i}]")
         servers.setdefault(upstream.key, upstream)
+    keys = {entry.name: entry.key for entry in doc.agent_skills}
     tools: dict[str, ServedTool] = {}
     for i, tool in enumerate(doc.tools):
         if tool.source not in _SERVED_SOURCES:
@@ -253,46 +182,45 @@ def parse_served_set(raw: bytes | str, *, path: str = TOOLS_KEY,
         where = f"{path}: tools[{i}]"
         if tool.binding_name in tools:
             raise ToolSetError(f"{where}.bindingName: {tool.binding_name} appears twice")
-        tools[tool.binding_name] = _served_tool(tool, where, servers, body)
+        tools[tool.binding_name] = _served_tool(tool, where, servers, keys, body)
     used = {t.upstream for t in tools.values() if t.upstream is not None}
     return ServedSet(
-        actor=doc.actor, hash=doc.hash, tools=tools,
+        actor=doc.actor or "", hash=doc.hash, tools=tools,
         upstreams={key: server for key, server in servers.items() if key in used},
         listing=tuple(t.definition for t in tools.values()),
     )
 
 
-def _upstream(server: _ServerDoc, where: str) -> Upstream:
+def _upstream(server: ServerEntry, where: str) -> Upstream:
     if server.url is None and not server.command:
         raise ToolSetError(f"{where}: neither url nor command")
-    env = []
-    for var in server.env:
-        ref = var.value_from.secret_key_ref if var.value_from is not None else None
-        env.append(EnvEntry(var.name, var.value,
-                            SecretKey(ref.name, ref.key) if ref is not None else None))
+    env = tuple(
+        EnvEntry(var.name, var.value,
+                 None if var.value_from is None
+                 else SecretKey(var.value_from.secret_key_ref.name,
+                                var.value_from.secret_key_ref.key))
+        for var in server.env or ())
     return Upstream(
         name=server.name, skill=server.skill, transport=server.transport, url=server.url,
-        command=tuple(server.command), args=tuple(server.args), env=tuple(env),
+        command=server.command or (), args=server.args or (), env=env,
         headers_secret=(server.headers_from.secret_ref.name
                         if server.headers_from is not None else None),
-        ca=_ca(server.tls, where),
+        ca=_ca(server.tls),
     )
 
 
-def _ca(tls: _TlsDoc | None, where: str) -> CaRef | None:
+def _ca(tls: McpTls | None) -> CaRef | None:
+    """The CA reference (the model holds exactly one of the two)."""
     if tls is None:
         return None
-    if (tls.ca_config_map_ref is None) == (tls.ca_secret_ref is None):
-        raise ToolSetError(f"{where}.tls: exactly one of caConfigMapRef and caSecretRef"
-                           " must be set")
     if tls.ca_config_map_ref is not None:
         return CaRef("ConfigMap", tls.ca_config_map_ref.name, tls.ca_config_map_ref.key)
     assert tls.ca_secret_ref is not None
     return CaRef("Secret", tls.ca_secret_ref.name, tls.ca_secret_ref.key)
 
 
-def _served_tool(tool: _ToolDoc, where: str, servers: Mapping[ServerKey, Upstream],
-                 body: Any) -> ServedTool:
+def _served_tool(tool: ToolEntry, where: str, servers: Mapping[ServerKey, Upstream],
+                 keys: Mapping[str, str], body: BodyReader) -> ServedTool:
     caps = tool.capabilities
     timeout = caps.get("timeoutSeconds")
     common: dict[str, Any] = {
@@ -304,26 +232,20 @@ def _served_tool(tool: _ToolDoc, where: str, servers: Mapping[ServerKey, Upstrea
         and not isinstance(timeout, bool) and timeout > 0 else None,
     }
     if tool.source == "agent_skill":
-        return ServedTool(source="agent_skill",
-                          body=body(f"agent-skill.{tool.binding_name}.md"), **common)
+        if tool.name not in keys:
+            raise ToolSetError(f"{where}.name: no agentSkills entry {tool.name!r}")
+        return ServedTool(source="agent_skill", body=body(keys[tool.name]), **common)
     key = (tool.skill, tool.mcp_server or "")
     if tool.mcp_server is None or key not in servers:
         raise ToolSetError(f"{where}.mcpServer: no mcpServers entry {tool.mcp_server!r}"
                            f" of skill {tool.skill!r}")
-    return ServedTool(source="mcp", upstream=key, upstream_name=_upstream_name(tool),
+    if tool.upstream_name is None:
+        raise ToolSetError(f"{where}.upstreamName: required for an mcp tool")
+    return ServedTool(source="mcp", upstream=key, upstream_name=tool.upstream_name,
                       upstream_digest=tool.upstream_digest, **common)
 
 
-def _upstream_name(tool: _ToolDoc) -> str:
-    """The tool's name on its server: ``qualifiedName`` is ``<skill>.<name there>``
-    (the effective ``name`` may be qualified to break a conflict)."""
-    prefix = f"{tool.skill}."
-    if tool.qualified_name.startswith(prefix) and len(tool.qualified_name) > len(prefix):
-        return tool.qualified_name[len(prefix):]
-    return tool.name
-
-
-def _definition(tool: _ToolDoc) -> types.Tool:
+def _definition(tool: ToolEntry) -> types.Tool:
     caps = tool.capabilities
     hints = {field: caps[cap] for cap, field in _HINTS.items() if isinstance(caps.get(cap), bool)}
     annotations = (types.ToolAnnotations(title=tool.title, **hints)
@@ -338,6 +260,8 @@ def _definition(tool: _ToolDoc) -> types.Tool:
 
 def _first_error(exc: ValidationError) -> str:
     error = exc.errors()[0]
+    if error["type"] == "json_invalid":
+        return f"not JSON ({_short(error['msg'])})"
     loc = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error["loc"])
     return f"{loc.lstrip('.') or 'document'}: {_short(error['msg'])}"
 

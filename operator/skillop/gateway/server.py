@@ -66,7 +66,7 @@ from skillop.gateway.upstream import (
     Settings,
     UpstreamUnavailable,
 )
-from skillop.resolve.toolset import TOOLS_KEY
+from skillop.model.toolset import TOOLS_KEY
 from skillop.sources.egress import EgressGuard
 from skillop.sources.mcp_discovery import one_line
 

@@ -41,6 +41,7 @@ from typing import Any
 
 from skillop import __version__
 from skillop.model.names import ACTOR_LABEL, OBJECT_NAME_RE, ObjectRef
+from skillop.model.toolset import default_configmap_name
 from skillop.resolve.resolver import Resolver
 from skillop.resolve.toolset import configmap_name
 
@@ -164,7 +165,7 @@ def target_of(resolver: Resolver, namespace: str, actor: str) -> Target:
     """
     found = resolver.catalog.actors.get(ObjectRef(namespace, actor))
     if found is None:
-        return Target(actor=actor, configmap=f"{actor}-tools")
+        return Target(actor=actor, configmap=default_configmap_name(actor))
     resolution = resolver.resolve_actor(found.ref)
     ok = resolution is not None and resolution.ok
     return Target(actor=actor, configmap=configmap_name(found),

@@ -25,6 +25,7 @@ from skillop.model.names import ObjectRef, RefError, parse_ref
 from skillop.model.policies import url_host
 from skillop.model.problems import Problem, Subject
 from skillop.model.specs import McpServer
+from skillop.model.toolset import MAX_CONFIGMAP_BYTES, Owner, ToolSetDocument
 from skillop.resolve import graph
 from skillop.resolve.catalog import Catalog
 from skillop.resolve.entries import Entry, Flat, merge_into
@@ -40,7 +41,6 @@ from skillop.resolve.policy import (
 )
 from skillop.resolve.skills import SkillView, skill_view
 from skillop.resolve.toolset import (
-    MAX_CONFIGMAP_BYTES,
     EffectiveTool,
     configmap_data,
     data_size,
@@ -88,9 +88,9 @@ class Resolution:
     hash: str
     #: The document's canonical JSON: what the ConfigMap stores.
     text: str = field(repr=False)
-    #: Builds the document as a dict (``document``): only the CLI reads it, and the
-    #: operator, writing ``text``, never pays for it.
-    build_document: Callable[[], dict[str, Any]] = field(repr=False, compare=False)
+    #: Builds the document (``toolset``): only the CLI reads it, and the operator,
+    #: writing ``text``, never pays for it.
+    build_document: Callable[[], ToolSetDocument] = field(repr=False, compare=False)
     dropped: tuple[tuple[Entry, str], ...] = ()
     #: The SkillPolicies and ClusterSkillPolicies that applied (an Actor's).
     policies: tuple[AppliedPolicy, ...] = ()
@@ -100,9 +100,14 @@ class Resolution:
         return not self.problems
 
     @functools.cached_property
-    def document(self) -> dict[str, Any]:
-        """The ToolSet document, keys in the contract's order."""
+    def toolset(self) -> ToolSetDocument:
+        """The ToolSet document, whose canonical JSON is ``text``."""
         return self.build_document()
+
+    @functools.cached_property
+    def document(self) -> dict[str, Any]:
+        """The ToolSet document as JSON values, keys in the contract's order."""
+        return self.toolset.as_dict()
 
     def tool(self, name: str) -> EffectiveTool | None:
         for tool in self.tools:
@@ -324,7 +329,7 @@ class Resolver:
             out.update(dict.fromkeys(self.skill_problems(ref)))
         return list(out)
 
-    def _finish(self, subject: Subject, owner_kind: str, roots: Sequence[ObjectRef],
+    def _finish(self, subject: Subject, owner_kind: Owner, roots: Sequence[ObjectRef],
                 entries: list[Entry], skills: tuple[ObjectRef, ...], problems: list[Problem],
                 warnings: list[str], pruned: list[PrunedItem],
                 dropped: list[tuple[Entry, str]], *, budget: Ceiling | None,

@@ -15,16 +15,21 @@ from typing import Any
 
 from skillop.model.canonical import canonical_json, sha256_digest
 from skillop.model.manifest import ActorResource
-from skillop.model.names import GROUP_VERSION, ObjectRef
+from skillop.model.names import ObjectRef
 from skillop.model.specs import McpServer
 from skillop.model.tooldef import ToolDef
+from skillop.model.toolset import (
+    TOOLS_KEY,
+    AgentSkillEntry,
+    DocumentModel,
+    Owner,
+    ServerEntry,
+    ToolEntry,
+    ToolSetDocument,
+    agent_skill_key,
+    default_configmap_name,
+)
 from skillop.resolve.entries import Entry
-
-TOOLS_KEY = "tools.json"
-#: The most an Actor's ConfigMap may hold (keys and values, in bytes): the API
-#: server refuses objects over 1 MiB, and metadata needs room. An Actor whose
-#: tool set would not fit is ``TooLarge``, in the operator and the CLI alike.
-MAX_CONFIGMAP_BYTES = 900 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +44,7 @@ class EffectiveTool:
         """The ConfigMap key of an Agent Skill's body."""
         if self.entry.tool.source != "agent_skill":
             return None
-        return f"agent-skill.{self.binding_name}.md"
+        return agent_skill_key(self.binding_name)
 
 
 def _json_value(value: Any) -> str:
@@ -66,7 +71,7 @@ Template = tuple[str, str, str, str]
 
 
 def _tool_json(tool: EffectiveTool, path_json: str) -> str:
-    """``canonical_json(tool_document(tool))``, without building the document;
+    """``canonical_json`` of ``tool_entry(tool)``, without building the entry;
     ``path_json`` is the JSON of the tool's path.
 
     A ToolDef is shared by every actor that reaches it (and an MCP tool's is kept
@@ -77,88 +82,88 @@ def _tool_json(tool: EffectiveTool, path_json: str) -> str:
     entry = tool.entry
     template = entry.tool.memo.get(entry.skill)
     if template is None:
-        template = entry.tool.memo[entry.skill] = _template(tool_document(tool), entry.tool)
+        template = entry.tool.memo[entry.skill] = _template(tool_entry(tool), entry.tool)
     before_binding, before_name, before_path, end = template
     binding = encode_basestring(tool.binding_name)
     name = binding if tool.name == tool.binding_name else encode_basestring(tool.name)
     return f"{before_binding}{binding}{before_name}{name}{before_path}{path_json}{end}"
 
 
-def _template(doc: dict[str, Any], tool: ToolDef) -> Template:
+#: ``ToolEntry``'s (document key, attribute) pairs in canonical (sorted) order.
+_TOOL_KEYS = tuple(sorted((field.alias or name, name)
+                          for name, field in ToolEntry.model_fields.items()))
+
+
+def _template(doc: ToolEntry, tool: ToolDef) -> Template:
     """The canonical JSON of ``doc`` as the constant texts around its per-actor
     values, which sort as ``bindingName``, ``name``, ``path``:
     ``texts[0] + json(bindingName) + texts[1] + json(name) + texts[2] + json(path)
-    + texts[3]``."""
+    + texts[3]``. Unset (None) fields are absent, as ``ToolSetDocument.canonical``
+    leaves them out."""
     fragments = tool.fragments()
     texts: list[str] = []
     text = "{"
-    for i, key in enumerate(sorted(doc)):
-        text += ("," if i else "") + encode_basestring(key) + ":"
+    for key, attribute in _TOOL_KEYS:
+        value = getattr(doc, attribute)
+        if value is None:
+            continue
+        text += ("" if text == "{" else ",") + encode_basestring(key) + ":"
         if key in _PER_ACTOR_KEYS:
             texts.append(text)
             text = ""
         else:
-            text += fragments[key] if key in _DEFINITION_KEYS else _json_value(doc[key])
+            text += fragments[key] if key in _DEFINITION_KEYS else _json_value(value)
     texts.append(text + "}")
     before_binding, before_name, before_path, end = texts
     return before_binding, before_name, before_path, end
 
 
-def tool_document(tool: EffectiveTool, path: Sequence[str] | None = None) -> dict[str, Any]:
+def tool_entry(tool: EffectiveTool, path: Sequence[str] | None = None) -> ToolEntry:
     """One tool. Optional fields (``title``, ``outputSchema``, ``runtime``,
-    ``mcpServer``, ``execution``) are absent when unset; ``digest`` pins the
-    definition (see docs/decisions.md); an MCP tool's ``upstreamDigest`` is its
-    definition as the server gave it, before overrides (docs/toolset.md). ``path``
-    is ``tool.path`` spelled out, when the caller has it."""
+    ``mcpServer``, ``upstreamName``, ``execution``) are unset when they do not
+    apply; ``digest`` pins the definition (see docs/decisions.md); an MCP tool's
+    ``upstreamDigest`` is its definition as the server gave it, before overrides
+    (docs/toolset.md). ``path`` is ``tool.path`` spelled out, when the caller has it.
+
+    Built without validation: every value comes from models that were validated
+    (``ToolSetDocument.parse`` checks what a reader gets)."""
     t = tool.entry.tool
-    doc: dict[str, Any] = {
-        "name": tool.name,
-        "bindingName": tool.binding_name,
-        "qualifiedName": tool.entry.qualified_name,
-        "source": t.source,
-        "skill": tool.entry.skill.canonical,
-    }
-    if t.title is not None:
-        doc["title"] = t.title
-    doc["description"] = t.description
-    doc["inputSchema"] = t.input_schema
-    if t.output_schema is not None:
-        doc["outputSchema"] = t.output_schema
-    doc["capabilities"] = t.capabilities.to_dict()
-    if t.runtime is not None:
-        doc["runtime"] = t.runtime
-    if t.mcp_server is not None:
-        doc["mcpServer"] = t.mcp_server
-    if t.execution is not None:
-        doc["execution"] = t.execution
-    doc["path"] = [ref.canonical for ref in tool.path] if path is None else list(path)
-    doc["digest"] = t.digest()
-    if t.upstream_digest is not None:
-        doc["upstreamDigest"] = t.upstream_digest
-    return doc
+    return ToolEntry.model_construct(
+        name=tool.name, binding_name=tool.binding_name,
+        qualified_name=tool.entry.qualified_name, source=t.source,
+        skill=tool.entry.skill.canonical, title=t.title, description=t.description,
+        input_schema=t.input_schema, output_schema=t.output_schema,
+        capabilities=t.capabilities.to_dict(), runtime=t.runtime, mcp_server=t.mcp_server,
+        upstream_name=t.name if t.source == "mcp" else None, execution=t.execution,
+        path=tuple(ref.canonical for ref in tool.path) if path is None else tuple(path),
+        digest=t.digest(), upstream_digest=t.upstream_digest,
+    )
 
 
-def server_document(skill: ObjectRef, server: McpServer) -> dict[str, Any]:
-    doc: dict[str, Any] = {"name": server.name, "skill": skill.canonical,
-                           "transport": server.effective_transport}
-    if server.url is not None:
-        doc["url"] = server.url
-    else:
-        doc["command"] = list(server.command or [])
-        doc["args"] = list(server.args)
+def server_entry(skill: ObjectRef, server: McpServer) -> ServerEntry:
+    """A server as the set names it: its URL (and CA reference), or its stdio
+    command; Secrets only as references."""
+    stdio = server.url is None
+    return ServerEntry.model_construct(
+        name=server.name, skill=skill.canonical, transport=server.effective_transport,
+        url=server.url,
+        command=tuple(server.command or ()) if stdio else None,
+        args=tuple(server.args) if stdio else None,
         # Literal values are already in the Skill; valueFrom stays a reference.
-        doc["env"] = [e.model_dump(by_alias=True, exclude_none=True) for e in server.env]
-    if server.headers_from is not None:
-        doc["headersFrom"] = {"secretRef": {"name": server.headers_from.secret_ref.name}}
-    if server.tls is not None and server.url is not None:
+        env=tuple(server.env) if stdio else None,
+        headers_from=server.headers_from,
         # Where the CA bundle is (a reference, as for headersFrom): the gateway
         # trusts it once the pod mounts it (docs/gateway.md, Private CAs).
-        doc["tls"] = server.tls.model_dump(by_alias=True, exclude_none=True)
-    return doc
+        tls=None if stdio else server.tls,
+    )
+
+
+def _entry_dict(entry: DocumentModel) -> dict[str, Any]:
+    return entry.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 def toolset_text(
-    *, owner_kind: str, owner: str, tools: Sequence[EffectiveTool],
+    *, owner_kind: Owner, owner: str, tools: Sequence[EffectiveTool],
     servers: Sequence[tuple[ObjectRef, McpServer]],
 ) -> tuple[str, str]:
     """The document's canonical JSON (what the ConfigMap stores) and its hash.
@@ -176,42 +181,48 @@ def toolset_text(
 
 
 def toolset_document(
-    *, owner_kind: str, owner: str, tools: Sequence[EffectiveTool],
+    *, owner_kind: Owner, owner: str, tools: Sequence[EffectiveTool],
     servers: Sequence[tuple[ObjectRef, McpServer]], digest: str,
-) -> dict[str, Any]:
-    """The ToolSet document (``digest``: its hash, from ``toolset_text``), keys in
-    the contract's order."""
+) -> ToolSetDocument:
+    """The ToolSet document (``digest``: its hash, from ``toolset_text``)."""
     paths: dict[int, tuple[str, ...]] = {}
-    header = _header(owner_kind=owner_kind, owner=owner, tools=tools, servers=servers)
-    return {
-        "apiVersion": header["apiVersion"],
-        "kind": header["kind"],
-        owner_kind: owner,
-        "hash": digest,
-        "tools": [tool_document(t, _path_names(t.path, paths)) for t in tools],
-        "mcpServers": header["mcpServers"],
-        "agentSkills": header["agentSkills"],
-    }
+    return ToolSetDocument.model_construct(
+        actor=_owner(owner_kind, "actor", owner), skill=_owner(owner_kind, "skill", owner),
+        hash=digest,
+        tools=tuple(tool_entry(t, _path_names(t.path, paths)) for t in tools),
+        mcp_servers=_used_servers(tools, servers), agent_skills=_agent_skills(tools),
+    )
 
 
-def _header(*, owner_kind: str, owner: str, tools: Sequence[EffectiveTool],
+def _header(*, owner_kind: Owner, owner: str, tools: Sequence[EffectiveTool],
             servers: Sequence[tuple[ObjectRef, McpServer]]) -> dict[str, Any]:
-    """Every key of the document but ``hash`` and ``tools``."""
+    """Every key of the document but ``hash`` and ``tools``, as JSON values."""
+    doc = ToolSetDocument.model_construct(
+        actor=_owner(owner_kind, "actor", owner), skill=_owner(owner_kind, "skill", owner),
+        mcp_servers=_used_servers(tools, servers),
+        agent_skills=_agent_skills(tools))
+    return {key: value for key, value in _entry_dict(doc).items()
+            if key not in ("hash", "tools")}
+
+
+def _owner(owner_kind: Owner, field: Owner, owner: str) -> str | None:
+    """``owner`` for the document field naming the owner's kind; None for the other."""
+    return owner if owner_kind == field else None
+
+
+def _used_servers(tools: Sequence[EffectiveTool], servers: Sequence[tuple[ObjectRef, McpServer]],
+                  ) -> tuple[ServerEntry, ...]:
+    """The servers that a tool of the set names, by name then skill."""
     used = {(t.entry.skill, t.entry.tool.mcp_server) for t in tools if t.entry.tool.mcp_server}
-    return {
-        "apiVersion": GROUP_VERSION,
-        "kind": "ToolSet",
-        owner_kind: owner,
-        "mcpServers": [
-            server_document(skill, server)
-            for skill, server in sorted(servers, key=lambda p: (p[1].name, p[0]))
-            if (skill, server.name) in used
-        ],
-        "agentSkills": [
-            {"name": t.name, "skill": t.entry.skill.canonical, "key": t.key}
-            for t in tools if t.key is not None
-        ],
-    }
+    return tuple(server_entry(skill, server)
+                 for skill, server in sorted(servers, key=lambda p: (p[1].name, p[0]))
+                 if (skill, server.name) in used)
+
+
+def _agent_skills(tools: Sequence[EffectiveTool]) -> tuple[AgentSkillEntry, ...]:
+    return tuple(AgentSkillEntry.model_construct(name=t.name, skill=t.entry.skill.canonical,
+                                                 key=t.key)
+                 for t in tools if t.key is not None)
 
 
 def _path_json(path: tuple[ObjectRef, ...], memo: dict[int, str]) -> str:
@@ -281,4 +292,4 @@ def configmap_data(text: str, tools: Sequence[EffectiveTool]) -> dict[str, str]:
 
 def configmap_name(actor: ActorResource) -> str:
     """The Actor's ConfigMap: ``spec.configMapName``, default ``<actor>-tools``."""
-    return actor.spec.config_map_name or f"{actor.meta.name}-tools"
+    return actor.spec.config_map_name or default_configmap_name(actor.meta.name)

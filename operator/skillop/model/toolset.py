@@ -1,0 +1,130 @@
+"""The ToolSet document (docs/toolset.md): one model for its writer and its readers.
+
+The resolver writes it (``resolve.toolset`` assembles its canonical JSON from
+these fields, byte for byte what ``ToolSetDocument.canonical()`` gives), the CLI
+prints it and ``skillop gateway`` reads it back with ``ToolSetDocument.parse``.
+What the ConfigMap holds, its keys and its size limit are stated here once, so
+that the writer, the gateway, the tests and the benchmarks cannot drift apart.
+
+Readers ignore keys they do not know (a gateway may be older than the operator
+that wrote the document); the shapes copied from a Skill (``env``,
+``headersFrom``, ``tls``) keep the Skill's own rules.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from skillop.model.canonical import canonical_json
+from skillop.model.names import GROUP_VERSION
+from skillop.model.specs import EnvVar, HeadersFrom, McpTls
+
+#: The ConfigMap key holding the document.
+TOOLS_KEY = "tools.json"
+#: An Actor's ConfigMap is ``<actor>`` + this, unless ``spec.configMapName`` says otherwise.
+CONFIGMAP_SUFFIX = "-tools"
+#: The most an Actor's ConfigMap may hold (keys and values, in bytes): the API
+#: server refuses objects over 1 MiB, and metadata needs room. An Actor whose
+#: tool set would not fit is ``TooLarge``, in the operator and the CLI alike; a
+#: reader refuses a larger ``tools.json`` as not one of ours.
+MAX_CONFIGMAP_BYTES = 900 * 1024
+#: ``bindingName``'s grammar: what LLM APIs accept as a function name.
+BINDING_NAME_PATTERN = r"^[a-zA-Z0-9_-]{1,64}$"
+#: ``agent_skill_key``'s results: one file name in the mounted directory, never a path.
+AGENT_SKILL_KEY_PATTERN = r"^agent-skill\.[a-zA-Z0-9_-]{1,64}\.md$"
+
+Owner = Literal["actor", "skill"]
+
+
+def default_configmap_name(actor_name: str) -> str:
+    """The ConfigMap an Actor's set is written to when it names none."""
+    return f"{actor_name}{CONFIGMAP_SUFFIX}"
+
+
+def agent_skill_key(binding_name: str) -> str:
+    """The ConfigMap key of an Agent Skill's Markdown body."""
+    return f"agent-skill.{binding_name}.md"
+
+
+class DocumentModel(BaseModel):
+    """camelCase on the wire, frozen; unknown keys ignored (newer writers)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, alias_generator=to_camel,
+                              populate_by_name=True)
+
+
+class ToolEntry(DocumentModel):
+    """One tool of the set. Field order is the contract's (``skillop tools -o json``)."""
+
+    name: str = Field(min_length=1)
+    binding_name: str = Field(pattern=BINDING_NAME_PATTERN)
+    qualified_name: str
+    source: str
+    skill: str
+    title: str | None = None
+    description: str = ""
+    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+    output_schema: dict[str, Any] | None = None
+    capabilities: dict[str, Any] = Field(default_factory=dict)
+    runtime: dict[str, Any] | None = None
+    mcp_server: str | None = None
+    #: ``mcp`` only: the tool's name on its server (``name`` may be qualified to
+    #: break a conflict, and ``qualifiedName`` carries the skill).
+    upstream_name: str | None = None
+    execution: dict[str, Any] | None = None
+    path: tuple[str, ...] = ()
+    digest: str = ""
+    upstream_digest: str | None = None
+
+
+class ServerEntry(DocumentModel):
+    """An MCP server that a tool of the set names: a URL, or a stdio command."""
+
+    name: str = Field(min_length=1)
+    skill: str
+    transport: str = "streamable-http"
+    url: str | None = None
+    command: tuple[str, ...] | None = None
+    args: tuple[str, ...] | None = None
+    env: tuple[EnvVar, ...] | None = None
+    headers_from: HeadersFrom | None = None
+    tls: McpTls | None = None
+
+
+class AgentSkillEntry(DocumentModel):
+    """Where an Agent Skill's body is: a key of the same ConfigMap."""
+
+    name: str
+    skill: str
+    key: str = Field(pattern=AGENT_SKILL_KEY_PATTERN)
+
+
+class ToolSetDocument(DocumentModel):
+    """The document; ``actor`` or ``skill`` names its owner."""
+
+    api_version: str = GROUP_VERSION
+    kind: Literal["ToolSet"] = "ToolSet"
+    actor: str | None = None
+    skill: str | None = None
+    hash: str = ""
+    tools: tuple[ToolEntry, ...] = ()
+    mcp_servers: tuple[ServerEntry, ...] = ()
+    agent_skills: tuple[AgentSkillEntry, ...] = ()
+
+    @classmethod
+    def parse(cls, raw: bytes | str) -> ToolSetDocument:
+        """The document in ``raw`` (JSON); raises pydantic's ``ValidationError``."""
+        return cls.model_validate_json(raw)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The document as JSON values, keys in the contract's order, unset
+        optional fields absent (as the writer leaves them out)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    def canonical(self) -> str:
+        """Its canonical JSON: what ``tools.json`` holds (less the final newline)."""
+        return canonical_json(self.as_dict())
+
