@@ -104,6 +104,22 @@ def test_a_leader_that_cannot_renew_steps_down_after_the_renew_deadline(
     assert not a.elector.is_leader and a.events == ["lead", "follow"]
 
 
+def test_a_paused_leader_may_not_write_past_the_renew_deadline_before_it_looks_again(
+        cluster: Cluster, kube: Kube) -> None:
+    clock = Clock()
+    a = Replica(kube, "a", clock)
+    assert a.step() and a.elector.may_write()
+    clock.now += 9.9  # the last renewal is 9.9 s old: within the 10 s deadline
+    assert a.elector.may_write()
+    clock.now += 0.2  # paused (SIGSTOP) past it: its election loop has not run yet
+    assert a.elector.is_leader and not a.elector.may_write()
+    kube.may_write = a.elector.may_write
+    with pytest.raises(NotLeader):
+        asyncio.run(kube.apply_configmap(
+            {"metadata": {"namespace": NS, "name": "x"}, "data": {}}, exists=False))
+    assert a.step() and a.elector.may_write()  # renewed: writing again
+
+
 async def _renewed(replica: Replica) -> bool:
     before = replica.elector._renewed_at
     await replica.elector.step()

@@ -145,6 +145,14 @@ def lease_holder(plane: ControlPlane, environ: Mapping[str, str]) -> str | None:
     return lease.spec.holder_identity if lease.spec else None
 
 
+def writes_by(plane: ControlPlane, identity: str, since: str, *,
+              leases: bool = True) -> list[dict[str, Any]]:
+    """Writes since ``since`` by the operator replica of Lease ``identity`` (its
+    user agent names it: replicas of one ServiceAccount share the user)."""
+    return [w for w in plane.writes(since=since, leases=leases)
+            if f"({identity})" in w.get("userAgent", "")]
+
+
 def stop(popen: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
     if popen.poll() is None:
         popen.send_signal(signal.SIGTERM)  # kopf stops gracefully on SIGTERM

@@ -17,7 +17,15 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from realkit import OperatorProcess, RealCluster, audit_now, operator_process, wait_quiet
+from realkit import (
+    OperatorProcess,
+    RealCluster,
+    audit_now,
+    lease_holder,
+    operator_process,
+    wait_quiet,
+    writes_by,
+)
 from skillkit import anon, skill
 
 from clusterkit import GROUP, VERSION, wait_for
@@ -27,6 +35,10 @@ pytestmark = pytest.mark.realapi
 NS = "realapi-faults"
 #: One replica, no Lease: a restart of the API server must not also be a handover.
 SOLO = {"SKILLOP_LEADER_ELECTION": "false"}
+#: A short Lease of its own (4 s, renew deadline 3 s), so a takeover is quick.
+LEASE = {"SKILLOP_LEASE_NAMESPACE": "default", "SKILLOP_LEASE_NAME": "realapi-faults",
+         "SKILLOP_LEASE_DURATION_SECONDS": "4", "SKILLOP_LEASE_RENEW_DEADLINE_SECONDS": "3",
+         "SKILLOP_LEASE_RETRY_SECONDS": "0.5"}
 
 
 def tools_skill(name: str, *tools: str) -> dict[str, Any]:
@@ -99,3 +111,64 @@ def test_a_watch_gap_drops_what_vanished_and_renews_what_was_recreated(
         wait_quiet(real.plane, quiet=2.0)
         assert writes_to(real, "doomed-tools", resumed) == []
         assert writes_to(real, "doomed", resumed) == []
+
+
+def configmap_hashes(real: RealCluster, namespace: str) -> dict[str, str | None]:
+    return {cm.metadata.name: (cm.metadata.annotations or {}).get("skillop.dev/tools-hash")
+            for cm in real.core.list_namespaced_config_map(namespace).items}
+
+
+def test_a_leader_paused_past_its_lease_writes_nothing_when_it_resumes(
+        real: RealCluster) -> None:
+    """A leader stopped (SIGSTOP) mid-batch while the standby takes over and writes a
+    newer set: once resumed, the old leader must not put the older set back."""
+    ns, count = "realapi-paused", 60
+    real.namespace(ns)
+    description = {"v": 1}
+
+    def shared() -> dict[str, Any]:
+        return skill("shared", ns, anonymousTools=[anon(
+            "probe", description=f"probe v{description['v']}",
+            capabilities={"readOnly": True})])
+
+    real.apply(shared())
+    names = [f"agent-{i:02d}" for i in range(count)]
+    for name in names:
+        real.apply({**actor(name, ["shared"]), "metadata": {"name": name, "namespace": ns}})
+
+    def all_hashes(excluding: set[str | None]) -> dict[str, str | None] | None:
+        hashes = configmap_hashes(real, ns)
+        done = len(hashes) == count and not set(hashes.values()) & excluding
+        return hashes if done else None
+
+    # A writes one object at a time, so that its batch is long enough to pause in.
+    a_env = {**LEASE, "SKILLOP_LEASE_IDENTITY": "paused-a", "SKILLOP_WRITE_CONCURRENCY": "1"}
+    b_env = {**LEASE, "SKILLOP_LEASE_IDENTITY": "paused-b"}
+    with operator_process(real.plane, env=a_env, name="paused-a") as a, \
+            operator_process(real.plane, env=b_env, name="paused-b", lead=False):
+        v1 = wait_for(lambda: all_hashes({None}), timeout=60, interval=0.2,
+                      message="every ConfigMap written")
+        description["v"] = 2
+        real.patch_spec("Skill", ns, "shared", shared()["spec"])
+        wait_for(lambda: configmap_hashes(real, ns) != v1, timeout=20, interval=0.02,
+                 message="the leader starts writing the change")
+        with paused(a):
+            at_pause = configmap_hashes(real, ns)
+            old = set(v1.values())
+            assert sum(h in old for h in at_pause.values()) > count // 4  # mid-batch
+            wait_for(lambda: lease_holder(real.plane, LEASE) == "paused-b", timeout=20,
+                     interval=0.1, message="the standby takes over")
+            v2 = wait_for(lambda: all_hashes(old), timeout=30, interval=0.2,
+                          message="the new leader writes the change")
+            description["v"] = 3
+            real.patch_spec("Skill", ns, "shared", shared()["spec"])
+            v3 = wait_for(lambda: all_hashes(set(v2.values())), timeout=30, interval=0.2,
+                          message="the new leader writes a newer change")
+            resumed = audit_now()
+        wait_for(lambda: "lost" in a.output(), timeout=10, interval=0.1,
+                 message="the old leader notices it lost the Lease")
+        wait_quiet(real.plane, quiet=1.0)
+        late = [(w["verb"], w["objectRef"].get("resource"), w["objectRef"].get("name"))
+                for w in writes_by(real.plane, "paused-a", resumed, leases=False)]
+        assert late == []
+        assert configmap_hashes(real, ns) == v3

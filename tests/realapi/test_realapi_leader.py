@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 import pytest
-from realkit import RealCluster, audit_now, operator_process
+from realkit import RealCluster, audit_now, operator_process, writes_by
 
 from clusterkit import wait_for
 
@@ -37,11 +37,6 @@ def lease_spec(real: RealCluster) -> dict[str, Any]:
         raise
     spec: dict[str, Any] = real.api_client.sanitize_for_serialization(lease)["spec"]
     return spec
-
-
-def writes_by(real: RealCluster, identity: str, since: str) -> list[dict[str, Any]]:
-    return [w for w in real.plane.writes(since=since, leases=True)
-            if f"({identity})" in w.get("userAgent", "")]
 
 
 def env(identity: str) -> dict[str, str]:
@@ -74,9 +69,9 @@ def test_two_replicas_one_writer_and_sigterm_hands_over(real: RealCluster) -> No
         wait_for(lambda: tools_hash(real) not in (None, before), timeout=20,
                  message="the leader writes the change")
         time.sleep(2.0)
-        assert writes_by(real, "real-b", b_started) == []  # not even the Lease
+        assert writes_by(real.plane, "real-b", b_started) == []  # not even the Lease
         assert any(w["objectRef"]["resource"] == "leases"
-                   for w in writes_by(real, "real-a", b_started))  # A renews
+                   for w in writes_by(real.plane, "real-a", b_started))  # A renews
 
         spec = lease_spec(real)
         assert spec["leaseDurationSeconds"] == 15 and spec["leaseTransitions"] == 0
@@ -95,7 +90,7 @@ def test_two_replicas_one_writer_and_sigterm_hands_over(real: RealCluster) -> No
         real.patch_spec("Skill", NS, "git", {"description": "git", "builtins": ["git_operations"]})
         wait_for(lambda: tools_hash(real) not in (None, before), timeout=20,
                  message="the new leader writes the change")
-        resources = {w["objectRef"]["resource"] for w in writes_by(real, "real-b", handed)}
+        resources = {w["objectRef"]["resource"] for w in writes_by(real.plane, "real-b", handed)}
         assert {"actors", "configmaps"} <= resources
     # The namespace stays: the session's audit log keeps these writes, and other
     # modules read every status written back from the server.

@@ -10,11 +10,12 @@ from typing import Any
 
 import kubernetes
 import pytest
+import urllib3
 from kubernetes.client import ApiException
 
 from skillop.model.names import ObjectRef
 from skillop.operator import kube
-from skillop.operator.kube import Kube, WriteFailed
+from skillop.operator.kube import Kube, LeaseUnavailable, WriteFailed
 
 
 @pytest.fixture
@@ -68,6 +69,27 @@ def test_dropped_connections_are_retried(api: Kube) -> None:
     fn = Flaky(ConnectionResetError("reset by peer"))
     assert _run(api, fn) == "ok"
     assert fn.calls == 2
+
+
+def test_urllib3_network_errors_are_retried_and_named_in_one_line(api: Kube) -> None:
+    refused = urllib3.exceptions.MaxRetryError(
+        None, "/api/v1/namespaces/team-a/configmaps",  # type: ignore[arg-type]
+        urllib3.exceptions.NewConnectionError(None, "Connection refused"))  # type: ignore[arg-type]
+    dropped = urllib3.exceptions.ProtocolError("Connection aborted.", ConnectionResetError())
+    fn = Flaky(refused, dropped)
+    assert _run(api, fn) == "ok"
+    assert fn.calls == 3
+    with pytest.raises(WriteFailed) as failed:
+        _run(api, Flaky(*[refused] * 10))
+    assert str(failed.value) == (
+        "patch Actor team-a/dev status: MaxRetryError (NewConnectionError)")
+
+
+def test_a_lease_call_that_cannot_reach_the_api_is_lease_unavailable(api: Kube) -> None:
+    refused = urllib3.exceptions.MaxRetryError(
+        None, "/apis/coordination.k8s.io", None)  # type: ignore[arg-type]
+    with pytest.raises(LeaseUnavailable, match="read lease default/skillop: MaxRetryError"):
+        asyncio.run(api._lease_call("read lease default/skillop", Flaky(refused)))
 
 
 def test_a_not_found_fails_at_once_with_write_failed(api: Kube) -> None:

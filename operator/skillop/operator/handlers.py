@@ -102,7 +102,7 @@ def _elector(config: OperatorConfig, writer: Kube, reconciler: Reconciler,
         reconciler.follow()
 
     elector = Elector(writer, config.lease, on_lead=lead, on_follow=follow)
-    writer.may_write = lambda: elector.is_leader
+    writer.may_write = elector.may_write  # the renew deadline, checked at each write
     reconciler.follow()
     metrics.leading(False)
     return elector

@@ -1,7 +1,8 @@
 """The one module that talks to the Kubernetes API (besides kopf's own watching).
 
 Uses the official client from a thread pool. Conflicts (409), throttling (429),
-server errors and dropped connections are retried with exponential backoff; a
+server errors and network failures (OSError, urllib3's MaxRetryError and
+ProtocolError) are retried with exponential backoff; a
 write that still fails raises ``WriteFailed`` and the caller re-queues the object.
 Secrets are read only here and their values are never logged.
 
@@ -25,6 +26,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import urllib3
+
 from skillop.model.names import API_GROUP, API_VERSION, ObjectRef
 
 if TYPE_CHECKING:
@@ -34,6 +37,10 @@ log = logging.getLogger("skillop.kube")
 T = TypeVar("T")
 RETRIABLE = {409, 429, 500, 502, 503, 504}
 BACKOFF = (0.05, 0.2, 0.5, 1.0, 2.0)
+#: Network failures, all transient: OSError (refused, reset, timeout) and urllib3's
+#: own, which are not OSErrors (MaxRetryError once its retries are spent with the
+#: API server down, ProtocolError for a connection dropped mid-response).
+TRANSIENT: tuple[type[Exception], ...] = (OSError, urllib3.exceptions.HTTPError)
 PLURALS = {"Skill": "skills", "Actor": "actors", "Tool": "tools"}
 #: Lists for membership ask for metadata only (kubectl get's own trick).
 METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
@@ -131,11 +138,21 @@ class Kube:
 
     async def _write(self, kind: str, what: str, fn: Callable[[], T], *,
                      gone_on_404: bool = False) -> T:
-        """A gated, counted write (retried by ``_call``)."""
+        """A gated, counted write (retried by ``_call``). The gate is asked again
+        in the thread that sends, right before each attempt: a write that waited
+        for a thread, or for its backoff, while this replica stopped leading is
+        never sent."""
         self._gate(kind, what)
         self.writes += 1
+
+        def gated() -> T:
+            self._gate(kind, what)
+            return fn()
+
         try:
-            result = await self._call(what, fn, gone_on_404=gone_on_404)
+            result = await self._call(what, gated, gone_on_404=gone_on_404)
+        except NotLeader:
+            raise  # counted as refused by the gate: nothing was sent
         except WriteFailed:
             self._count(kind, "error")
             raise
@@ -153,9 +170,10 @@ class Kube:
                 if err.status not in RETRIABLE or delay is None:
                     raise WriteFailed(f"{what}: HTTP {err.status} {err.reason}") from None
                 log.info("%s: HTTP %s, retry %d in %.2fs", what, err.status, attempt + 1, delay)
-            except OSError as err:  # connection reset, refused, timeout
+            except TRANSIENT as err:  # connection reset, refused, timeout
                 if delay is None:
-                    raise WriteFailed(f"{what}: {type(err).__name__}") from None
+                    raise WriteFailed(f"{what}: {_network(err)}") from None
+                log.info("%s: %s, retry %d in %.2fs", what, _network(err), attempt + 1, delay)
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
@@ -275,8 +293,8 @@ class Kube:
             if err.status == 409:
                 raise LeaseConflict(what) from None
             raise LeaseUnavailable(f"{what}: HTTP {err.status} {err.reason}") from None
-        except OSError as err:
-            raise LeaseUnavailable(f"{what}: {type(err).__name__}") from None
+        except TRANSIENT as err:
+            raise LeaseUnavailable(f"{what}: {_network(err)}") from None
 
     async def read_lease(self, namespace: str, name: str, *,
                          timeout: float) -> LeaseRecord | None:
@@ -331,6 +349,13 @@ class Kube:
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._lease_pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _network(err: Exception) -> str:
+    """A network failure in one line: its type, and urllib3's reason (no URL)."""
+    reason = getattr(err, "reason", None)
+    return f"{type(err).__name__} ({type(reason).__name__})" if reason is not None \
+        else type(err).__name__
 
 
 def _drained(response: Any) -> bytes:

@@ -16,7 +16,12 @@ writes (the reconciler and the API client are gated on ``is_leader``).
   none): of two replicas racing for the Lease, the API server lets exactly one
   win and answers 409 to the other.
 * A leader that cannot renew for ``renew_deadline_seconds`` (shorter than the
-  lease duration) stops writing before anyone else may take over.
+  lease duration) stops writing before anyone else may take over. The write
+  gate (``may_write``) is that rule itself, not the ``is_leader`` flag: it
+  compares this replica's monotonic clock with the last successful renewal at
+  every write, so a leader that was paused (SIGSTOP, a frozen node, a long GC)
+  past its deadline sends nothing when it resumes, even before its election
+  loop runs again. The renewal is dated when its read was sent, never later.
 * On a graceful stop the leader releases the Lease (no holder, duration 1 s, as
   client-go's ReleaseOnCancel), so a standby takes it at its next look.
 """
@@ -66,6 +71,12 @@ class Elector:
         self._observed_at = 0.0
         self._renewed_at = 0.0
 
+    def may_write(self) -> bool:
+        """Whether this replica may write now: it leads, and its last successful
+        renewal is younger than the renew deadline (client-go's rule)."""
+        return self.is_leader and (self.clock() - self._renewed_at
+                                   < self.config.renew_deadline_seconds)
+
     @property
     def identity(self) -> str:
         return self.config.identity
@@ -93,13 +104,14 @@ class Elector:
 
     async def step(self) -> None:
         """One look at the Lease: acquire or renew it, or step down."""
+        asked = self.clock()  # the renewal is no younger than its first request
         try:
             won = await self._try_acquire_or_renew()
         except (LeaseUnavailable, LeaseConflict) as err:
             log.info("lease %s: %s", self._name, err)
             won = False
         if won:
-            self._renewed_at = self.clock()
+            self._renewed_at = asked
             if not self.is_leader:
                 self._lead()
         elif self.is_leader and (self._held_by_other()
