@@ -25,7 +25,8 @@ _UNIT = str(Path(__file__).resolve().parents[1] / "unit")
 if _UNIT not in sys.path:
     sys.path.insert(0, _UNIT)
 
-CRD_NAMES = ("tools.skillop.dev", "skills.skillop.dev", "actors.skillop.dev")
+CRD_NAMES = ("tools.skillop.dev", "skills.skillop.dev", "actors.skillop.dev",
+             "skillpolicies.skillop.dev", "clusterskillpolicies.skillop.dev")
 
 
 @pytest.fixture(scope="session")
