@@ -71,3 +71,32 @@ def test_the_agent_talks_to_the_gateways_loopback_listener() -> None:
     assert host == "127.0.0.1"
     assert _env(containers["agent"])["SKILLOP_MCP_URL"] == f"http://127.0.0.1:{port}/mcp"
     assert containers["skillop-gateway"]["readinessProbe"]["tcpSocket"]["port"] == int(port)
+
+
+def test_the_labelled_deployment_injected_is_the_hand_wired_pod_hardened_alike() -> None:
+    """examples/actor-deployment.yaml through `skillop inject`: the gateway the
+    reference pod wires by hand, with the same probes, resources and hardening."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "skillop"), "inject", "-f",
+         str(POD.parent / "actor-deployment.yaml"), "--catalog", str(POD.parent)],
+        capture_output=True, text=True, check=True, timeout=60,
+        env={"PATH": "/usr/bin:/bin"})
+    template = yaml.safe_load(done.stdout)["spec"]["template"]["spec"]
+    (injected,) = template["initContainers"]
+    reference = _containers()["skillop-gateway"]
+    assert injected["name"] == reference["name"]
+    assert injected["image"] == reference["image"]
+    assert injected["command"] == reference["command"]
+    assert injected["readinessProbe"] == reference["readinessProbe"]
+    assert injected["resources"] == reference["resources"]
+    assert reference["securityContext"].items() <= injected["securityContext"].items()
+    env = {e["name"]: e.get("value") for e in injected["env"]}
+    for name in ("SKILLOP_TOOLSET_DIR", "SKILLOP_SECRETS_DIR", "SKILLOP_CONFIGMAPS_DIR"):
+        assert env[name] == _env(reference)[name]
+    (agent,) = template["containers"]
+    assert agent["env"] == _containers()["agent"]["env"]
+    assert "volumeMounts" not in agent
+    assert template["automountServiceAccountToken"] is False

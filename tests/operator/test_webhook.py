@@ -80,8 +80,12 @@ class Webhook:
 async def serving(store: Store) -> AsyncIterator[Webhook]:
     registry = kopf.OperatorRegistry()
     webhook.register(registry)
+    webhook.register_injection(registry)
     settings = kopf.OperatorSettings()
     insights = references.Insights()
+    insights.webhook_resources.add(references.Resource(
+        group="", version="v1", plural="pods", kind="Pod", namespaced=True,
+        verbs=["list", "watch", "patch"]))
     for plural, kind in (("skills", "Skill"), ("actors", "Actor")):
         insights.webhook_resources.add(references.Resource(
             group="skillop.dev", version="v1alpha1", plural=plural, kind=kind,

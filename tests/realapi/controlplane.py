@@ -399,7 +399,8 @@ def _controller_manager(bins: Binaries, workdir: Path, files: dict[str, Path]) -
     # ServiceAccount machinery (tokens for RBAC tests).
     return spawn("kube-controller-manager", [
         bins.controller_manager, f"--kubeconfig={files['controller-manager.kubeconfig']}",
-        "--controllers=garbagecollector,namespace,serviceaccount,serviceaccount-token",
+        "--controllers=garbagecollector,namespace,serviceaccount,serviceaccount-token,"
+        "deployment,replicaset",
         "--leader-elect=false", "--use-service-account-credentials=true",
         f"--service-account-private-key-file={files['sa.key']}",
         f"--root-ca-file={files['ca.crt']}", "--bind-address=127.0.0.1",

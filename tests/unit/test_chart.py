@@ -8,6 +8,7 @@ against the API calls in ``operator/skillop/operator/kube.py``.
 from __future__ import annotations
 
 import ast
+import base64
 import contextlib
 import importlib.util
 import itertools
@@ -125,6 +126,8 @@ def test_defaults_render_the_expected_objects() -> None:
         "ClusterRole", "ClusterRoleBinding",    # the namespaced resources, cluster-wide
         "Role", "RoleBinding",                  # the Lease, in the release namespace
         "PodDisruptionBudget", "Service",       # two replicas; /metrics
+        "MutatingWebhookConfiguration",         # injection, on by default:
+        "Service", "Secret",                    # its Service and TLS
     ])
     labels = deployment()["metadata"]["labels"]
     assert labels["app.kubernetes.io/name"] == "skillop"
@@ -222,11 +225,13 @@ def test_deployment_security_settings() -> None:
     assert csc["readOnlyRootFilesystem"] is True
     assert csc["capabilities"] == {"drop": ["ALL"]}
     assert "privileged" not in csc and "add" not in csc["capabilities"]
-    # /tmp is the only writable path (HOME=/tmp in the image).
-    (mount,) = container["volumeMounts"]
-    assert mount["mountPath"] == "/tmp"
-    (volume,) = pod["volumes"]
-    assert volume["name"] == mount["name"] and "emptyDir" in volume
+    # /tmp is the only writable path (HOME=/tmp in the image); the webhook's
+    # certificate (injection is on by default) is mounted read-only.
+    mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
+    assert set(mounts) == {"/tmp", "/etc/skillop/webhook"}
+    assert mounts["/etc/skillop/webhook"]["readOnly"] is True
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert "emptyDir" in volumes[mounts["/tmp"]["name"]]
     probe = container["livenessProbe"]["httpGet"]
     assert probe == {"path": "/healthz", "port": 8080}
     assert env()["SKILLOP_LIVENESS"] == "http://0.0.0.0:8080/healthz"
@@ -280,6 +285,19 @@ def test_env_from_values() -> None:
         "SKILLOP_LEASE_DURATION_SECONDS": "15",
         "SKILLOP_LEASE_RENEW_DEADLINE_SECONDS": "10",
         "SKILLOP_LEASE_RETRY_SECONDS": "1",
+        # Injection, on by default, over the (shared) webhook server.
+        "SKILLOP_WEBHOOK": "false",
+        "SKILLOP_INJECTION": "true",
+        "SKILLOP_INJECT_IMAGE": "ghcr.io/skillop/skillop:0.1.0",
+        "SKILLOP_INJECT_PULL_POLICY": "IfNotPresent",
+        "SKILLOP_INJECT_PORT": "8765",
+        "SKILLOP_INJECT_RESOURCES": '{"limits":{"memory":"256Mi"},'
+                                    '"requests":{"cpu":"50m","memory":"64Mi"}}',
+        "SKILLOP_WEBHOOK_PORT": "9443",
+        "SKILLOP_WEBHOOK_CERT": "/etc/skillop/webhook/tls.crt",
+        "SKILLOP_WEBHOOK_KEY": "/etc/skillop/webhook/tls.key",
+        "SKILLOP_WEBHOOK_CA": "/etc/skillop/webhook/ca.crt",
+        "SKILLOP_WEBHOOK_MANAGED": "false",
     }
     assert env_from() == {"POD_NAME": {"fieldRef": {"fieldPath": "metadata.name"}}}
     custom = env({"mcp": {"allow": ["mcp.example.com"], "refreshSeconds": 60},
@@ -458,7 +476,8 @@ def test_secrets_are_not_readable_by_default() -> None:
 
 # -- the validating webhook (webhook.enabled) ---------------------------------------------
 
-WEBHOOK_KINDS = {"Service", "Secret", "ValidatingWebhookConfiguration", "Issuer", "Certificate"}
+WEBHOOK_KINDS = {"Service", "Secret", "ValidatingWebhookConfiguration", "Issuer", "Certificate",
+                 "MutatingWebhookConfiguration"}
 WEBHOOK_ON: dict[str, Any] = {"webhook": {"enabled": True}}
 CERT_MANAGER: dict[str, Any] = {"webhook": {"enabled": True, "certManager": {"enabled": True}}}
 SVC_HOST = "skillop-webhook.skillop-system.svc"
@@ -475,15 +494,18 @@ def webhook_configuration(docs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def secret_data(docs: list[dict[str, Any]]) -> dict[str, bytes]:
-    import base64
 
     (secret,) = of_kind(docs, "Secret")
     return {k: base64.b64decode(v) for k, v in secret["data"].items()}
 
 
+NO_INJECTION: dict[str, Any] = {"injection": {"enabled": False}}
+
+
 @pytest.mark.parametrize("values", [
-    {},
-    {"webhook": {"enabled": False, "certManager": {"enabled": True}, "port": 10443}},
+    NO_INJECTION,
+    {"webhook": {"enabled": False, "certManager": {"enabled": True}, "port": 10443},
+     **NO_INJECTION},
 ])
 def test_webhook_disabled_renders_nothing(values: dict[str, Any]) -> None:
     docs = render(values)
@@ -658,7 +680,6 @@ def test_webhook_service_and_deployment_agree(values: dict[str, Any],
 
 
 def test_webhook_chart_ca(tmp_path: Path) -> None:
-    import base64
 
     from cryptography import x509
 
@@ -831,7 +852,8 @@ def test_metrics_service_reaches_the_health_port() -> None:
     assert of_kind(docs, "ServiceMonitor") == []  # off by default
     assert "Metrics: :8080/metrics on every replica, Service skillop-metrics" in notes()
     assert "Replicas: 2, one writing at a time (leader election on the Lease" in notes()
-    assert of_kind(render({"metrics": {"service": {"enabled": False}}}), "Service") == []
+    assert of_kind(render({"metrics": {"service": {"enabled": False}}, **NO_INJECTION}),
+                   "Service") == []
 
 
 def test_service_monitor_scrapes_the_metrics_service() -> None:
@@ -891,3 +913,101 @@ def test_the_chart_default_allow_list_is_the_code_default() -> None:
     from skillop.sources.egress import DEFAULT_EGRESS_PATTERNS
 
     assert env()["SKILLOP_MCP_ALLOW"] == ",".join(DEFAULT_EGRESS_PATTERNS)
+
+
+# -- sidecar injection (injection.enabled, on by default) ---------------------------------
+
+
+def injection_hook(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    (mwc,) = of_kind(docs, "MutatingWebhookConfiguration")
+    (hook,) = mwc["webhooks"]
+    assert isinstance(hook, dict)
+    return hook
+
+
+def test_injection_webhook_sends_only_labelled_pods_on_create_and_fails_closed() -> None:
+    from skillop.operator.webhook import POD_WEBHOOK
+
+    hook = injection_hook(render())
+    assert hook["objectSelector"] == {"matchExpressions": [
+        {"key": "skillop.dev/actor", "operator": "Exists"}]}
+    assert hook["rules"] == [{"apiGroups": [""], "apiVersions": ["v1"],
+                              "operations": ["CREATE"], "resources": ["pods"],
+                              "scope": "Namespaced"}]
+    assert hook["failurePolicy"] == "Fail"
+    assert hook["sideEffects"] == "None"
+    assert hook["clientConfig"]["service"] == {
+        "name": "skillop-webhook", "namespace": "skillop-system", "port": 443,
+        "path": f"/{POD_WEBHOOK}"}
+    assert base64.b64decode(hook["clientConfig"]["caBundle"]).startswith(b"-----BEGIN")
+    # Never the operator's own namespace; only the watched ones when set.
+    assert hook["namespaceSelector"]["matchExpressions"] == [
+        {"key": "kubernetes.io/metadata.name", "operator": "NotIn",
+         "values": ["skillop-system"]}]
+    scoped = injection_hook(render({"namespaces": ["team-a"]}))["namespaceSelector"]
+    assert scoped["matchExpressions"][0] == {
+        "key": "kubernetes.io/metadata.name", "operator": "In", "values": ["team-a"]}
+    assert "Sidecar injection: pods labelled skillop.dev/actor" in notes()
+
+
+def test_injection_webhook_matches_what_kopf_would_configure() -> None:
+    kopf = pytest.importorskip("kopf")
+    try:
+        from kopf._cogs.structs.references import Resource
+        from kopf._core.engines.admission import build_webhooks
+    except ImportError as err:
+        pytest.skip(f"kopf internals changed: {err}")
+    from skillop.operator.webhook import register_injection
+
+    registry = kopf.OperatorRegistry()
+    register_injection(registry)
+    service = {"name": "skillop-webhook", "namespace": "skillop-system", "port": 443}
+    (built,) = build_webhooks(registry._webhooks.get_all_handlers(),
+                              resources=[Resource("", "v1", "pods", namespaced=True)],
+                              name_suffix="", client_config={"service": service})
+    hook = injection_hook(render())
+    assert hook["objectSelector"] == built["objectSelector"]
+    assert hook["clientConfig"]["service"]["path"] == built["clientConfig"]["service"]["path"]
+    assert hook["rules"][0]["operations"] == built["rules"][0]["operations"]
+
+
+def test_the_sidecar_settings_the_chart_sets_are_what_the_operator_reads(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from skillop.operator.settings import OperatorConfig
+
+    values = {"injection": {"image": {"repository": "registry.example/gw", "tag": "2.0",
+                                      "pullPolicy": "Always"}, "port": 9100,
+                            "resources": {"requests": {"cpu": "10m"}}}}
+    for name, value in env(values).items():
+        monkeypatch.setenv(name, value)
+    config = OperatorConfig.from_env()
+    assert config.injection and not config.webhook and config.serves_webhooks
+    sidecar = config.sidecar
+    assert (sidecar.image, sidecar.pull_policy, sidecar.port) == (
+        "registry.example/gw:2.0", "Always", 9100)
+    # Helm merges the values: what is not overridden keeps the chart's default.
+    assert (sidecar.requests, sidecar.limits) == (
+        (("cpu", "10m"), ("memory", "64Mi")), (("memory", "256Mi"),))
+    assert sidecar.allow == ("*.svc", "*.svc.cluster.local")  # the operator's mcp.allow
+    monkeypatch.setenv("SKILLOP_INJECT_IMAGE", env()["SKILLOP_INJECT_IMAGE"])
+    assert OperatorConfig.from_env().sidecar.image == container_of(deployment())["image"]
+
+
+@pytest.mark.parametrize("values", [
+    {"injection": {"port": 0}},
+    {"injection": {"image": {"pullPolicy": "Sometimes"}}},
+    {"injection": {"failurePolicy": "Ignore"}},  # not a value: always Fail
+])
+def test_injection_values_schema_rejects(values: dict[str, Any]) -> None:
+    with pytest.raises(helm.HelmValuesError):
+        _CHART.validate_schema(_CHART.merge_values(values))
+
+
+def test_injection_lint_passes_with_the_validating_webhook_too() -> None:
+    report = helm.lint(str(CHART), {"webhook": {"enabled": True}, "namespaces": ["a"]},
+                       strict=True)
+    assert report["errors"] == []
+    docs = render({"webhook": {"enabled": True}})
+    assert len(of_kind(docs, "MutatingWebhookConfiguration")) == 1
+    assert len(of_kind(docs, "ValidatingWebhookConfiguration")) == 1
+    assert len([s for s in of_kind(docs, "Service") if "webhook" in s["metadata"]["name"]]) == 1

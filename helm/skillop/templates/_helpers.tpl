@@ -48,6 +48,17 @@ app.kubernetes.io/part-of: skillop
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
 {{- end }}
 
+{{/* The injected gateway's image: its own values, else the operator's. */}}
+{{- define "skillop.injectImage" -}}
+{{- $i := .Values.injection.image }}
+{{- printf "%s:%s" (default .Values.image.repository $i.repository) (default (default .Chart.AppVersion .Values.image.tag) $i.tag) }}
+{{- end }}
+
+{{/* Whether the operator serves admission webhooks (validating, mutating or both). */}}
+{{- define "skillop.servesWebhooks" -}}
+{{- if or .Values.webhook.enabled .Values.injection.enabled }}true{{ end }}
+{{- end }}
+
 {{/*
 Rules on namespaced resources: bound with a ClusterRoleBinding when every namespace
 is watched, with a RoleBinding in each namespace otherwise. Each rule is one API call

@@ -46,11 +46,15 @@ KINDS = {TOOLS: "Tool", SKILLS: "Skill", ACTORS: "Actor", CONFIGMAPS: "ConfigMap
          NAMESPACES: "Namespace"}
 
 def register_webhook(config: OperatorConfig) -> None:
-    """The validating admission handlers (docs/webhook.md), when the webhook is on."""
-    if config.webhook:
+    """The validating admission handlers (docs/webhook.md) and the pod injector
+    (docs/gateway.md, Injection), each when it is on."""
+    if config.serves_webhooks:
         from skillop.operator import webhook
 
-        webhook.register()
+        if config.webhook:
+            webhook.register()
+        if config.injection:
+            webhook.register_injection()
 
 
 @kopf.on.startup()
@@ -126,7 +130,7 @@ def configure(settings: kopf.OperatorSettings, config: OperatorConfig) -> None:
         prefix="skillop.dev", key="last-handled-configuration")
     settings.watching.server_timeout = 300
     settings.queueing.error_delays = [1, 2, 5, 10, 30, 60]
-    if config.webhook:
+    if config.serves_webhooks:
         from skillop.operator import webhook
 
         webhook.configure(settings, config)

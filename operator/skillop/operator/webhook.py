@@ -1,10 +1,12 @@
-"""The validating admission webhook: kopf handlers over ``admission.review``.
+"""The admission webhooks: kopf handlers over ``admission.review`` and ``resolve.inject``.
 
-Loaded only when ``SKILLOP_WEBHOOK=true`` (see ``handlers``): ``register`` adds
-the two ``@kopf.on.validate`` handlers (Skills and Actors, CREATE and UPDATE),
-``configure`` sets kopf's webhook server. TLS comes from files (cert-manager or
-a chart-made CA: ``SKILLOP_WEBHOOK_CERT``/``SKILLOP_WEBHOOK_KEY``) or, without
-them, from a self-signed certificate generated at startup with ``cryptography``
+``register`` (``SKILLOP_WEBHOOK=true``) adds the two ``@kopf.on.validate``
+handlers (Skills and Actors, CREATE and UPDATE); ``register_injection``
+(``SKILLOP_INJECTION=true``) the ``@kopf.on.mutate`` handler that injects the
+gateway into pods labelled ``skillop.dev/actor`` on CREATE (docs/gateway.md,
+Injection). ``configure`` sets kopf's webhook server, shared by both. TLS
+comes from files (cert-manager or a chart-made CA: ``SKILLOP_WEBHOOK_CERT``/
+``SKILLOP_WEBHOOK_KEY``) or, without them, from a self-signed certificate generated at startup with ``cryptography``
 (kopf's own generator needs ``certbuilder``, which skillop does not ship).
 """
 
@@ -12,19 +14,22 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
-from collections.abc import Collection
+from collections.abc import Collection, MutableMapping
 from typing import Any, Literal
 
 import kopf
 
-from skillop.model.names import API_GROUP, API_VERSION
+from skillop.model.names import ACTOR_LABEL, API_GROUP, API_VERSION
 from skillop.operator.admission import review
 from skillop.operator.settings import OperatorConfig
 from skillop.resolve.catalog import Catalog
+from skillop.resolve.inject import Refused, SidecarSettings, actor_of, inject, target_of
+from skillop.resolve.resolver import Resolver
 
 #: Handler ids; kopf serves each at ``https://<host>:<port>/<id>``.
 SKILL_WEBHOOK = "validate-skills"
 ACTOR_WEBHOOK = "validate-actors"
+POD_WEBHOOK = "inject-pods"
 OPERATIONS: tuple[Literal["CREATE"], Literal["UPDATE"]] = ("CREATE", "UPDATE")
 
 
@@ -56,6 +61,52 @@ async def validate_skill(**kwargs: Any) -> None:
 
 async def validate_actor(**kwargs: Any) -> None:
     _check(kwargs)
+
+
+def injected_pod(body: Any, catalog: Catalog, settings: SidecarSettings) -> dict[str, Any]:
+    """The pod ``body`` becomes (unchanged when it names no Actor); raises ``Refused``."""
+    pod = dict(body)
+    actor = actor_of(pod)
+    if actor is None:  # the objectSelector sends only labelled pods; kopf filters too
+        return pod
+    namespace = (pod.get("metadata") or {}).get("namespace")
+    if not isinstance(namespace, str) or not namespace:
+        raise Refused("metadata.namespace: the request names no namespace")
+    return inject(pod, target_of(Resolver(catalog), namespace, actor), namespace=namespace,
+                  settings=settings)
+
+
+def _replace_with(pod: dict[str, Any]) -> Any:
+    """A kopf patch function making the body ``pod``: kopf diffs the two into the
+    JSON patch the API server applies, so the stored pod is ``pod`` exactly."""
+    def replace(body: MutableMapping[str, Any]) -> None:
+        body.clear()
+        body.update(pod)
+
+    return replace
+
+
+async def inject_pod(**kwargs: Any) -> None:
+    memo = kwargs.get("memo")
+    config = getattr(memo, "config", None)
+    settings = config.sidecar if isinstance(config, OperatorConfig) else SidecarSettings()
+    metrics = getattr(memo, "metrics", None)
+    try:
+        pod = injected_pod(kwargs["body"], _catalog(memo), settings)
+    except Refused as err:
+        if metrics is not None:
+            metrics.admission("Pod", allowed=False)
+        raise kopf.AdmissionError(str(err), code=403) from None
+    if metrics is not None:
+        metrics.admission("Pod", allowed=True)
+    patch: kopf.Patch = kwargs["patch"]
+    patch.fns.append(_replace_with(pod))
+
+
+def register_injection(registry: kopf.OperatorRegistry | None = None) -> None:
+    """Add the mutating handler for actor pods to ``registry`` (kopf's default if None)."""
+    kopf.on.mutate("", "v1", "pods", id=POD_WEBHOOK, operations=["CREATE"],
+                   labels={ACTOR_LABEL: kopf.PRESENT}, registry=registry)(inject_pod)
 
 
 def register(registry: kopf.OperatorRegistry | None = None) -> None:

@@ -1,0 +1,239 @@
+"""Sidecar injection by a real API server calling the operator's mutating webhook.
+
+The chart's MutatingWebhookConfiguration (rendered by Helm, namespaced mode so
+that it only matches this test's namespace) is registered with a ``url``
+clientConfig pointing at the operator's HTTPS port on loopback. The controller
+manager runs the deployment and replicaset controllers, so a labelled
+Deployment's Pod is created by its ReplicaSet, as in a cluster.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from controlplane import free_port
+from realkit import SKILLOP, OperatorProcess, RealCluster, operator_process
+from skillkit import actor, skill
+
+import chartkit
+from clusterkit import wait_for
+from skillop.operator import webhook
+from skillop.resolve.inject import SIDECAR_NAME
+
+pytestmark = pytest.mark.realapi
+
+NS = "realapi-inject"
+HOOK = "pods.inject.skillop.dev"
+CATALOG = [
+    skill("docker", NS, mcpServers=[{
+        "name": "docker", "url": "https://docker.tools.svc/mcp",
+        "headersFrom": {"secretRef": {"name": "docker-auth"}},
+        "tls": {"caConfigMapRef": {"name": "corp-ca"}},
+        "tools": [{"name": "build", "description": "build an image"}]}]),
+    skill("git", NS, mcpServers=[{
+        "name": "git", "command": ["git-mcp"], "tools": [{"name": "log", "description": "log"}],
+        "env": [{"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "git-env",
+                                                                  "key": "token"}}}]}]),
+    actor("reviewer", NS, skills=["docker", "git"]),
+]
+#: The operator's sidecar settings, and so those `skillop inject` must be run with.
+SIDECAR_ENV = {"SKILLOP_MCP_ALLOW": "127.0.0.1", "SKILLOP_INJECT_IMAGE": "example/skillop:test"}
+
+
+def agent_pod(name: str, **labels: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": NS, "labels": labels},
+            "spec": {"containers": [{"name": "agent", "image": "example/agent:1"}]}}
+
+
+def configuration(port: int, ca: bytes) -> dict[str, Any]:
+    """The chart's injection webhook, reaching the operator by url instead of Service."""
+    try:
+        chart = chartkit.load()
+    except Exception as err:  # helm-python-sdk missing or unusable on this platform
+        pytest.skip(f"helm_python cannot render the chart: {err}")
+    (mwc,) = [d for d in chartkit.objects(chart, {"namespaces": [NS]})
+              if d["kind"] == "MutatingWebhookConfiguration"]
+    for hook in mwc["webhooks"]:
+        service = hook["clientConfig"].pop("service")
+        hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{service['path']}",
+                                "caBundle": base64.b64encode(ca).decode()}
+    return dict(mwc)
+
+
+@contextlib.contextmanager
+def registered(real: RealCluster, mwc: dict[str, Any]) -> Iterator[None]:
+    from kubernetes import client
+
+    api = client.AdmissionregistrationV1Api(real.api_client)
+    api.create_mutating_webhook_configuration(mwc)
+    try:
+        yield
+    finally:
+        api.delete_mutating_webhook_configuration(mwc["metadata"]["name"])
+
+
+def dry_run(real: RealCluster, doc: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    return real.kubectl("create", "--dry-run=server", "-o", "json", "-f", "-",
+                        stdin=json.dumps(doc))
+
+
+@pytest.fixture(scope="module")
+def injecting(real: RealCluster, tmp_path_factory: pytest.TempPathFactory,
+              ) -> Iterator[tuple[RealCluster, OperatorProcess]]:
+    cert, key = webhook.self_signed_certificate(["127.0.0.1"])
+    folder: Path = tmp_path_factory.mktemp("inject")
+    (folder / "tls.crt").write_bytes(cert)
+    (folder / "tls.key").write_bytes(key)
+    port = free_port()
+    real.namespace(NS)
+    for doc in CATALOG:
+        real.apply(doc)
+    env = {"SKILLOP_INJECTION": "true", "SKILLOP_WEBHOOK_PORT": str(port),
+           "SKILLOP_WEBHOOK_CERT": str(folder / "tls.crt"),
+           "SKILLOP_WEBHOOK_KEY": str(folder / "tls.key"), "SKILLOP_MCP_DISCOVERY": "false",
+           **SIDECAR_ENV}
+    try:
+        with operator_process(real.plane, env=env, name="inject-operator") as proc, \
+                registered(real, configuration(port, cert)):
+            real.wait_ready("Actor", NS, "reviewer", timeout=30)
+            # The namespace's ServiceAccount (pods need it) and the webhook, live.
+            wait_for(lambda: "initContainers" in dry_run(real, agent_pod(
+                "probe", **{"skillop.dev/actor": "reviewer"})).stdout,
+                timeout=30, interval=0.2, message="the injection webhook called")
+            yield real, proc
+    finally:
+        real.delete_namespaces(NS)
+
+
+def gateway_of(pod: dict[str, Any]) -> dict[str, Any]:
+    spec = pod["spec"]
+    assert spec["initContainers"][0]["name"] == SIDECAR_NAME
+    return dict(spec["initContainers"][0])
+
+
+def assert_injected(pod: dict[str, Any]) -> None:
+    """The sidecar, the ConfigMap and exactly the set's Secrets and CA, gateway only."""
+    spec = pod["spec"]
+    gateway = gateway_of(pod)
+    assert gateway["restartPolicy"] == "Always"
+    assert gateway["image"] == "example/skillop:test"
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    mounted = {volumes[m["name"]].get("secret", {}).get("secretName") or
+               volumes[m["name"]].get("configMap", {}).get("name"): m["mountPath"]
+               for m in gateway["volumeMounts"] if "projected" not in volumes[m["name"]]}
+    assert mounted == {"reviewer-tools": "/etc/skillop",
+                       "docker-auth": "/var/run/skillop/secrets/docker-auth",
+                       "git-env": "/var/run/skillop/secrets/git-env",
+                       "corp-ca": "/var/run/skillop/configmaps/corp-ca"}
+    assert sorted(v["secret"]["secretName"] for v in volumes.values() if "secret" in v) == [
+        "docker-auth", "git-env"]
+    (agent,) = spec["containers"]
+    assert "volumeMounts" not in agent  # no Secret, no token: nothing at all
+    assert {"name": "SKILLOP_MCP_URL", "value": "http://127.0.0.1:8765/mcp"} in agent["env"]
+    assert spec["automountServiceAccountToken"] is False
+    assert not [n for n in volumes if n.startswith("kube-api-access-")]
+
+
+def webhook_calls(real: RealCluster) -> float:
+    """How often the API server has called the injection webhook (its own metric)."""
+    metrics = real.kubectl("get", "--raw", "/metrics").stdout
+    pattern = re.compile(r'^apiserver_admission_webhook_request_total\{([^}]*)\} (\S+)$')
+    return sum(float(m.group(2)) for line in metrics.splitlines()
+               if (m := pattern.match(line)) and f'name="{HOOK}"' in m.group(1))
+
+
+def test_a_labelled_pod_comes_back_injected(injecting: tuple[RealCluster, Any]) -> None:
+    real, _ = injecting
+    created = real.kubectl("apply", "-f", "-", stdin=json.dumps(
+        agent_pod("reviewer-0", **{"skillop.dev/actor": "reviewer"})))
+    assert created.returncode == 0, created.stderr
+    assert_injected(json.loads(
+        real.kubectl("get", "pod", "reviewer-0", "-n", NS, "-o", "json").stdout))
+
+
+def test_a_labelled_deployments_pod_comes_back_injected(
+        injecting: tuple[RealCluster, Any]) -> None:
+    real, _ = injecting
+    deployment = {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "reviewer", "namespace": NS},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "reviewer"}},
+                 "template": {"metadata": {"labels": {"app": "reviewer",
+                                                      "skillop.dev/actor": "reviewer"}},
+                              "spec": {"containers": [{"name": "agent",
+                                                       "image": "example/agent:1"}]}}}}
+    created = real.kubectl("apply", "-f", "-", stdin=json.dumps(deployment))
+    assert created.returncode == 0, created.stderr
+
+    def pods() -> list[dict[str, Any]]:
+        out = real.kubectl("get", "pods", "-n", NS, "-l", "app=reviewer", "-o", "json")
+        return list(json.loads(out.stdout)["items"]) if out.returncode == 0 else []
+
+    (pod,) = wait_for(pods, timeout=60, interval=0.3, message="the ReplicaSet's pod")
+    assert pod["metadata"]["ownerReferences"][0]["kind"] == "ReplicaSet"
+    assert_injected(pod)
+
+
+def test_an_unlabelled_pod_is_never_sent_to_the_webhook(
+        injecting: tuple[RealCluster, Any]) -> None:
+    real, _ = injecting
+    before = webhook_calls(real)
+    plain = real.kubectl("apply", "-f", "-", stdin=json.dumps(agent_pod("web", app="web")))
+    assert plain.returncode == 0, plain.stderr
+    pod = json.loads(real.kubectl("get", "pod", "web", "-n", NS, "-o", "json").stdout)
+    assert "initContainers" not in pod["spec"]
+    assert webhook_calls(real) == before
+    labelled = dry_run(real, agent_pod("counted", **{"skillop.dev/actor": "reviewer"}))
+    assert labelled.returncode == 0, labelled.stderr
+    assert webhook_calls(real) == before + 1  # the metric does count this webhook's calls
+
+
+def test_a_refused_pod_gets_the_promised_message(injecting: tuple[RealCluster, Any]) -> None:
+    real, _ = injecting
+    pod = agent_pod("impostor", **{"skillop.dev/actor": "reviewer"})
+    pod["spec"]["containers"].append({"name": SIDECAR_NAME, "image": "evil/gateway:1"})
+    refused = real.kubectl("apply", "-f", "-", stdin=json.dumps(pod))
+    assert refused.returncode == 1
+    assert (f'admission webhook "{HOOK}" denied the request: container skillop-gateway:'
+            " already exists with image 'evil/gateway:1', not the gateway's"
+            " (example/skillop); rename that container") in refused.stderr, refused.stderr
+    assert real.kubectl("get", "pod", "impostor", "-n", NS).returncode == 1
+
+
+def test_offline_inject_and_the_webhook_give_the_same_pod(
+        injecting: tuple[RealCluster, Any], tmp_path: Path) -> None:
+    """The webhook injects the raw pod; it leaves the pod `skillop inject` rendered as it
+    is; the API server then stores the very same pod for both."""
+    real, _ = injecting
+    raw = agent_pod("same", **{"skillop.dev/actor": "reviewer"})
+    (tmp_path / "pod.yaml").write_text(yaml.safe_dump(raw))
+    (tmp_path / "catalog.yaml").write_text(yaml.safe_dump_all(CATALOG))
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("SKILLOP_")}
+    offline = subprocess.run(
+        [SKILLOP, "inject", "-f", str(tmp_path / "pod.yaml"), "--catalog",
+         str(tmp_path / "catalog.yaml"), "-o", "json"], capture_output=True, text=True,
+        env={**environ, **SIDECAR_ENV}, check=False, timeout=60)
+    assert offline.returncode == 0, offline.stderr
+
+    def stored(doc: dict[str, Any]) -> str:
+        done = dry_run(real, doc)
+        assert done.returncode == 0, done.stderr
+        pod = json.loads(done.stdout)
+        for volatile in ("uid", "creationTimestamp", "managedFields"):
+            pod["metadata"].pop(volatile, None)
+        return json.dumps(pod, sort_keys=True)
+
+    by_webhook = stored(raw)
+    assert by_webhook == stored(json.loads(offline.stdout))
+    assert_injected(json.loads(by_webhook))
