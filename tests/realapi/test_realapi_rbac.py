@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,6 +24,7 @@ from skillkit import actor, skill
 import chartkit
 from clusterkit import wait_for
 from skillop.model.toolset import default_configmap_name
+from skillop.operator import webhook
 
 pytestmark = pytest.mark.realapi
 
@@ -55,12 +57,18 @@ def values_of(mode: str, ns: str) -> dict[str, Any]:
     return {} if mode == "cluster-wide" else {"namespaces": [ns]}
 
 
-def deployment_env(values: dict[str, Any]) -> dict[str, str]:
-    """The settings the chart's Deployment gives the operator (the Lease's namespace too)."""
+def deployment_env(values: dict[str, Any], certs: Path) -> dict[str, str]:
+    """The settings the chart's Deployment gives the operator (the Lease's namespace
+    too), with the webhook's certificate (injection is on by default) from ``certs``."""
     (dep,) = [d for d in chartkit.objects(chartkit.load(), values) if d["kind"] == "Deployment"]
     (container,) = dep["spec"]["template"]["spec"]["containers"]
     env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
     env["POD_NAME"] = "skillop-0"  # the downward API's metadata.name
+    cert, key = webhook.self_signed_certificate(["127.0.0.1"])
+    for name, data in (("tls.crt", cert), ("tls.key", key), ("ca.crt", cert)):
+        (certs / name).write_bytes(data)
+    env.update(SKILLOP_WEBHOOK_CERT=str(certs / "tls.crt"), SKILLOP_WEBHOOK_PORT=str(free_port()),
+               SKILLOP_WEBHOOK_KEY=str(certs / "tls.key"), SKILLOP_WEBHOOK_CA=str(certs / "ca.crt"))
     return env
 
 
@@ -84,10 +92,11 @@ def bound(request: pytest.FixtureRequest, real: RealCluster) -> Iterator[tuple[s
         real.delete_namespaces(ns)
 
 
-def test_the_chart_rbac_is_enough(real: RealCluster, bound: tuple[str, str]) -> None:
+def test_the_chart_rbac_is_enough(real: RealCluster, bound: tuple[str, str],
+                                  tmp_path: Path) -> None:
     mode, ns = bound
     kubeconfig = real.plane.kubeconfig_for_token(token(real), f"sa-{mode}")
-    env = {**deployment_env(values_of(mode, ns)),
+    env = {**deployment_env(values_of(mode, ns), tmp_path),
            "SKILLOP_LIVENESS": f"http://127.0.0.1:{free_port()}/healthz",
            "SKILLOP_MCP_ALLOW": "127.0.0.1"}
     with operator_process(real.plane, kubeconfig=kubeconfig, user=SA_USER, env=env,

@@ -6,8 +6,9 @@ handlers (Skills and Actors, CREATE and UPDATE); ``register_injection``
 gateway into pods labelled ``skillop.dev/actor`` on CREATE (docs/gateway.md,
 Injection). ``configure`` sets kopf's webhook server, shared by both. TLS
 comes from files (cert-manager or a chart-made CA: ``SKILLOP_WEBHOOK_CERT``/
-``SKILLOP_WEBHOOK_KEY``) or, without them, from a self-signed certificate generated at startup with ``cryptography``
-(kopf's own generator needs ``certbuilder``, which skillop does not ship).
+``SKILLOP_WEBHOOK_KEY``) or, without them, from a self-signed certificate
+generated at startup with ``cryptography`` (kopf's own generator needs
+``certbuilder``, which skillop does not ship).
 """
 
 from __future__ import annotations
