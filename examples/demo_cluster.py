@@ -40,14 +40,15 @@ def main() -> int:
     kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
     operator = subprocess.Popen([sys.executable, "-m", "skillop.cli.main", "operator"])
     try:
-        for name in ("namespaces.yaml", "tools.yaml", "skills.yaml", "actors.yaml"):
+        for name in ("namespaces.yaml", "policies.yaml", "tools.yaml", "skills.yaml",
+                     "actors.yaml"):
             kubectl("apply", "-f", str(ROOT / "examples" / name))
         deadline = time.monotonic() + 60
         while not all(ready(a) for a in ACTORS):
             if time.monotonic() > deadline:
                 raise SystemExit("actors did not become Ready within 60s; see the operator log")
             time.sleep(1)
-        print(kubectl("get", "skills,actors", "-A"))
+        print(kubectl("get", "skills,actors,clusterskillpolicies", "-A"))
         for actor in ACTORS:
             ns, name = actor.split("/")
             status = ready(actor) or {}
@@ -55,8 +56,12 @@ def main() -> int:
             doc = json.loads(kubectl("get", "configmap", cm, "-n", ns, "-o",
                                      "jsonpath={.data.tools\\.json}"))
             print(f"\n{actor}: {len(doc['tools'])} tools, {doc['hash'][:19]}...")
+            applied = ", ".join(f"{p['kind']} {p['name']}" for p in status.get("policies") or [])
+            print(f"  policies applied: {applied or 'none'}")
             for tool in doc["tools"]:
-                print(f"  {tool['name']:<40} {tool['source']:<12} {tool['skill']}")
+                approve = " (requires approval)" if tool["capabilities"].get(
+                    "requiresApproval") else ""
+                print(f"  {tool['name']:<40} {tool['source']:<12} {tool['skill']}{approve}")
     finally:
         operator.terminate()
         operator.wait(timeout=30)

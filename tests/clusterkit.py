@@ -15,7 +15,10 @@ import yaml
 from kube_emulator import wait_for
 
 GROUP, VERSION = "skillop.dev", "v1alpha1"
-PLURALS = {"Tool": "tools", "Skill": "skills", "Actor": "actors"}
+PLURALS = {"Tool": "tools", "Skill": "skills", "Actor": "actors",
+           "SkillPolicy": "skillpolicies", "ClusterSkillPolicy": "clusterskillpolicies"}
+#: Kinds without a namespace: their methods here take ns "".
+CLUSTER_KINDS = ("ClusterSkillPolicy",)
 
 
 class Cluster:
@@ -35,6 +38,8 @@ class Cluster:
             self.core.create_namespace(doc)
         elif kind == "ConfigMap":
             self.core.create_namespaced_config_map(ns, doc)
+        elif kind in CLUSTER_KINDS:
+            self.custom.create_cluster_custom_object(GROUP, VERSION, PLURALS[kind], doc)
         else:
             self.custom.create_namespaced_custom_object(GROUP, VERSION, ns, PLURALS[kind], doc)
 
@@ -47,6 +52,9 @@ class Cluster:
             self.apply(doc)
 
     def get(self, kind: str, ns: str, name: str) -> dict[str, Any]:
+        if kind in CLUSTER_KINDS:
+            return self.custom.get_cluster_custom_object(  # type: ignore[no-any-return]
+                GROUP, VERSION, PLURALS[kind], name)
         return self.custom.get_namespaced_custom_object(GROUP, VERSION, ns, PLURALS[kind], name)
 
     def list(self, kind: str, ns: str) -> list[dict[str, Any]]:
@@ -58,6 +66,9 @@ class Cluster:
                                                    {"spec": spec})
 
     def delete(self, kind: str, ns: str, name: str) -> None:
+        if kind in CLUSTER_KINDS:
+            self.custom.delete_cluster_custom_object(GROUP, VERSION, PLURALS[kind], name)
+            return
         self.custom.delete_namespaced_custom_object(GROUP, VERSION, ns, PLURALS[kind], name)
 
     def configmap(self, ns: str, name: str) -> Any:

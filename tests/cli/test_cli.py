@@ -62,7 +62,7 @@ def bad(tmp_path: Path) -> Path:
 def test_validate_examples() -> None:
     result = run("validate", "-f", EX)
     assert (result.returncode, result.stderr) == (0, "")
-    assert result.stdout == "valid: 3 tools, 8 skills, 2 actors\n"
+    assert result.stdout == "valid: 3 tools, 8 skills, 2 actors, 1 policies\n"
 
 
 def test_validate_reports_one_line_per_problem(bad: Path) -> None:
@@ -349,7 +349,8 @@ def test_several_files_and_a_directory(tmp_path: Path) -> None:
     (tmp_path / "nested").mkdir()
     (tmp_path / "nested" / "skills.yml").write_text((EXAMPLES / "skills.yaml").read_text())
     args = ["-f", str(tmp_path), "-f", str(EXAMPLES / "tools.yaml"),
-            "-f", str(EXAMPLES / "namespaces.yaml"), "-f", str(EXAMPLES / "actors.yaml")]
+            "-f", str(EXAMPLES / "namespaces.yaml"), "-f", str(EXAMPLES / "actors.yaml"),
+            "-f", str(EXAMPLES / "policies.yaml")]
     result = run("tools", "team-a/developer", *args, "-o", "json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["tools"] == json.loads(

@@ -46,7 +46,8 @@ def test_tools_gives_the_tightened_toolset(governed: Path) -> None:
 
 def test_the_table_names_the_policy_and_what_it_pruned(governed: Path) -> None:
     out = run("tools", "team-a/developer", "-f", str(governed)).stdout.splitlines()
-    assert "policies applied: ClusterSkillPolicy no-devops (generation 0)" in out
+    assert ("policies applied: ClusterSkillPolicy no-devops (generation 0),"
+            " ClusterSkillPolicy tenants (generation 0)") in out
     assert ("pruned Skill team-a/devops-toolkit: denied by ClusterSkillPolicy no-devops:"
             " deny '*/devops-*'") in out
 
@@ -84,4 +85,4 @@ def test_validate_rejects_a_policy_that_cannot_work(governed: Path, rule: str,
 def test_validate_counts_policies(governed: Path) -> None:
     result = run("validate", "-f", str(governed))
     assert result.returncode == 0, result.stderr
-    assert result.stdout == "valid: 3 tools, 8 skills, 2 actors, 1 policies\n"
+    assert result.stdout == "valid: 3 tools, 8 skills, 2 actors, 2 policies\n"

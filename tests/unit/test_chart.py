@@ -123,6 +123,7 @@ def test_defaults_render_the_expected_objects() -> None:
     assert kinds == sorted(["CustomResourceDefinition"] * 5 + [
         "ServiceAccount", "Deployment",
         "ClusterRole", "ClusterRoleBinding",    # namespaces and CRDs (kopf)
+        "ClusterRole", "ClusterRole", "ClusterRole",  # aggregated: view, edit, admin
         "ClusterRole", "ClusterRoleBinding",    # the namespaced resources, cluster-wide
         "Role", "RoleBinding",                  # the Lease, in the release namespace
         "PodDisruptionBudget", "Service",       # two replicas; /metrics
@@ -200,10 +201,12 @@ def test_namespaced_mode_uses_roles() -> None:
         assert b["roleRef"]["kind"] == "Role"
         assert b["subjects"] == [{"kind": "ServiceAccount", "name": "skillop",
                                   "namespace": "skillop-system"}]
-    # The only ClusterRole left is for cluster-scoped reads.
-    (cluster_role,) = of_kind(docs, "ClusterRole")
+    # The only ClusterRole left for the operator is for cluster-scoped objects (the
+    # aggregated ones are for people).
+    (cluster_role,) = [r for r in of_kind(docs, "ClusterRole") if not _aggregated(r)]
     resources = {r for rule in cluster_role["rules"] for r in rule["resources"]}
-    assert resources == {"namespaces", "customresourcedefinitions"}
+    assert resources == {"namespaces", "customresourcedefinitions", "clusterskillpolicies",
+                         "clusterskillpolicies/status"}
     assert env({"namespaces": ["team-a", "team-b"]})["SKILLOP_NAMESPACES"] == "team-a,team-b"
     assert "team-a, team-b" in notes({"namespaces": ["team-a", "team-b"]})
 
@@ -337,7 +340,10 @@ Grant = tuple[str, str, str]  # (apiGroup, resource, verb)
 #: Every Kubernetes client call in kube.py and the permission it needs.
 KUBE_CALLS: dict[str, set[Grant]] = {
     "patch_namespaced_custom_object_status": {
-        ("skillop.dev", "skills/status", "patch"), ("skillop.dev", "actors/status", "patch")},
+        ("skillop.dev", "skills/status", "patch"), ("skillop.dev", "actors/status", "patch"),
+        ("skillop.dev", "skillpolicies/status", "patch")},
+    "patch_cluster_custom_object_status": {
+        ("skillop.dev", "clusterskillpolicies/status", "patch")},
     "create_namespaced_config_map": {("", "configmaps", "create")},
     "replace_namespaced_config_map": {("", "configmaps", "update")},
     "read_namespaced_config_map": {("", "configmaps", "get")},
@@ -348,9 +354,10 @@ KUBE_CALLS: dict[str, set[Grant]] = {
     "list_namespaced_config_map": {("", "configmaps", "list")},
     "list_config_map_for_all_namespaces": {("", "configmaps", "list")},
     "list_namespaced_custom_object": {
-        ("skillop.dev", r, "list") for r in ("tools", "skills", "actors")},
+        ("skillop.dev", r, "list") for r in ("tools", "skills", "actors", "skillpolicies")},
     "list_cluster_custom_object": {
-        ("skillop.dev", r, "list") for r in ("tools", "skills", "actors")},
+        ("skillop.dev", r, "list") for r in ("tools", "skills", "actors", "skillpolicies",
+                                              "clusterskillpolicies")},
     # Leader election, in the release namespace only.
     "read_namespaced_lease": {("coordination.k8s.io", "leases", "get")},
     "create_namespaced_lease": {("coordination.k8s.io", "leases", "create")},
@@ -363,7 +370,9 @@ LEASE_CALLS = ("read_namespaced_lease", "create_namespaced_lease", "replace_name
 #: progress or diff-base in their annotations.
 KOPF_NEEDS: set[Grant] = {
     *((g, r, v) for g, r in [("skillop.dev", "tools"), ("skillop.dev", "skills"),
-                             ("skillop.dev", "actors"), ("", "configmaps"), ("", "namespaces"),
+                             ("skillop.dev", "actors"), ("skillop.dev", "skillpolicies"),
+                             ("skillop.dev", "clusterskillpolicies"),
+                             ("", "configmaps"), ("", "namespaces"),
                              ("apiextensions.k8s.io", "customresourcedefinitions")]
       for v in ("list", "watch")),
     ("", "events", "create"),
@@ -375,8 +384,10 @@ def _grants(group: str, resources: list[str], verbs: list[str]) -> set[Grant]:
 
 #: The whole grant, exactly: nothing else may appear.
 NAMESPACED_GRANTS: set[Grant] = (
-    _grants("skillop.dev", ["tools", "skills", "actors"], ["get", "list", "watch"])
-    | _grants("skillop.dev", ["skills/status", "actors/status"], ["get", "patch"])
+    _grants("skillop.dev", ["tools", "skills", "actors", "skillpolicies"],
+            ["get", "list", "watch"])
+    | _grants("skillop.dev", ["skills/status", "actors/status", "skillpolicies/status"],
+              ["get", "patch"])
     | _grants("", ["configmaps"], ["get", "list", "watch", "create", "update", "patch"])
     | _grants("", ["events"], ["create", "patch"])
 )
@@ -387,6 +398,8 @@ RELEASE_NS = "skillop-system"
 CLUSTER_GRANTS: set[Grant] = (
     _grants("", ["namespaces"], ["get", "list", "watch"])
     | _grants("apiextensions.k8s.io", ["customresourcedefinitions"], ["get", "list", "watch"])
+    | _grants("skillop.dev", ["clusterskillpolicies"], ["get", "list", "watch"])
+    | _grants("skillop.dev", ["clusterskillpolicies/status"], ["get", "patch"])
 )
 
 
@@ -400,10 +413,16 @@ def rule_grants(rules: list[dict[str, Any]]) -> set[Grant]:
     return out
 
 
+def _aggregated(role: dict[str, Any]) -> bool:
+    """A role for people, aggregated into admin/edit/view: bound by no one here."""
+    labels = role["metadata"].get("labels") or {}
+    return any(k.startswith("rbac.authorization.k8s.io/aggregate-to-") for k in labels)
+
+
 def granted(docs: list[dict[str, Any]]) -> tuple[set[Grant], dict[str, set[Grant]]]:
     """(cluster-wide grants, namespace -> grants), following the bindings."""
     roles = {(d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"]): d
-             for d in docs if d["kind"] in ("Role", "ClusterRole")}
+             for d in docs if d["kind"] in ("Role", "ClusterRole") and not _aggregated(d)}
     cluster: set[Grant] = set()
     per_ns: dict[str, set[Grant]] = {}
     for b in docs:
@@ -1011,3 +1030,27 @@ def test_injection_lint_passes_with_the_validating_webhook_too() -> None:
     assert len(of_kind(docs, "MutatingWebhookConfiguration")) == 1
     assert len(of_kind(docs, "ValidatingWebhookConfiguration")) == 1
     assert len([s for s in of_kind(docs, "Service") if "webhook" in s["metadata"]["name"]]) == 1
+
+
+def test_aggregated_roles_let_tenants_edit_tools_skills_actors_but_not_policies() -> None:
+    roles = {d["metadata"]["name"].removeprefix("skillop-"): d for d in render()
+             if d["kind"] == "ClusterRole" and _aggregated(d)}
+    assert sorted(roles) == ["admin", "edit", "view"]
+    aggregated_into = {name: {k.rsplit("-", 1)[1] for k, v in r["metadata"]["labels"].items()
+                              if k.startswith("rbac.authorization.k8s.io/aggregate-to-")
+                              and v == "true"} for name, r in roles.items()}
+    assert aggregated_into == {"view": {"view", "edit", "admin"}, "edit": {"edit", "admin"},
+                               "admin": {"admin"}}
+    writes = {"create", "update", "patch", "delete"}
+
+    def can(roles_: list[str], resource: str) -> set[str]:
+        return {v for name in roles_ for g, r, v in rule_grants(roles[name]["rules"])
+                if r == resource}
+
+    edit, admin = ["view", "edit"], ["view", "edit", "admin"]
+    for resource in ("tools", "skills", "actors"):
+        assert writes <= can(edit, resource)
+    for resource in ("skillpolicies", "clusterskillpolicies"):
+        assert not writes & can(edit, resource), resource
+    assert writes <= can(admin, "skillpolicies")
+    assert not writes & can(admin, "clusterskillpolicies")  # cluster-admin's alone

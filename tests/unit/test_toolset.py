@@ -174,6 +174,10 @@ def test_examples_developer_and_reviewer() -> None:
     dev_tools = by_name(dev)
     assert dev_tools["push_image"]["capabilities"]["requiresApproval"] is True
     assert "system_prune" not in dev_tools
+    # examples/policies.yaml: the tenants ClusterSkillPolicy governs team-a.
+    assert [p.label for p in dev.policies] == ["ClusterSkillPolicy tenants"]
+    assert dev_tools["delete_file"]["capabilities"]["requiresApproval"] is True
+    assert "requiresApproval" not in dev_tools["write_file"]["capabilities"]
     assert {"team-a/code-analysis.lint", "team-a/testing.lint"} <= set(dev_tools)
     assert dev_tools["coverage-report"]["description"] == "Coverage for the changed files only"
     assert dev_tools["git_log"]["path"] == ["team-a/full-stack-dev", "team-a/code-analysis",

@@ -69,10 +69,10 @@ namespace only (leader-election.yaml).
 */}}
 {{- define "skillop.namespacedRules" -}}
 - apiGroups: ["skillop.dev"]
-  resources: ["tools", "skills", "actors"]
+  resources: ["tools", "skills", "actors", "skillpolicies"]
   verbs: ["get", "list", "watch"]
 - apiGroups: ["skillop.dev"]
-  resources: ["skills/status", "actors/status"]
+  resources: ["skills/status", "actors/status", "skillpolicies/status"]
   verbs: ["get", "patch"]
 - apiGroups: [""]
   resources: ["configmaps"]
@@ -95,6 +95,12 @@ namespace only (leader-election.yaml).
 - apiGroups: ["apiextensions.k8s.io"]
   resources: ["customresourcedefinitions"]
   verbs: ["get", "list", "watch"]
+- apiGroups: ["skillop.dev"]
+  resources: ["clusterskillpolicies"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["skillop.dev"]
+  resources: ["clusterskillpolicies/status"]
+  verbs: ["get", "patch"]
 {{- end }}
 
 {{/* The webhook's Service, Secret (mounted by the Deployment) and cert-manager Certificate. */}}

@@ -40,9 +40,12 @@ from skillop.operator.store import Store
 TOOLS = (API_GROUP, API_VERSION, "tools")
 SKILLS = (API_GROUP, API_VERSION, "skills")
 ACTORS = (API_GROUP, API_VERSION, "actors")
+SKILL_POLICIES = (API_GROUP, API_VERSION, "skillpolicies")
+CLUSTER_SKILL_POLICIES = (API_GROUP, API_VERSION, "clusterskillpolicies")
 CONFIGMAPS = ("", "v1", "configmaps")
 NAMESPACES = ("", "v1", "namespaces")
-KINDS = {TOOLS: "Tool", SKILLS: "Skill", ACTORS: "Actor", CONFIGMAPS: "ConfigMap",
+KINDS = {TOOLS: "Tool", SKILLS: "Skill", ACTORS: "Actor", SKILL_POLICIES: "SkillPolicy",
+         CLUSTER_SKILL_POLICIES: "ClusterSkillPolicy", CONFIGMAPS: "ConfigMap",
          NAMESPACES: "Namespace"}
 
 def register_webhook(config: OperatorConfig) -> None:

@@ -41,7 +41,11 @@ BACKOFF = (0.05, 0.2, 0.5, 1.0, 2.0)
 #: own, which are not OSErrors (MaxRetryError once its retries are spent with the
 #: API server down, ProtocolError for a connection dropped mid-response).
 TRANSIENT: tuple[type[Exception], ...] = (OSError, urllib3.exceptions.HTTPError)
-PLURALS = {"Skill": "skills", "Actor": "actors", "Tool": "tools"}
+#: Kinds without a namespace: listed cluster-wide even when the operator watches
+#: only some namespaces.
+CLUSTER_SCOPED = frozenset({"Namespace", "ClusterSkillPolicy"})
+PLURALS = {"Skill": "skills", "Actor": "actors", "Tool": "tools",
+           "SkillPolicy": "skillpolicies", "ClusterSkillPolicy": "clusterskillpolicies"}
 #: Lists for membership ask for metadata only (kubectl get's own trick).
 METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 LIST_PAGE = 500
@@ -181,6 +185,12 @@ class Kube:
                            old: Mapping[str, Any]) -> None:
         # A merge patch: fields no longer present are nulled, so the status is whole.
         body = {"status": {**{k: None for k in old if k not in new}, **new}}
+        if not ref.namespace:  # a ClusterSkillPolicy: cluster-scoped
+            await self._write(kind, f"patch {kind} {ref.name} status", lambda: _drained(
+                self.custom.patch_cluster_custom_object_status(
+                    API_GROUP, API_VERSION, PLURALS[kind], ref.name, body,
+                    _preload_content=False)), gone_on_404=True)
+            return
         await self._write(kind, f"patch {kind} {ref} status", lambda: _drained(
             self.custom.patch_namespaced_custom_object_status(
                 API_GROUP, API_VERSION, ref.namespace, PLURALS[kind], ref.name, body,
@@ -255,7 +265,7 @@ class Kube:
                 if not token:
                     return items
 
-        scopes: Sequence[str | None] = namespaces if namespaces and kind != "Namespace" \
+        scopes: Sequence[str | None] = namespaces if namespaces and kind not in CLUSTER_SCOPED \
             else (None,)
         out: dict[ObjectRef, str] = {}
         for scope in scopes:

@@ -31,6 +31,7 @@ from skillop.model.status import (
     AppliedPolicyStatus,
     Condition,
     McpServerStatus,
+    PolicyStatus,
     PrunedStatus,
     SkillStatus,
     StatusTool,
@@ -250,6 +251,25 @@ def invalid_status(kind: str, problems: Sequence[Problem], *, generation: int,
     status = model.model_validate({**kept, "observedGeneration": generation,
                                    "conditions": [c.wire() for c in conditions]}).wire()
     return None if _same(remembered(kind, old), remembered(kind, status)) else status
+
+
+def policy_status(kind: str, problems: Sequence[Problem], *, generation: int,
+                  old: Mapping[str, Any], now: str) -> dict[str, Any] | None:
+    """A SkillPolicy's or ClusterSkillPolicy's status: Ready once it is in force;
+    False, with every problem, while its spec is invalid (the Actors it may govern
+    keep their last good tool set meanwhile). None when nothing changes."""
+    if problems:
+        ready = condition("Ready", False, problems[0].reason,
+                          problem_summary(problems) + "; the Actors it may govern keep their"
+                          " last good tool set", generation=generation,
+                          old=old.get("conditions") or [], now=now)
+    else:
+        scope = ("every namespace its selector matches" if kind == "ClusterSkillPolicy"
+                 else "its namespace")
+        ready = condition("Ready", True, "InForce", f"applies to the Actors of {scope}",
+                          generation=generation, old=old.get("conditions") or [], now=now)
+    status = PolicyStatus(observed_generation=generation, conditions=[ready]).wire()
+    return None if _same(old, status) else status
 
 
 # -- actors ---------------------------------------------------------------------

@@ -32,7 +32,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from skillop.model.manifest import ActorResource, SkillResource
+from skillop.model.manifest import POLICY_KINDS, ActorResource, SkillResource
 from skillop.model.names import ObjectRef
 from skillop.model.problems import Problem
 from skillop.operator.deps import Key, key, ref_of
@@ -44,6 +44,7 @@ from skillop.operator.outputs import (
     ServerState,
     actor_plan,
     invalid_status,
+    policy_status,
     skill_plan,
 )
 from skillop.operator.store import Store
@@ -73,7 +74,7 @@ class Lister(Protocol):
 
 #: The kinds the store holds, in the order their membership is checked: Actors
 #: first, so that no ConfigMap is written for an Actor about to be dropped.
-KINDS = ("Actor", "Skill", "Tool", "ConfigMap", "Namespace")
+KINDS = ("Actor", "Skill", "Tool", "SkillPolicy", "ClusterSkillPolicy", "ConfigMap", "Namespace")
 
 
 def utcnow() -> str:
@@ -133,8 +134,10 @@ class Reconciler:
         self._relist_wake.set()
 
     def everything(self) -> set[Key]:
-        return ({key("Skill", r) for r in self.store.catalog.skills}
-                | {key("Actor", r) for r in self.store.catalog.actors}
+        catalog = self.store.catalog
+        return ({key("Skill", r) for r in catalog.skills}
+                | {key("Actor", r) for r in catalog.actors}
+                | {key(p.kind, r) for r, p in catalog.policies.items()}
                 | set(self.store.invalid))
 
     # -- leadership -----------------------------------------------------------------
@@ -215,6 +218,8 @@ class Reconciler:
         jobs: list[Callable[[], Awaitable[Staged]]] = [
             *(functools.partial(self._skill, resolver, ref) for ref in sorted(affected.skills)),
             *(functools.partial(self._actor, resolver, ref) for ref in sorted(affected.actors)),
+            *(functools.partial(self._policy, k) for k in sorted(changed)
+              if k[0] in POLICY_KINDS and k not in self.store.invalid),
             *(functools.partial(self._invalid, k) for k in sorted(changed)
               if k in self.store.invalid)]
         failed: list[Key] = []
@@ -316,15 +321,32 @@ class Reconciler:
                           extra_warnings=self.actor_warnings(actor, resolution.skills))
         return await self._write("Actor", ref, actor.meta.uid, plan, exists=observed is not None)
 
+    async def _policy(self, k: Key) -> Staged:
+        """A policy's own status: Ready once it is in force."""
+        kind, ref = k[0], ref_of(k)
+        policy = self.store.catalog.policies.get(ref)
+        if policy is None:
+            return None
+        status = policy_status(kind, (), generation=policy.meta.generation,
+                               old=self.store.statuses.get(k, {}), now=self.clock())
+        if status is None:
+            return None
+        return await self._write(kind, ref, policy.meta.uid, Plan(status=status))
+
     async def _invalid(self, k: Key) -> Staged:
         """An object whose spec does not parse: Ready=False with every problem."""
         kind, ref = k[0], ref_of(k)
-        if kind not in ("Skill", "Actor"):
+        if kind not in ("Skill", "Actor", *POLICY_KINDS):
             return None
         problems: Sequence[Problem] = self.store.invalid[k]
         old = self.store.statuses.get(k, {})
         generation = self.store.generations.get(k, int(old.get("observedGeneration") or 0))
-        status = invalid_status(kind, problems, generation=generation, old=old, now=self.clock())
+        if kind in POLICY_KINDS:
+            status = policy_status(kind, problems, generation=generation, old=old,
+                                   now=self.clock())
+        else:
+            status = invalid_status(kind, problems, generation=generation, old=old,
+                                    now=self.clock())
         if status is None:
             return None
         return await self._write(kind, ref, "", Plan(status=status))

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from skillop.model.manifest import (
+    CLUSTER_KINDS,
+    POLICY_KINDS,
     ConfigMapData,
     NamespaceInfo,
     Resource,
@@ -92,7 +94,9 @@ class Store:
             return set()
         result = parse_object(body)
         obj = result.obj
-        if kind in ("Tool", "Skill", "Actor"):
+        if kind in ("Tool", "Skill", "Actor", *POLICY_KINDS):
+            if kind in CLUSTER_KINDS:
+                ref = ObjectRef("", ref.name)
             k = key(str(kind), ref)
             self.statuses[k] = remembered(str(kind), body.get("status") or {})
             generation = meta.get("generation")
@@ -124,8 +128,11 @@ class Store:
         if kind == "Namespace":
             self.catalog.namespaces.pop(name, None)
             return set()
+        if kind in CLUSTER_KINDS:
+            ref = ObjectRef("", name)
         k = key(kind, ref)
         table = self._table(kind)
+        governed = self._governed(kind, ref) if kind in POLICY_KINDS else set()
         self.catalog.invalid.pop((kind, ref), None)
         existed = table.pop(ref, None) is not None or self.invalid.pop(k, None) is not None
         self.statuses.pop(k, None)
@@ -135,7 +142,7 @@ class Store:
             self.deps.remove(k)
         if kind == "Skill":
             self.catalog.tool_defs.forget(ref)
-        return {k} if existed else set()
+        return ({k} | governed) if existed else set()
 
     def reconcile_members(self, kind: str, listed: Mapping[ObjectRef, str], *,
                           since: int) -> set[Key]:
@@ -179,13 +186,35 @@ class Store:
 
     # -- internals ----------------------------------------------------------------
     def _table(self, kind: str) -> dict[ObjectRef, Any]:
-        tables: dict[str, dict[ObjectRef, Any]] = {
-            "Tool": self.catalog.tools, "Skill": self.catalog.skills,
-            "Actor": self.catalog.actors}
-        return tables[kind]
+        return self.catalog.table(kind)
+
+    def _governed(self, kind: str, ref: ObjectRef) -> set[Key]:
+        """The Actors a policy governs as the store holds it now: those of the
+        namespaces it applies to or, while it is invalid, of every namespace it may
+        apply to (they are DependencyFailed meanwhile)."""
+        policy = self.catalog.policies.get(ref)
+        if policy is not None:
+            return {key("Actor", r) for r in self.catalog.actors
+                    if self.catalog.governs(policy, r.namespace)}
+        if (kind, ref) in self.catalog.invalid:
+            return {key("Actor", r) for r in self.catalog.actors
+                    if ref.namespace in ("", r.namespace)}
+        return set()
 
     def _resource(self, k: Key, obj: object, problems: tuple[Problem, ...],
                   generation: int) -> set[Key]:
+        kind, ref = k[0], ref_of(k)
+        if kind in POLICY_KINDS:
+            # A policy's change reaches the Actors it governed and those it governs now.
+            before, was = self._governed(kind, ref), self.invalid.get(k)
+            changed = self._stored(k, obj, problems, generation)
+            if not changed or (was is not None and was == self.invalid.get(k)):
+                return changed  # a status echo: the Actors' inputs are the same
+            return changed | before | self._governed(kind, ref)
+        return self._stored(k, obj, problems, generation)
+
+    def _stored(self, k: Key, obj: object, problems: tuple[Problem, ...],
+                generation: int) -> set[Key]:
         kind, ref = k[0], ref_of(k)
         table = self._table(kind)
         old = table.get(ref)
