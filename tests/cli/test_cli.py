@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from clirun import EXAMPLES, PYTHON_ARGS, command_for, problem_lines, run
+from clirun import EXAMPLES, PROBLEM_LINE, PYTHON_ARGS, command_for, problem_lines, run
 
 from skillop.cli.load import load_paths
 from skillop.model.names import ObjectRef
@@ -159,7 +159,7 @@ def test_tools_json_is_exactly_the_toolset_document() -> None:
     assert result.stdout == _expected_document("team-a/developer")
     doc = json.loads(result.stdout)
     assert list(doc) == ["apiVersion", "kind", "actor", "hash", "tools", "mcpServers",
-                         "agentSkills"]
+                         "agentSkills", "tokens"]
     assert (doc["kind"], doc["actor"]) == ("ToolSet", "team-a/developer")
     names = [t["name"] for t in doc["tools"]]
     assert names == sorted(names)
@@ -208,15 +208,20 @@ spec: {{skills: [{'s' * 60}]}}
         result = run("tools", *args)
         assert result.returncode == 0, result.stderr
         lines = result.stdout.splitlines()
-        assert lines[0].split() == ["NAME", "SOURCE", "SKILL", "CAPABILITIES", "DESCRIPTION"]
+        assert lines[0].split() == ["NAME", "SOURCE", "SKILL", "CAPABILITIES", "TOKENS",
+                                    "DESCRIPTION"]
         assert max(len(line) for line in lines) <= 100
     assert "short" in result.stdout and "ro" in result.stdout
-    assert result.stdout.splitlines()[-1] == "2 tools from 1 skills"
+    doc = json.loads(run("tools", *args, "-o", "json").stdout)
+    assert [line.split()[4] for line in result.stdout.splitlines()[1:-1]] == [
+        str(t["tokens"]) for t in doc["tools"]]
+    assert result.stdout.splitlines()[-1] == (
+        f"2 tools from 1 skills, {doc['tokens']['total']} tokens (cl100k_base)")
 
 
 def test_tools_default_output_is_the_table() -> None:
     result = run("tools", "team-a/developer", "-f", EX)
-    assert result.stdout.splitlines()[-1] == "24 tools from 8 skills"
+    assert result.stdout.splitlines()[-1].startswith("24 tools from 8 skills, ")
 
 
 def test_tools_prints_nothing_on_stdout_when_the_input_has_problems(bad: Path) -> None:
@@ -431,3 +436,29 @@ def test_tools_on_the_examples_is_fast() -> None:
     print(f"skillop tools on examples/: {elapsed:.3f} s wall")
     assert result.returncode == 0
     assert elapsed < 2.0
+
+
+def test_over_max_tool_tokens_exits_1_naming_the_budget_and_the_largest(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text("""\
+apiVersion: skillop.dev/v1alpha1
+kind: Skill
+metadata: {name: s, namespace: team-a}
+spec:
+  anonymousTools:
+    - {name: small, description: "x"}
+    - {name: large, description: "Returns every open ticket with its history and its comments"}
+---
+apiVersion: skillop.dev/v1alpha1
+kind: Actor
+metadata: {name: a, namespace: team-a}
+spec: {skills: [s], skillAccessPolicy: {maxToolTokens: 10}}
+""")
+    result = run("tools", "team-a/a", "-f", str(tmp_path), "-o", "table")
+    assert result.returncode == 1 and result.stdout == ""
+    [line] = result.stderr.splitlines()
+    match = PROBLEM_LINE.match(line)
+    assert match is not None, line
+    assert (match["field"], match["reason"]) == ("spec.skillAccessPolicy.maxToolTokens",
+                                                 "TooManyToolTokens")
+    assert "over the budget of 10" in line and "the largest: large (" in line
+    assert line.index("large (") < line.index("small (")

@@ -64,6 +64,8 @@ def test_a_skill_whose_spec_stops_parsing_says_so(running: RealCluster) -> None:
     running.patch_spec("Skill", NS, "tools", {"mcpServers": servers[:1]})
     wait_for(lambda: (running.get("Skill", NS, "tools")["status"].get("toolCount") == 6),
              timeout=30, message="skill resolved again")
+    # The token count survives the schema (an integer field of the status).
+    assert running.get("Skill", NS, "tools")["status"]["toolTokens"] > 6
     assert running.wait_ready("Skill", NS, "tools", timeout=30)["observedGeneration"] == 3
 
 

@@ -86,6 +86,7 @@ def test_a_fresh_actor_gets_a_status_and_an_owned_configmap_and_no_events() -> N
     status = plan.status
     assert status["observedGeneration"] == 3
     assert status["toolCount"] == len(doc["tools"]) == 6  # five git tools and lint
+    assert status["toolTokens"] == doc["tokens"]["total"] == sum(t["tokens"] for t in doc["tools"])
     assert status["configMapName"] == "dev-tools"
     assert status["skills"] == ["team-a/base"]
     assert [t["name"] for t in status["tools"]] == [t["name"] for t in doc["tools"]]
@@ -148,7 +149,7 @@ def test_a_problem_keeps_the_last_good_tool_set() -> None:
     assert status["toolsHash"] in ready["message"]
     assert ready["lastTransitionTime"] == T1  # it changed status
     assert (refs["status"], refs["reason"]) == ("False", P.REF_NOT_FOUND)
-    for field in ("toolsHash", "toolCount", "tools"):
+    for field in ("toolsHash", "toolCount", "toolTokens", "tools"):
         assert new[field] == status[field], field
     # the broken state is itself stable
     again = _plan(broken, old_status=json.loads(json.dumps(new)), observed=observed, now=T2)

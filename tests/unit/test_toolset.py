@@ -19,12 +19,13 @@ from skillop.resolve.resolver import Resolver
 from skillop.resolve.toolset import configmap_data, render_document
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-TOP_KEYS = ["apiVersion", "kind", "actor", "hash", "tools", "mcpServers", "agentSkills"]
+TOP_KEYS = ["apiVersion", "kind", "actor", "hash", "tools", "mcpServers", "agentSkills",
+            "tokens"]
 #: Every tool's keys, in order; the optional ones are there only when set, and
 #: ``digest`` pins the definition (docs/decisions.md).
 TOOL_KEYS = ["name", "bindingName", "qualifiedName", "source", "skill", "title", "description",
              "inputSchema", "outputSchema", "capabilities", "runtime", "mcpServer", "upstreamName",
-             "path", "digest", "upstreamDigest"]
+             "path", "digest", "tokens", "upstreamDigest"]
 OPTIONAL = {"title": "title", "outputSchema": "output_schema", "runtime": "runtime",
             "mcpServer": "mcp_server", "upstreamName": "mcp_server",
             "upstreamDigest": "upstream_digest"}
@@ -161,7 +162,7 @@ def test_skill_document_names_the_skill() -> None:
     assert resolution is not None
     doc = resolution.document
     assert list(doc) == ["apiVersion", "kind", "skill", "hash", "tools", "mcpServers",
-                         "agentSkills"]
+                         "agentSkills", "tokens"]
     assert doc["skill"] == "team-a/all"
 
 

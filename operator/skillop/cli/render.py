@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from skillop.model.names import ObjectRef
 from skillop.resolve.explain import applied_lines
 from skillop.resolve.resolver import Resolution, Resolver
+from skillop.resolve.tokens import ENCODING
 from skillop.resolve.toolset import EffectiveTool
 
 WIDTH = 100
@@ -52,12 +53,13 @@ def _fit(text: str, width: int) -> str:
 def tools_table(resolution: Resolution) -> str:
     rows = [
         (t.name, t.entry.tool.source, t.entry.skill.canonical,
-         capability_summary(t.entry.tool.capabilities.to_dict()),
+         capability_summary(t.entry.tool.capabilities.to_dict()), str(t.tokens),
          t.entry.tool.description.splitlines()[0] if t.entry.tool.description else "")
         for t in resolution.tools
     ]
-    header = ("NAME", "SOURCE", "SKILL", "CAPABILITIES", "DESCRIPTION")
-    summary = f"{len(resolution.tools)} tools from {len(resolution.skills)} skills"
+    header = ("NAME", "SOURCE", "SKILL", "CAPABILITIES", "TOKENS", "DESCRIPTION")
+    summary = (f"{len(resolution.tools)} tools from {len(resolution.skills)} skills,"
+               f" {resolution.tokens} tokens ({ENCODING})")
     return "\n".join([table(rows, header), *policy_lines(resolution), summary])
 
 

@@ -46,6 +46,7 @@ READY = '.status.conditions[?(@.type=="Ready")]'
 STATUS_COLUMNS = [
     {"name": "Ready", "type": "string", "jsonPath": f"{READY}.status"},
     {"name": "Tools", "type": "integer", "jsonPath": ".status.toolCount"},
+    {"name": "Tokens", "type": "integer", "jsonPath": ".status.toolTokens"},
     {"name": "Reason", "type": "string", "jsonPath": f"{READY}.reason", "priority": 1},
     {"name": "Message", "type": "string", "jsonPath": f"{READY}.message", "priority": 1},
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},

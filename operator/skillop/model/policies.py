@@ -117,8 +117,9 @@ class SkillPolicySpec(SpecModel):
     max_tools: int | None = Field(default=None, ge=1, le=100000)
     """A ceiling on the Actor's maxTools: the effective budget is the least of the
     Actor's and every applying policy's."""
-    # maxToolTokens (docs/api.md, token budgets) joins max_tools here as a second
-    # ceiling once it exists: the least of the Actor's and every applying policy's.
+    max_tool_tokens: int | None = Field(default=None, ge=1, le=100_000_000)
+    """A ceiling on the Actor's maxToolTokens (tokens of the tools' definitions): the
+    effective budget is the least of the Actor's and every applying policy's."""
     mcp_servers: McpServerRules | None = None
     """Which MCP servers may contribute tools, by host glob."""
     sources: SourceRules | None = None

@@ -689,6 +689,10 @@ class AccessPolicy(SpecModel):
     max_tools: int | None = Field(default=None, ge=1, le=100000)
     """The most tools allowed after filtering; over it the Actor is Ready=False,
     TooManyTools."""
+    max_tool_tokens: int | None = Field(default=None, ge=1, le=100_000_000)
+    """The most tokens the tool definitions may cost the model (name, description and
+    input schema of every tool, cl100k_base); over it the Actor is Ready=False,
+    TooManyToolTokens."""
 
 
 def glob_problem(glob: str) -> str | None:

@@ -150,6 +150,9 @@ class CommonStatus(StatusModel):
     """How many tools the resolved set holds."""
     tools_hash: Short | None = None
     """sha256 of the resolved set's ToolSet document."""
+    tool_tokens: int | None = None
+    """What the resolved tools' definitions cost a model, in tokens (name, description
+    and input schema of each, cl100k_base); the ToolSet document has each tool's."""
     tools: list[StatusTool] | None = Field(default=None, max_length=MAX_STATUS_TOOLS)
     """The resolved tools, sorted by name; at most 256 (toolCount counts them all).
     Absent until a tool set was resolved; an empty list is an empty set."""

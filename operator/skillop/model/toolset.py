@@ -77,6 +77,9 @@ class ToolEntry(DocumentModel):
     execution: dict[str, Any] | None = None
     path: tuple[str, ...] = ()
     digest: str = ""
+    #: What the model is sent for the tool (name, description, input schema), in
+    #: tokens of ``TokenCount.encoding``.
+    tokens: int = Field(default=0, ge=0)
     upstream_digest: str | None = None
 
 
@@ -102,6 +105,13 @@ class AgentSkillEntry(DocumentModel):
     key: str = Field(pattern=AGENT_SKILL_KEY_PATTERN)
 
 
+class TokenCount(DocumentModel):
+    """What the set's tool definitions cost a model: the sum of the tools' ``tokens``."""
+
+    encoding: str
+    total: int = Field(ge=0)
+
+
 class ToolSetDocument(DocumentModel):
     """The document; ``actor`` or ``skill`` names its owner."""
 
@@ -113,6 +123,8 @@ class ToolSetDocument(DocumentModel):
     tools: tuple[ToolEntry, ...] = ()
     mcp_servers: tuple[ServerEntry, ...] = ()
     agent_skills: tuple[AgentSkillEntry, ...] = ()
+    #: Beyond the contract's keys, so after them (docs/decisions.md).
+    tokens: TokenCount | None = None
 
     @classmethod
     def parse(cls, raw: bytes | str) -> ToolSetDocument:

@@ -244,7 +244,7 @@ def invalid_status(kind: str, problems: Sequence[Problem], *, generation: int,
     fields = {f.alias for f in model.model_fields.values()}
     kept = {k: v for k, v in old.items() if k in fields and v is not None}
     if not isinstance(kept.get("tools"), list):
-        for field_ in ("tools", "toolCount", "toolsHash"):
+        for field_ in ("tools", "toolCount", "toolsHash", "toolTokens"):
             kept.pop(field_, None)
     conditions = common_conditions(problems, generation=generation,
                                    old=old.get("conditions") or [], now=now, ready_message="")
@@ -303,11 +303,11 @@ def _actor_status(actor: ActorResource, resolution: Resolution, problems: list[P
                  if kept and observed is not None else "")
         # The last good tool set stays described (it is what the ConfigMap holds).
         tools_part = ActorStatus.model_validate(
-            {k: old[k] for k in ("toolCount", "toolsHash", "tools") if k in old})
+            {k: old[k] for k in ("toolCount", "toolsHash", "toolTokens", "tools") if k in old})
     else:
         stale = ""
         tools_part = ActorStatus(tool_count=len(resolution.tools), tools_hash=resolution.hash,
-                                 tools=_status_tools(resolution))
+                                 tool_tokens=resolution.tokens, tools=_status_tools(resolution))
     ready_msg = f"{len(resolution.tools)} tools from {len(resolution.skills)} skills"
     pruned, cut = _pruned(resolution)
     return ActorStatus(
@@ -316,6 +316,7 @@ def _actor_status(actor: ActorResource, resolution: Resolution, problems: list[P
                                      ready_message=ready_msg, stale_note=stale),
         tool_count=tools_part.tool_count,
         tools_hash=tools_part.tools_hash,
+        tool_tokens=tools_part.tool_tokens,
         tools=tools_part.tools,
         config_map_name=cm_name,
         skills=[s.canonical for s in resolution.skills],
@@ -418,6 +419,7 @@ def skill_plan(skill: SkillResource, resolution: Resolution, *, old_status: Mapp
         conditions=conditions,
         tool_count=len(resolution.tools),
         tools_hash=resolution.hash,
+        tool_tokens=resolution.tokens,
         tools=_status_tools(resolution),
         skills=[s.canonical for s in resolution.skills],
         warnings=_warnings(resolution.warnings),

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from skillop.model.names import ObjectRef
 from skillop.model.tooldef import ToolDef
 from skillop.resolve.entries import Entry
-from skillop.resolve.resolver import Resolution, Resolver
+from skillop.resolve.resolver import TOKEN_CONTRIBUTORS, Resolution, Resolver, largest_tools
+from skillop.resolve.tokens import ENCODING
+from skillop.resolve.toolset import EffectiveTool
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +37,7 @@ def explain(resolver: Resolver, actor: ObjectRef, tool_name: str) -> Explanation
         lines = [f"{resolution.subject} has tool {found.name} (bindingName {found.binding_name})"]
         lines += _entry_lines(found.entry)
         lines.append("path: " + " -> ".join(r.canonical for r in found.path))
+        lines += _token_lines(resolver, resolution, actor, found)
         if found.name != found.entry.tool.name:
             rivals = [t.name for t in resolution.tools
                       if t.entry.tool.name == found.entry.tool.name and t is not found]
@@ -90,6 +93,21 @@ def _declared_by(tool: ToolDef) -> str:
     if tool.source == "agent_skill":
         return "Agent Skill (always read-only)"
     return "declared"
+
+
+def _token_lines(resolver: Resolver, resolution: Resolution, actor: ObjectRef,
+                 tool: EffectiveTool) -> list[str]:
+    """The tool's share of the set's tokens and, when the set is over its token
+    budget, the tools that cost the most (what to cut or disclose by search)."""
+    lines = [f"tokens: {tool.tokens} of the set's {resolution.tokens} ({ENCODING})"]
+    budget = resolver.effective_policy(resolver.catalog.actors[actor]).max_tool_tokens
+    if budget is not None and resolution.tokens > budget.value:
+        by = f" set by {budget.policy}" if budget.policy is not None else ""
+        lines.append(f"over the token budget of {budget.value}{by} (maxToolTokens);"
+                     " the largest tools:")
+        lines += [f"  - {t.name}: {t.tokens}"
+                  for t in largest_tools(resolution.tools, TOKEN_CONTRIBUTORS)]
+    return lines
 
 
 def _policy_lines(resolution: Resolution) -> list[str]:

@@ -133,8 +133,8 @@ class EffectivePolicy:
     #: (who, capability): a tool with the capability gets requiresApproval.
     approval: tuple[tuple[str, str], ...] = ()
     max_tools: Ceiling | None = None
-    # maxToolTokens (token budgets) becomes a second Ceiling here, the least of the
-    # Actor's and every policy's, exactly as max_tools.
+    #: maxToolTokens: the least of the Actor's and every policy's, as max_tools.
+    max_tool_tokens: Ceiling | None = None
     applied: tuple[AppliedPolicy, ...] = ()
 
     @property
@@ -220,6 +220,7 @@ def effective_policy(own: AccessPolicy, policies: Sequence[PolicyResource]) -> E
     hosts: list[tuple[str, tuple[str, ...]]] = []
     approval: dict[tuple[str, str], None] = {}
     ceiling: Ceiling | None = None
+    tokens: Ceiling | None = None
     applied = []
     for policy in policies:
         spec, named = policy.spec, applied_policy(policy)
@@ -237,17 +238,29 @@ def effective_policy(own: AccessPolicy, policies: Sequence[PolicyResource]) -> E
         if spec.mcp_servers is not None:
             hosts.append((who, tuple(spec.mcp_servers.allow)))
         approval.update(dict.fromkeys((who, cap) for cap in spec.require_approval))
-        if spec.max_tools is not None and (ceiling is None or spec.max_tools < ceiling.value):
-            ceiling = Ceiling(spec.max_tools, who)
+        ceiling = _least(ceiling, spec.max_tools, who)
+        tokens = _least(tokens, spec.max_tool_tokens, who)
     globs.append(GlobRules(OWN, tuple(own.allow), tuple(own.deny)))
     for cap in own.deny_capabilities:
         deny_caps.setdefault(cap, OWN)
     for cap in own.require_capabilities:
         require_caps.setdefault(cap, OWN)
-    if own.max_tools is not None and (ceiling is None or own.max_tools <= ceiling.value):
-        ceiling = Ceiling(own.max_tools)
+    ceiling = _least(ceiling, own.max_tools, None)
+    tokens = _least(tokens, own.max_tool_tokens, None)
     return EffectivePolicy(
         gate=SkillGate(tuple(globs)), deny_capabilities=tuple(deny_caps.items()),
         require_capabilities=tuple(require_caps.items()),
         deny_sources=tuple(deny_sources.items()), server_hosts=tuple(hosts),
-        approval=tuple(approval), max_tools=ceiling, applied=tuple(applied))
+        approval=tuple(approval), max_tools=ceiling, max_tool_tokens=tokens,
+        applied=tuple(applied))
+
+
+def _least(ceiling: Ceiling | None, value: int | None, who: str | None) -> Ceiling | None:
+    """The tighter of ``ceiling`` and ``value`` (set by ``who``; None: the Actor).
+    On a tie the first policy stays named, and the Actor's own field wins over
+    every policy's."""
+    if value is None:
+        return ceiling
+    if ceiling is None or value < ceiling.value or (who is None and value == ceiling.value):
+        return Ceiling(value, who)
+    return ceiling

@@ -15,6 +15,7 @@ one: its own tightened by every SkillPolicy and ClusterSkillPolicy that applies
 from __future__ import annotations
 
 import functools
+import heapq
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +41,7 @@ from skillop.resolve.policy import (
     effective_policy,
 )
 from skillop.resolve.skills import SkillView, skill_view
+from skillop.resolve.tokens import ENCODING
 from skillop.resolve.toolset import (
     EffectiveTool,
     configmap_data,
@@ -94,6 +96,8 @@ class Resolution:
     dropped: tuple[tuple[Entry, str], ...] = ()
     #: The SkillPolicies and ClusterSkillPolicies that applied (an Actor's).
     policies: tuple[AppliedPolicy, ...] = ()
+    #: What the set's tool definitions cost the model, in tokens (``resolve.tokens``).
+    tokens: int = 0
 
     @property
     def ok(self) -> bool:
@@ -232,7 +236,7 @@ class Resolver:
         problems += self._closure_problems(tuple(skills))
         problems += self._policy_problems(actor)
         return self._finish(actor.subject, "actor", allowed_roots, kept, tuple(skills), problems,
-                            list(warnings), pruned, dropped, budget=policy.max_tools,
+                            list(warnings), pruned, dropped, budget=policy,
                             gate=gate, policies=policy.applied)
 
     def effective_policy(self, actor: ActorResource) -> EffectivePolicy:
@@ -332,7 +336,7 @@ class Resolver:
     def _finish(self, subject: Subject, owner_kind: Owner, roots: Sequence[ObjectRef],
                 entries: list[Entry], skills: tuple[ObjectRef, ...], problems: list[Problem],
                 warnings: list[str], pruned: list[PrunedItem],
-                dropped: list[tuple[Entry, str]], *, budget: Ceiling | None,
+                dropped: list[tuple[Entry, str]], *, budget: EffectivePolicy | None,
                 gate: SkillGate | None = None, policies: tuple[AppliedPolicy, ...] = (),
                 ) -> Resolution:
         names = effective_names([(e.tool.name, e.qualified_name) for e in entries])
@@ -340,11 +344,12 @@ class Resolver:
         parents = self._tree(roots, gate)
         paths: dict[ObjectRef, tuple[ObjectRef, ...]] = {}  # one per skill, shared by its tools
         tools = tuple(sorted(
-            (EffectiveTool(name, bindings[name], entry, _path(parents, entry.skill, paths))
+            (EffectiveTool.of(name, bindings[name], entry, _path(parents, entry.skill, paths))
              for name, entry in zip(names, entries, strict=True)),
             key=lambda t: t.name))
-        if budget is not None and len(tools) > budget.value:
-            problems.append(self._budget_problem(subject, len(tools), budget))
+        tokens = sum(t.tokens for t in tools)
+        if budget is not None:
+            problems += self._budget_problems(subject, budget, tools, tokens)
         servers = self._servers(skills)
         owner = f"{subject.namespace}/{subject.name}"
         text, digest = toolset_text(owner_kind=owner_kind, owner=owner, tools=tools,
@@ -354,18 +359,35 @@ class Resolver:
         document = functools.partial(toolset_document, owner_kind=owner_kind, owner=owner,
                                      tools=tools, servers=servers, digest=digest)
         return Resolution(subject, tools, skills, tuple(problems), tuple(warnings),
-                          tuple(pruned), digest, text, document, tuple(dropped), policies)
+                          tuple(pruned), digest, text, document, tuple(dropped), policies,
+                          tokens)
 
-    def _budget_problem(self, subject: Subject, count: int, budget: Ceiling) -> Problem:
-        """``TooManyTools``, on the Actor's field or naming the policy whose
+    def _budget_problems(self, subject: Subject, policy: EffectivePolicy,
+                         tools: Sequence[EffectiveTool], tokens: int) -> list[Problem]:
+        """``TooManyTools`` and ``TooManyToolTokens``: the set over its budgets."""
+        out = []
+        if policy.max_tools is not None and len(tools) > policy.max_tools.value:
+            out.append(self._budget_problem(
+                subject, "maxTools", P.TOO_MANY_TOOLS, policy.max_tools,
+                f"{len(tools)} tools exceed the budget of {policy.max_tools.value}"))
+        if policy.max_tool_tokens is not None and tokens > policy.max_tool_tokens.value:
+            largest = ", ".join(f"{t.binding_name} ({t.tokens})"
+                                for t in largest_tools(tools, TOKEN_CONTRIBUTORS))
+            out.append(self._budget_problem(
+                subject, "maxToolTokens", P.TOO_MANY_TOOL_TOKENS, policy.max_tool_tokens,
+                f"the tools cost {tokens} tokens ({ENCODING}), over the budget of"
+                f" {policy.max_tool_tokens.value}", f"; the largest: {largest}"))
+        return out
+
+    def _budget_problem(self, subject: Subject, rule: str, reason: str, budget: Ceiling,
+                        message: str, detail: str = "") -> Problem:
+        """A budget exceeded, on the Actor's field or naming the policy whose
         ceiling is the budget."""
         if budget.policy is None:
-            return Problem(subject, "spec.skillAccessPolicy.maxTools", P.TOO_MANY_TOOLS,
-                           f"{count} tools exceed the budget of {budget.value}",
+            return Problem(subject, f"spec.skillAccessPolicy.{rule}", reason, message + detail,
                            self._origin(subject))
-        return Problem(subject, "", P.TOO_MANY_TOOLS,
-                       f"{count} tools exceed the budget of {budget.value} set by"
-                       f" {budget.policy} (maxTools)", self._origin(subject))
+        return Problem(subject, "", reason, f"{message} set by {budget.policy} ({rule}){detail}",
+                       self._origin(subject))
 
     def _size_problems(self, subject: Subject, tools: Sequence[EffectiveTool],
                        text: str) -> list[Problem]:
@@ -443,6 +465,15 @@ class Resolver:
             if view is not None:
                 out.update(dict.fromkeys(view.warnings))
         return list(out)
+
+
+#: How many of the costliest tools a token budget problem names.
+TOKEN_CONTRIBUTORS = 5
+
+
+def largest_tools(tools: Sequence[EffectiveTool], count: int) -> list[EffectiveTool]:
+    """The ``count`` tools that cost the most tokens, costliest first (ties by name)."""
+    return heapq.nsmallest(count, tools, key=lambda t: (-t.tokens, t.name))
 
 
 def _path(parents: dict[ObjectRef, ObjectRef | None], skill: ObjectRef,

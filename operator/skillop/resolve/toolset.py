@@ -24,12 +24,14 @@ from skillop.model.toolset import (
     DocumentModel,
     Owner,
     ServerEntry,
+    TokenCount,
     ToolEntry,
     ToolSetDocument,
     agent_skill_key,
     default_configmap_name,
 )
 from skillop.resolve.entries import Entry
+from skillop.resolve.tokens import ENCODING, tool_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +40,13 @@ class EffectiveTool:
     binding_name: str
     entry: Entry
     path: tuple[ObjectRef, ...]
+    #: What the model is sent for this tool, in tokens (``resolve.tokens``).
+    tokens: int
+
+    @classmethod
+    def of(cls, name: str, binding_name: str, entry: Entry,
+           path: tuple[ObjectRef, ...]) -> EffectiveTool:
+        return cls(name, binding_name, entry, path, tool_tokens(binding_name, entry.tool))
 
     @property
     def key(self) -> str | None:
@@ -66,8 +75,8 @@ _DEFINITION_KEYS = frozenset({"source", "title", "description", "inputSchema", "
 #: Tool document keys whose values depend on the actor. Every other key's value
 #: must depend on the ToolDef and its declaring skill alone: its JSON is cached
 #: per ToolDef (``_tool_json``).
-_PER_ACTOR_KEYS = frozenset({"name", "bindingName", "path"})
-Template = tuple[str, str, str, str]
+_PER_ACTOR_KEYS = frozenset({"name", "bindingName", "path", "tokens"})
+Template = tuple[str, str, str, str, str]
 
 
 def _tool_json(tool: EffectiveTool, path_json: str) -> str:
@@ -83,10 +92,11 @@ def _tool_json(tool: EffectiveTool, path_json: str) -> str:
     template = entry.tool.memo.get(entry.skill)
     if template is None:
         template = entry.tool.memo[entry.skill] = _template(tool_entry(tool), entry.tool)
-    before_binding, before_name, before_path, end = template
+    before_binding, before_name, before_path, before_tokens, end = template
     binding = encode_basestring(tool.binding_name)
     name = binding if tool.name == tool.binding_name else encode_basestring(tool.name)
-    return f"{before_binding}{binding}{before_name}{name}{before_path}{path_json}{end}"
+    return (f"{before_binding}{binding}{before_name}{name}{before_path}{path_json}"
+            f"{before_tokens}{tool.tokens}{end}")
 
 
 #: ``ToolEntry``'s (document key, attribute) pairs in canonical (sorted) order.
@@ -96,9 +106,9 @@ _TOOL_KEYS = tuple(sorted((field.alias or name, name)
 
 def _template(doc: ToolEntry, tool: ToolDef) -> Template:
     """The canonical JSON of ``doc`` as the constant texts around its per-actor
-    values, which sort as ``bindingName``, ``name``, ``path``:
+    values, which sort as ``bindingName``, ``name``, ``path``, ``tokens``:
     ``texts[0] + json(bindingName) + texts[1] + json(name) + texts[2] + json(path)
-    + texts[3]``. Unset (None) fields are absent, as ``ToolSetDocument.canonical``
+    + texts[3] + json(tokens) + texts[4]``. Unset (None) fields are absent, as ``ToolSetDocument.canonical``
     leaves them out."""
     fragments = tool.fragments()
     texts: list[str] = []
@@ -114,8 +124,8 @@ def _template(doc: ToolEntry, tool: ToolDef) -> Template:
         else:
             text += fragments[key] if key in _DEFINITION_KEYS else _json_value(value)
     texts.append(text + "}")
-    before_binding, before_name, before_path, end = texts
-    return before_binding, before_name, before_path, end
+    before_binding, before_name, before_path, before_tokens, end = texts
+    return before_binding, before_name, before_path, before_tokens, end
 
 
 def tool_entry(tool: EffectiveTool, path: Sequence[str] | None = None) -> ToolEntry:
@@ -136,7 +146,7 @@ def tool_entry(tool: EffectiveTool, path: Sequence[str] | None = None) -> ToolEn
         capabilities=t.capabilities.to_dict(), runtime=t.runtime, mcp_server=t.mcp_server,
         upstream_name=t.name if t.source == "mcp" else None, execution=t.execution,
         path=tuple(ref.canonical for ref in tool.path) if path is None else tuple(path),
-        digest=t.digest(), upstream_digest=t.upstream_digest,
+        digest=t.digest(), tokens=tool.tokens, upstream_digest=t.upstream_digest,
     )
 
 
@@ -191,6 +201,7 @@ def toolset_document(
         hash=digest,
         tools=tuple(tool_entry(t, _path_names(t.path, paths)) for t in tools),
         mcp_servers=_used_servers(tools, servers), agent_skills=_agent_skills(tools),
+        tokens=_token_count(tools),
     )
 
 
@@ -200,9 +211,13 @@ def _header(*, owner_kind: Owner, owner: str, tools: Sequence[EffectiveTool],
     doc = ToolSetDocument.model_construct(
         actor=_owner(owner_kind, "actor", owner), skill=_owner(owner_kind, "skill", owner),
         mcp_servers=_used_servers(tools, servers),
-        agent_skills=_agent_skills(tools))
+        agent_skills=_agent_skills(tools), tokens=_token_count(tools))
     return {key: value for key, value in _entry_dict(doc).items()
             if key not in ("hash", "tools")}
+
+
+def _token_count(tools: Sequence[EffectiveTool]) -> TokenCount:
+    return TokenCount.model_construct(encoding=ENCODING, total=sum(t.tokens for t in tools))
 
 
 def _owner(owner_kind: Owner, field: Owner, owner: str) -> str | None:
