@@ -108,8 +108,8 @@ def _template(doc: ToolEntry, tool: ToolDef) -> Template:
     """The canonical JSON of ``doc`` as the constant texts around its per-actor
     values, which sort as ``bindingName``, ``name``, ``path``, ``tokens``:
     ``texts[0] + json(bindingName) + texts[1] + json(name) + texts[2] + json(path)
-    + texts[3] + json(tokens) + texts[4]``. Unset (None) fields are absent, as ``ToolSetDocument.canonical``
-    leaves them out."""
+    + texts[3] + json(tokens) + texts[4]``. Unset (None) fields are absent, as
+    ``ToolSetDocument.canonical`` leaves them out."""
     fragments = tool.fragments()
     texts: list[str] = []
     text = "{"
