@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 import chartkit
+from skillop import __version__
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "helm" / "skillop"
@@ -87,7 +88,8 @@ def test_chart_metadata() -> None:
     meta = yaml.safe_load((CHART / "Chart.yaml").read_text())
     assert meta["apiVersion"] == "v2"
     assert meta["name"] == "skillop"
-    assert meta["appVersion"] == "0.1.0"
+    # Helm needs the literal; it must be the package's one version.
+    assert meta["appVersion"] == __version__
 
 
 @pytest.mark.parametrize("values", [
@@ -133,7 +135,7 @@ def test_defaults_render_the_expected_objects() -> None:
     labels = deployment()["metadata"]["labels"]
     assert labels["app.kubernetes.io/name"] == "skillop"
     assert labels["app.kubernetes.io/instance"] == "skillop"
-    assert labels["app.kubernetes.io/version"] == "0.1.0"
+    assert labels["app.kubernetes.io/version"] == __version__
     assert labels["app.kubernetes.io/managed-by"] == "Helm"
     assert "every namespace" in notes()
 
@@ -238,7 +240,7 @@ def test_deployment_security_settings() -> None:
     probe = container["livenessProbe"]["httpGet"]
     assert probe == {"path": "/healthz", "port": 8080}
     assert env()["SKILLOP_LIVENESS"] == "http://0.0.0.0:8080/healthz"
-    assert container["image"] == "ghcr.io/skillop/skillop:0.1.0"
+    assert container["image"] == f"ghcr.io/skillop/skillop:{__version__}"
 
 
 def test_deployment_resources_from_values() -> None:
@@ -273,34 +275,34 @@ def test_default_memory_covers_the_measured_peak_with_headroom() -> None:
     assert peak <= request < limit
 
 
+def test_the_charts_defaults_are_the_settings_defaults() -> None:
+    """values.yaml's defaults, rendered, are what the operator would use unset
+    (the one table of settings, ``model.settings``)."""
+    from skillop.model.settings import SETTINGS
+
+    rendered = env({"webhook": {"enabled": True}})
+    charted = [setting for setting in SETTINGS if setting.helm is not None]
+    assert {setting.env for setting in charted} <= set(rendered)
+    for setting in charted:
+        assert setting.read({setting.env: rendered[setting.env]}) == setting.default, setting.env
+    # And every variable the chart sets is a setting.
+    assert set(rendered) - {"POD_NAME"} <= {setting.env for setting in SETTINGS}
+
+
 def test_env_from_values() -> None:
-    assert env() == {
-        "SKILLOP_NAMESPACES": "",
-        "SKILLOP_MCP_DISCOVERY": "true",
-        "SKILLOP_MCP_ALLOW": "*.svc,*.svc.cluster.local",
-        "SKILLOP_MCP_REFRESH_SECONDS": "300",
-        "SKILLOP_RESYNC_SECONDS": "300",
-        "SKILLOP_LOG_LEVEL": "INFO",
+    # What the chart sets that is not the code's default.
+    assert {name: value for name, value in env().items() if name in (
+        "SKILLOP_LIVENESS", "SKILLOP_LEASE_NAMESPACE", "SKILLOP_INJECTION",
+        "SKILLOP_INJECT_IMAGE", "SKILLOP_WEBHOOK_CERT", "SKILLOP_WEBHOOK_KEY",
+        "SKILLOP_WEBHOOK_CA")} == {
         "SKILLOP_LIVENESS": "http://0.0.0.0:8080/healthz",
-        "SKILLOP_LEADER_ELECTION": "true",
-        "SKILLOP_LEASE_NAME": "skillop",
         "SKILLOP_LEASE_NAMESPACE": "skillop-system",
-        "SKILLOP_LEASE_DURATION_SECONDS": "15",
-        "SKILLOP_LEASE_RENEW_DEADLINE_SECONDS": "10",
-        "SKILLOP_LEASE_RETRY_SECONDS": "1",
         # Injection, on by default, over the (shared) webhook server.
-        "SKILLOP_WEBHOOK": "false",
         "SKILLOP_INJECTION": "true",
-        "SKILLOP_INJECT_IMAGE": "ghcr.io/skillop/skillop:0.1.0",
-        "SKILLOP_INJECT_PULL_POLICY": "IfNotPresent",
-        "SKILLOP_INJECT_PORT": "8765",
-        "SKILLOP_INJECT_RESOURCES": '{"limits":{"memory":"256Mi"},'
-                                    '"requests":{"cpu":"50m","memory":"64Mi"}}',
-        "SKILLOP_WEBHOOK_PORT": "9443",
+        "SKILLOP_INJECT_IMAGE": f"ghcr.io/skillop/skillop:{__version__}",
         "SKILLOP_WEBHOOK_CERT": "/etc/skillop/webhook/tls.crt",
         "SKILLOP_WEBHOOK_KEY": "/etc/skillop/webhook/tls.key",
         "SKILLOP_WEBHOOK_CA": "/etc/skillop/webhook/ca.crt",
-        "SKILLOP_WEBHOOK_MANAGED": "false",
     }
     assert env_from() == {"POD_NAME": {"fieldRef": {"fieldPath": "metadata.name"}}}
     custom = env({"mcp": {"allow": ["mcp.example.com"], "refreshSeconds": 60},

@@ -1,17 +1,16 @@
-"""The default egress allow-list is written once (``sources.egress``) and every
+"""The default egress allow-list is written once (``model.settings``) and every
 entry point that contacts MCP servers falls back to it; naming it costs the CLI
 no MCP SDK import."""
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import sys
 
 import pytest
 
 from skillop.cli.main import _parser
-from skillop.gateway.command import _allow
+from skillop.gateway.command import allow_list
 from skillop.operator.settings import OperatorConfig
 from skillop.sources.egress import DEFAULT_EGRESS_PATTERNS, EgressGuard
 
@@ -20,7 +19,7 @@ def test_every_entry_point_defaults_to_the_one_allow_list(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SKILLOP_MCP_ALLOW", raising=False)
     assert OperatorConfig.from_env().mcp_allow == DEFAULT_EGRESS_PATTERNS
-    assert _allow(argparse.Namespace(allow=[])) == DEFAULT_EGRESS_PATTERNS
+    assert allow_list([]) == DEFAULT_EGRESS_PATTERNS
     assert EgressGuard().patterns == DEFAULT_EGRESS_PATTERNS
     assert DEFAULT_EGRESS_PATTERNS == ("*.svc", "*.svc.cluster.local")
 

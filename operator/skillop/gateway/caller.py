@@ -40,6 +40,9 @@ from skillop.gateway.wire import (
     decode,
 )
 
+#: How long an upstream may take to accept a connection (HTTP and stdio alike).
+CONNECT_TIMEOUT_SECONDS: Final = 10.0
+
 _ACCEPT: Final = "application/json, text/event-stream"
 #: Idle connections are dropped well before servers drop them (uvicorn: 5 s), so a
 #: call never goes out on a connection the server is closing.
@@ -71,7 +74,8 @@ class HttpCaller:
     """Calls to one upstream URL with fixed headers (its Secret's); see the module docstring."""
 
     def __init__(self, url: str, headers: Mapping[str, str], *,
-                 tls: ssl.SSLContext | None = None, connect_timeout: float = 10.0) -> None:
+                 tls: ssl.SSLContext | None = None,
+                 connect_timeout: float = CONNECT_TIMEOUT_SECONDS) -> None:
         self.url = url
         self._headers = {**headers, "accept": _ACCEPT, "content-type": "application/json"}
         self._tls = tls

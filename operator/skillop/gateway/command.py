@@ -1,76 +1,52 @@
 """``skillop gateway``: its flags and its entry point.
 
 Kept apart from the server so that ``skillop --help`` does not import the MCP SDK.
-Every flag has an environment default, for the sidecar's manifest.
+Every flag has an environment default, for the sidecar's manifest: its setting
+in ``model.settings`` (docs/gateway.md's table is rendered from those).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
+from typing import Any
 
-from skillop.resolve.inject import CONFIGMAPS_DIR, DEFAULT_PORT, SECRETS_DIR, TOOLSET_DIR
-from skillop.sources.egress import DEFAULT_EGRESS_PATTERNS
-
-# Where the injected sidecar mounts them (resolve.inject), so its defaults hold.
-DEFAULT_TOOLSET_DIR = TOOLSET_DIR
-DEFAULT_SECRETS_DIR = SECRETS_DIR
-DEFAULT_CONFIGMAPS_DIR = CONFIGMAPS_DIR
-DEFAULT_LISTEN = f"127.0.0.1:{DEFAULT_PORT}"
+from skillop.model import settings as env
+from skillop.model.settings import Setting
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """The flags; each defaults to its variable (read in ``gateway_command``, so that
+    a bad value is one line there, not a traceback while building every parser)."""
     p = sub.add_parser("gateway", help="serve the mounted tool set over MCP, enforcing it",
                        description="Serve the Actor's mounted ToolSet over MCP: its mcp and"
                        " agent_skill tools only, forwarded to their upstream servers"
                        " (docs/gateway.md).")
-    env = os.environ.get
-    p.add_argument("--toolset-dir", default=env("SKILLOP_TOOLSET_DIR", DEFAULT_TOOLSET_DIR),
-                   metavar="DIR", help="the mounted Actor ConfigMap (default: %(default)s)")
-    p.add_argument("--secrets-dir", default=env("SKILLOP_SECRETS_DIR", DEFAULT_SECRETS_DIR),
-                   metavar="DIR", help="mounted Secrets, one directory each, named after the"
-                   " Secret (default: %(default)s)")
-    p.add_argument("--configmaps-dir",
-                   default=env("SKILLOP_CONFIGMAPS_DIR", DEFAULT_CONFIGMAPS_DIR), metavar="DIR",
-                   help="mounted ConfigMaps holding servers' CA bundles (tls.caConfigMapRef),"
-                   " one directory each, named after the ConfigMap (default: %(default)s)")
-    p.add_argument("--ca-file", default=env("SKILLOP_MCP_CA_FILE") or None, metavar="PEM",
-                   help="CA bundle trusted for every https upstream, besides the system's"
-                   " (default: SKILLOP_MCP_CA_FILE, as in the operator)")
+    paths: tuple[tuple[Setting[Any], str], ...] = (
+        (env.TOOLSET_DIR, "DIR"), (env.SECRETS_DIR, "DIR"), (env.CONFIGMAPS_DIR, "DIR"),
+        (env.MCP_CA_FILE, "PEM"))
+    for path, metavar in paths:
+        p.add_argument(path.flag or "", metavar=metavar, help=_help(path))
     mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--listen", default=env("SKILLOP_GATEWAY_LISTEN", DEFAULT_LISTEN),
-                      metavar="HOST:PORT", help="streamable HTTP at http://HOST:PORT/mcp"
-                      " (default: %(default)s; port 0 picks one)")
+    mode.add_argument(env.GATEWAY_LISTEN.flag or "", metavar="HOST:PORT",
+                      help=_help(env.GATEWAY_LISTEN))
     mode.add_argument("--stdio", action="store_true",
                       help="serve MCP on stdin/stdout instead (audit lines go to stderr)")
-    p.add_argument("--allow", action="append", default=[], metavar="HOST_GLOB",
-                   help="upstream hosts that may be contacted (default: SKILLOP_MCP_ALLOW or"
-                   f" {', '.join(DEFAULT_EGRESS_PATTERNS)})")
-    p.add_argument("--poll", type=_positive, default=_positive(env("SKILLOP_GATEWAY_POLL", "1")),
-                   metavar="SECONDS", help="how often to look for new mounts (default 1)")
-    p.add_argument("--default-timeout", type=_positive,
-                   default=_positive(env("SKILLOP_GATEWAY_TIMEOUT", "60")), metavar="SECONDS",
-                   help="per-call limit for tools without timeoutSeconds (default 60)")
+    p.add_argument(env.MCP_ALLOW.flag or "", action="append", metavar="HOST_GLOB",
+                   help=_help(env.MCP_ALLOW) + "; repeat for more")
+    for seconds in (env.GATEWAY_POLL, env.GATEWAY_TIMEOUT):
+        p.add_argument(seconds.flag or "", type=_positive, metavar="SECONDS",
+                       help=_help(seconds))
+
+
+def _help(setting: Setting[Any]) -> str:
+    return (f"{setting.description.replace('`', '')} (default: {setting.env}, else"
+            f" {setting.default_text.replace('`', '')})").replace("%", "%%")
 
 
 def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
-    return value
-
-
-def _allow(args: argparse.Namespace) -> tuple[str, ...]:
-    if args.allow:
-        return tuple(args.allow)
-    from_env = [p.strip() for p in os.environ.get("SKILLOP_MCP_ALLOW", "").split(",")
-                if p.strip()]
-    return tuple(from_env) or DEFAULT_EGRESS_PATTERNS
+    return env.seconds()("the value", text)
 
 
 def gateway_command(args: argparse.Namespace) -> int:
@@ -81,14 +57,26 @@ def gateway_command(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     try:
-        options = Options(toolset_dir=Path(args.toolset_dir), secrets_dir=Path(args.secrets_dir),
-                          allow=_allow(args), poll_interval=args.poll,
-                          default_timeout=args.default_timeout,
-                          configmaps_dir=Path(args.configmaps_dir),
-                          ca_file=Path(args.ca_file) if args.ca_file else None)
+        ca_file = env.MCP_CA_FILE.read() if args.ca_file is None else args.ca_file
+        listen = env.GATEWAY_LISTEN.read() if args.listen is None else args.listen
+        options = Options(
+            toolset_dir=Path(args.toolset_dir or env.TOOLSET_DIR.read()),
+            secrets_dir=Path(args.secrets_dir or env.SECRETS_DIR.read()),
+            allow=allow_list(args.allow),
+            poll_interval=env.GATEWAY_POLL.read() if args.poll is None else args.poll,
+            default_timeout=(env.GATEWAY_TIMEOUT.read() if args.default_timeout is None
+                             else args.default_timeout),
+            configmaps_dir=Path(args.configmaps_dir or env.CONFIGMAPS_DIR.read()),
+            ca_file=Path(ca_file) if ca_file else None)
         if not args.stdio:
-            parse_listen(args.listen)
-    except ValueError as exc:
+            parse_listen(listen)
+    except ValueError as exc:  # SettingsError too: it names the variable
         print(f"skillop gateway: {exc}", file=sys.stderr)
         return 2
-    return run_gateway(options, listen=None if args.stdio else args.listen, stdio=args.stdio)
+    return run_gateway(options, listen=None if args.stdio else listen, stdio=args.stdio)
+
+
+def allow_list(flags: list[str] | None) -> tuple[str, ...]:
+    """``--allow`` if given, else ``SKILLOP_MCP_ALLOW``, whose blank means the default
+    allow-list, as for the operator (docs/install.md)."""
+    return tuple(flags) if flags else env.MCP_ALLOW.read()

@@ -21,10 +21,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from skillop.gateway.served import SecretKey, Upstream
-from skillop.resolve.inject import CONFIGMAPS_DIR, SECRETS_DIR
+from skillop.model.settings import CONFIGMAPS_DIR, SECRETS_DIR
 
-DEFAULT_SECRETS_DIR = Path(SECRETS_DIR)
-DEFAULT_CONFIGMAPS_DIR = Path(CONFIGMAPS_DIR)
+DEFAULT_SECRETS_DIR = Path(SECRETS_DIR.default)
+DEFAULT_CONFIGMAPS_DIR = Path(CONFIGMAPS_DIR.default)
 #: A header value never needs more; a larger file is not a header.
 _MAX_VALUE_BYTES = 64 * 1024
 #: A CA bundle is a few certificates; a ConfigMap holds at most 1 MiB.

@@ -47,7 +47,9 @@ from mcp.server.models import InitializationOptions
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
+from skillop import __version__
 from skillop.gateway.audit import AuditLog, AuditRecord, Outcome
+from skillop.gateway.caller import CONNECT_TIMEOUT_SECONDS
 from skillop.gateway.front import Client, Front, Sessions
 from skillop.gateway.secrets import DEFAULT_CONFIGMAPS_DIR, file_signature, secrets_signature
 from skillop.gateway.served import (
@@ -70,7 +72,6 @@ from skillop.model.toolset import TOOLS_KEY
 from skillop.sources.egress import EgressGuard
 from skillop.sources.mcp_discovery import one_line
 
-_VERSION: Final = "0.1.0"
 _APPROVAL_SCHEMA: Final[dict[str, Any]] = {
     "type": "object",
     "properties": {"approve": {"type": "boolean", "title": "Approve this call",
@@ -94,7 +95,7 @@ class Options:
     ca_file: Path | None = None
     poll_interval: float = 1.0
     default_timeout: float = 60.0
-    connect_timeout: float = 10.0
+    connect_timeout: float = CONNECT_TIMEOUT_SECONDS
     #: An HTTP session nothing was asked in for this long is ended (as the SDK would).
     session_idle_timeout: float = 30 * 60.0
 
@@ -142,7 +143,7 @@ class Gateway:
         self.url: str | None = None
         self._front: Front | None = None
         self._listing_json: tuple[ServedSet, bytes] | None = None
-        self.server = _GatewayServer("skillop-gateway", version=_VERSION,
+        self.server = _GatewayServer("skillop-gateway", version=__version__,
                                      on_list_tools=self._list_tools,
                                      on_call_tool=self._call_tool)
         # No tracing span per message: nothing exports them, and it is the hot path.

@@ -43,8 +43,21 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from skillop.gateway.caller import HttpCaller, RpcFailed, SessionLost, Unreachable
-from skillop.gateway.secrets import SecretMissing, ca_bundles, env_of, headers_of
+from skillop import __version__
+from skillop.gateway.caller import (
+    CONNECT_TIMEOUT_SECONDS,
+    HttpCaller,
+    RpcFailed,
+    SessionLost,
+    Unreachable,
+)
+from skillop.gateway.secrets import (
+    DEFAULT_CONFIGMAPS_DIR,
+    SecretMissing,
+    ca_bundles,
+    env_of,
+    headers_of,
+)
 from skillop.gateway.served import ServerKey, Upstream
 from skillop.gateway.wire import MAX_MESSAGE_BYTES
 from skillop.sources.egress import EgressGuard
@@ -56,7 +69,7 @@ from skillop.sources.redaction import Redactor
 
 logger = logging.getLogger(__name__)
 
-_CLIENT_INFO: Final = types.Implementation(name="skillop-gateway", version="0.1.0")
+_CLIENT_INFO: Final = types.Implementation(name="skillop-gateway", version=__version__)
 
 Spawn = Callable[[Callable[[], Coroutine[Any, Any, None]]], object]
 
@@ -87,9 +100,9 @@ class Settings:
 
     secrets_dir: Path
     guard: EgressGuard
-    connect_timeout: float = 10.0
+    connect_timeout: float = CONNECT_TIMEOUT_SECONDS
     #: Mounted ConfigMaps holding CA bundles (``tls.caConfigMapRef``).
-    configmaps_dir: Path = Path("/var/run/skillop/configmaps")
+    configmaps_dir: Path = DEFAULT_CONFIGMAPS_DIR
     #: A CA bundle trusted for every https upstream (``--ca-file``).
     ca_file: Path | None = None
 

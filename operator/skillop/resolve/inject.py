@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skillop import __version__
+from skillop.model import settings as known
 from skillop.model.names import ACTOR_LABEL, OBJECT_NAME_RE, ObjectRef
 from skillop.model.toolset import default_configmap_name
 from skillop.resolve.resolver import Resolver
@@ -47,7 +48,7 @@ from skillop.resolve.toolset import configmap_name
 
 SIDECAR_NAME = "skillop-gateway"
 DEFAULT_IMAGE = f"ghcr.io/skillop/skillop:{__version__}"
-DEFAULT_PORT = 8765
+DEFAULT_PORT = known.INJECT_PORT.default
 
 # -- annotations a pod may set (docs/gateway.md, Injection) ------------------------
 #: ``"false"``: no sidecar at all (the pod then holds no upstream credential either).
@@ -59,10 +60,10 @@ ENV_ANNOTATION = "skillop.dev/mcp-url-containers"
 #: ``namespace/name`` of the Actor; only the pod's own namespace is accepted.
 ACTOR_ANNOTATION = "skillop.dev/actor"
 
-# -- where the gateway finds its mounts (gateway/command.py reads the same) -------
-TOOLSET_DIR = "/etc/skillop"
-SECRETS_DIR = "/var/run/skillop/secrets"
-CONFIGMAPS_DIR = "/var/run/skillop/configmaps"
+# -- where the gateway finds its mounts: its settings' defaults -----------------------
+TOOLSET_DIR = known.TOOLSET_DIR.default
+SECRETS_DIR = known.SECRETS_DIR.default
+CONFIGMAPS_DIR = known.CONFIGMAPS_DIR.default
 #: The gateway's own API credentials (issue 22's approval objects): ``token``,
 #: ``ca.crt``, ``namespace``.
 API_DIR = "/var/run/secrets/skillop.dev/api"
@@ -118,13 +119,13 @@ class SidecarSettings:
     """The sidecar's image and settings (the chart's ``injection`` values)."""
 
     image: str = DEFAULT_IMAGE
-    pull_policy: str = "IfNotPresent"
+    pull_policy: str = known.INJECT_PULL_POLICY.default
     port: int = DEFAULT_PORT
     #: Upstream hosts the gateway may contact (the operator's ``mcp.allow``);
     #: empty: the gateway's own default (docs/gateway.md).
     allow: tuple[str, ...] = ()
-    requests: tuple[tuple[str, str], ...] = (("cpu", "50m"), ("memory", "64Mi"))
-    limits: tuple[tuple[str, str], ...] = (("memory", "256Mi"),)
+    requests: tuple[tuple[str, str], ...] = known.INJECT_RESOURCES.default["requests"]
+    limits: tuple[tuple[str, str], ...] = known.INJECT_RESOURCES.default["limits"]
 
 
 def credentials_of(document: Mapping[str, Any]) -> Credentials:
@@ -455,10 +456,10 @@ def _sidecar(target: Target, settings: SidecarSettings, port: int,
         # command, not args: the image's entrypoint runs the operator.
         "command": ["skillop", "gateway", "--listen", f"127.0.0.1:{port}"],
         "env": [
-            {"name": "SKILLOP_TOOLSET_DIR", "value": TOOLSET_DIR},
-            {"name": "SKILLOP_SECRETS_DIR", "value": SECRETS_DIR},
-            {"name": "SKILLOP_CONFIGMAPS_DIR", "value": CONFIGMAPS_DIR},
-            *([{"name": "SKILLOP_MCP_ALLOW", "value": ",".join(settings.allow)}]
+            {"name": known.TOOLSET_DIR.env, "value": TOOLSET_DIR},
+            {"name": known.SECRETS_DIR.env, "value": SECRETS_DIR},
+            {"name": known.CONFIGMAPS_DIR.env, "value": CONFIGMAPS_DIR},
+            *([{"name": known.MCP_ALLOW.env, "value": ",".join(settings.allow)}]
               if settings.allow else []),
             {"name": "SKILLOP_POD_NAME",
              "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},

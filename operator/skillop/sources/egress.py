@@ -6,9 +6,10 @@ before connecting and again on every HTTP request the SDK makes
 (``mcp_transport``), so a redirect or a second endpoint cannot lead elsewhere.
 
 ``DEFAULT_EGRESS_PATTERNS`` is the one default allow-list (cluster-internal
-hosts): the operator's settings, the CLI, ``skillop gateway`` and the guard
-itself use it, and a test holds the Helm chart's ``mcp.allow`` to it. httpx2 is
-imported on the first URL checked, not with this module: the CLI names the
+hosts; declared with ``SKILLOP_MCP_ALLOW`` in ``model.settings``): the
+operator's settings, the CLI, ``skillop gateway`` and the guard itself use it,
+and a test holds the Helm chart's ``mcp.allow`` to it. httpx2 is imported on
+the first URL checked, not with this module: the CLI names the
 default in its help without needing the MCP extra.
 """
 
@@ -19,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
+from skillop.model.settings import DEFAULT_EGRESS_PATTERNS
 from skillop.sources.mcp_discovery import DiscoveryError
 
 if TYPE_CHECKING:
@@ -26,7 +28,6 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_EGRESS_PATTERNS", "EgressGuard", "display_url"]
 
-DEFAULT_EGRESS_PATTERNS: Final[tuple[str, ...]] = ("*.svc", "*.svc.cluster.local")
 
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 

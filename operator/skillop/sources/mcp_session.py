@@ -41,6 +41,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
+from skillop import __version__
 from skillop.model.names import server_tool_name_problem
 from skillop.sources.egress import EgressGuard
 from skillop.sources.mcp_discovery import (
@@ -67,7 +68,7 @@ _ANNOTATION_KEYS: Final = (
     "idempotentHint",
     "openWorldHint",
 )
-_CLIENT_INFO: Final = types.Implementation(name="skillop-discovery", version="0.1.0")
+_CLIENT_INFO: Final = types.Implementation(name="skillop-discovery", version=__version__)
 #: Loggers of the SDK's client side and of its HTTP client; see ``_quiet_sdk_loggers``.
 _SDK_LOGGERS: Final = ("mcp.client", "mcp.shared", "client", "httpx2")
 
