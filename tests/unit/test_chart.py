@@ -280,7 +280,7 @@ def test_the_charts_defaults_are_the_settings_defaults() -> None:
     (the one table of settings, ``model.settings``)."""
     from skillop.model.settings import SETTINGS
 
-    rendered = env({"webhook": {"enabled": True}})
+    rendered = env()
     charted = [setting for setting in SETTINGS if setting.helm is not None]
     assert {setting.env for setting in charted} <= set(rendered)
     for setting in charted:

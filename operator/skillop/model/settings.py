@@ -237,7 +237,8 @@ LEASE_RENEW_DEADLINE_SECONDS = Setting("SKILLOP_LEASE_RENEW_DEADLINE_SECONDS", 1
 LEASE_RETRY_SECONDS = Setting("SKILLOP_LEASE_RETRY_SECONDS", 1.0, seconds(),
                               "how often the leader renews and standbys look",
                               helm="leaderElection.retryPeriodSeconds")
-WEBHOOK = Setting("SKILLOP_WEBHOOK", False, boolean, "serve the validating admission webhook")
+WEBHOOK = Setting("SKILLOP_WEBHOOK", False, boolean, "serve the validating admission webhook",
+                  helm="webhook.enabled")
 WEBHOOK_PORT = Setting("SKILLOP_WEBHOOK_PORT", 9443, whole(),
                        "the webhooks' HTTPS port (listens on `0.0.0.0`)", helm="webhook.port")
 WEBHOOK_CERT: Setting[str | None] = Setting("SKILLOP_WEBHOOK_CERT", None, optional_text,
