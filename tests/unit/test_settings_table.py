@@ -66,6 +66,15 @@ def test_blank_allow_list_is_the_default_for_operator_and_gateway(
         OperatorConfig.from_env()
 
 
+def test_each_operator_field_defaults_to_its_setting() -> None:
+    """``OperatorConfig()`` and ``OperatorConfig.from_env()`` with nothing set agree."""
+    from skillop.operator.settings import OPERATOR_FIELDS, OperatorConfig
+
+    config = OperatorConfig()
+    for name, setting in OPERATOR_FIELDS.items():
+        assert getattr(config, name) == setting.default, name
+
+
 def _write() -> None:
     for reader, path in DOCS.items():
         text = path.read_text()

@@ -12,12 +12,13 @@ import os
 import socket
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 from skillop.model import settings as s
 from skillop.model.settings import SettingsError
 from skillop.resolve.inject import SidecarSettings
 
-__all__ = ["LeaseConfig", "OperatorConfig", "SettingsError", "sidecar_from_env"]
+__all__ = ["OPERATOR_FIELDS", "LeaseConfig", "OperatorConfig", "SettingsError", "sidecar_from_env"]
 
 #: Where Kubernetes mounts the pod's namespace (the Lease lives there by default).
 SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
@@ -130,25 +131,18 @@ class OperatorConfig:
     @classmethod
     def from_env(cls) -> OperatorConfig:
         """The settings; raises ``SettingsError`` for a value that does not parse."""
-        return cls(
-            namespaces=s.NAMESPACES.read(),
-            mcp_discovery=s.MCP_DISCOVERY.read(),
-            mcp_allow=s.MCP_ALLOW.read(),
-            mcp_ca_file=s.MCP_CA_FILE.read(),
-            mcp_refresh_seconds=s.MCP_REFRESH_SECONDS.read(),
-            resync_seconds=s.RESYNC_SECONDS.read(),
-            debounce_seconds=s.DEBOUNCE_SECONDS.read(),
-            write_concurrency=s.WRITE_CONCURRENCY.read(),
-            log_level=s.LOG_LEVEL.read(),
-            liveness=s.LIVENESS.read(),
-            lease=LeaseConfig.from_env(),
-            webhook=s.WEBHOOK.read(),
-            webhook_port=s.WEBHOOK_PORT.read(),
-            webhook_cert=s.WEBHOOK_CERT.read(),
-            webhook_key=s.WEBHOOK_KEY.read(),
-            webhook_ca=s.WEBHOOK_CA.read(),
-            webhook_managed=s.WEBHOOK_MANAGED.read(),
-            webhook_host=s.WEBHOOK_HOST.read(),
-            injection=s.INJECTION.read(),
-            sidecar=sidecar_from_env(),
-        )
+        read = {name: setting.read() for name, setting in OPERATOR_FIELDS.items()}
+        return cls(**read, lease=LeaseConfig.from_env(), sidecar=sidecar_from_env())
+
+
+#: ``OperatorConfig``'s fields that are one setting each (``from_env``).
+OPERATOR_FIELDS: dict[str, s.Setting[Any]] = {
+    "namespaces": s.NAMESPACES, "mcp_discovery": s.MCP_DISCOVERY, "mcp_allow": s.MCP_ALLOW,
+    "mcp_ca_file": s.MCP_CA_FILE, "mcp_refresh_seconds": s.MCP_REFRESH_SECONDS,
+    "resync_seconds": s.RESYNC_SECONDS, "debounce_seconds": s.DEBOUNCE_SECONDS,
+    "write_concurrency": s.WRITE_CONCURRENCY, "log_level": s.LOG_LEVEL,
+    "liveness": s.LIVENESS, "webhook": s.WEBHOOK, "webhook_port": s.WEBHOOK_PORT,
+    "webhook_cert": s.WEBHOOK_CERT, "webhook_key": s.WEBHOOK_KEY, "webhook_ca": s.WEBHOOK_CA,
+    "webhook_managed": s.WEBHOOK_MANAGED, "webhook_host": s.WEBHOOK_HOST,
+    "injection": s.INJECTION,
+}
