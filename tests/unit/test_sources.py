@@ -18,7 +18,7 @@ from skillkit import (
     skill_md,
 )
 
-from skillop.model.capabilities import capabilities_from_annotations
+from skillop.model.capabilities import mcp_capabilities
 from skillop.model.toolset import TOOLS_KEY
 from skillop.resolve.toolset import configmap_data
 from skillop.sources.agent_skill import AgentSkillError, parse_skill_md
@@ -186,7 +186,7 @@ UNANNOTATED = {"readOnly": False, "writes": True, "destructive": True, "idempote
 ])
 def test_annotation_mapping_with_mcp_defaults(annotations: dict[str, Any],
                                               caps: dict[str, Any]) -> None:
-    assert capabilities_from_annotations(annotations).to_dict() == caps
+    assert mcp_capabilities(annotations)[0].to_dict() == caps
     docs = [skill("s", mcpServers=[_server(tools=[anon("t", annotations=annotations)])])]
     assert by_name(resolve_skill(docs, "team-a/s"))["t"]["capabilities"] == caps
 

@@ -242,10 +242,4 @@ def _from_hints(hints: tuple[bool | None, bool | None, bool | None, bool | None]
     return caps, tuple((key, where[key]) for key in caps.to_dict())
 
 
-def capabilities_from_annotations(annotations: Mapping[str, Any]) -> Capabilities:
-    """Map MCP ``ToolAnnotations`` hints onto capabilities, with the MCP defaults
-    for absent hints (unknown hints, and hints that are not booleans, are absent)."""
-    return mcp_capabilities(annotations)[0]
-
-
 EMPTY = Capabilities()
