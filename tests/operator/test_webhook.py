@@ -165,7 +165,8 @@ def test_actor_glob_and_update_of_unchanged_spec() -> None:
                                            skillAccessPolicy={"deny": ["deployer"]}))
             assert never["allowed"] is False
             assert never["status"]["message"].startswith(
-                "spec.skillAccessPolicy.deny[0]: InvalidSpec: glob 'deployer' can never match")
+                "spec.skillAccessPolicy.deny[0]: InvalidSpec: a skill glob without '/' or '*' can"
+                " never match namespace/name: 'deployer'")
             ok = await hook.check(actor("r", skills=["x", "platform/y"]))
             assert ok["allowed"] is True
             # Metadata-only updates (finalizers, kopf's annotations) always pass.

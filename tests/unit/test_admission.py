@@ -164,9 +164,9 @@ def test_actor_policy_with_malformed_glob(glob: str) -> None:
 def test_actor_policy_with_a_glob_that_can_never_match() -> None:
     doc = actor("r", skills=["x"], skillAccessPolicy={"deny": ["*/ops", "deployer"]})
     assert review(doc, Catalog()) == [
-        "spec.skillAccessPolicy.deny[1]: InvalidSpec: glob 'deployer' can never match a"
-        " skill's canonical name namespace/name (it has no '/' and no '*'); write e.g."
-        " 'team-a/deployer' or '*/deployer'"]
+        "spec.skillAccessPolicy.deny[1]: InvalidSpec: a skill glob without '/' or '*' can"
+        " never match namespace/name: 'deployer'; write e.g. 'team-a/deployer' or"
+        " '*/deployer'"]
 
 
 def test_unknown_and_unshared_references_are_admitted() -> None:

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from skillkit import catalog, configmap, skill, skill_md, tool
 
-from skillop.model.specs import ServerKey
+from skillop.model.serverkeys import ServerKey
 from skillop.operator.deps import Key, key, server_dep, skill_dependencies
 from skillop.resolve.catalog import Catalog
 from skillop.resolve.skills import skill_view

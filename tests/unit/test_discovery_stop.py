@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from skillop.model.specs import ServerKey
+from skillop.model.serverkeys import ServerKey
 from skillop.operator.discovery import Discovery, ServerWatch
 from skillop.operator.settings import OperatorConfig
 from skillop.operator.store import Store

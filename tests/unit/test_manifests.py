@@ -233,7 +233,7 @@ def test_globs_that_can_never_match_a_canonical_name_are_invalid(glob: str, fiel
     problem = _only(actor("a", skillAccessPolicy={field: ["*/ok", glob]}))
     assert (problem.field, problem.reason) == (f"spec.skillAccessPolicy.{field}[1]",
                                                P.INVALID_SPEC)
-    assert f"glob '{glob}' can never match" in problem.message
+    assert f"can never match namespace/name: '{glob}'" in problem.message
 
 
 @pytest.mark.parametrize("glob", ["*", "*/*", "team-a/*", "*/devops-*", "team-?/[a-c]*",

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from skillkit import actor, anon, skill, skill_md, tool
 
+from skillop.model.globs import glob_problem
 from skillop.model.manifest import parse_object
 from skillop.model.names import TOOL_NAME_RE, RefError, parse_ref
-from skillop.model.specs import glob_problem
 from skillop.resolve.naming import BINDING_RE, binding_name, binding_names
 from skillop.sources.agent_skill import AgentSkillError, parse_skill_md
 

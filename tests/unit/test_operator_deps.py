@@ -7,7 +7,7 @@ from typing import Any, cast
 from skillkit import actor, ref, skill
 
 from skillop.model.manifest import ActorResource, Resource, SkillResource, parse_object
-from skillop.model.specs import ServerKey
+from skillop.model.serverkeys import ServerKey
 from skillop.operator.deps import (
     DependencyIndex,
     Key,

@@ -8,7 +8,7 @@ from typing import Any
 from skillkit import actor, anon, configmap, namespace, ref, skill, skill_md, tool
 
 from skillop.model import problems as P
-from skillop.model.specs import ServerKey
+from skillop.model.serverkeys import ServerKey
 from skillop.model.toolset import TOOLS_KEY, default_configmap_name
 from skillop.operator.deps import key, server_dep
 from skillop.operator.outputs import HASH_ANNOTATION, MANAGED_BY

@@ -23,7 +23,7 @@ from skillkit import (
     tool,
 )
 
-from skillop.model.specs import ServerKey
+from skillop.model.serverkeys import ServerKey
 from skillop.resolve.resolver import Resolver
 from skillop.sources.mcp_tools import McpToolInfo
 

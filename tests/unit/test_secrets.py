@@ -22,7 +22,8 @@ from skillop.model.credentials import (
     has_userinfo,
     looks_like_credential,
 )
-from skillop.model.specs import MIN_REFRESH_SECONDS, EnvVar, McpServer, duration_seconds
+from skillop.model.durations import duration_seconds
+from skillop.model.specs import MIN_REFRESH_SECONDS, EnvVar, McpServer
 
 URL = "http://gateway.tools.svc/mcp"
 PASSWORD = "hunter2-Secr3t"

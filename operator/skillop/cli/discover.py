@@ -27,7 +27,8 @@ import yaml
 from skillop.cli.render import table
 from skillop.model.manifest import Resource
 from skillop.model.names import ObjectRef
-from skillop.model.specs import McpServer, ServerKey, SkillSpec
+from skillop.model.serverkeys import ServerKey
+from skillop.model.specs import McpServer, SkillSpec
 from skillop.resolve.catalog import Catalog
 from skillop.sources.egress import DEFAULT_EGRESS_PATTERNS, EgressGuard, display_url
 from skillop.sources.mcp_discovery import DiscoveryError, DiscoveryLimits, DiscoveryResult

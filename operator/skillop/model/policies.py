@@ -24,7 +24,9 @@ from pydantic import AfterValidator, Field, StringConstraints
 from pydantic_core import PydanticCustomError
 
 from skillop.model.capabilities import BooleanCapability
-from skillop.model.specs import MAX_LIST, LabelSelector, SkillGlob, SpecModel
+from skillop.model.globs import SkillGlob
+from skillop.model.selectors import LabelSelector
+from skillop.model.specbase import MAX_LIST, SpecModel
 
 #: Where a tool comes from (``ToolDef.source``), as a policy names it.
 PolicySource = Literal["builtin", "tool", "mcp", "anonymous", "agent_skill"]

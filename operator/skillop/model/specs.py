@@ -8,30 +8,39 @@ typo in a manifest is an error that names the field, not a silently ignored key.
 from __future__ import annotations
 
 import fnmatch
-import re
-from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
     ConfigDict,
     Field,
     StringConstraints,
     field_validator,
     model_validator,
 )
-from pydantic.alias_generators import to_camel
-from pydantic.config import JsonDict
 from pydantic_core import PydanticCustomError
 
 from skillop.model.capabilities import BooleanCapability, Capabilities
 from skillop.model.credentials import USERINFO_PATTERN, has_userinfo
+from skillop.model.durations import DURATION_PATTERN, MAX_NANOS, duration_nanos
+from skillop.model.globs import SkillGlob
 from skillop.model.names import (
     OBJECT_NAME_PATTERN,
     SERVER_TOOL_NAME_PATTERN,
     TOOL_NAME_PATTERN,
     ObjectRef,
+)
+from skillop.model.selectors import LabelSelector
+from skillop.model.serverkeys import CaSource, ServerKey
+from skillop.model.specbase import (
+    MAX_LIST,
+    MAX_TOOLS_PER_LIST,
+    Rule,
+    SpecModel,
+    cel_rules,
+    check_rules,
+    field_rules,
+    one_of,
 )
 
 JsonObject = dict[str, Any]
@@ -57,23 +66,6 @@ ServerName = Annotated[
 #: capabilities describe how an includer wants to see it.
 FORBIDDEN_OVERRIDE_KEYS = ("name", "inputSchema", "outputSchema", "runtime", "identity",
                            "source", "input_schema", "output_schema")
-GLOB_RE = re.compile(r"^[a-z0-9.*?/\-\[\]!]+$")
-
-MAX_LIST = 256
-MAX_TOOLS_PER_LIST = 1024
-
-
-class SpecModel(BaseModel):
-    """Shared configuration: camelCase on the wire, frozen, unknown fields rejected.
-
-    Attribute docstrings become the CRDs' field descriptions (``kubectl explain``):
-    one or two sentences that agree with docs/api.md.
-    """
-
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True,
-        use_attribute_docstrings=True,
-    )
 
 
 class Override(SpecModel):
@@ -219,23 +211,6 @@ class HeadersFrom(SpecModel):
     discovery and by pods; values never leave the Secret."""
 
 
-def _one_of_message(first: str, second: str) -> str:
-    return f"exactly one of {first} and {second} must be set"
-
-
-def _one_of_rule(first: str, second: str) -> JsonDict:
-    """The CEL rule for two fields (camelCase) of which exactly one is set: what the
-    API server checks, with the same message as ``_require_one_of``."""
-    return {"rule": f"has(self.{first}) != has(self.{second})",
-            "message": _one_of_message(first, second)}
-
-
-def _require_one_of(a: object, b: object, first: str, second: str) -> None:
-    """The model-side twin of ``_one_of_rule`` (the CLI and the webhook see no CEL)."""
-    if (a is None) == (b is None):
-        raise PydanticCustomError("one_of", _one_of_message(first, second), {})
-
-
 #: A key of a ConfigMap's or Secret's data (what the API server allows there).
 DataKey = Annotated[str, StringConstraints(pattern=r"^[-._a-zA-Z0-9]+$", max_length=253)]
 
@@ -249,12 +224,13 @@ class CaKeyRef(SpecModel):
     """The key holding the PEM bundle; default ca.crt."""
 
 
+_TLS_RULES = (one_of("caConfigMapRef", "caSecretRef"),)
+
+
 class McpTls(SpecModel):
     """Trust for an https server signed by a private CA, besides the system's CAs."""
 
-    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [
-        _one_of_rule("caConfigMapRef", "caSecretRef"),
-    ]})
+    model_config = ConfigDict(json_schema_extra=cel_rules(*_TLS_RULES))
 
     ca_config_map_ref: CaKeyRef | None = None
     """A ConfigMap key holding the PEM CA bundle."""
@@ -262,10 +238,8 @@ class McpTls(SpecModel):
     """A Secret key holding the PEM CA bundle."""
 
     @model_validator(mode="after")
-    def _one_of(self) -> McpTls:
-        _require_one_of(self.ca_config_map_ref, self.ca_secret_ref,
-                        "caConfigMapRef", "caSecretRef")
-        return self
+    def _rules_hold(self) -> McpTls:
+        return check_rules(self, _TLS_RULES)
 
     def source(self, namespace: str) -> CaSource:
         if self.ca_config_map_ref is not None:
@@ -274,21 +248,6 @@ class McpTls(SpecModel):
         assert self.ca_secret_ref is not None
         ref = self.ca_secret_ref
         return CaSource("Secret", ObjectRef(namespace, ref.name), ref.key)
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class CaSource:
-    """Where a server's CA bundle is read from: a ConfigMap or Secret key."""
-
-    kind: Literal["ConfigMap", "Secret"]
-    ref: ObjectRef
-    key: str
-
-    @property
-    def text(self) -> str:
-        return f"{self.kind}/{self.ref}#{self.key}"
-
-
 
 
 class SecretKeySelector(SpecModel):
@@ -308,6 +267,9 @@ class EnvVarSource(SpecModel):
     running the server; skillop never reads it."""
 
 
+_ENV_RULES = (one_of("value", "valueFrom"),)
+
+
 class EnvVar(SpecModel):
     """An environment variable for a stdio server: a public value or a Secret key reference."""
 
@@ -315,9 +277,7 @@ class EnvVar(SpecModel):
     # carried into the ToolSet as the reference it is, for the pod running the
     # server to resolve: skillop never reads it.
 
-    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [
-        _one_of_rule("value", "valueFrom"),
-    ]})
+    model_config = ConfigDict(json_schema_extra=cel_rules(*_ENV_RULES))
 
     name: Annotated[str, StringConstraints(min_length=1, max_length=256)]
     """The variable's name."""
@@ -328,9 +288,8 @@ class EnvVar(SpecModel):
     """A Secret key reference, resolved by the pod that runs the server."""
 
     @model_validator(mode="after")
-    def _value_xor_value_from(self) -> EnvVar:
-        _require_one_of(self.value, self.value_from, "value", "valueFrom")
-        return self
+    def _rules_hold(self) -> EnvVar:
+        return check_rules(self, _ENV_RULES)
 
 
 class ToolFilter(SpecModel):
@@ -348,57 +307,49 @@ class ToolFilter(SpecModel):
 
 
 Transport = Literal["streamable-http", "sse", "stdio"]
-_DURATION_PART = re.compile(r"([0-9]+)(ms|s|m|h)")
-_NANOS = {"ms": 10**6, "s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9}
 #: Polling a server more often than this costs every namespace sharing it a
 #: reconnect for nothing: a server that changes more often should announce
 #: ``tools.listChanged``, which is followed at once.
 MIN_REFRESH_SECONDS = 10
-#: The longest duration Kubernetes (Go's time.Duration) represents, in nanoseconds.
-_MAX_NANOS = 2**63 - 1
+#: The floor, for the API server (CEL's duration() parses Go durations, a superset
+#: of the pattern, and fails beyond Go's range) and the models alike.
+REFRESH_FLOOR: Rule[str] = Rule(
+    f"duration(self) >= duration('{MIN_REFRESH_SECONDS}s')",
+    f"refreshInterval must be at least {MIN_REFRESH_SECONDS}s",
+    lambda text: duration_nanos(text) >= MIN_REFRESH_SECONDS * 10**9,
+    detail=lambda text: f"not {text}")
 
 
-def _duration_nanos(text: str) -> int:
-    return sum(int(n) * _NANOS[unit] for n, unit in _DURATION_PART.findall(text))
-
-
-def duration_seconds(text: str) -> float:
-    """``1m30s``, ``500ms``, ``2h``: the sum of the parts, in seconds."""
-    return _duration_nanos(text) / 10**9
-
-
-def _refresh_floor(text: str) -> str:
-    nanos = _duration_nanos(text)
-    if nanos < MIN_REFRESH_SECONDS * 10**9:
-        raise PydanticCustomError(
-            "too_short", "refresh interval {d} is below the minimum of {m}s",
-            {"d": text, "m": MIN_REFRESH_SECONDS})
-    if nanos > _MAX_NANOS:
+def _within_go_range(text: str) -> str:
+    # The API server refuses these too: CEL's duration() fails beyond Go's range.
+    if duration_nanos(text) > MAX_NANOS:
         raise PydanticCustomError(
             "too_long", "refresh interval {d} is longer than a Kubernetes duration can be",
             {"d": text})
     return text
 
 
-Duration = Annotated[str, StringConstraints(pattern=r"^([0-9]+(ms|s|m|h))+$", max_length=32),
-                     AfterValidator(_refresh_floor)]
-#: The same floor, for the API server (CEL's duration() parses Go durations, a
-#: superset of the pattern above, and fails beyond Go's range).
-REFRESH_RULES: JsonDict = {"x-kubernetes-validations": [
-    {"rule": f"duration(self) >= duration('{MIN_REFRESH_SECONDS}s')",
-     "message": f"refreshInterval must be at least {MIN_REFRESH_SECONDS}s"},
-]}
+Duration = Annotated[str, StringConstraints(pattern=DURATION_PATTERN, max_length=32),
+                     AfterValidator(_within_go_range), *field_rules(REFRESH_FLOOR)]
+
+
+_SERVER_RULES: tuple[Rule[Any], ...] = (
+    one_of("url", "command"),
+    Rule("!has(self.command) || !has(self.transport) || self.transport == 'stdio'",
+         "a command server uses transport stdio",
+         lambda server: server.command is None or server.transport in (None, "stdio"),
+         detail=lambda server: f"not {server.transport}"),
+    Rule("!has(self.url) || !has(self.transport) || self.transport != 'stdio'",
+         "a url server cannot use transport stdio",
+         lambda server: server.url is None or server.transport != "stdio"),
+)
 
 
 class McpServer(SpecModel):
     """An MCP server whose tools (all of them, filtered) the skill includes."""
 
     model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [
-        _one_of_rule("url", "command"),
-        {"rule": "!has(self.command) || !has(self.transport) || self.transport == 'stdio'",
-         "message": "a command server uses transport stdio"},
-        {"rule": "!has(self.url) || !has(self.transport) || self.transport != 'stdio'",
-         "message": "a url server cannot use transport stdio"},
+        *(rule.cel_rule for rule in _SERVER_RULES),
         {"rule": f"!has(self.url) || !self.url.matches('{USERINFO_PATTERN}')",
          "message": "url must not carry credentials (user:password@); name a Secret in"
                     " headersFrom instead"},
@@ -439,7 +390,7 @@ class McpServer(SpecModel):
     pin: bool = False
     """Keep the accepted tool definitions: changed tools are withheld (PinViolation)
     until accepted."""
-    refresh_interval: Duration | None = Field(default=None, json_schema_extra=REFRESH_RULES)
+    refresh_interval: Duration | None = None
     """How often the server is listed again, e.g. 5m; at least 10s. Default:
     the Skill's refreshInterval."""
 
@@ -454,15 +405,8 @@ class McpServer(SpecModel):
         return url
 
     @model_validator(mode="after")
-    def _url_xor_command(self) -> McpServer:
-        _require_one_of(self.url, self.command, "url", "command")
-        if self.command is not None and self.transport not in (None, "stdio"):
-            raise PydanticCustomError(
-                "one_of", "a command server uses transport stdio, not {t}", {"t": self.transport}
-            )
-        if self.url is not None and self.transport == "stdio":
-            raise PydanticCustomError("one_of", "a url server cannot use transport stdio", {})
-        return self
+    def _rules_hold(self) -> McpServer:
+        return check_rules(self, _SERVER_RULES)
 
     @property
     def effective_transport(self) -> Transport:
@@ -491,34 +435,6 @@ class McpServer(SpecModel):
         return ServerKey(self.url, secret, ca)
 
 
-@dataclass(frozen=True, slots=True)
-class ServerKey:
-    """One discovery: a server URL and the Secret whose headers are sent to it (or none).
-
-    A tool list fetched with a Secret's credentials is served only to Skills naming
-    that same Secret (``namespace/name``), and one fetched without credentials only
-    to Skills naming none: no tenant sees a listing made with another's token
-    (docs/security.md).
-    """
-
-    url: str
-    secret: ObjectRef | None = None
-    #: The server's own CA bundle (``tls``): a listing trusted through one tenant's
-    #: CA is not served to a Skill that did not name it.
-    ca: CaSource | None = None
-
-    @property
-    def text(self) -> str:
-        """An unambiguous one-line form: ``<secret or -> [<ca> ]<url>`` (neither a
-        Secret's name nor a CA source has spaces, so where the URL starts is never
-        in doubt)."""
-        ca = f"{self.ca.text} " if self.ca is not None else ""
-        return f"{self.secret or '-'} {ca}{self.url}"
-
-    def __str__(self) -> str:
-        return self.url if self.secret is None else f"{self.url} (Secret {self.secret})"
-
-
 class ConfigMapKeyRef(SpecModel):
     """A key of a ConfigMap in the Skill's namespace."""
 
@@ -528,12 +444,13 @@ class ConfigMapKeyRef(SpecModel):
     """The key holding the SKILL.md; default SKILL.md."""
 
 
+_AGENT_SKILL_RULES = (one_of("configMapRef", "inline"),)
+
+
 class AgentSkillSource(SpecModel):
     """A SKILL.md, from a ConfigMap key or inline (exactly one): one read-only tool."""
 
-    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [
-        _one_of_rule("configMapRef", "inline"),
-    ]})
+    model_config = ConfigDict(json_schema_extra=cel_rules(*_AGENT_SKILL_RULES))
 
     config_map_ref: ConfigMapKeyRef | None = None
     """A ConfigMap key holding the SKILL.md."""
@@ -541,57 +458,21 @@ class AgentSkillSource(SpecModel):
     """The SKILL.md text itself."""
 
     @model_validator(mode="after")
-    def _one_of(self) -> AgentSkillSource:
-        _require_one_of(self.config_map_ref, self.inline, "configMapRef", "inline")
-        return self
+    def _rules_hold(self) -> AgentSkillSource:
+        return check_rules(self, _AGENT_SKILL_RULES)
 
 
-class LabelSelectorRequirement(SpecModel):
-    """A requirement on one label: key, operator and values."""
-
-    key: Annotated[str, StringConstraints(min_length=1, max_length=317)]
-    """The label key."""
-    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
-    """In, NotIn, Exists or DoesNotExist."""
-    values: list[Annotated[str, StringConstraints(max_length=63)]] = Field(
-        default_factory=list, max_length=MAX_LIST
-    )
-    """The values for In and NotIn; empty for Exists and DoesNotExist."""
-
-
-class LabelSelector(SpecModel):
-    """Namespaces by their labels; every condition must hold."""
-
-    match_labels: dict[str, str] = Field(default_factory=dict, max_length=MAX_LIST)
-    """Labels a namespace must carry, each with exactly this value."""
-    match_expressions: list[LabelSelectorRequirement] = Field(
-        default_factory=list, max_length=MAX_LIST
-    )
-    """Requirements the namespace's labels must all meet."""
-
-    def matches(self, labels: dict[str, str]) -> bool:
-        if any(labels.get(k) != v for k, v in self.match_labels.items()):
-            return False
-        return all(_requirement_holds(r, labels) for r in self.match_expressions)
-
-
-def _requirement_holds(req: LabelSelectorRequirement, labels: dict[str, str]) -> bool:
-    present = req.key in labels
-    if req.operator == "Exists":
-        return present
-    if req.operator == "DoesNotExist":
-        return not present
-    inside = present and labels[req.key] in req.values
-    return inside if req.operator == "In" else not inside
+_SHARING_RULES: tuple[Rule[Any], ...] = (
+    Rule("(has(self.from) && self.from == 'Selector') == has(self.selector)",
+         "selector is required with from: Selector, and only then",
+         lambda sharing: (sharing.from_ == "Selector") == (sharing.selector is not None)),
+)
 
 
 class Sharing(SpecModel):
     """Which namespaces may include this skill or reference it from an Actor."""
 
-    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [
-        {"rule": "(has(self.from) && self.from == 'Selector') == has(self.selector)",
-         "message": "selector is required with from: Selector, and only then"},
-    ]})
+    model_config = ConfigDict(json_schema_extra=cel_rules(*_SHARING_RULES))
 
     from_: Literal["Same", "All", "Selector"] = Field(default="Same", alias="from")
     """Same (default): this namespace only; All: every namespace; Selector: the
@@ -600,12 +481,8 @@ class Sharing(SpecModel):
     """The namespaces admitted, by label; required with from: Selector, and only then."""
 
     @model_validator(mode="after")
-    def _selector_with_selector(self) -> Sharing:
-        if (self.from_ == "Selector") != (self.selector is not None):
-            raise PydanticCustomError(
-                "one_of", "selector is required with from: Selector, and only then", {}
-            )
-        return self
+    def _rules_hold(self) -> Sharing:
+        return check_rules(self, _SHARING_RULES)
 
 
 BuiltinGroup = Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]{1,63}$")]
@@ -633,7 +510,7 @@ class SkillSpec(SpecModel):
     sharing: Sharing = Field(default_factory=Sharing)
     """Which namespaces may include this skill or reference it; default this
     namespace only."""
-    refresh_interval: Duration | None = Field(default=None, json_schema_extra=REFRESH_RULES)
+    refresh_interval: Duration | None = None
     """Default discovery period of this skill's MCP servers, e.g. 5m; at least 10s."""
 
     @field_validator("mcp_servers")
@@ -647,30 +524,6 @@ class SkillSpec(SpecModel):
                 )
             seen.add(server.name)
         return servers
-
-
-def _skill_glob(glob: str) -> str:
-    problem = glob_problem(glob)
-    if problem:
-        raise PydanticCustomError("malformed_glob", "glob '{g}' {p}", {"g": glob, "p": problem})
-    if "/" not in glob and "*" not in glob:
-        # fnmatch would only ever compare it with "namespace/name" and never match:
-        # a policy that silently denies (or allows) nothing is worse than an error.
-        raise PydanticCustomError(
-            "unmatchable_glob",
-            "glob '{g}' can never match a skill's canonical name namespace/name (it has"
-            " no '/' and no '*'); write e.g. 'team-a/{g}' or '*/{g}'", {"g": glob})
-    return glob
-
-
-#: A glob over canonical skill names (``namespace/name``). The CEL rule makes
-#: the API server refuse the globs that can never match, as the CLI does.
-SkillGlob = Annotated[
-    str, StringConstraints(min_length=1, max_length=317), AfterValidator(_skill_glob),
-    Field(json_schema_extra={"x-kubernetes-validations": [{
-        "rule": "self.contains('/') || self.contains('*')",
-        "message": "a skill glob without '/' or '*' can never match namespace/name"}]}),
-]
 
 
 class AccessPolicy(SpecModel):
@@ -693,25 +546,6 @@ class AccessPolicy(SpecModel):
     """The most tokens the tool definitions may cost the model (name, description and
     input schema of every tool, cl100k_base); over it the Actor is Ready=False,
     TooManyToolTokens."""
-
-
-def glob_problem(glob: str) -> str | None:
-    """Why a skill-name glob is malformed, or None when it is fine."""
-    if not GLOB_RE.fullmatch(glob):
-        return "may contain only lowercase letters, digits, '.', '-', '/', '*', '?' and [...]"
-    depth = 0
-    for ch in glob:
-        if ch == "[":
-            if depth:
-                return "nests '[' inside a character class"
-            depth = 1
-        elif ch == "]" and depth:
-            depth = 0
-    if depth:
-        return "has an unclosed '['"
-    if glob.count("/") > 1:
-        return "has more than one '/' (skill names are namespace/name)"
-    return None
 
 
 class ActorSpec(SpecModel):

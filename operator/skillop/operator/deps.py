@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from skillop.model.manifest import ActorResource, SkillResource
 from skillop.model.names import ObjectRef, RefError, parse_ref
-from skillop.model.specs import ServerKey
+from skillop.model.serverkeys import ServerKey
 from skillop.resolve.graph import reachable
 from skillop.resolve.skills import skill_refs
 

@@ -29,9 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from skillop.model.durations import duration_seconds
 from skillop.model.manifest import ActorResource, Resource, SkillResource, parse_object
 from skillop.model.names import ObjectRef
-from skillop.model.specs import CaSource, McpServer, ServerKey, SkillSpec, duration_seconds
+from skillop.model.serverkeys import CaSource, ServerKey
+from skillop.model.specs import McpServer, SkillSpec
 from skillop.operator import pinning
 from skillop.operator.deps import Key, key, server_dep
 from skillop.operator.outputs import ServerState

@@ -37,7 +37,7 @@ from skillop.model.manifest import (
 )
 from skillop.model.names import ObjectRef
 from skillop.model.problems import Problem
-from skillop.model.specs import ServerKey
+from skillop.model.serverkeys import ServerKey
 from skillop.operator.deps import (
     DependencyIndex,
     Key,

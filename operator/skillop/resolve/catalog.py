@@ -28,7 +28,7 @@ from skillop.model.manifest import (
 )
 from skillop.model.names import ObjectRef
 from skillop.model.policies import ClusterSkillPolicySpec
-from skillop.model.specs import ServerKey
+from skillop.model.serverkeys import ServerKey
 from skillop.sources.mcp_tools import McpToolInfo, ToolDefMemo
 
 SHARED_LABEL = "skillop.dev/shared"

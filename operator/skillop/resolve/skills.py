@@ -18,7 +18,8 @@ from skillop.model.credentials import credential_query_names, looks_like_credent
 from skillop.model.manifest import SkillResource
 from skillop.model.names import ObjectRef, RefError, parse_ref
 from skillop.model.problems import Problem
-from skillop.model.specs import InlineTool, McpServer, Override, ServerKey
+from skillop.model.serverkeys import ServerKey
+from skillop.model.specs import InlineTool, McpServer, Override
 from skillop.model.tooldef import ToolDef
 from skillop.resolve.catalog import Catalog
 from skillop.resolve.entries import Entry, forbidden_loosening, loosening_message
