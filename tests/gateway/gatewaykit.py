@@ -13,6 +13,7 @@ kubelet-style volume, with the official SDK's client as the agent.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -30,7 +31,7 @@ import mcp_types as types
 from mcp.client.session import ClientSession, ElicitationFnT, MessageHandlerFnT
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from skillkit import resolve_actor
+from skillkit import actor, resolve_actor, skill
 
 from skillop.resolve.toolset import configmap_data
 
@@ -186,6 +187,49 @@ async def stdio_agent(toolset: Path, secrets: Path, errlog: Any,
         session = await stack.enter_async_context(ClientSession(read, write))
         await session.initialize()
         yield session
+
+
+@asynccontextmanager
+async def serving(tmp_path: Path, upstream: Any, *, tools: list[dict[str, Any]] | None = None,
+                  **options: Any) -> AsyncIterator[Any]:
+    """A `Gateway` in this process serving HTTP on a free port, its set ``tools``
+    (default: `echo`) of `upstream` (a `mcp_servers.ServerHandle`), audit lines dropped."""
+    from skillop.gateway.audit import AuditLog
+    from skillop.gateway.server import Gateway, Options
+
+    Volume(tmp_path / "tools").write(toolset_files([
+        skill("srv", mcpServers=[{"name": "up", "url": upstream.url,
+                                  "tools": tools or [echo_tool("echo", "up")]}]),
+        actor("dev", skills=["srv"])], "team-a/dev"))
+    (tmp_path / "secrets").mkdir(exist_ok=True)
+    gateway = Gateway(Options(toolset_dir=tmp_path / "tools", secrets_dir=tmp_path / "secrets",
+                              allow=("127.0.0.1:*",), poll_interval=0.05, **options),
+                      audit=AuditLog(lambda: io.StringIO()))
+    async with gateway.running(), anyio.create_task_group() as tasks:
+        tasks.start_soon(gateway.serve_http, "127.0.0.1", 0)
+        with anyio.fail_after(10):
+            while gateway.url is None:
+                await anyio.sleep(0.01)
+        try:
+            yield gateway
+        finally:
+            tasks.cancel_scope.cancel()
+
+
+async def handshake(http: httpx2.AsyncClient, url: str) -> dict[str, str]:
+    """A session opened by hand: the headers a request in it carries."""
+    headers = {"accept": "application/json, text/event-stream",
+               "content-type": "application/json"}
+    opened = await http.post(url, headers=headers, json={
+        "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "by-hand", "version": "0"}}})
+    headers |= {"mcp-session-id": opened.headers["mcp-session-id"],
+                "mcp-protocol-version": "2025-11-25"}
+    ready = await http.post(url, headers=headers,
+                            json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+    assert ready.status_code == 202
+    return headers
 
 
 def text_of(result: types.CallToolResult) -> str:

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skillop.gateway.front import Client, Front, Sessions
+from skillop.gateway.wire import Reply
 
 SESSION = "abc123"
 
@@ -32,10 +33,10 @@ requests = st.fixed_dictionaries(
 class Answerer:
     """Answers every call whose name is a string (``None`` for the SDK otherwise)."""
 
-    async def answer(self, method: str, params: dict[str, Any], client: Client) -> bytes | None:
+    async def answer(self, method: str, params: dict[str, Any], client: Client) -> Reply | None:
         if method == "tools/call" and not isinstance(params.get("name"), str):
             return None
-        return b'"result":' + json.dumps({"method": method}).encode()
+        return Reply(result=json.dumps({"method": method}).encode())
 
 
 def _exchange(body: bytes) -> tuple[list[dict[str, Any]], bytes | None]:
@@ -56,7 +57,7 @@ def _exchange(body: bytes) -> tuple[list[dict[str, Any]], bytes | None]:
         await send({"type": "http.response.start", "status": 202, "headers": []})
         await send({"type": "http.response.body", "body": b""})
 
-    front = Front(sdk, sessions, Answerer(), host="127.0.0.1")
+    front = Front(sdk, sessions, Answerer(), security=None)
     pieces = [body[:7], body[7:]]
     sent: list[dict[str, Any]] = []
 

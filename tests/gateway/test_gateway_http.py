@@ -555,3 +555,19 @@ def test_a_call_in_flight_finishes_when_its_upstreams_secret_changes(mounts: Mou
                if r.rpc_method == "tools/call"]
     assert headers == [TOKEN, TOKEN, rotated]
     assert "s3cr3t" not in logs and "rotated-gateway" not in logs
+
+
+def test_an_upstream_asking_for_input_is_told_so_not_that_its_answer_is_unreadable(
+        mounts: Mounts) -> None:
+    asks = {"resultType": "input_required", "inputRequests": {"q": {
+        "method": "elicitation/create", "params": {
+            "mode": "form", "message": "Which one?",
+            "requestedSchema": {"type": "object", "properties": {}}}}}}
+    with ServerHandle(tools=[make_tool("echo")], raw_call_result=asks) as srv:
+        mounts.toolset([skill("srv", mcpServers=[{"name": "up", "url": srv.url,
+                                                  "tools": [echo_tool("echo", "up")]}]),
+                        actor("dev", skills=["srv"])])
+        with mounts.gateway() as gw:
+            result = call_once(gw.url, "echo")
+    assert result.is_error
+    assert "asked for more input (input_required)" in text_of(result)

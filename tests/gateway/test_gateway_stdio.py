@@ -83,3 +83,39 @@ def test_stdio_gateway_serves_the_set_and_forwards_to_http_and_stdio_upstreams(
     # The stdio upstream printed its environment: relayed, with the Secret's value redacted.
     assert "starting with TOKEN=[redacted]" in stderr
     assert TOKEN not in stderr
+
+
+RAW_UPSTREAM = Path(__file__).with_name("raw_stdio_upstream.py")
+
+
+def _raw_call(tmp_path: Path, answer: dict[str, Any]) -> types.CallToolResult:
+    """``ask`` through the gateway, to an upstream answering ``answer`` to every call."""
+    tools_dir, secrets = Volume(tmp_path / "tools"), tmp_path / "secrets"
+    secrets.mkdir()
+    tools_dir.write(toolset_files([
+        skill("raw", mcpServers=[{"name": "raw", "command": [sys.executable, str(RAW_UPSTREAM)],
+                                  "env": [{"name": "ANSWER", "value": json.dumps(answer)}],
+                                  "tools": [echo_tool("ask", "raw")]}]),
+        actor("dev", skills=["raw"])], ACTOR))
+
+    async def call() -> types.CallToolResult:
+        with tempfile.TemporaryFile("w+") as errlog:
+            async with stdio_agent(tools_dir.root, secrets, errlog) as agent:
+                result: types.CallToolResult = await agent.call_tool("ask", {})
+                return result
+
+    return anyio.run(call)
+
+
+def test_an_input_required_answer_on_a_handshake_session_is_not_a_tool_result(
+        tmp_path: Path) -> None:
+    # The SDK's client (the stdio path) parses it as a CallToolResult and fails.
+    asked = _raw_call(tmp_path, ASKS_INPUT)
+    assert asked.is_error
+    assert "not a tool result" in text_of(asked) and "output schema" not in text_of(asked)
+
+
+ASKS_INPUT: dict[str, Any] = {"resultType": "input_required", "inputRequests": {
+    "q": {"method": "elicitation/create", "params": {
+        "mode": "form", "message": "Which one?",
+        "requestedSchema": {"type": "object", "properties": {}}}}}}

@@ -4,9 +4,7 @@ JSON front refuses nothing the SDK's server would not have refused."""
 
 from __future__ import annotations
 
-import io
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +12,10 @@ import anyio
 import httpx2
 import mcp_types as types
 import pytest
-from gatewaykit import Volume, agent, echo_tool, toolset_files
+from gatewaykit import agent, handshake, serving
+from mcp.server import Server
 from mcp_servers import ServerHandle, make_tool
-from skillkit import actor, skill
 
-from skillop.gateway.audit import AuditLog
 from skillop.gateway.server import Gateway, Options
 
 
@@ -26,28 +23,6 @@ from skillop.gateway.server import Gateway, Options
 def upstream() -> Iterator[ServerHandle]:
     with ServerHandle(tools=[make_tool("echo")]) as srv:
         yield srv
-
-
-@asynccontextmanager
-async def serving(tmp_path: Path, upstream: ServerHandle, **options: Any,
-                  ) -> AsyncIterator[Gateway]:
-    Volume(tmp_path / "tools").write(toolset_files([
-        skill("srv", mcpServers=[{"name": "up", "url": upstream.url,
-                                  "tools": [echo_tool("echo", "up")]}]),
-        actor("dev", skills=["srv"])], "team-a/dev"))
-    (tmp_path / "secrets").mkdir()
-    gateway = Gateway(Options(toolset_dir=tmp_path / "tools", secrets_dir=tmp_path / "secrets",
-                              allow=("127.0.0.1:*",), poll_interval=0.05, **options),
-                      audit=AuditLog(lambda: io.StringIO()))
-    async with gateway.running(), anyio.create_task_group() as tasks:
-        tasks.start_soon(gateway.serve_http, "127.0.0.1", 0)
-        with anyio.fail_after(10):
-            while gateway.url is None:
-                await anyio.sleep(0.01)
-        try:
-            yield gateway
-        finally:
-            tasks.cancel_scope.cancel()
 
 
 async def _settled(gateway: Gateway, expected: int) -> int:
@@ -92,7 +67,7 @@ def test_an_idle_session_is_ended_and_a_busy_or_listening_one_is_not(
                 httpx2.AsyncClient() as http:
             assert gateway.url is not None
             # A client by hand, without a notification stream, that goes quiet.
-            headers = await _handshake(http, gateway.url)
+            headers = await handshake(http, gateway.url)
             # The SDK's clients keep their notification stream (GET) open: `listening`
             # only listens, `busy` only calls (plain JSON the SDK's server never sees).
             async with agent(gateway.url) as listening, agent(gateway.url) as busy:
@@ -111,22 +86,6 @@ def test_an_idle_session_is_ended_and_a_busy_or_listening_one_is_not(
     assert not listened.is_error and not busy.is_error
 
 
-async def _handshake(http: httpx2.AsyncClient, url: str) -> dict[str, str]:
-    """A session opened by hand: the headers a request in it carries."""
-    headers = {"accept": "application/json, text/event-stream",
-               "content-type": "application/json"}
-    opened = await http.post(url, headers=headers, json={
-        "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "by-hand", "version": "0"}}})
-    headers |= {"mcp-session-id": opened.headers["mcp-session-id"],
-                "mcp-protocol-version": "2025-11-25"}
-    ready = await http.post(url, headers=headers,
-                            json={"jsonrpc": "2.0", "method": "notifications/initialized"})
-    assert ready.status_code == 202
-    return headers
-
-
 def test_the_json_front_refuses_what_the_sdk_refuses(
         tmp_path: Path, upstream: ServerHandle) -> None:
     call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
@@ -135,7 +94,7 @@ def test_the_json_front_refuses_what_the_sdk_refuses(
     async def main() -> dict[str, httpx2.Response]:
         async with serving(tmp_path, upstream) as gateway, httpx2.AsyncClient() as http:
             assert gateway.url is not None
-            headers = await _handshake(http, gateway.url)
+            headers = await handshake(http, gateway.url)
             post = lambda **extra: http.post(  # noqa: E731
                 gateway.url or "", headers={**headers, **extra}, json=call)
             return {
@@ -156,3 +115,19 @@ def test_the_json_front_refuses_what_the_sdk_refuses(
     assert answers["version"].status_code == 400
     assert answers["session"].status_code == 404
     assert upstream.calls == [("echo", {"k": "v"})]  # only the plain one reached it
+
+
+def test_the_gateway_drops_the_sdks_tracing_middleware_and_keeps_any_other(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    async def other(ctx: Any, call_next: Any) -> Any:  # a default a later SDK may add
+        return await call_next(ctx)
+
+    made = Server.__init__
+
+    def with_other(self: Server[Any], *args: Any, **kwargs: Any) -> None:
+        made(self, *args, **kwargs)
+        self.middleware.append(other)
+
+    monkeypatch.setattr(Server, "__init__", with_other)
+    gateway = Gateway(Options(toolset_dir=tmp_path, secrets_dir=tmp_path, allow=()))
+    assert gateway.server.middleware == [other]

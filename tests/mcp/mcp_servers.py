@@ -242,6 +242,8 @@ class ServerHandle:
     `json_response`: answer requests with JSON bodies instead of event streams.
     `forget_sessions`: the next that many `tools/call` POSTs are answered HTTP 404
     (as by a server that expired the session), counted down in `forgotten`.
+    `raw_call_result`: when set, every `tools/call` is answered with this result
+    object as it is, valid or not (a server middleware that skips the SDK's checks).
     """
 
     tools: list[types.Tool] = field(default_factory=list)
@@ -259,6 +261,7 @@ class ServerHandle:
     json_response: bool = False
     forget_sessions: int = 0
     forgotten: int = 0
+    raw_call_result: dict[str, Any] | None = None
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     requests: list[SeenRequest] = field(default_factory=list)
     port: int = 0
@@ -382,7 +385,14 @@ class ServerHandle:
         server.create_initialization_options = functools.partial(  # type: ignore[method-assign]
             Server.create_initialization_options, server, options
         )
+        if self.raw_call_result is not None:
+            server.middleware.append(self._raw_answer)
         return server
+
+    async def _raw_answer(self, ctx: ServerRequestContext[Any], call_next: Any) -> Any:
+        if ctx.method == "tools/call" and self.raw_call_result is not None:
+            return dict(self.raw_call_result)
+        return await call_next(ctx)
 
     def _build_app(self) -> ASGIApp:
         server = self._new_server()

@@ -20,7 +20,6 @@ link was made and never changes.
 from __future__ import annotations
 
 import itertools
-import json
 import ssl
 from collections.abc import Mapping
 from typing import Any, Final
@@ -28,6 +27,7 @@ from typing import Any, Final
 import aiohttp
 import anyio
 
+from skillop.gateway import wire
 from skillop.gateway.wire import (
     MAX_MESSAGE_BYTES,
     Answer,
@@ -103,9 +103,8 @@ class HttpCaller:
                    protocol_version: str | None) -> dict[str, Any]:
         """The upstream's result object for ``tools/call`` of ``name`` (not yet validated)."""
         request_id = next(self._ids)
-        body = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
-                           "params": {"name": name, "arguments": dict(arguments)}},
-                          ensure_ascii=False, separators=(",", ":")).encode()
+        body = wire.request(request_id, "tools/call",
+                            {"name": name, "arguments": dict(arguments)})
         headers = self._session_headers(session_id, protocol_version)
         try:
             async with self._client().post(self.url, data=body, headers=headers,
@@ -174,10 +173,9 @@ class HttpCaller:
     async def _decline(self, request: Request, headers: Mapping[str, str]) -> None:
         """Answer the upstream's own request with an error: the gateway has nobody to
         sample, elicit or list roots for (the SDK's client session answers the same)."""
-        reply = json.dumps({"jsonrpc": "2.0", "id": request.id, "error": {
-            "code": _NOT_ANSWERED,
-            "message": f"the skillop gateway does not answer {request.method[:100]}"}})
-        async with self._client().post(self.url, data=reply.encode(), headers=dict(headers),
+        reply = wire.response(request.id, wire.Reply(error=(
+            _NOT_ANSWERED, f"the skillop gateway does not answer {request.method[:100]}")))
+        async with self._client().post(self.url, data=reply, headers=dict(headers),
                                        allow_redirects=False) as response:
             await response.read()
 

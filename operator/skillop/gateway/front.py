@@ -37,7 +37,16 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from mcp.server.session import ServerSession
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from mcp.server.streamable_http import check_accept_headers
+from mcp.server.transport_security import (
+    DEFAULT_MAX_REQUEST_BODY_SIZE,
+    TransportSecurityMiddleware,
+    TransportSecuritySettings,
+)
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
+from starlette.requests import Request
+
+from skillop.gateway import wire
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -45,9 +54,6 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-#: The SDK refuses larger bodies; the front leaves them to it.
-MAX_BODY_BYTES: Final = 4 * 1024 * 1024
-_LOOPBACK_HOSTS: Final = ("127.0.0.1:", "localhost:", "[::1]:")
 _FAST_METHODS: Final = frozenset({"tools/call", "tools/list", "ping"})
 
 
@@ -58,6 +64,8 @@ class Client:
     session: ServerSession
     can_elicit: bool
     last_seen: float
+    #: The protocol revision its session negotiated (answers are shaped for it).
+    protocol_version: str = LATEST_HANDSHAKE_VERSION
 
 
 class Sessions:
@@ -126,20 +134,25 @@ class Sessions:
 
 class Answerer(Protocol):
     async def answer(self, method: str, params: dict[str, Any],
-                     client: Client) -> bytes | None:
-        """The JSON ``result`` (or ``error``) member for a request, or None for the SDK."""
+                     client: Client) -> wire.Reply | None:
+        """The answer to a request, or None for the SDK."""
 
 
 class Front:
     """The ASGI app uvicorn serves: fast answers, or the SDK's app; see the module docstring."""
 
     def __init__(self, inner: ASGIApp, sessions: Sessions, answerer: Answerer, *,
-                 host: str, path: str = "/mcp") -> None:
+                 security: TransportSecuritySettings | None,
+                 max_body_bytes: int = DEFAULT_MAX_REQUEST_BODY_SIZE,
+                 path: str = "/mcp") -> None:
+        """``security`` and ``max_body_bytes``: what the SDK's app was made with (its
+        session manager's), so the front refuses to answer whatever the SDK refuses."""
         self._inner = inner
         self._sessions = sessions
         self._answerer = answerer
         self._path = path
-        self._loopback = host in ("127.0.0.1", "localhost", "::1")
+        self._security = TransportSecurityMiddleware(security)
+        self._max_body = max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] != self._path:
@@ -163,9 +176,9 @@ class Front:
     async def _serve(self, scope: Scope, receive: Receive, send: Send,
                      headers: dict[str, str], client: Client | None) -> int | None:
         """A request in a session: answered here (a known one), or by the SDK; its status."""
-        if scope["method"] == "POST" and self._may_answer(headers):
+        if scope["method"] == "POST" and await self._may_answer(scope, headers):
             try:
-                body = await _body(receive)
+                body = await _body(receive, self._max_body)
             except _Disconnected:
                 return None
             except _TooLarge:
@@ -197,19 +210,20 @@ class Front:
             await send(message)
         return status
 
-    def _may_answer(self, headers: dict[str, str]) -> bool:
-        """Whether the SDK would accept this request's headers (else it must say why)."""
-        if "origin" in headers:
+    async def _may_answer(self, scope: Scope, headers: dict[str, str]) -> bool:
+        """Whether the SDK would accept this request's headers (else it must say why):
+        its own checks (DNS rebinding: Host and Origin; Content-Type; Accept)."""
+        if await self._security.validate_request(Request(scope), is_post=True) is not None:
             return False
-        if not headers.get("content-type", "").lower().startswith("application/json"):
+        # The SDK's transport also wants exactly application/json (a private check).
+        kind = headers.get("content-type", "").split(";")[0].split(",")
+        if not any(part.strip() == "application/json" for part in kind):
             return False
-        accept = headers.get("accept", "")
-        if "application/json" not in accept or "text/event-stream" not in accept:
+        has_json, has_sse = check_accept_headers(Request(scope))
+        if not (has_json and has_sse):
             return False
         version = headers.get("mcp-protocol-version")
-        if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
-            return False
-        return not self._loopback or headers.get("host", "").startswith(_LOOPBACK_HOSTS)
+        return version is None or version in HANDSHAKE_PROTOCOL_VERSIONS
 
     async def _answered(self, body: bytes, client: Client, session_id: str | None,
                         send: Send) -> bool:
@@ -220,16 +234,16 @@ class Front:
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             return False
         method, ident, params = message.get("method"), message.get("id"), message.get("params")
-        if method not in _FAST_METHODS or not _is_id(ident):
+        if method not in _FAST_METHODS or not wire.is_id(ident):
             return False
         if params is None:
             params = {}
         if not isinstance(params, dict):
             return False
-        member = await self._answerer.answer(method, params, client)
-        if member is None:
+        reply = await self._answerer.answer(method, params, client)
+        if reply is None:
             return False
-        payload = b'{"jsonrpc":"2.0","id":' + json.dumps(ident).encode() + b"," + member + b"}"
+        payload = wire.response(ident, reply)
         response_headers = [(b"content-type", b"application/json"),
                             (b"content-length", str(len(payload)).encode())]
         if session_id is not None:
@@ -278,10 +292,6 @@ def _is_initialized(body: bytes) -> bool:
     return isinstance(message, dict) and message.get("method") == "notifications/initialized"
 
 
-def _is_id(value: object) -> bool:
-    return isinstance(value, str | int) and not isinstance(value, bool)
-
-
 def _headers(scope: Scope) -> dict[str, str]:
     return {name.decode("latin-1"): value.decode("latin-1")
             for name, value in scope["headers"]}
@@ -295,8 +305,9 @@ class _Disconnected(Exception):
     pass
 
 
-async def _body(receive: Receive) -> bytes:
-    """The whole request body (the SDK would refuse a larger one too)."""
+async def _body(receive: Receive, limit: int) -> bytes:
+    """The whole request body, at most ``limit`` bytes (the SDK's limit: it refuses a
+    larger one too)."""
     chunks: list[bytes] = []
     size = 0
     while True:
@@ -305,7 +316,7 @@ async def _body(receive: Receive) -> bytes:
             raise _Disconnected()
         chunk = message.get("body", b"")
         size += len(chunk)
-        if size > MAX_BODY_BYTES:
+        if size > limit:
             raise _TooLarge()
         chunks.append(chunk)
         if not message.get("more_body", False):

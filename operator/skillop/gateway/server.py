@@ -43,11 +43,14 @@ from typing import Any, Final
 import anyio
 import mcp_types as types
 from mcp.server import NotificationOptions, Server, ServerRequestContext
+from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.models import InitializationOptions
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
+from mcp_types.methods import serialize_server_result
 
 from skillop import __version__
+from skillop.gateway import wire
 from skillop.gateway.audit import AuditLog, AuditRecord, Outcome
 from skillop.gateway.caller import CONNECT_TIMEOUT_SECONDS
 from skillop.gateway.front import Client, Front, Sessions
@@ -98,6 +101,9 @@ class Options:
     connect_timeout: float = CONNECT_TIMEOUT_SECONDS
     #: An HTTP session nothing was asked in for this long is ended (as the SDK would).
     session_idle_timeout: float = 30 * 60.0
+    #: The front answers one-shot requests itself (off: the SDK's server answers
+    #: every request, the reference the fast path is tested against).
+    fast_path: bool = True
 
 
 class _Refused(Exception):
@@ -142,12 +148,13 @@ class Gateway:
         #: Where ``serve_http`` listens, once it does.
         self.url: str | None = None
         self._front: Front | None = None
-        self._listing_json: tuple[ServedSet, bytes] | None = None
+        self._listing_json: tuple[ServedSet, str, bytes] | None = None
         self.server = _GatewayServer("skillop-gateway", version=__version__,
                                      on_list_tools=self._list_tools,
                                      on_call_tool=self._call_tool)
         # No tracing span per message: nothing exports them, and it is the hot path.
-        self.server.middleware = []
+        self.server.middleware = [m for m in self.server.middleware
+                                  if not isinstance(m, OpenTelemetryMiddleware)]
         self.server.add_notification_handler(
             "notifications/initialized", types.NotificationParams, self._initialized)
 
@@ -177,7 +184,9 @@ class Gateway:
 
         # Sessions expire by the front's clock: the SDK's cannot see what the front answers.
         app = self.server.streamable_http_app(host=host, session_idle_timeout=None)
-        self._front = Front(app, self.sessions, self, host=host)
+        manager = self.server.session_manager
+        self._front = Front(app, self.sessions, self, security=manager.security_settings,
+                            max_body_bytes=manager.max_request_body_size)
         sock = _listener(host, port)
         actual = sock.getsockname()[1]
         config = uvicorn.Config(self._front, log_level="warning", access_log=False, lifespan="on",
@@ -269,7 +278,7 @@ class Gateway:
         caps = ctx.session.client_capabilities
         self.sessions.add(session_id or f"stdio:{id(ctx.session)}", Client(
             ctx.session, can_elicit=caps is not None and caps.elicitation is not None,
-            last_seen=time.monotonic()))
+            last_seen=time.monotonic(), protocol_version=ctx.protocol_version))
 
     async def _list_tools(self, ctx: ServerRequestContext[Any],
                           params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
@@ -286,14 +295,16 @@ class Gateway:
         return await self.call(params.name, params.arguments or {}, ask=ask)
 
     async def answer(self, method: str, params: dict[str, Any],
-                     client: Client) -> bytes | None:
+                     client: Client) -> wire.Reply | None:
         """The front's answer (the JSON-RPC ``result`` or ``error`` member), or None
         when the SDK must answer: a call to approve, by a client that can be asked,
         needs the SDK's event stream; a malformed call, its error."""
+        if not self.options.fast_path:
+            return None
         if method == "ping":
-            return b'"result":{}'
+            return wire.Reply(result=b"{}")
         if method == "tools/list":
-            return b'"result":' + self._listing()
+            return wire.Reply(result=self._listing(client.protocol_version))
         name, arguments = params.get("name"), params.get("arguments")
         if not isinstance(name, str) or not isinstance(arguments, dict | None):
             return None
@@ -303,17 +314,17 @@ class Gateway:
         try:
             result = await self.call(name, arguments or {}, ask=None)
         except MCPError as exc:
-            return b'"error":' + json.dumps({"code": exc.code,
-                                             "message": exc.error.message}).encode()
-        return b'"result":' + result.model_dump_json(by_alias=True, exclude_none=True).encode()
+            return wire.Reply(error=(exc.code, exc.error.message))
+        return wire.Reply(result=_shaped(method, client.protocol_version, result))
 
-    def _listing(self) -> bytes:
+    def _listing(self, version: str) -> bytes:
         served = self.served
-        if self._listing_json is None or self._listing_json[0] is not served:
+        cached = self._listing_json
+        if cached is None or cached[0] is not served or cached[1] != version:
             listing = types.ListToolsResult(tools=list(served.listing))
-            self._listing_json = (served, listing.model_dump_json(
-                by_alias=True, exclude_none=True).encode())
-        return self._listing_json[1]
+            cached = self._listing_json = (served, version,
+                                           _shaped("tools/list", version, listing))
+        return cached[2]
 
     async def call(self, name: str, arguments: dict[str, Any], *,
                    ask: Ask | None) -> types.CallToolResult:
@@ -449,6 +460,14 @@ class Gateway:
             actor=served.actor, binding_name=binding, upstream=upstream,
             upstream_tool=upstream_tool, duration_ms=(time.perf_counter() - started) * 1000,
             outcome=outcome, reason=reason))
+
+
+def _shaped(method: str, version: str, result: types.Result) -> bytes:
+    """``result`` as the SDK's server puts it on the wire for ``version``: only the
+    fields that revision defines (its own serializer, so both paths answer alike)."""
+    dumped = serialize_server_result(
+        method, version, result.model_dump(by_alias=True, mode="json", exclude_none=True))
+    return json.dumps(dumped, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def _error_result(text: str) -> types.CallToolResult:

@@ -22,7 +22,6 @@ are called through the SDK session.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import ssl
@@ -37,9 +36,11 @@ from typing import Any, Final
 import anyio
 import httpx2
 import mcp_types as types
+from mcp.client.extension import UnexpectedClaimedResult
 from mcp.client.session import ClientSession, IncomingMessage, MessageHandlerFnT
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
+from mcp_types.methods import is_input_required
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
@@ -198,7 +199,6 @@ class Link:
                 result = await self._call_sdk(conn, name, arguments)
         finally:
             conn.release()
-        _check_output(conn.tools.get(name), result, self.label)
         return self._redacted(result)
 
     def _rpc_failed(self, code: int, message: str) -> CallFailed:
@@ -221,21 +221,33 @@ class Link:
             raise CallFailed(f"upstream {self.label} unavailable: {exc}") from None
         except RpcFailed as exc:
             raise self._rpc_failed(exc.code, exc.message) from None
+        if is_input_required(raw):
+            raise CallFailed(self._asks_input())
         try:
-            return types.CallToolResult.model_validate(raw)
+            result = types.CallToolResult.model_validate(raw)
         except ValidationError:
             raise CallFailed(f"upstream {self.label} answered something that is not a tool"
                              " result") from None
+        if not result.is_error and conn.session is not None:
+            # The SDK's own check, as its call_tool makes it (the output schema is the
+            # one the session listed).
+            try:
+                await conn.session.validate_tool_result(name, result)
+            except RuntimeError:
+                raise CallFailed(self._off_schema()) from None
+        return result
 
     async def _call_sdk(self, conn: Connection, name: str,
                         arguments: Mapping[str, Any]) -> types.CallToolResult:
         session = conn.session
         assert session is not None
         try:
-            response = await session.call_tool(name, dict(arguments))
+            response = await session.call_tool(name, dict(arguments), allow_input_required=True)
         except RuntimeError:  # the SDK's client checked the result's output schema
-            raise CallFailed(f"upstream {self.label} answered structured content that does"
-                             " not match its output schema") from None
+            raise CallFailed(self._off_schema()) from None
+        except UnexpectedClaimedResult:
+            raise CallFailed(f"upstream {self.label} answered something that is not a tool"
+                             " result") from None
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED:
                 self.drop(session)
@@ -248,7 +260,17 @@ class Link:
         except ValidationError:
             raise CallFailed(f"upstream {self.label} answered something that is not a tool"
                              " result") from None
+        if isinstance(response, types.InputRequiredResult):
+            raise CallFailed(self._asks_input())
         return response
+
+    def _off_schema(self) -> str:
+        return (f"upstream {self.label} answered structured content that does not match its"
+                " output schema")
+
+    def _asks_input(self) -> str:
+        return (f"upstream {self.label} asked for more input (input_required), which the"
+                " gateway does not relay")
 
     def _redacted(self, result: types.CallToolResult) -> types.CallToolResult:
         """The result without any secret value the upstream echoed back, in any of
@@ -453,46 +475,6 @@ async def _listing(session: ClientSession, bounds: Wire | Unfenced,
     discovery digests what the ToolSet was resolved from."""
     tools, _ = await list_pages(session, bounds, _LIMITS)
     return tools, {name: info_digest(tool_info(tool)) for name, tool in tools.items()}
-
-
-def _check_output(tool: types.Tool | None, result: types.CallToolResult, label: str) -> None:
-    """A result must match its tool's output schema (as the SDK's client demands)."""
-    if tool is None or tool.output_schema is None or result.is_error:
-        return
-    if result.structured_content is None:
-        raise CallFailed(f"upstream {label} answered without the structured content its"
-                         " output schema promises")
-    if _schema_error(tool.output_schema, result.structured_content):
-        raise CallFailed(f"upstream {label} answered structured content that does not"
-                         " match its output schema")
-
-
-_VALIDATORS: dict[str, Any] = {}
-
-
-def _schema_error(schema: dict[str, Any], instance: Any) -> bool:
-    """Whether ``instance`` fails ``schema`` (an invalid schema fails everything);
-    compiled validators are kept by schema (compiling costs far more than validating)."""
-    from jsonschema import SchemaError  # type: ignore[import-untyped]
-    from jsonschema.validators import validator_for  # type: ignore[import-untyped]
-    from referencing import Registry
-    from referencing.exceptions import Unresolvable
-
-    key = json.dumps(schema, sort_keys=True)
-    validator = _VALIDATORS.get(key)
-    if validator is None:
-        cls = validator_for(schema)
-        try:
-            cls.check_schema(schema)
-        except SchemaError:
-            return True
-        if len(_VALIDATORS) > 1000:
-            _VALIDATORS.clear()
-        validator = _VALIDATORS[key] = cls(schema, registry=Registry())
-    try:
-        return next(iter(validator.iter_errors(instance)), None) is not None
-    except Unresolvable:
-        return True
 
 
 _UNTRUSTED: Final = ("TLS: the server's certificate is not trusted (trust its CA with the"

@@ -12,7 +12,10 @@ Everything here is bounded (an event, a pending line, a body) and fails with
   fields ignored, lines ended by CRLF, LF or CR);
 * ``classify``: one decoded JSON-RPC message, as what it means to the call
   whose request id is known: its ``Answer``, its ``Failure``, a ``Request`` the
-  upstream asks of the client, or nothing that concerns the call (``None``).
+  upstream asks of the client, or nothing that concerns the call (``None``);
+* ``request`` and ``response``: the gateway's own JSON-RPC messages as bytes, the
+  one place their envelope is written (the front's answers, the calls it
+  forwards, its refusals of an upstream's requests).
 """
 
 from __future__ import annotations
@@ -20,10 +23,11 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 #: A result is a ConfigMap-sized thing in practice; anything far larger is refused.
 MAX_MESSAGE_BYTES: Final = 16 * 1024 * 1024
+RequestId = str | int
 _LINE_END: Final = re.compile(rb"\r\n|\n|\r")
 
 
@@ -124,6 +128,11 @@ class Request:
 Meaning = Answer | Failure | Request | None
 
 
+def is_id(value: object) -> TypeGuard[RequestId]:
+    """Whether ``value`` can be a JSON-RPC request id (a string or an integer)."""
+    return isinstance(value, str | int) and not isinstance(value, bool)
+
+
 def decode(text: str | bytes) -> Any:
     """JSON, or ``WireError``."""
     if len(text) > MAX_MESSAGE_BYTES:
@@ -140,7 +149,7 @@ def classify(message: Any, request_id: int) -> Meaning:
         return None
     method, ident = message.get("method"), message.get("id")
     if isinstance(method, str):
-        if isinstance(ident, str | int) and not isinstance(ident, bool):
+        if is_id(ident):
             return Request(ident, method)
         return None  # a notification (progress, logging, list_changed)
     if ident != request_id or isinstance(ident, bool):
@@ -166,3 +175,27 @@ def answer_of(body: bytes, request_id: int) -> Answer | Failure:
     if isinstance(meaning, Answer | Failure):
         return meaning
     raise WireError("the answer is not the response to the call")
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """What a JSON-RPC response carries: ``result`` (the result object, as JSON text)
+    or ``error`` (its code and message)."""
+
+    result: bytes | None = None
+    error: tuple[int, str] | None = None
+
+
+def request(ident: RequestId, method: str, params: Any) -> bytes:
+    """A JSON-RPC request, compact, non-ASCII kept as UTF-8."""
+    return json.dumps({"jsonrpc": "2.0", "id": ident, "method": method, "params": params},
+                      ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def response(ident: RequestId, reply: Reply) -> bytes:
+    """The JSON-RPC response to ``ident`` carrying ``reply``."""
+    head = b'{"jsonrpc":"2.0","id":' + json.dumps(ident).encode()
+    if reply.result is not None:
+        return head + b',"result":' + reply.result + b"}"
+    code, message = reply.error or (-32603, "Internal error")
+    return head + b',"error":' + json.dumps({"code": code, "message": message}).encode() + b"}"

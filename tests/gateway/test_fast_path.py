@@ -1,0 +1,95 @@
+"""The front's fast path answers exactly what the SDK's server answers: the same
+requests (bodies and header variants), sent to a gateway that answers one-shot
+requests itself and to one whose every request goes through the SDK, get the same
+HTTP status and the same JSON-RPC answer, whether it came as JSON or as an event
+stream."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from gatewaykit import handshake, serving
+from mcp_servers import ServerHandle, make_tool
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def upstream() -> Iterator[ServerHandle]:
+    with ServerHandle(tools=[make_tool("echo")]) as srv:
+        yield srv
+
+
+def _call(ident: Any, name: Any, arguments: Any = None) -> dict[str, Any]:
+    params: dict[str, Any] = {"name": name}
+    if arguments is not None:
+        params["arguments"] = arguments
+    return {"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": params}
+
+
+BODIES: dict[str, bytes] = {name: json.dumps(body).encode() for name, body in {
+    "ping": {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+    "list": {"jsonrpc": "2.0", "id": "l", "method": "tools/list", "params": {}},
+    "call": _call(3, "echo", {"k": "v", "ü": [1, 2.5, None]}),
+    "call without arguments": _call(4, "echo"),
+    "unknown tool": _call(5, "nope", {}),
+    "arguments not an object": _call(6, "echo", [1]),
+    "params not an object": {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": [1]},
+    "not JSON-RPC 2.0": {"jsonrpc": "1.0", "id": 8, "method": "ping"},
+}.items()} | {"not JSON": b"{nope"}
+
+HEADERS: dict[str, dict[str, str]] = {
+    "as sent": {},
+    "charset": {"content-type": "application/json; charset=utf-8"},
+    "another type": {"content-type": "application/jsonx"},
+    "any accepted": {"accept": "*/*"},
+    "json only accepted": {"accept": "application/json"},
+    "local origin": {"origin": "http://127.0.0.1:3000"},
+    "foreign origin": {"origin": "http://evil.example"},
+    "foreign host": {"host": "evil.example:80"},
+    "older version": {"mcp-protocol-version": "2025-06-18"},
+}
+
+
+def _answer(response: httpx2.Response) -> Any:
+    """The JSON-RPC message the response carries (from JSON or an event stream)."""
+    kind = response.headers.get("content-type", "")
+    if kind.startswith("application/json"):
+        return response.json()
+    if kind.startswith("text/event-stream"):
+        data = [json.loads(line[5:]) for line in response.text.splitlines()
+                if line.startswith("data:") and line[5:].strip()]
+        return next(m for m in data if "id" in m)  # the response, after any notification
+    return response.text
+
+
+async def _answers(tmp_path: Path, upstream: ServerHandle, *, fast: bool,
+                   ) -> dict[tuple[str, str], tuple[int, Any]]:
+    out: dict[tuple[str, str], tuple[int, Any]] = {}
+    async with serving(tmp_path, upstream, fast_path=fast) as gateway, \
+            httpx2.AsyncClient(timeout=30) as http:
+        headers = await handshake(http, gateway.url)
+        for variant, extra in HEADERS.items():
+            for name, body in BODIES.items():
+                response = await http.post(gateway.url, headers={**headers, **extra},
+                                           content=body)
+                answer = _answer(response)
+                out[(variant, name)] = (response.status_code, answer)
+    return out
+
+
+def test_the_fast_path_answers_what_the_sdk_answers(tmp_path: Path,
+                                                     upstream: ServerHandle) -> None:
+    fast = anyio.run(lambda: _answers(tmp_path / "fast", upstream, fast=True))
+    sdk = anyio.run(lambda: _answers(tmp_path / "sdk", upstream, fast=False))
+    different = {case: (fast[case], sdk[case]) for case in sdk if fast[case] != sdk[case]}
+    for case, (mine, theirs) in different.items():
+        print(case, "\n  fast:", mine, "\n  sdk: ", theirs)
+    assert different == {}
+    assert fast[("as sent", "call")][0] == 200  # a real call, answered
