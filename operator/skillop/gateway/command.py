@@ -35,7 +35,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                       help="serve MCP on stdin/stdout instead (audit lines go to stderr)")
     p.add_argument(env.MCP_ALLOW.flag or "", action="append", metavar="HOST_GLOB",
                    help=_help(env.MCP_ALLOW) + "; repeat for more")
-    for seconds in (env.GATEWAY_POLL, env.GATEWAY_TIMEOUT):
+    for seconds in (env.GATEWAY_POLL, env.GATEWAY_TIMEOUT, env.GATEWAY_RELIST_INTERVAL):
         p.add_argument(seconds.flag or "", type=_positive, metavar="SECONDS",
                        help=_help(seconds))
 
@@ -66,6 +66,8 @@ def gateway_command(args: argparse.Namespace) -> int:
             poll_interval=env.GATEWAY_POLL.read() if args.poll is None else args.poll,
             default_timeout=(env.GATEWAY_TIMEOUT.read() if args.default_timeout is None
                              else args.default_timeout),
+            relist_interval=(env.GATEWAY_RELIST_INTERVAL.read() if args.relist_interval is None
+                             else args.relist_interval),
             configmaps_dir=Path(args.configmaps_dir or env.CONFIGMAPS_DIR.read()),
             ca_file=Path(ca_file) if ca_file else None)
         if not args.stdio:

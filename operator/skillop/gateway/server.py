@@ -4,8 +4,9 @@
 more. ``tools/call`` of anything else is the MCP error for an unknown tool. A
 known tool goes through, in order:
 
-1. the rug-pull check: the upstream's live definition (listed on connect and on
-   every ``list_changed``) must still have the ToolSet's ``upstreamDigest``;
+1. the rug-pull check: the upstream's live definition (listed on connect, on
+   every ``list_changed``, before which calls wait, and at least every
+   ``relist_interval`` seconds) must still have the ToolSet's ``upstreamDigest``;
 2. approval, for ``requiresApproval``: an MCP elicitation to the client, which
    must accept; a client without elicitation is refused, and told why;
 3. the forward, under the tool's name upstream, bounded by ``timeoutSeconds``;
@@ -71,6 +72,7 @@ from skillop.gateway.upstream import (
     Settings,
     UpstreamUnavailable,
 )
+from skillop.model.settings import GATEWAY_RELIST_INTERVAL
 from skillop.model.toolset import TOOLS_KEY
 from skillop.sources.egress import EgressGuard
 from skillop.sources.mcp_discovery import one_line
@@ -99,6 +101,8 @@ class Options:
     poll_interval: float = 1.0
     default_timeout: float = 60.0
     connect_timeout: float = CONNECT_TIMEOUT_SECONDS
+    #: Upstreams are listed again at least this often (``--relist-interval``).
+    relist_interval: float = GATEWAY_RELIST_INTERVAL.default
     #: An HTTP session nothing was asked in for this long is ended (as the SDK would).
     session_idle_timeout: float = 30 * 60.0
     #: The front answers one-shot requests itself (off: the SDK's server answers
@@ -140,7 +144,7 @@ class Gateway:
         self.audit = audit or AuditLog()
         self._settings = Settings(options.secrets_dir, EgressGuard(options.allow),
                                   options.connect_timeout, options.configmaps_dir,
-                                  options.ca_file)
+                                  options.ca_file, relist_interval=options.relist_interval)
         self._pool: Pool | None = None
         self._signature: object = None
         self._last_error: str | None = None

@@ -3,11 +3,14 @@
 A ``Link`` owns at most one open session to one upstream (streamable HTTP, SSE
 or a stdio command), shared by every call to that server. The session lives in
 a task of its own (the SDK's sessions must be closed by the task that opened
-them); calls borrow it. On connect, and again on every
-``notifications/tools/list_changed``, the link lists the server's tools and
-keeps each one's digest (``mcp_tools.info_digest``, what the ToolSet's
-``upstreamDigest`` holds), so a call can tell whether the tool it forwards to is
-still the one the set was resolved from.
+them); calls borrow it. On connect, on every
+``notifications/tools/list_changed`` and at least every ``relist_interval``
+seconds (a server may change a tool without saying so), the link lists the
+server's tools and keeps each one's digest (``mcp_tools.info_digest``, what the
+ToolSet's ``upstreamDigest`` holds), so a call can tell whether the tool it
+forwards to is still the one the set was resolved from. From a ``list_changed``
+until its re-listing is done, calls to that server wait: the digests they would
+be checked against are the old ones.
 
 A connection that fails is dropped; the next call opens a new one. Failures are
 ``UpstreamUnavailable`` with a reason safe to show anyone: it names the server,
@@ -61,6 +64,7 @@ from skillop.gateway.secrets import (
 )
 from skillop.gateway.served import ServerKey, Upstream
 from skillop.gateway.wire import MAX_MESSAGE_BYTES
+from skillop.model.settings import GATEWAY_RELIST_INTERVAL
 from skillop.sources.egress import EgressGuard
 from skillop.sources.mcp_discovery import DiscoveryLimits, McpTransport
 from skillop.sources.mcp_session import Unfenced, classify, list_pages, open_session, tool_info
@@ -106,6 +110,9 @@ class Settings:
     configmaps_dir: Path = DEFAULT_CONFIGMAPS_DIR
     #: A CA bundle trusted for every https upstream (``--ca-file``).
     ca_file: Path | None = None
+    #: Every upstream is listed again at least this often (``--relist-interval``),
+    #: so a definition changed without ``list_changed`` is seen within it.
+    relist_interval: float = GATEWAY_RELIST_INTERVAL.default
 
 
 #: Discovery's bounds, for the gateway's listings; an answer may be as large as a
@@ -128,7 +135,11 @@ class Connection:
     protocol_version: str | None = None
     ready: anyio.Event = field(default_factory=anyio.Event)
     wake: anyio.Event = field(default_factory=anyio.Event)
-    changed: bool = False
+    #: Set while the listing is current; cleared from a ``list_changed`` until the
+    #: re-listing is done (calls wait for it: the old digests no longer vouch).
+    current: anyio.Event = field(default_factory=anyio.Event)
+    #: ``list_changed`` notifications so far (one during a listing outdates it).
+    changes: int = 0
     closed: bool = False
     error: str | None = None
     audit_error: str | None = None
@@ -144,6 +155,14 @@ class Connection:
         self.wake.set()
         if not self.ready.is_set():
             self.scope.cancel()
+        self.current.set()  # nobody waits for a listing that will not come
+
+    def stale(self) -> None:
+        """The upstream said its tools changed: list again, and hold calls until then."""
+        if self.current.is_set():
+            self.current = anyio.Event()
+        self.changes += 1
+        self.wake.set()
 
     def release(self) -> None:
         self.borrowed -= 1
@@ -181,6 +200,16 @@ class Link:
             if not conn.ready.is_set():
                 conn.error = f"no connection within {self._settings.connect_timeout:g} s"
                 conn.close()  # and its attempt with it: nothing waits for it any more
+            raise UpstreamUnavailable(
+                f"upstream {self.label} unavailable: {conn.error}",
+                audit=f"upstream {self.label} unavailable: {conn.audit_error or conn.error}")
+        with anyio.move_on_after(self._settings.connect_timeout):
+            await conn.current.wait()
+        if not conn.current.is_set():
+            raise UpstreamUnavailable(f"upstream {self.label} unavailable: its tools changed and"
+                                      f" were not listed again within"
+                                      f" {self._settings.connect_timeout:g} s")
+        if conn.session is None:
             raise UpstreamUnavailable(
                 f"upstream {self.label} unavailable: {conn.error}",
                 audit=f"upstream {self.label} unavailable: {conn.audit_error or conn.error}")
@@ -319,13 +348,18 @@ class Link:
                         conn.caller, conn.session_id = caller, bounds.session_id
                         conn.protocol_version = version
                     conn.session = session
+                    conn.current.set()
                     conn.ready.set()
                     while not conn.closed:
-                        await conn.wake.wait()
+                        with anyio.move_on_after(self._settings.relist_interval):
+                            await conn.wake.wait()
                         conn.wake = anyio.Event()
-                        if conn.changed and not conn.closed:
-                            conn.changed = False
+                        if not conn.closed:
+                            # Told of a change, or the interval is over (a change not told).
+                            changes = conn.changes
                             conn.tools, conn.digests = await _listing(session, bounds)
+                            if conn.changes == changes:  # else listed again at once (woken)
+                                conn.current.set()
         except Exception as exc:
             conn.error = self._explain(exc, bounds)
             print(f"skillop gateway: upstream {self.label}: {conn.error}", file=sys.stderr)
@@ -334,6 +368,7 @@ class Link:
             conn.session = None
             conn.caller = None
             conn.ready.set()
+            conn.current.set()
             if self._current is conn:
                 self._current = None
 
@@ -358,8 +393,7 @@ class Link:
 
         async def on_message(message: IncomingMessage) -> None:
             if isinstance(message, types.ToolListChangedNotification):
-                conn.changed = True
-                conn.wake.set()
+                conn.stale()
 
         async with AsyncExitStack() as stack:
             caller: HttpCaller | None = None

@@ -291,6 +291,11 @@ GATEWAY_POLL = Setting("SKILLOP_GATEWAY_POLL", 1.0, seconds(),
 GATEWAY_TIMEOUT = Setting("SKILLOP_GATEWAY_TIMEOUT", 60.0, seconds(),
                           "per-call limit in seconds for tools without `timeoutSeconds`",
                           reader="gateway", flag="--default-timeout")
+GATEWAY_RELIST_INTERVAL = Setting(
+    "SKILLOP_GATEWAY_RELIST_INTERVAL", 30.0, seconds(),
+    "how often, in seconds, every upstream's tools are listed again at least (a definition"
+    " changed without `list_changed` is refused within it)", reader="gateway",
+    flag="--relist-interval")
 
 #: Every setting, in the docs' order.
 SETTINGS: Final[tuple[Setting[Any], ...]] = (
@@ -302,6 +307,7 @@ SETTINGS: Final[tuple[Setting[Any], ...]] = (
     INJECT_RESOURCES,
     # The gateway's own, then the operator's that it reads too.
     TOOLSET_DIR, SECRETS_DIR, CONFIGMAPS_DIR, GATEWAY_LISTEN, GATEWAY_POLL, GATEWAY_TIMEOUT,
+    GATEWAY_RELIST_INTERVAL,
 )
 #: The operator's settings that the gateway reads as well (its ``--allow`` and
 #: ``--ca-file`` defaults).
