@@ -17,6 +17,12 @@ apply as before. The front answers only requests that would pass them: a known
 session, a supported protocol version, no Origin header (a browser's), a Host
 the SDK accepts.
 
+A 2026-07-28 request (no session: each carries its own envelope) goes to the
+SDK's own app for that revision in its JSON mode (``modern``): the same checks
+and answers, without an event stream per answer (the gateway sends no
+notification during a call); ``subscriptions/listen`` is an event stream there
+too, as it must be.
+
 Sessions are the gateway's (``Sessions``): registered when the client sends
 ``notifications/initialized`` (the front holds the SDK's 202 until the handler
 has registered it, so the client's first call already finds its session known),
@@ -43,7 +49,11 @@ from mcp.server.transport_security import (
     TransportSecurityMiddleware,
     TransportSecuritySettings,
 )
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
+from mcp_types.version import (
+    HANDSHAKE_PROTOCOL_VERSIONS,
+    LATEST_HANDSHAKE_VERSION,
+    MODERN_PROTOCOL_VERSIONS,
+)
 from starlette.requests import Request
 
 from skillop.gateway import wire
@@ -144,10 +154,12 @@ class Front:
     def __init__(self, inner: ASGIApp, sessions: Sessions, answerer: Answerer, *,
                  security: TransportSecuritySettings | None,
                  max_body_bytes: int = DEFAULT_MAX_REQUEST_BODY_SIZE,
-                 path: str = "/mcp") -> None:
+                 modern: ASGIApp | None = None, path: str = "/mcp") -> None:
         """``security`` and ``max_body_bytes``: what the SDK's app was made with (its
-        session manager's), so the front refuses to answer whatever the SDK refuses."""
+        session manager's), so the front refuses to answer whatever the SDK refuses.
+        ``modern``: the SDK's app answering 2026-07-28 requests with JSON bodies."""
         self._inner = inner
+        self._modern = modern
         self._sessions = sessions
         self._answerer = answerer
         self._path = path
@@ -160,6 +172,10 @@ class Front:
             return
         headers = _headers(scope)
         session_id = headers.get("mcp-session-id")
+        if (self._modern is not None and session_id is None
+                and headers.get("mcp-protocol-version") in MODERN_PROTOCOL_VERSIONS):
+            await self._modern(scope, receive, send)
+            return
         client = self._sessions.get(session_id) if session_id is not None else None
         if session_id is None:
             status = await _run(self._inner, scope, receive, send)

@@ -35,7 +35,7 @@ import os
 import socket
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,12 +46,16 @@ import mcp_types as types
 from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.models import InitializationOptions
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.stdio import stdio_server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.shared.exceptions import MCPError
 from mcp_types.methods import serialize_server_result
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from skillop import __version__
-from skillop.gateway import wire
+from skillop.gateway import approval, wire
 from skillop.gateway.audit import AuditLog, AuditRecord, Outcome
 from skillop.gateway.caller import CONNECT_TIMEOUT_SECONDS
 from skillop.gateway.front import Client, Front, Sessions
@@ -77,16 +81,11 @@ from skillop.model.toolset import TOOLS_KEY
 from skillop.sources.egress import EgressGuard
 from skillop.sources.mcp_discovery import one_line
 
-_APPROVAL_SCHEMA: Final[dict[str, Any]] = {
-    "type": "object",
-    "properties": {"approve": {"type": "boolean", "title": "Approve this call",
-                               "default": True}},
-    "required": ["approve"],
-}
 _MAX_SHOWN_ARGUMENTS = 1000
-
-#: Asks the client to approve a call (MCP elicitation): the prompt in, its answer out.
-Ask = Callable[[str], Awaitable[types.ElicitResult]]
+#: What a client that cannot be asked is told when a call needs approval.
+_NOBODY: Final = approval.Nobody(
+    "the tool requires approval (requiresApproval) and this client does not support MCP"
+    " elicitation, so nobody can be asked")
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +122,14 @@ class _Failed(Exception):
         self.audit = audit if audit is not None else reason
 
 
+class _Pending(Exception):
+    """The client is to be asked for approval first: ``result`` asks it."""
+
+    def __init__(self, result: types.InputRequiredResult) -> None:
+        super().__init__("approval pending")
+        self.result = result
+
+
 class _GatewayServer(Server[Any]):
     """The SDK's lowlevel server, announcing ``tools.listChanged`` on every transport."""
 
@@ -153,12 +160,22 @@ class Gateway:
         self.url: str | None = None
         self._front: Front | None = None
         self._listing_json: tuple[ServedSet, str, bytes] | None = None
+        self._tickets = approval.Tickets()
+        #: ``list_changed`` for 2026-07-28 clients, who listen with ``subscriptions/listen``.
+        self._bus = InMemorySubscriptionBus()
         self.server = _GatewayServer("skillop-gateway", version=__version__,
                                      on_list_tools=self._list_tools,
-                                     on_call_tool=self._call_tool)
+                                     on_call_tool=self._call_tool,
+                                     on_subscriptions_listen=ListenHandler(self._bus),
+                                     get_tool_input_schema=self._input_schema)
         # No tracing span per message: nothing exports them, and it is the hot path.
         self.server.middleware = [m for m in self.server.middleware
                                   if not isinstance(m, OpenTelemetryMiddleware)]
+        # The approval state a 2026-07-28 client echoes is sealed, bound to the tool and
+        # its arguments, and expires (approval.InputRequired).
+        self.server.middleware.append(RequestStateBoundary(
+            RequestStateSecurity.ephemeral(ttl=approval.TICKET_SECONDS),
+            default_audience="skillop-gateway"))
         self.server.add_notification_handler(
             "notifications/initialized", types.NotificationParams, self._initialized)
 
@@ -189,8 +206,13 @@ class Gateway:
         # Sessions expire by the front's clock: the SDK's cannot see what the front answers.
         app = self.server.streamable_http_app(host=host, session_idle_timeout=None)
         manager = self.server.session_manager
+        # 2026-07-28 requests: the SDK's JSON mode, with the same checks (fast path).
+        modern = StreamableHTTPSessionManager(
+            app=self.server, json_response=True, security_settings=manager.security_settings,
+            max_request_body_size=manager.max_request_body_size, session_idle_timeout=None)
         self._front = Front(app, self.sessions, self, security=manager.security_settings,
-                            max_body_bytes=manager.max_request_body_size)
+                            max_body_bytes=manager.max_request_body_size,
+                            modern=modern.handle_request if self.options.fast_path else None)
         sock = _listener(host, port)
         actual = sock.getsockname()[1]
         config = uvicorn.Config(self._front, log_level="warning", access_log=False, lifespan="on",
@@ -199,7 +221,8 @@ class Gateway:
         self.url = f"http://{shown}:{actual}/mcp"
         _say(f"serving {len(self.served.tools)} tools of {self.served.actor or '(no set yet)'}"
              f" at {self.url}")
-        await uvicorn.Server(config).serve(sockets=[sock])
+        async with modern.run():
+            await uvicorn.Server(config).serve(sockets=[sock])
 
     async def serve_stdio(self) -> None:
         """MCP over this process's stdin and stdout until the client closes them."""
@@ -267,6 +290,7 @@ class Gateway:
                     await self._front.end_session(key)
 
     async def notify_list_changed(self) -> None:
+        await self._bus.publish(ToolsListChanged())
         for key, client in self.sessions.items():
             try:
                 await client.session.send_tool_list_changed()
@@ -284,19 +308,28 @@ class Gateway:
             ctx.session, can_elicit=caps is not None and caps.elicitation is not None,
             last_seen=time.monotonic(), protocol_version=ctx.protocol_version))
 
+    def _input_schema(self, name: str) -> dict[str, Any] | None:
+        """A served tool's input schema (the SDK checks a call's Mcp-Param headers)."""
+        tool = self.served.tools.get(name)
+        return tool.definition.input_schema if tool is not None else None
+
     async def _list_tools(self, ctx: ServerRequestContext[Any],
                           params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=list(self.served.listing))
 
-    async def _call_tool(self, ctx: ServerRequestContext[Any],
-                         params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def _call_tool(self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams,
+                         ) -> types.CallToolResult | types.InputRequiredResult:
         caps = ctx.session.client_capabilities
-        ask: Ask | None = None
-        if caps is not None and caps.elicitation is not None:
+        can_elicit = caps is not None and caps.elicitation is not None
+        approver: approval.Approver = _NOBODY
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            approver = approval.InputRequired(params, self._tickets, can_elicit)
+        elif can_elicit:
             async def ask(message: str) -> types.ElicitResult:
-                return await ctx.session.elicit_form(message, _APPROVAL_SCHEMA,
+                return await ctx.session.elicit_form(message, approval.APPROVAL_SCHEMA,
                                                      related_request_id=ctx.request_id)
-        return await self.call(params.name, params.arguments or {}, ask=ask)
+            approver = approval.Elicitation(ask)
+        return await self.call(params.name, params.arguments or {}, approver=approver)
 
     async def answer(self, method: str, params: dict[str, Any],
                      client: Client) -> wire.Reply | None:
@@ -316,9 +349,10 @@ class Gateway:
         if tool is not None and tool.requires_approval and client.can_elicit:
             return None
         try:
-            result = await self.call(name, arguments or {}, ask=None)
+            result = await self.call(name, arguments or {}, approver=_NOBODY)
         except MCPError as exc:
             return wire.Reply(error=(exc.code, exc.error.message))
+        assert isinstance(result, types.CallToolResult)  # nobody was asked
         return wire.Reply(result=_shaped(method, client.protocol_version, result))
 
     def _listing(self, version: str) -> bytes:
@@ -331,10 +365,12 @@ class Gateway:
         return cached[2]
 
     async def call(self, name: str, arguments: dict[str, Any], *,
-                   ask: Ask | None) -> types.CallToolResult:
+                   approver: approval.Approver,
+                   ) -> types.CallToolResult | types.InputRequiredResult:
         """``tools/call``: the result (errors and refusals are results too), or the
-        MCP error for an unknown tool. ``ask`` is None for a client that cannot be
-        asked to approve anything."""
+        MCP error for an unknown tool; ``approver`` decides a ``requiresApproval``
+        call (an ``InputRequiredResult`` when the client is to be asked first: that
+        round is not audited, the round that decides is)."""
         served = self.served  # one call sees one set, whatever a reload does meanwhile
         started = time.perf_counter()
         tool = served.tools.get(name)
@@ -349,7 +385,9 @@ class Gateway:
                         outcome, reason)
 
         try:
-            result = await self._run(ask, served, tool, arguments)
+            result = await self._run(approver, served, tool, arguments)
+        except _Pending as pending:
+            return pending.result
         except _Refused as refusal:
             audit("refused", str(refusal))
             return _error_result(f"refused: {refusal}")
@@ -378,18 +416,18 @@ class Gateway:
 
     # -- the call path -------------------------------------------------------------
 
-    async def _run(self, ask: Ask | None, served: ServedSet, tool: ServedTool,
+    async def _run(self, approver: approval.Approver, served: ServedSet, tool: ServedTool,
                    arguments: dict[str, Any]) -> types.CallToolResult:
         if tool.source == "agent_skill":
             if tool.requires_approval:
-                await self._approve(ask, served, tool, arguments)
+                await self._approve(approver, served, tool, arguments)
             if tool.body is None:
                 raise _Failed(f"the SKILL.md body (agent-skill.{tool.binding_name}.md)"
                               " is not mounted")
             return types.CallToolResult(content=[types.TextContent(text=tool.body)])
         link, conn = await self._vet(tool)
         if tool.requires_approval:
-            await self._approve(ask, served, tool, arguments)
+            await self._approve(approver, served, tool, arguments)
             # The upstream may have changed while a human thought.
             link, conn = await self._vet(tool)
         return await self._forward(tool, link, conn, arguments)
@@ -414,26 +452,19 @@ class Gateway:
                            " resolve the new one first")
         return link, conn
 
-    async def _approve(self, ask: Ask | None, served: ServedSet, tool: ServedTool,
+    async def _approve(self, approver: approval.Approver, served: ServedSet, tool: ServedTool,
                        arguments: dict[str, Any]) -> None:
-        if ask is None:
-            raise _Refused("the tool requires approval (requiresApproval) and this client"
-                           " does not support MCP elicitation, so nobody can be asked")
         shown = json.dumps(arguments, ensure_ascii=False, sort_keys=True)
         if len(shown) > _MAX_SHOWN_ARGUMENTS:
             shown = shown[:_MAX_SHOWN_ARGUMENTS] + "..."
         message = (f"{served.actor or 'The agent'} asks to call {tool.binding_name}"
                    f" with {shown}. Approve?")
-        try:
-            answer = await ask(message)
-        except Exception:
-            raise _Refused("the tool requires approval and the client could not be asked"
-                           " on this connection") from None
-        if answer.action != "accept":
-            raise _Refused(f"approval {answer.action}{'d' if answer.action == 'decline' else 'led'}"
-                           " by the user")
-        if (answer.content or {}).get("approve") is False:
-            raise _Refused("approval declined by the user")
+        verdict = await approver.decide(approval.Question(tool.binding_name, arguments,
+                                                          message))
+        if isinstance(verdict, approval.Pending):
+            raise _Pending(verdict.result)
+        if isinstance(verdict, approval.Refused):
+            raise _Refused(verdict.reason)
 
     async def _forward(self, tool: ServedTool, link: Link, conn: Connection,
                        arguments: dict[str, Any]) -> types.CallToolResult:
