@@ -6,8 +6,11 @@ The gateway is the agent's only MCP endpoint (docs/gateway.md), so every MCP
 tool call pays for it: one more loopback hop, the gateway's MCP work on both of
 its sides (its HTTP front toward the agent, its forward to the upstream) and its
 own checks (set lookup, rug-pull digest, audit line). The targets: p50 latency
-through the gateway at most 1.5 times direct, and throughput with 50 concurrent
-clients at least 0.7 times direct.
+through the gateway at most 1.3 times direct, and throughput with 50 concurrent
+clients at least 0.9 times direct, for clients of either protocol era
+(``--eras``): the handshake revisions (initialize, a session) and 2026-07-28
+(``server/discover``, an envelope per request; direct, the upstream answers
+those itself; through the gateway, its forward stays in the upstream session).
 
 Three processes, as in a pod: an upstream MCP server (the official SDK's
 lowlevel ``Server`` over streamable HTTP, uvicorn on 127.0.0.1, one trivial tool
@@ -127,14 +130,22 @@ def start_gateway(upstream_url: str, work: Path) -> tuple[subprocess.Popen[bytes
 # --------------------------------------------------------------------------- the agents
 
 
+ERAS = ("handshake", "modern")
+
+
 @asynccontextmanager
-async def client(url: str) -> AsyncIterator[ClientSession]:
+async def client(url: str, era: str) -> AsyncIterator[ClientSession]:
+    """An SDK client session: ``handshake`` (initialize, a session, the 2025 revisions)
+    or ``modern`` (server/discover, the 2026-07-28 revision: an envelope per request)."""
     async with AsyncExitStack() as stack:
         http = await stack.enter_async_context(httpx2.AsyncClient(timeout=60))
         read, write = await stack.enter_async_context(
             streamable_http_client(url, http_client=http))
         session = await stack.enter_async_context(ClientSession(read, write))
-        await session.initialize()
+        if era == "modern":
+            await session.discover()
+        else:
+            await session.initialize()
         await session.list_tools()
         yield session
 
@@ -178,12 +189,13 @@ async def many_clients(paths: Paths, *, calls: int, rounds: int,
 Figures = dict[tuple[str, int], tuple[list[float], float]]
 
 
-async def measure(urls: dict[str, str], *, clients: int, calls: int, warmup: int,
+async def measure(urls: dict[str, str], *, era: str, clients: int, calls: int, warmup: int,
                   rounds: int) -> tuple[Figures, dict[str, int]]:
     """Latencies and wall time by (path, clients), and the calls made per path
-    (warm-up included)."""
+    (warm-up included), by clients of ``era``."""
+    CALLS.clear()
     async with AsyncExitStack() as stack:
-        paths: Paths = {path: [await stack.enter_async_context(client(url))
+        paths: Paths = {path: [await stack.enter_async_context(client(url, era))
                                for _ in range(clients)] for path, url in urls.items()}
         await many_clients(paths, calls=warmup, rounds=1)
         figures: Figures = {}
@@ -227,6 +239,46 @@ def _quantile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def report(era: str, urls: dict[str, str], args: argparse.Namespace,
+           gateway: subprocess.Popen[bytes], upstream: subprocess.Popen[str],
+           work: Path) -> bool:
+    """Measure and print one era's figures; False when the run failed."""
+    print(f"-- {era} era clients")
+    cpu_before = {"agents": time.process_time(), "gateway": _cpu(gateway.pid),
+                  "upstream": _cpu(upstream.pid)}
+    try:
+        measured, made = asyncio.run(measure(
+            urls, era=era, clients=args.clients, calls=args.calls, warmup=args.warmup,
+            rounds=args.rounds))
+    except Exception as exc:
+        print(f"the run failed: {_root(exc)!r}; gateway stderr:\n"
+              + (work / "gateway.stderr").read_text()[-2000:])
+        return False
+    cpu = {"agents": time.process_time() - cpu_before["agents"],
+           "gateway": _cpu(gateway.pid) - cpu_before["gateway"],
+           "upstream": _cpu(upstream.pid) - cpu_before["upstream"]}
+    figures: dict[tuple[str, int], tuple[float, float, float]] = {}
+    for (path, clients), (latencies, wall) in sorted(
+            measured.items(), key=lambda item: (item[0][1], item[0][0])):
+        p50, p99 = _quantile(latencies, 0.5), _quantile(latencies, 0.99)
+        rate = len(latencies) / wall
+        figures[(path, clients)] = (p50, p99, rate)
+        print(f"{path:8} {clients:3} client(s), {len(latencies):5} calls:"
+              f" p50 {p50 * 1000:7.2f} ms  p99 {p99 * 1000:7.2f} ms"
+              f"  {rate:7.0f} calls/s")
+    one = figures[("gateway", 1)][0] / figures[("direct", 1)][0]
+    many = figures[("gateway", args.clients)][2] / figures[("direct", args.clients)][2]
+    print(f"{era}: p50 through the gateway / direct (1 client): {one:.2f}x (target <= 1.3x)")
+    print(f"{era}: throughput through the gateway / direct ({args.clients} clients):"
+          f" {many:.2f}x (target >= 0.9x)")
+    total = made["direct"] + made["gateway"]
+    print(f"CPU per call ({total} calls, warm-up included): agents"
+          f" {cpu['agents'] / total * 1000:.2f} ms, upstream"
+          f" {cpu['upstream'] / total * 1000:.2f} ms, gateway"
+          f" {cpu['gateway'] / made['gateway'] * 1000:.2f} ms per gateway call")
+    return True
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=400, help="measured calls per client")
@@ -234,6 +286,9 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=20, help="unmeasured calls per client")
     parser.add_argument("--rounds", type=int, default=4,
                         help="turns each path takes in the concurrent run")
+    parser.add_argument("--eras", default=",".join(ERAS),
+                        help="the clients' protocol eras, measured one after the other"
+                        " (default: %(default)s)")
     parser.add_argument("--upstream", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.upstream:
@@ -250,38 +305,9 @@ def main() -> int:
                   f" per client after {args.warmup} warm-up calls; upstream, gateway and"
                   " clients in 3 processes on loopback")
             urls = {"direct": upstream_url, "gateway": gateway_url}
-            cpu_before = {"agents": time.process_time(), "gateway": _cpu(gateway.pid),
-                          "upstream": _cpu(upstream.pid)}
-            try:
-                measured, made = asyncio.run(measure(
-                    urls, clients=args.clients, calls=args.calls, warmup=args.warmup,
-                    rounds=args.rounds))
-            except Exception as exc:
-                print(f"the run failed: {_root(exc)!r}; gateway stderr:\n"
-                      + (Path(tmp) / "gateway.stderr").read_text()[-2000:])
-                return 1
-            cpu = {"agents": time.process_time() - cpu_before["agents"],
-                   "gateway": _cpu(gateway.pid) - cpu_before["gateway"],
-                   "upstream": _cpu(upstream.pid) - cpu_before["upstream"]}
-            figures: dict[tuple[str, int], tuple[float, float, float]] = {}
-            for (path, clients), (latencies, wall) in sorted(
-                    measured.items(), key=lambda item: (item[0][1], item[0][0])):
-                p50, p99 = _quantile(latencies, 0.5), _quantile(latencies, 0.99)
-                rate = len(latencies) / wall
-                figures[(path, clients)] = (p50, p99, rate)
-                print(f"{path:8} {clients:3} client(s), {len(latencies):5} calls:"
-                      f" p50 {p50 * 1000:7.2f} ms  p99 {p99 * 1000:7.2f} ms"
-                      f"  {rate:7.0f} calls/s")
-            one = figures[("gateway", 1)][0] / figures[("direct", 1)][0]
-            many = figures[("gateway", args.clients)][2] / figures[("direct", args.clients)][2]
-            print(f"p50 through the gateway / direct (1 client): {one:.2f}x (target <= 1.5x)")
-            print(f"throughput through the gateway / direct ({args.clients} clients):"
-                  f" {many:.2f}x (target >= 0.7x)")
-            total = made["direct"] + made["gateway"]
-            print(f"CPU per call ({total} calls, warm-up included): agents"
-                  f" {cpu['agents'] / total * 1000:.2f} ms, upstream"
-                  f" {cpu['upstream'] / total * 1000:.2f} ms, gateway"
-                  f" {cpu['gateway'] / made['gateway'] * 1000:.2f} ms per gateway call")
+            for era in args.eras.split(","):
+                if not report(era, urls, args, gateway, upstream, Path(tmp)):
+                    return 1
     finally:
         for proc in (gateway, upstream):
             if proc is not None:

@@ -14,6 +14,7 @@ import mcp_types as types
 import pytest
 from gatewaykit import agent, handshake, serving
 from mcp.server import Server
+from mcp.server.request_state import RequestStateBoundary
 from mcp_servers import ServerHandle, make_tool
 
 from skillop.gateway.server import Gateway, Options
@@ -130,4 +131,5 @@ def test_the_gateway_drops_the_sdks_tracing_middleware_and_keeps_any_other(
 
     monkeypatch.setattr(Server, "__init__", with_other)
     gateway = Gateway(Options(toolset_dir=tmp_path, secrets_dir=tmp_path, allow=()))
-    assert gateway.server.middleware == [other]
+    kept = [m for m in gateway.server.middleware if not isinstance(m, RequestStateBoundary)]
+    assert kept == [other]  # the gateway's own (the approval state's seal) aside
