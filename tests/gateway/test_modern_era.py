@@ -2,7 +2,7 @@
 no session, an envelope per request): the gateway lists and forwards the set,
 approves through the input-required flow (the client's elicitation handler is
 asked, and the retry carrying its answer runs once), tells listeners of
-``list_changed`` over ``subscriptions/listen``, and answers calls as JSON."""
+``list_changed`` over ``subscriptions/listen``."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from typing import Any
 
 import anyio
 import httpx2
-import mcp_types as types
 import pytest
 from gatewaykit import Volume, echo_tool, serving, text_of, toolset_files
 from mcp.client.subscriptions import listen
@@ -147,15 +146,3 @@ def test_listeners_are_told_when_the_set_changes(tmp_path: Path,
     assert told
     assert before == ["echo", "guarded"] and after == ["echo", "extra", "guarded"]
 
-
-def test_a_modern_call_is_answered_with_json(tmp_path: Path, upstream: ServerHandle) -> None:
-    async def main() -> httpx2.Response:
-        async with serving(tmp_path, upstream, tools=TOOLS) as gateway, \
-                httpx2.AsyncClient(timeout=30) as http:
-            return await _modern_call(http, gateway.url, 1, "echo", {})
-
-    response = anyio.run(main)
-    assert response.headers["content-type"].startswith("application/json")
-    result = response.json()["result"]
-    assert result["resultType"] == "complete" and not result["isError"]
-    assert types.CallToolResult.model_validate(result).content

@@ -48,12 +48,18 @@ def upstream() -> Iterator[ServerHandle]:
         yield srv
 
 
-def test_the_typescript_sdk_client(node_modules: Path, upstream: ServerHandle,
-                                   tmp_path: Path) -> None:
+def _gateway(tmp_path: Path, upstream: ServerHandle) -> tuple[Volume, GatewayProcess]:
+    """The mounted set (``echo`` and ``guarded``) and the gateway serving it."""
     tools = Volume(tmp_path / "tools")
     tools.write(toolset_files(_docs(upstream.url), ACTOR))
     (tmp_path / "secrets").mkdir()
-    with GatewayProcess(tools.root, tmp_path / "secrets") as gw:
+    return tools, GatewayProcess(tools.root, tmp_path / "secrets")
+
+
+def test_the_typescript_sdk_client(node_modules: Path, upstream: ServerHandle,
+                                   tmp_path: Path) -> None:
+    tools, gateway = _gateway(tmp_path, upstream)
+    with gateway as gw:
         agent = subprocess.Popen(["node", str(node_modules / "agent.mjs"), gw.url, "accept"],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                  cwd=node_modules)
@@ -87,10 +93,7 @@ def _inspect(node_modules: Path, url: str, *args: str) -> Any:
 
 def test_the_mcp_inspector_cli(node_modules: Path, upstream: ServerHandle,
                                tmp_path: Path) -> None:
-    tools = Volume(tmp_path / "tools")
-    tools.write(toolset_files(_docs(upstream.url), ACTOR))
-    (tmp_path / "secrets").mkdir()
-    with GatewayProcess(tools.root, tmp_path / "secrets") as gw:
+    with _gateway(tmp_path, upstream)[1] as gw:
         listed = _inspect(node_modules, gw.url, "--method", "tools/list")
         called = _inspect(node_modules, gw.url, "--method", "tools/call", "--tool-name", "echo",
                           "--tool-arg", "k=v")
