@@ -216,10 +216,13 @@ def test_the_worker_writes_nothing_before_the_initial_listing() -> None:
         await asyncio.sleep(0.05)
         before = len(writer.calls)
         rec.loaded.set()
-        for _ in range(100):
+        # Wait for the whole batch, not its first write: under CPU load the
+        # writes of one batch land over several loop turns.
+        for _ in range(1000):
             await asyncio.sleep(0.01)
-            if writer.calls and not rec._dirty:
+            if len(writer.calls) >= 9 and not rec._dirty:
                 break
+        await asyncio.sleep(0.05)  # a tenth write, if one were owed, lands here
         worker.cancel()
         return before, len(writer.calls)
 
