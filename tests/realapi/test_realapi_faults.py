@@ -11,13 +11,18 @@ vanished meanwhile.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
+import subprocess
+import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from realkit import (
+    SKILLOP,
     OperatorProcess,
     RealCluster,
     audit_now,
@@ -172,3 +177,266 @@ def test_a_leader_paused_past_its_lease_writes_nothing_when_it_resumes(
                 for w in writes_by(real.plane, "paused-a", resumed, leases=False)]
         assert late == []
         assert configmap_hashes(real, ns) == v3
+
+
+# -- hand-written status, labels and owners ---------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def solo(real: RealCluster) -> Iterator[OperatorProcess]:
+    """One operator (no Lease) for the tests that write by hand what it owns."""
+    real.namespace("realapi-hands")
+    real.apply(skill("base", "realapi-hands", anonymousTools=[anon("probe")]))
+    with operator_process(real.plane, env=SOLO, name="hands") as proc:
+        yield proc
+
+
+HANDS = "realapi-hands"
+
+
+def hands_actor(real: RealCluster, name: str) -> dict[str, Any]:
+    real.apply({**actor(name, ["base"]), "metadata": {"name": name, "namespace": HANDS}})
+    real.wait_ready("Actor", HANDS, name, timeout=30)
+    wait_for(lambda: real.configmap(HANDS, f"{name}-tools"), timeout=10, interval=0.1)
+    return real.get("Actor", HANDS, name)
+
+
+def kubectl(real: RealCluster, *args: str) -> None:
+    out = real.kubectl(*args, "-n", HANDS)
+    assert out.returncode == 0, out.stderr
+
+
+def test_a_status_written_by_hand_is_repaired_at_once(real: RealCluster,
+                                                      solo: OperatorProcess) -> None:
+    right = hands_actor(real, "hand")["status"]["toolsHash"]
+    since = audit_now()
+    kubectl(real, "patch", "actor", "hand", "--subresource=status", "--type=merge",
+            "-p", json.dumps({"status": {"toolsHash": "sha256:" + "0" * 64}}))
+    # Not at the resync (300 s): at once, and once (no fight with its own echo).
+    wait_for(lambda: real.get("Actor", HANDS, "hand")["status"]["toolsHash"] == right,
+             timeout=10, interval=0.1, message="the operator restores toolsHash")
+    wait_quiet(real.plane, quiet=1.0)
+    assert writes_to(real, "hand", since) == [("patch", "actors")]
+
+
+def test_configmap_labels_and_owner_removed_by_hand_are_restored(
+        real: RealCluster, solo: OperatorProcess) -> None:
+    uid = hands_actor(real, "labelled")["metadata"]["uid"]
+    name = "labelled-tools"
+
+    def labels() -> dict[str, str]:
+        return dict(real.configmap(HANDS, name).metadata.labels or {})
+
+    kubectl(real, "label", "configmap", name, "app.kubernetes.io/managed-by-")
+    wait_for(lambda: labels().get("app.kubernetes.io/managed-by") == "skillop", timeout=10,
+             interval=0.1, message="the managed-by label restored")
+    kubectl(real, "patch", "configmap", name, "--type=json",
+            "-p", '[{"op": "remove", "path": "/metadata/ownerReferences"}]')
+    wait_for(lambda: owner_uid_in(real, HANDS, name) == uid, timeout=10, interval=0.1,
+             message="the ownerReference restored")
+    # Unlabelled, then edited: still the Actor's ConfigMap, still repaired.
+    good = real.configmap(HANDS, name).data
+    kubectl(real, "label", "configmap", name, "app.kubernetes.io/managed-by-")
+    kubectl(real, "patch", "configmap", name, "--type=merge",
+            "-p", json.dumps({"data": {"tools.json": "{}"}}))
+    wait_for(lambda: real.configmap(HANDS, name).data == good, timeout=10, interval=0.1,
+             message="the edited, unlabelled ConfigMap repaired")
+    assert labels().get("app.kubernetes.io/managed-by") == "skillop"
+
+
+def test_an_orphaned_configmap_is_owned_by_the_recreated_actor(
+        real: RealCluster, solo: OperatorProcess) -> None:
+    hands_actor(real, "orphan")
+    name = "orphan-tools"
+    kubectl(real, "delete", "actor", "orphan", "--cascade=orphan", "--wait=true")
+    wait_for(lambda: owner_uid_in(real, HANDS, name) is None, timeout=30, interval=0.1,
+             message="the garbage collector orphans the ConfigMap")
+    uid = hands_actor(real, "orphan")["metadata"]["uid"]
+    wait_for(lambda: owner_uid_in(real, HANDS, name) == uid, timeout=10, interval=0.1,
+             message="the re-created Actor owns its ConfigMap")
+    kubectl(real, "delete", "configmap", name)
+    wait_for(lambda: owner_uid_in(real, HANDS, name) == uid, timeout=10, interval=0.1,
+             message="a deleted ConfigMap comes back, owned")
+
+
+def owner_uid_in(real: RealCluster, namespace: str, configmap: str) -> str | None:
+    cm = real.configmap(namespace, configmap)
+    owners = (cm.metadata.owner_references or []) if cm is not None else []
+    return owners[0].uid if owners else None
+
+
+# -- a kill between ConfigMap and status ----------------------------------------------------
+
+
+def test_a_kill_between_configmap_and_status_still_posts_the_event_once(
+        real: RealCluster) -> None:
+    ns, count = "realapi-killed", 40
+    real.namespace(ns)
+    version = {"v": 1}
+
+    def shared() -> dict[str, Any]:
+        return skill("shared", ns, anonymousTools=[anon(f"probe_v{version['v']}")])
+
+    real.apply(shared())
+    names = [f"agent-{i:02d}" for i in range(count)]
+    for name in names:
+        real.apply({**actor(name, ["shared"]), "metadata": {"name": name, "namespace": ns}})
+    slow = {**SOLO, "SKILLOP_WRITE_CONCURRENCY": "1"}  # windows of 16: ConfigMaps, statuses
+    with operator_process(real.plane, env=slow, name="killed") as first:
+        v1 = wait_for(lambda: (h := configmap_hashes(real, ns)) and len(h) == count
+                      and None not in h.values() and h, timeout=60, interval=0.2)
+        wait_quiet(real.plane, quiet=1.0)
+        version["v"] = 2
+        real.patch_spec("Skill", ns, "shared", shared()["spec"])
+        wait_for(lambda: configmap_hashes(real, ns) != v1, timeout=20, interval=0.01)
+        first.popen.kill()  # SIGKILL: no batch end, no Events
+        first.popen.wait(10)
+    statuses = {a["metadata"]["name"]: (a.get("status") or {}).get("toolsHash")
+                for a in real.list("Actor", ns)}
+    cms = configmap_hashes(real, ns)
+    owed = [n for n in names if cms[f"{n}-tools"] != v1[f"{n}-tools"]
+            and cms[f"{n}-tools"] != statuses[n]]
+    assert owed, "killed after some ConfigMaps and before their statuses"
+    def settled() -> bool:
+        now = configmap_hashes(real, ns)
+        return all((a.get("status") or {}).get("toolsHash") == now[f"{n}-tools"]
+                   != v1[f"{n}-tools"] for a in real.list("Actor", ns)
+                   if (n := a["metadata"]["name"]))
+
+    with operator_process(real.plane, env=SOLO, name="restarted"):
+        wait_for(settled, timeout=60, interval=0.2,
+                 message="every Actor's status records the new set")
+        wait_quiet(real.plane, quiet=1.0)
+    events: dict[str, int] = {}
+    for event in real.core.list_namespaced_event(ns).items:
+        if event.reason == "ToolSetChanged":
+            events[event.involved_object.name] = events.get(event.involved_object.name, 0) + 1
+    assert {n: events.get(n, 0) for n in owed} == dict.fromkeys(owed, 1)
+    assert events == dict.fromkeys(names, 1)
+
+
+# -- every ConfigMap version across an API server restart --------------------------------
+
+
+class Recorder:
+    """Every version of every ConfigMap of a namespace, as a watch (re-listing after
+    a gap, as any client would) delivers them: (name, tool names) in order."""
+
+    def __init__(self, real: RealCluster, namespace: str) -> None:
+        self.real, self.namespace = real, namespace
+        self.versions: list[tuple[str, frozenset[str]]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Recorder:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _record(self, cm: Any) -> None:
+        doc = json.loads((cm.data or {}).get("tools.json") or "{}")
+        self.versions.append((cm.metadata.name,
+                              frozenset(t["name"] for t in doc.get("tools") or [])))
+
+    def _run(self) -> None:
+        from kubernetes import watch
+
+        while not self._stop.is_set():
+            try:
+                listed = self.real.core.list_namespaced_config_map(self.namespace)
+                for cm in listed.items:
+                    self._record(cm)
+                version = listed.metadata.resource_version
+                while not self._stop.is_set():
+                    for event in watch.Watch().stream(
+                            self.real.core.list_namespaced_config_map, self.namespace,
+                            resource_version=version, timeout_seconds=1):
+                        if event["type"] in ("ADDED", "MODIFIED"):
+                            self._record(event["object"])
+                        version = event["object"].metadata.resource_version
+            except Exception:  # the API server restarting, or 410 Gone: list again
+                self._stop.wait(0.2)
+
+
+def offline_tools(folder: Path, namespace: str, actors: list[str]) -> dict[str, frozenset[str]]:
+    """What the offline CLI grants each Actor, from the same manifests."""
+    runs = {name: subprocess.Popen([SKILLOP, "tools", f"{namespace}/{name}", "-f", str(folder),
+                                    "-o", "json"], stdout=subprocess.PIPE, text=True)
+            for name in actors}
+    out = {}
+    for name, run in runs.items():
+        stdout, _ = run.communicate(timeout=60)
+        assert run.returncode == 0, name
+        out[name] = frozenset(t["name"] for t in json.loads(stdout)["tools"])
+    return out
+
+
+def test_an_api_server_restart_loses_no_tool_and_keeps_no_revoked_one(
+        real: RealCluster, tmp_path: Path) -> None:
+    ns = "realapi-restart"
+    real.namespace(ns)
+    manifests: dict[str, dict[str, Any]] = {}
+
+    def put(doc: dict[str, Any], *, create: bool = True) -> None:
+        manifests[doc["metadata"]["name"]] = doc
+        if create:
+            real.apply(doc)
+        else:
+            real.patch_spec(doc["kind"], ns, doc["metadata"]["name"], doc["spec"])
+
+    def extra(*tools: str) -> dict[str, Any]:
+        return skill("extra", ns, anonymousTools=[anon(t) for t in tools])
+
+    put(skill("base", ns, anonymousTools=[anon("kept_a"), anon("kept_b")]))
+    put(extra("revoked", "kept_c"))
+    put(skill("top", ns, includes=[{"skill": "base"}, {"skill": "extra"}]))
+    actors = [f"agent-{i}" for i in range(4)]
+    for i, name in enumerate(actors):
+        put({**actor(name, ["top"] if i % 2 == 0 else ["extra"]),
+             "metadata": {"name": name, "namespace": ns}})
+    (tmp_path / "ns.yaml").write_text(json.dumps(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
+
+    def write_manifests() -> Path:
+        for name, doc in manifests.items():
+            (tmp_path / f"{doc['kind']}-{name}.yaml").write_text(json.dumps(doc))
+        return tmp_path
+
+    before = offline_tools(write_manifests(), ns, actors)
+    # Leader election on, with a renew deadline longer than the restart may take:
+    # the API going away must not cost the Lease, nor log a traceback.
+    env = {"SKILLOP_LEASE_NAMESPACE": "default", "SKILLOP_LEASE_NAME": "realapi-restart",
+           "SKILLOP_LEASE_DURATION_SECONDS": "60", "SKILLOP_LEASE_RENEW_DEADLINE_SECONDS": "45",
+           "SKILLOP_LEASE_IDENTITY": "restart-a"}
+    with operator_process(real.plane, env=env, name="restart") as op, \
+            Recorder(real, ns) as recorder:
+
+        def granted() -> dict[str, frozenset[str]]:
+            latest: dict[str, frozenset[str]] = {}
+            for name, tools in recorder.versions:
+                latest[name] = tools
+            return {a: latest.get(f"{a}-tools", frozenset()) for a in actors}
+
+        wait_for(lambda: granted() == before, timeout=60, interval=0.2,
+                 message="every Actor has its tools")
+        real.plane.restart_apiserver(down=1.0)
+        put(extra("kept_c", "granted"), create=False)  # one revoked, one granted
+        after = offline_tools(write_manifests(), ns, actors)
+        assert after != before
+        wait_for(lambda: granted() == after, timeout=60, interval=0.2,
+                 message="every ConfigMap ends with what the offline CLI grants")
+        wait_quiet(real.plane, quiet=2.0)
+        output = op.output()
+    versions = recorder.versions
+    kept = {a: before[a] & after[a] for a in actors}
+    lost = [(name, sorted(kept[name[:-len("-tools")]] - tools)) for name, tools in versions
+            if kept[name[:-len("-tools")]] - tools]
+    assert lost == []  # no version ever lacked a tool granted before and after
+    assert granted() == after  # the revoked tool is gone everywhere, once settled
+    print(f"\nreal API: {len(versions)} ConfigMap versions recorded across a restart",
+          flush=True)
+    assert "Traceback" not in output
+    assert "lost (held by" not in output  # it kept the Lease through the restart

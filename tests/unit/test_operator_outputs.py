@@ -205,6 +205,20 @@ def _events(plan: Plan) -> list[tuple[str, str, str]]:
     return [(e.type, e.reason, e.message) for e in plan.events]
 
 
+def test_the_event_is_owed_when_the_configmap_got_the_change_but_the_status_did_not() -> None:
+    status, observed = _echo(_plan(_base()))
+    changed = _plan(_base(anon("format")), old_status=status, observed=observed, now=T1)
+    # Killed after the ConfigMap write, before the status: restarted, it finds the
+    # ConfigMap already right, and still owes the status and its Event.
+    _, written = _echo(changed)
+    restarted = _plan(_base(anon("format")), old_status=status, observed=written, now=T1)
+    assert restarted.configmap is None and restarted.status is not None
+    assert [r for _, r, _ in _events(restarted)] == ["ToolSetChanged"]
+    new_status, _ = _echo(restarted, status)
+    again = _plan(_base(anon("format")), old_status=new_status, observed=written, now=T1)
+    assert again == Plan()  # paid once
+
+
 def test_a_changed_tool_set_posts_tool_set_changed() -> None:
     status, observed = _echo(_plan(_base()))
     plan = _plan(_base(anon("format")), old_status=status, observed=observed, now=T1)

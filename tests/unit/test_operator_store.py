@@ -52,16 +52,31 @@ def test_upsert_returns_the_key_only_when_spec_or_labels_change() -> None:
         assert store.upsert(changed) == {k}, doc["kind"]
 
 
-def test_a_status_only_change_is_no_news_but_is_remembered() -> None:
+def test_an_echo_of_its_own_status_is_no_news_and_a_foreign_status_is_repaired() -> None:
     store = Store()
+    k = key("Actor", ref("team-a/dev"))
     doc = _with(actor("dev", skills=["base"]), generation=1, uid="u-1")
     store.upsert(doc)
-    echoed = copy.deepcopy(doc)
-    echoed["status"] = {"observedGeneration": 1, "toolsHash": "sha256:x"}
-    echoed["metadata"]["resourceVersion"] = "42"
-    echoed["metadata"]["annotations"] = {"kopf.zalando.org/last-handled": "{}"}
-    assert store.upsert(echoed) == set()
-    assert store.statuses[key("Actor", ref("team-a/dev"))]["toolsHash"] == "sha256:x"
+
+    def event(status: Doc) -> Doc:
+        echoed = copy.deepcopy(doc)
+        echoed["status"] = status
+        echoed["metadata"]["resourceVersion"] = "42"
+        echoed["metadata"]["annotations"] = {"kopf.zalando.org/last-handled": "{}"}
+        return echoed
+
+    first = {"observedGeneration": 1, "toolsHash": "sha256:1"}
+    second = {"observedGeneration": 1, "toolsHash": "sha256:2", "warnings": None}
+    store.record_status("Actor", ref("team-a/dev"), first)
+    store.record_status("Actor", ref("team-a/dev"), second)
+    # Both echoes arrive after both writes: no news, and the newer status stays.
+    assert store.upsert(event(first)) == set()
+    assert store.statuses[k]["toolsHash"] == "sha256:2"
+    assert store.upsert(event({"observedGeneration": 1, "toolsHash": "sha256:2"})) == set()
+    # Someone else writes the status: it is what the next plan compares with.
+    assert store.upsert(event({"observedGeneration": 1, "toolsHash": "sha256:bogus"})) == {k}
+    assert store.statuses[k]["toolsHash"] == "sha256:bogus"
+    assert store.upsert(event({"observedGeneration": 1, "toolsHash": "sha256:bogus"})) == set()
 
 
 def test_a_generation_bump_with_the_same_spec_is_no_news() -> None:

@@ -288,7 +288,10 @@ def actor_plan(actor: ActorResource, resolution: Resolution, *, old_status: Mapp
     configmap = _configmap(actor, cm_name, data, resolution.hash) if write_cm else None
     status = _actor_status(actor, resolution, problems, old_status, observed, cm_name, now,
                            extra_warnings).wire()
-    events = _events(old_status, resolution) if write_cm and good else ()
+    # The Event is owed for a change of tool set the status has not recorded yet,
+    # whether the ConfigMap is written now or was before (a restart between the
+    # ConfigMap and the status); it goes out once that status is written, so once.
+    events = _events(old_status, resolution) if good else ()
     return Plan(None if _same(old_status, status) else status, configmap, tuple(events))
 
 

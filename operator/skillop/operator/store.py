@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from skillop.model.canonical import json_digest
 from skillop.model.manifest import (
     CLUSTER_KINDS,
     POLICY_KINDS,
@@ -74,6 +75,8 @@ class Store:
     known: dict[tuple[str, ObjectRef], tuple[str, int]] = field(default_factory=dict)
     #: Events seen so far (a sequence number for ``known``).
     seq: int = 0
+    #: Digests of the last statuses the operator wrote, per object: their echoes.
+    echoes: dict[Key, tuple[str, ...]] = field(default_factory=dict)
 
     # -- events -------------------------------------------------------------------
     def upsert(self, body: Mapping[str, Any]) -> set[Key]:
@@ -98,10 +101,10 @@ class Store:
             if kind in CLUSTER_KINDS:
                 ref = ObjectRef("", ref.name)
             k = key(str(kind), ref)
-            self.statuses[k] = remembered(str(kind), body.get("status") or {})
+            foreign = self._status_seen(k, remembered(str(kind), body.get("status") or {}))
             generation = meta.get("generation")
             return self._resource(k, obj, result.problems,
-                                  generation if isinstance(generation, int) else 0)
+                                  generation if isinstance(generation, int) else 0) | foreign
         if isinstance(obj, ConfigMapData):
             old = self.catalog.configmaps.get(obj.meta.ref)
             self.catalog.configmaps[obj.meta.ref] = obj
@@ -136,6 +139,7 @@ class Store:
         self.catalog.invalid.pop((kind, ref), None)
         existed = table.pop(ref, None) is not None or self.invalid.pop(k, None) is not None
         self.statuses.pop(k, None)
+        self.echoes.pop(k, None)
         self.generations.pop(k, None)
         if kind in ("Skill", "Actor"):
             self._depend(k, set())
@@ -179,7 +183,26 @@ class Store:
 
     def record_status(self, kind: str, ref: ObjectRef, status: Mapping[str, Any]) -> None:
         """Remember a status just written, so an echo of it is no news."""
-        self.statuses[key(kind, ref)] = remembered(kind, status)
+        k = key(kind, ref)
+        self.statuses[k] = kept = remembered(kind, status)
+        self.echoes[k] = (*self.echoes.get(k, ())[-(ECHOES - 1):], _status_digest(kept))
+
+    def _status_seen(self, k: Key, status: dict[str, Any]) -> set[Key]:
+        """Record a status a watch event carries; ``{k}`` if someone else wrote it.
+
+        The echo of one of the operator's own recent writes is no news, and an
+        older one (a write then a newer write, their echoes arriving after both)
+        does not replace the newer status. Any other change (a hand-written
+        status, a tool from a former version) is repaired at once, not at the
+        resync: status must say what the ConfigMap holds.
+        """
+        old = self.statuses.get(k)
+        if old == status:
+            return set()
+        if _status_digest(status) in self.echoes.get(k, ()):
+            return set()
+        self.statuses[k] = status
+        return {k} if old is not None else set()
 
     def record_configmap(self, body: Mapping[str, Any]) -> None:
         self._managed_configmap(body)
@@ -286,3 +309,12 @@ class Store:
     def observed_configmap(self, ref: ObjectRef) -> ObservedConfigMap | None:
         return self.managed.get(ref)
 
+
+#: Own writes per object whose echoes are recognised (a burst of writes to one
+#: object is coalesced by the batch, so a few suffice).
+ECHOES = 4
+
+
+def _status_digest(status: Mapping[str, Any]) -> str:
+    """A status as the API server keeps it (a merge patch's nulls are absences)."""
+    return json_digest({k: v for k, v in status.items() if v is not None})
