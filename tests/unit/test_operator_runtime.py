@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import itertools
+import json
 from typing import Any
 
 import pytest
@@ -28,6 +29,8 @@ class Recorder:
         self.fail = fail
         #: What read_configmap serves, by "namespace/name".
         self.configmaps: dict[str, Doc] = {}
+        #: What uid_of answers, by "namespace/name" (absent: no such object).
+        self.uids: dict[str, str] = {}
 
     def _maybe_fail(self) -> None:
         if self.fail:
@@ -54,6 +57,10 @@ class Recorder:
         self.calls.append(("read", ref.canonical))
         body = self.configmaps.get(ref.canonical)
         return copy.deepcopy(body) if body is not None else None
+
+    async def uid_of(self, kind: str, ref: ObjectRef) -> str | None:
+        self.calls.append(("uid", kind, ref.canonical))
+        return self.uids.get(ref.canonical)
 
     def take(self) -> list[tuple[Any, ...]]:
         out, self.calls = self.calls, []
@@ -377,3 +384,22 @@ def test_a_failed_configmap_write_holds_back_its_status(
     assert "team-a/a003" not in statuses  # never a status for a ConfigMap not written
     assert {"team-a/a002", "team-a/a004"} <= statuses
     assert failed == [{key("Actor", ref("team-a/a003"))}]  # retried
+
+
+def test_a_configmap_seen_deleted_is_recreated_only_for_an_actor_that_still_exists() -> None:
+    store, writer, rec, changed = _loaded()
+    asyncio.run(rec.process(changed))
+    for call in writer.take():
+        if call[0] == "configmap":
+            store.upsert(json.loads(json.dumps({**call[3], "metadata": {
+                **call[3]["metadata"], "uid": "cm-" + call[1]}})))
+    # The garbage collector deletes dev's ConfigMap: dev was deleted in a watch gap.
+    asyncio.run(rec.process(store.remove("ConfigMap", "team-a", "dev-tools")))
+    assert writer.take() == [("uid", "Actor", "team-a/dev")]  # asked, nothing written
+    assert rec._relisted == {"Actor"}  # and the store is checked against the API
+    # ops's ConfigMap is deleted by hand: ops exists, so it comes back.
+    writer.uids["team-a/ops"] = "uid-ops"
+    asyncio.run(rec.process(store.remove("ConfigMap", "team-a", "ops-tools")))
+    calls = writer.take()
+    assert calls[0] == ("uid", "Actor", "team-a/ops")
+    assert [c[1] for c in calls if c[0] == "configmap"] == ["team-a/ops-tools"]

@@ -275,6 +275,19 @@ class Kube:
                     str(meta.get("uid") or "")
         return out
 
+    async def uid_of(self, kind: str, ref: ObjectRef) -> str | None:
+        """The uid of the object of that name now, or None if there is none (a
+        metadata-only list by name: the list verb the watch already has)."""
+        raw = {"_preload_content": False, "_headers": {"Accept": METADATA_ONLY},
+               "field_selector": f"metadata.name={ref.name}"}
+        data = await self._call(f"list {kind} {ref}", lambda: self._list(
+            kind, ref.namespace or None, raw).data)
+        for item in json.loads(data).get("items") or []:
+            meta = item.get("metadata") or {}
+            if meta.get("name") == ref.name:  # the selector, checked
+                return str(meta.get("uid") or "")
+        return None
+
     def _list(self, kind: str, namespace: str | None, raw: dict[str, Any]) -> Any:
         if kind == "Namespace":
             return self.core.list_namespace(**raw)

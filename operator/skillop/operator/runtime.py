@@ -66,6 +66,8 @@ class Writer(Protocol):
 
     async def read_configmap(self, ref: ObjectRef) -> dict[str, Any] | None: ...
 
+    async def uid_of(self, kind: str, ref: ObjectRef) -> str | None: ...
+
 
 class Lister(Protocol):
     async def list_uids(self, kind: str, namespaces: Sequence[str] = (),
@@ -315,11 +317,31 @@ class Reconciler:
         if actor is None or resolution is None or self._waiting(resolver, resolution.skills):
             return None
         observed = self.store.observed_configmap(ObjectRef(ref.namespace, configmap_name(actor)))
+        if observed is None and ref in self.store.lost and not await self._exists(
+                "Actor", ref, actor.meta.uid):
+            return None
         plan = actor_plan(actor, resolution,
                           old_status=self.store.statuses.get(key("Actor", ref), {}),
                           observed=observed, now=self.clock(),
                           extra_warnings=self.actor_warnings(actor, resolution.skills))
         return await self._write("Actor", ref, actor.meta.uid, plan, exists=observed is not None)
+
+    async def _exists(self, kind: str, ref: ObjectRef, uid: str) -> bool:
+        """Whether the object the store holds still exists, asked of the API before
+        re-creating a ConfigMap the store saw deleted: the garbage collector deletes
+        the ConfigMap of an Actor deleted in a watch gap, and re-creating it for the
+        dead Actor would loop (create, collect) until the membership check."""
+        self.store.lost.discard(ref)
+        try:
+            current = await self.writer.uid_of(kind, ref)
+        except Exception as err:  # unknown: write as before; the check follows
+            log.warning("%s %s: could not check it exists: %s", kind, ref, err)
+            return True
+        if current != uid:
+            log.info("%s %s: gone or re-created; not writing for it", kind, ref)
+            self.relisted(kind)
+            return False
+        return True
 
     async def _policy(self, k: Key) -> Staged:
         """A policy's own status: Ready once it is in force."""

@@ -75,6 +75,9 @@ class Store:
     known: dict[tuple[str, ObjectRef], tuple[str, int]] = field(default_factory=dict)
     #: Events seen so far (a sequence number for ``known``).
     seq: int = 0
+    #: Actors whose managed ConfigMap was seen deleted: checked to exist before it
+    #: is re-created (``Reconciler._exists``).
+    lost: set[ObjectRef] = field(default_factory=set)
     #: Digests of the last statuses the operator wrote, per object: their echoes.
     echoes: dict[Key, tuple[str, ...]] = field(default_factory=dict)
 
@@ -124,6 +127,7 @@ class Store:
         if kind == "ConfigMap":
             managed = self.managed.pop(ref, None)
             if managed is not None and managed.owner:
+                self.lost.add(ObjectRef(namespace, managed.owner))
                 return {key("Actor", ObjectRef(namespace, managed.owner))}
             self.unreferenced.discard(ref)
             self.wanted.discard(ref)
@@ -141,6 +145,8 @@ class Store:
         self.statuses.pop(k, None)
         self.echoes.pop(k, None)
         self.generations.pop(k, None)
+        if kind == "Actor":
+            self.lost.discard(ref)
         if kind in ("Skill", "Actor"):
             self._depend(k, set())
             self.deps.remove(k)
