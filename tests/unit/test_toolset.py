@@ -102,8 +102,13 @@ def test_the_assembled_text_is_the_models_canonical_json() -> None:
     """The writer joins cached fragments (the fast path); the model, built whole
     or read back from those bytes, must spell exactly the same text."""
     resolver = Resolver(_examples_catalog())
-    resolutions = [resolve_actor(_every_source(), "team-a/dev")] + [
+    searching = [*_every_source()[:-1], actor("dev", skills=["all"], disclosure={
+        "mode": "Search", "pinned": ["notes"]})]
+    resolutions = [resolve_actor(_every_source(), "team-a/dev"),
+                   resolve_actor(searching, "team-a/dev")] + [
         resolver.resolve_actor(ObjectRef("team-a", name)) for name in ("developer", "reviewer")]
+    assert resolutions[1].toolset.disclosure is not None
+    assert resolutions[0].toolset.disclosure is None
     for resolution in resolutions:
         assert resolution is not None
         assert resolution.toolset.canonical() == resolution.text

@@ -22,9 +22,12 @@ from typing import Any, Literal
 import mcp_types as types
 from pydantic import ValidationError
 
+from skillop.gateway.search import Document, SearchIndex
 from skillop.model.specs import McpTls
 from skillop.model.toolset import (
+    CALL_TOOL,
     MAX_CONFIGMAP_BYTES,
+    SEARCH_TOOL,
     TOOLS_KEY,
     ServerEntry,
     ToolEntry,
@@ -123,6 +126,9 @@ class ServedTool:
     body: str | None = None
     requires_approval: bool = False
     timeout_seconds: float | None = None
+    #: What search_tools indexes: the skill and the capability tags.
+    skill: str = ""
+    tags: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,10 +140,22 @@ class ServedSet:
     tools: Mapping[str, ServedTool]
     upstreams: Mapping[ServerKey, Upstream]
     listing: tuple[types.Tool, ...]
+    #: ``disclosure: Search``: the index search_tools ranks; None lists every tool.
+    search: SearchIndex | None = None
 
     @classmethod
     def empty(cls) -> ServedSet:
         return cls(actor="", hash="", tools={}, upstreams={}, listing=())
+
+    def target(self, name: str, arguments: Mapping[str, Any] | None) -> ServedTool | None:
+        """The set tool a ``tools/call`` of ``name`` reaches: itself, or in Search
+        mode the one ``call_tool`` names; None for search_tools or an unknown name."""
+        if self.search is not None and name == CALL_TOOL:
+            inner = (arguments or {}).get("name")
+            return self.tools.get(inner) if isinstance(inner, str) else None
+        if self.search is not None and name == SEARCH_TOOL:
+            return None
+        return self.tools.get(name)
 
 
 def load_served_set(directory: Path) -> ServedSet:
@@ -184,11 +202,57 @@ def parse_served_set(raw: bytes | str, *, path: str = TOOLS_KEY,
             raise ToolSetError(f"{where}.bindingName: {tool.binding_name} appears twice")
         tools[tool.binding_name] = _served_tool(tool, where, servers, keys, body)
     used = {t.upstream for t in tools.values() if t.upstream is not None}
+    upstreams = {key: server for key, server in servers.items() if key in used}
+    if doc.disclosure is None:
+        return ServedSet(actor=doc.actor or "", hash=doc.hash, tools=tools, upstreams=upstreams,
+                         listing=tuple(t.definition for t in tools.values()))
+    pinned = [tools[name].definition for name in doc.disclosure.pinned
+              if name in tools and name not in (SEARCH_TOOL, CALL_TOOL)]
     return ServedSet(
-        actor=doc.actor or "", hash=doc.hash, tools=tools,
-        upstreams={key: server for key, server in servers.items() if key in used},
-        listing=tuple(t.definition for t in tools.values()),
+        actor=doc.actor or "", hash=doc.hash, tools=tools, upstreams=upstreams,
+        listing=(*pinned, search_tool_definition(len(tools)), CALL_TOOL_DEFINITION),
+        search=SearchIndex(_document(t) for t in tools.values()))
+
+
+def _document(tool: ServedTool) -> Document:
+    definition = tool.definition
+    return Document(key=tool.binding_name, name=tool.binding_name, title=definition.title or "",
+                    description=definition.description or "", tags=tool.tags,
+                    skill=tool.skill.partition("/")[2])
+
+
+#: search_tools returns at most this many definitions per query.
+MAX_MATCHES = 20
+
+
+def search_tool_definition(size: int) -> types.Tool:
+    """The gateway's search tool, as the agent sees it."""
+    return types.Tool(
+        name=SEARCH_TOOL, title="Search this agent's tools",
+        description=(f"Find tools for a task among the {size} tools this agent may use (only"
+                     " a few are listed). Describe what you want to do; the best matches come"
+                     f" back with their exact definitions. Call one with {CALL_TOOL}."),
+        input_schema={"type": "object", "properties": {
+            "query": {"type": "string", "minLength": 1, "maxLength": 1000,
+                      "description": "what you want to do, in a few words"},
+            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_MATCHES, "default": 5,
+                      "description": "how many tools to return"}},
+            "required": ["query"], "additionalProperties": False},
+        annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False,
+                                          destructive_hint=False, idempotent_hint=True),
     )
+
+
+CALL_TOOL_DEFINITION = types.Tool(
+    name=CALL_TOOL, title="Call one of this agent's tools",
+    description=(f"Call a tool found with {SEARCH_TOOL}: its name and its arguments, as its"
+                 " definition asks."),
+    input_schema={"type": "object", "properties": {
+        "name": {"type": "string", "minLength": 1, "maxLength": 64,
+                 "description": f"the tool's name, as {SEARCH_TOOL} returned it"},
+        "arguments": {"type": "object", "description": "the tool's arguments"}},
+        "required": ["name"], "additionalProperties": False},
+)
 
 
 def _upstream(server: ServerEntry, where: str) -> Upstream:
@@ -230,6 +294,8 @@ def _served_tool(tool: ToolEntry, where: str, servers: Mapping[ServerKey, Upstre
         "requires_approval": caps.get("requiresApproval") is True,
         "timeout_seconds": float(timeout) if isinstance(timeout, int | float)
         and not isinstance(timeout, bool) and timeout > 0 else None,
+        "skill": tool.skill,
+        "tags": tuple(tag for tag in caps.get("tags") or () if isinstance(tag, str)),
     }
     if tool.source == "agent_skill":
         if tool.name not in keys:

@@ -61,6 +61,7 @@ from skillop.gateway.caller import CONNECT_TIMEOUT_SECONDS
 from skillop.gateway.front import Client, Front, Sessions
 from skillop.gateway.secrets import DEFAULT_CONFIGMAPS_DIR, file_signature, secrets_signature
 from skillop.gateway.served import (
+    MAX_MATCHES,
     ServedSet,
     ServedTool,
     ServerKey,
@@ -77,7 +78,7 @@ from skillop.gateway.upstream import (
     UpstreamUnavailable,
 )
 from skillop.model.settings import GATEWAY_RELIST_INTERVAL
-from skillop.model.toolset import TOOLS_KEY
+from skillop.model.toolset import CALL_TOOL, SEARCH_TOOL, TOOLS_KEY
 from skillop.sources.egress import EgressGuard
 from skillop.sources.mcp_discovery import one_line
 
@@ -345,7 +346,7 @@ class Gateway:
         name, arguments = params.get("name"), params.get("arguments")
         if not isinstance(name, str) or not isinstance(arguments, dict | None):
             return None
-        tool = self.served.tools.get(name)
+        tool = self.served.target(name, arguments)
         if tool is not None and tool.requires_approval and client.can_elicit:
             return None
         try:
@@ -370,8 +371,46 @@ class Gateway:
         """``tools/call``: the result (errors and refusals are results too), or the
         MCP error for an unknown tool; ``approver`` decides a ``requiresApproval``
         call (an ``InputRequiredResult`` when the client is to be asked first: that
-        round is not audited, the round that decides is)."""
+        round is not audited, the round that decides is). In Search mode,
+        ``search_tools`` and ``call_tool`` are the gateway's own; ``call_tool`` goes
+        down exactly the path a direct call of the tool it names takes."""
         served = self.served  # one call sees one set, whatever a reload does meanwhile
+        if served.search is not None and name == SEARCH_TOOL:
+            return self._search(served, arguments)
+        if served.search is not None and name == CALL_TOOL:
+            inner, inner_arguments = arguments.get("name"), arguments.get("arguments")
+            if not isinstance(inner, str) or not isinstance(inner_arguments, dict | None):
+                self._audit(served, CALL_TOOL, None, None, time.perf_counter(), "refused",
+                            "malformed call_tool arguments")
+                return _error_result(f"refused: {CALL_TOOL} takes name (a string) and"
+                                     " arguments (an object)")
+            return await self._call_member(served, inner, inner_arguments or {},
+                                           approver=approver)
+        return await self._call_member(served, name, arguments, approver=approver)
+
+    def _search(self, served: ServedSet, arguments: dict[str, Any]) -> types.CallToolResult:
+        """``search_tools``: the best matches' definitions, exactly as a full listing
+        would show them."""
+        started = time.perf_counter()
+        query, limit = arguments.get("query"), arguments.get("limit", 5)
+        assert served.search is not None
+        if (not isinstance(query, str) or not query.strip() or isinstance(limit, bool)
+                or not isinstance(limit, int) or not 1 <= limit <= MAX_MATCHES):
+            self._audit(served, SEARCH_TOOL, None, None, started, "refused",
+                        "malformed search_tools arguments")
+            return _error_result(f"refused: {SEARCH_TOOL} takes query (a non-empty string)"
+                                 f" and limit (1 to {MAX_MATCHES})")
+        found = [served.tools[key].definition.model_dump(mode="json", by_alias=True,
+                                                         exclude_none=True)
+                 for key, _ in served.search.search(query, limit=limit)]
+        self._audit(served, SEARCH_TOOL, None, None, started, "ok", None)
+        return types.CallToolResult(content=[types.TextContent(text=json.dumps(
+            {"tools": found}, ensure_ascii=False))], structured_content={"tools": found})
+
+    async def _call_member(self, served: ServedSet, name: str, arguments: dict[str, Any], *,
+                           approver: approval.Approver,
+                           ) -> types.CallToolResult | types.InputRequiredResult:
+        """A call of the set's tool ``name``, vetted, forwarded and audited."""
         started = time.perf_counter()
         tool = served.tools.get(name)
         if tool is None:

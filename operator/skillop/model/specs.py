@@ -548,6 +548,22 @@ class AccessPolicy(SpecModel):
     TooManyToolTokens."""
 
 
+#: A tool as the Actor names it: its name, bindingName or qualifiedName.
+PinnedName = Annotated[str, StringConstraints(min_length=1, max_length=320)]
+
+
+class Disclosure(SpecModel):
+    """How the gateway shows the Actor's tools to the agent (docs/gateway.md)."""
+
+    mode: Literal["All", "Search"] = "All"
+    """All: the gateway lists every tool of the set. Search: it lists only the pinned
+    tools, plus search_tools (finds tools of the set by purpose, returning their
+    exact definitions) and call_tool (calls a tool of the set by bindingName)."""
+    pinned: list[PinnedName] = Field(default_factory=list, max_length=MAX_LIST)
+    """In Search mode, the tools listed as themselves: name, bindingName or
+    qualifiedName. A name the set does not hold gets a warning."""
+
+
 class ActorSpec(SpecModel):
     """An agent: the skills it uses and the policy on them."""
 
@@ -557,3 +573,5 @@ class ActorSpec(SpecModel):
     """Which of the reached skills and tools the agent may use."""
     config_map_name: ObjectName | None = None
     """The ConfigMap the tool set is written to; default <actor>-tools."""
+    disclosure: Disclosure = Field(default_factory=Disclosure)
+    """How the tools are shown to the agent: all listed, or found by search."""

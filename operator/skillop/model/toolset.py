@@ -33,6 +33,11 @@ CONFIGMAP_SUFFIX = "-tools"
 MAX_CONFIGMAP_BYTES = 900 * 1024
 #: ``bindingName``'s grammar: what LLM APIs accept as a function name.
 BINDING_NAME_PATTERN = r"^[a-zA-Z0-9_-]{1,64}$"
+#: The gateway's own tools in ``disclosure: Search`` (docs/gateway.md): they take
+#: precedence over a set tool of the same bindingName in the listing, which then
+#: stays reachable through ``call_tool``.
+SEARCH_TOOL = "search_tools"
+CALL_TOOL = "call_tool"
 #: ``agent_skill_key``'s results: one file name in the mounted directory, never a path.
 AGENT_SKILL_KEY_PATTERN = r"^agent-skill\.[a-zA-Z0-9_-]{1,64}\.md$"
 
@@ -112,6 +117,14 @@ class TokenCount(DocumentModel):
     total: int = Field(ge=0)
 
 
+class DisclosureEntry(DocumentModel):
+    """``disclosure: Search``: list only ``pinned`` (binding names of set tools), plus
+    the gateway's search and call tools. Absent: every tool is listed."""
+
+    mode: Literal["Search"]
+    pinned: tuple[str, ...] = ()
+
+
 class ToolSetDocument(DocumentModel):
     """The document; ``actor`` or ``skill`` names its owner."""
 
@@ -125,6 +138,7 @@ class ToolSetDocument(DocumentModel):
     agent_skills: tuple[AgentSkillEntry, ...] = ()
     #: Beyond the contract's keys, so after them (docs/decisions.md).
     tokens: TokenCount | None = None
+    disclosure: DisclosureEntry | None = None
 
     @classmethod
     def parse(cls, raw: bytes | str) -> ToolSetDocument:

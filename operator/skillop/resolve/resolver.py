@@ -25,7 +25,7 @@ from skillop.model.manifest import POLICY_KINDS, ActorResource, PolicyResource
 from skillop.model.names import ObjectRef, RefError, parse_ref
 from skillop.model.policies import url_host
 from skillop.model.problems import Problem, Subject
-from skillop.model.specs import McpServer
+from skillop.model.specs import Disclosure, McpServer
 from skillop.model.toolset import MAX_CONFIGMAP_BYTES, Owner, ToolSetDocument
 from skillop.resolve import graph
 from skillop.resolve.catalog import Catalog
@@ -46,6 +46,7 @@ from skillop.resolve.toolset import (
     EffectiveTool,
     configmap_data,
     data_size,
+    disclosure_entry,
     toolset_document,
     toolset_text,
 )
@@ -237,7 +238,8 @@ class Resolver:
         problems += self._policy_problems(actor)
         return self._finish(actor.subject, "actor", allowed_roots, kept, tuple(skills), problems,
                             list(warnings), pruned, dropped, budget=policy,
-                            gate=gate, policies=policy.applied)
+                            gate=gate, policies=policy.applied,
+                            disclosure=actor.spec.disclosure)
 
     def effective_policy(self, actor: ActorResource) -> EffectivePolicy:
         """The Actor's own policy tightened by every policy governing its namespace."""
@@ -338,7 +340,7 @@ class Resolver:
                 warnings: list[str], pruned: list[PrunedItem],
                 dropped: list[tuple[Entry, str]], *, budget: EffectivePolicy | None,
                 gate: SkillGate | None = None, policies: tuple[AppliedPolicy, ...] = (),
-                ) -> Resolution:
+                disclosure: Disclosure | None = None) -> Resolution:
         names = effective_names([(e.tool.name, e.qualified_name) for e in entries])
         bindings = binding_names(names)
         parents = self._tree(roots, gate)
@@ -352,12 +354,15 @@ class Resolver:
             problems += self._budget_problems(subject, budget, tools, tokens)
         servers = self._servers(skills)
         owner = f"{subject.namespace}/{subject.name}"
+        shown, unknown = disclosure_entry(disclosure, tools)
+        warnings += [f"{subject}: {w}" for w in unknown]
         text, digest = toolset_text(owner_kind=owner_kind, owner=owner, tools=tools,
-                                    servers=servers)
+                                    servers=servers, disclosure=shown)
         if owner_kind == "actor" and not problems:
             problems += self._size_problems(subject, tools, text)
         document = functools.partial(toolset_document, owner_kind=owner_kind, owner=owner,
-                                     tools=tools, servers=servers, digest=digest)
+                                     tools=tools, servers=servers, digest=digest,
+                                     disclosure=shown)
         return Resolution(subject, tools, skills, tuple(problems), tuple(warnings),
                           tuple(pruned), digest, text, document, tuple(dropped), policies,
                           tokens)

@@ -16,11 +16,14 @@ from typing import Any
 from skillop.model.canonical import canonical_json, sha256_digest
 from skillop.model.manifest import ActorResource
 from skillop.model.names import ObjectRef
-from skillop.model.specs import McpServer
+from skillop.model.specs import Disclosure, McpServer
 from skillop.model.tooldef import ToolDef
 from skillop.model.toolset import (
+    CALL_TOOL,
+    SEARCH_TOOL,
     TOOLS_KEY,
     AgentSkillEntry,
+    DisclosureEntry,
     DocumentModel,
     Owner,
     ServerEntry,
@@ -174,7 +177,7 @@ def _entry_dict(entry: DocumentModel) -> dict[str, Any]:
 
 def toolset_text(
     *, owner_kind: Owner, owner: str, tools: Sequence[EffectiveTool],
-    servers: Sequence[tuple[ObjectRef, McpServer]],
+    servers: Sequence[tuple[ObjectRef, McpServer]], disclosure: DisclosureEntry | None = None,
 ) -> tuple[str, str]:
     """The document's canonical JSON (what the ConfigMap stores) and its hash.
 
@@ -184,7 +187,8 @@ def toolset_text(
     ``tools`` are in effective-name order (as the resolver gives them).
     """
     paths: dict[int, str] = {}
-    body = _header(owner_kind=owner_kind, owner=owner, tools=tools, servers=servers)
+    body = _header(owner_kind=owner_kind, owner=owner, tools=tools, servers=servers,
+                   disclosure=disclosure)
     tools_json = [_tool_json(t, _path_json(t.path, paths)) for t in tools]
     digest = _hash(body, tools_json)
     return _canonical({**body, "hash": digest}, tools_json, with_hash=True), digest
@@ -193,6 +197,7 @@ def toolset_text(
 def toolset_document(
     *, owner_kind: Owner, owner: str, tools: Sequence[EffectiveTool],
     servers: Sequence[tuple[ObjectRef, McpServer]], digest: str,
+    disclosure: DisclosureEntry | None = None,
 ) -> ToolSetDocument:
     """The ToolSet document (``digest``: its hash, from ``toolset_text``)."""
     paths: dict[int, tuple[str, ...]] = {}
@@ -201,19 +206,50 @@ def toolset_document(
         hash=digest,
         tools=tuple(tool_entry(t, _path_names(t.path, paths)) for t in tools),
         mcp_servers=_used_servers(tools, servers), agent_skills=_agent_skills(tools),
-        tokens=_token_count(tools),
+        tokens=_token_count(tools), disclosure=disclosure,
     )
 
 
 def _header(*, owner_kind: Owner, owner: str, tools: Sequence[EffectiveTool],
-            servers: Sequence[tuple[ObjectRef, McpServer]]) -> dict[str, Any]:
+            servers: Sequence[tuple[ObjectRef, McpServer]],
+            disclosure: DisclosureEntry | None) -> dict[str, Any]:
     """Every key of the document but ``hash`` and ``tools``, as JSON values."""
     doc = ToolSetDocument.model_construct(
         actor=_owner(owner_kind, "actor", owner), skill=_owner(owner_kind, "skill", owner),
         mcp_servers=_used_servers(tools, servers),
-        agent_skills=_agent_skills(tools), tokens=_token_count(tools))
+        agent_skills=_agent_skills(tools), tokens=_token_count(tools), disclosure=disclosure)
     return {key: value for key, value in _entry_dict(doc).items()
             if key not in ("hash", "tools")}
+
+
+def disclosure_entry(disclosure: Disclosure | None, tools: Sequence[EffectiveTool],
+                     ) -> tuple[DisclosureEntry | None, list[str]]:
+    """The document's ``disclosure`` (None unless ``mode: Search``), pinned tools by
+    binding name in the set's order, and a warning for each pin the gateway cannot
+    honour: a name the set does not hold, or a tool whose bindingName is one of the
+    gateway's own (it stays reachable through ``call_tool``)."""
+    if disclosure is None or disclosure.mode != "Search":
+        return None, []
+    names: dict[str, EffectiveTool] = {}
+    for tool in tools:
+        for name in (tool.entry.qualified_name, tool.name, tool.binding_name):
+            names[name] = tool
+    pinned: dict[str, None] = {}
+    warnings = []
+    for i, name in enumerate(disclosure.pinned):
+        found = names.get(name)
+        where = f"spec.disclosure.pinned[{i}]"
+        if found is None:
+            warnings.append(f"{where}: no tool {name!r} in the set; nothing is pinned for it")
+        elif found.binding_name in (SEARCH_TOOL, CALL_TOOL):
+            warnings.append(f"{where}: {name!r} has the bindingName of the gateway's own"
+                            f" {found.binding_name}; it is reached through {CALL_TOOL}")
+        else:
+            pinned[found.binding_name] = None
+    order = {t.binding_name: i for i, t in enumerate(tools)}
+    return (DisclosureEntry.model_construct(mode="Search",
+                                            pinned=tuple(sorted(pinned, key=order.__getitem__))),
+            warnings)
 
 
 def _token_count(tools: Sequence[EffectiveTool]) -> TokenCount:

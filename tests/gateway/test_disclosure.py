@@ -1,0 +1,213 @@
+"""`disclosure: Search`: the gateway lists the pinned tools plus search_tools and
+call_tool, and call_tool is held to everything a direct call is. A real SDK
+upstream, the gateway as its own process, the SDK client as the agent."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from gatewaykit import GatewayProcess, Volume, agent, echo_tool, stdio_agent, text_of, toolset_files
+from mcp.client.session import ClientRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp_servers import ServerHandle, make_tool
+from skillkit import actor, resolve_actor, skill, skill_md
+
+from skillop.gateway.served import parse_served_set
+from skillop.model.toolset import CALL_TOOL, SEARCH_TOOL, TOOLS_KEY
+
+ACTOR = "team-a/dev"
+ISSUES = {"open_issue": "Open a new issue in the tracker with a title and a body.",
+          "close_issue": "Close an issue of the tracker, given its number.",
+          "list_pipelines": "List the CI pipelines of a project and their status.",
+          "retry_job": "Run a failed CI job again."}
+
+
+def _docs(url: str, *, mode: str = "Search", pinned: tuple[str, ...] = ("echo",)) -> list[Any]:
+    tools = [echo_tool("echo", "up"),
+             {**echo_tool("slow", "up"), "capabilities": {"timeoutSeconds": 1}},
+             {**echo_tool("guarded", "up"), "capabilities": {"requiresApproval": True}},
+             *({**echo_tool(name, "up"), "description": text} for name, text in ISSUES.items())]
+    return [skill("srv", mcpServers=[{"name": "up", "url": url, "tools": tools}],
+                  builtins=["git_operations"], agentSkills=[{"inline": skill_md("notes")}]),
+            actor("dev", skills=["srv"], disclosure={"mode": mode, "pinned": list(pinned)})]
+
+
+@pytest.fixture
+def upstream() -> Iterator[ServerHandle]:
+    tools = [*(make_tool(n) for n in ("echo", "slow", "guarded", "extra")),
+             *(make_tool(name, description=text) for name, text in ISSUES.items())]
+    with ServerHandle(tools=tools, list_changed=True) as srv:
+        yield srv
+
+
+@pytest.fixture
+def mounts(tmp_path: Path) -> Iterator[tuple[Volume, Path]]:
+    tools, secrets = Volume(tmp_path / "tools"), tmp_path / "secrets"
+    secrets.mkdir()
+    yield tools, secrets
+
+
+def _gateway(mounts: tuple[Volume, Path]) -> GatewayProcess:
+    return GatewayProcess(mounts[0].root, mounts[1])
+
+
+def _listing(url: str) -> list[types.Tool]:
+    async def listing() -> list[types.Tool]:
+        async with agent(url) as session:
+            return list((await session.list_tools()).tools)
+    return anyio.run(listing)
+
+
+def test_search_mode_lists_the_pinned_tools_and_finds_the_rest_exactly(
+        upstream: ServerHandle, mounts: tuple[Volume, Path]) -> None:
+    tools, _ = mounts
+    tools.write(toolset_files(_docs(upstream.url, mode="All"), ACTOR))
+    with _gateway(mounts) as gw:
+        full = {t.name: t for t in _listing(gw.url)}
+    tools.write(toolset_files(_docs(upstream.url), ACTOR))
+
+    async def session() -> dict[str, Any]:
+        async with agent(gw.url) as agent_session:
+            listed = list((await agent_session.list_tools()).tools)
+            found = await agent_session.call_tool(SEARCH_TOOL, {"query": "report a new issue",
+                                                                "limit": 3})
+            ci = await agent_session.call_tool(SEARCH_TOOL, {"query": "run a failed job again"})
+            return {"listed": listed, "found": found, "ci": ci}
+
+    with _gateway(mounts) as gw:
+        out = anyio.run(session)
+        audit = gw.wait_audit(2)
+    assert [t.name for t in out["listed"]] == ["echo", SEARCH_TOOL, CALL_TOOL]
+    assert out["listed"][0] == full["echo"]
+    found = json.loads(text_of(out["found"]))["tools"]
+    assert found[0]["name"] == "open_issue" and len(found) <= 3
+    assert out["found"].structured_content == {"tools": found}
+    # The exact definitions a full listing shows (overrides, annotations, _meta).
+    for definition in found:
+        assert types.Tool.model_validate(definition) == full[definition["name"]]
+    assert json.loads(text_of(out["ci"]))["tools"][0]["name"] == "retry_job"
+    assert [(a["bindingName"], a["outcome"]) for a in audit] == [(SEARCH_TOOL, "ok")] * 2
+
+
+def test_call_tool_gets_everything_a_direct_call_gets(
+        upstream: ServerHandle, mounts: tuple[Volume, Path]) -> None:
+    mounts[0].write(toolset_files(_docs(upstream.url), ACTOR))
+    asked: list[str] = []
+
+    async def approve(ctx: ClientRequestContext,
+                      params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="decline")
+
+    async def session() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        async with agent(gw.url) as plain:
+            out["echo"] = await plain.call_tool(CALL_TOOL, {"name": "open_issue",
+                                                            "arguments": {"title": "x"}})
+            out["direct"] = await plain.call_tool("close_issue", {"n": 1})  # a member, unlisted
+            out["notes"] = await plain.call_tool(CALL_TOOL, {"name": "notes"})
+            for name in ("extra", "git_diff", "nope", SEARCH_TOOL, CALL_TOOL):
+                with pytest.raises(MCPError) as caught:
+                    await plain.call_tool(CALL_TOOL, {"name": name, "arguments": {}})
+                out[f"unknown:{name}"] = caught.value
+            out["unapproved"] = await plain.call_tool(CALL_TOOL, {"name": "guarded"})
+            upstream.call_delay = 5
+            out["slow"] = await plain.call_tool(CALL_TOOL, {"name": "slow"})
+            upstream.call_delay = 0
+            out["malformed"] = await plain.call_tool(CALL_TOOL, {"name": 7})
+        async with agent(gw.url, elicitation=approve) as asking:
+            out["declined"] = await asking.call_tool(CALL_TOOL, {"name": "guarded",
+                                                                 "arguments": {"on": "prod"}})
+        return out
+
+    with _gateway(mounts) as gw:
+        out = anyio.run(session)
+        audit = gw.wait_audit(12)
+    assert json.loads(text_of(out["echo"])) == {"tool": "open_issue",
+                                                "arguments": {"title": "x"}}
+    assert not out["direct"].is_error
+    assert not out["notes"].is_error and "# Body" in text_of(out["notes"])
+    for name in ("extra", "git_diff", "nope", SEARCH_TOOL, CALL_TOOL):
+        error = out[f"unknown:{name}"]
+        assert (error.code, error.error.message) == (types.INVALID_PARAMS,
+                                                     f"Unknown tool: {name}")
+    assert "does not support MCP elicitation" in text_of(out["unapproved"])
+    assert "timed out after 1 s" in text_of(out["slow"])
+    assert out["malformed"].is_error and "takes name" in text_of(out["malformed"])
+    assert out["declined"].is_error and "approval declined" in text_of(out["declined"])
+    assert len(asked) == 1 and "guarded" in asked[0] and "prod" in asked[0]
+    assert upstream.calls[:2] == [("open_issue", {"title": "x"}), ("close_issue", {"n": 1})]
+    assert [name for name, _ in upstream.calls] == ["open_issue", "close_issue", "slow"]
+    # Audited under the real tool's name, as a direct call would be.
+    assert [(a["bindingName"], a["outcome"]) for a in audit] == [
+        ("open_issue", "ok"), ("close_issue", "ok"), ("notes", "ok"),
+        *((name, "refused") for name in ("extra", "git_diff", "nope", SEARCH_TOOL, CALL_TOOL)),
+        ("guarded", "refused"), ("slow", "error"), (CALL_TOOL, "refused"),
+        ("guarded", "refused")]
+
+
+def test_call_tool_refuses_a_member_whose_upstream_definition_changed(
+        upstream: ServerHandle, mounts: tuple[Volume, Path]) -> None:
+    mounts[0].write(toolset_files(_docs(upstream.url), ACTOR))
+
+    async def calls() -> tuple[types.CallToolResult, types.CallToolResult]:
+        async with agent(gw.url) as session:
+            before = await session.call_tool(CALL_TOOL, {"name": "open_issue"})
+            upstream.set_tools([make_tool("open_issue", description="Now deletes the tracker"),
+                                *(make_tool(n) for n in ("echo", "slow", "guarded"))])
+            deadline = time.monotonic() + 10
+            while True:
+                result = await session.call_tool(CALL_TOOL, {"name": "open_issue"})
+                if result.is_error or time.monotonic() > deadline:
+                    return before, result
+                await anyio.sleep(0.05)
+
+    with _gateway(mounts) as gw:
+        before, changed = anyio.run(calls)
+    assert not before.is_error
+    assert changed.is_error and "definition changed since it was resolved" in text_of(changed)
+
+
+def test_search_mode_over_stdio(upstream: ServerHandle, mounts: tuple[Volume, Path]) -> None:
+    tools, secrets = mounts
+    tools.write(toolset_files(_docs(upstream.url, pinned=()), ACTOR))
+
+    async def session() -> tuple[list[str], list[str], str]:
+        with tempfile.TemporaryFile("w+") as errlog:
+            async with stdio_agent(tools.root, secrets, errlog) as client:
+                listed = [t.name for t in (await client.list_tools()).tools]
+                found = await client.call_tool(SEARCH_TOOL, {"query": "pipeline status"})
+                called = await client.call_tool(CALL_TOOL, {"name": "list_pipelines"})
+                names = [t["name"] for t in json.loads(text_of(found))["tools"]]
+                return listed, names, text_of(called)
+
+    listed, names, called = anyio.run(session)
+    assert listed == [SEARCH_TOOL, CALL_TOOL]
+    assert names[0] == "list_pipelines"
+    assert json.loads(called)["tool"] == "list_pipelines"
+
+
+def test_a_pin_outside_the_set_is_a_warning_and_a_reserved_name_is_reached_by_call_tool(
+        ) -> None:
+    docs = [skill("srv", mcpServers=[{"name": "up", "url": "http://127.0.0.1:1/mcp", "tools": [
+        echo_tool("search_tools", "up"), echo_tool("echo", "up")]}]),
+        actor("dev", skills=["srv"], disclosure={
+            "mode": "Search", "pinned": ["search_tools", "echo", "team-a/srv.echo", "nope"]})]
+    files = toolset_files(docs, ACTOR)
+    document = json.loads(files[TOOLS_KEY])
+    assert document["disclosure"] == {"mode": "Search", "pinned": ["echo"]}
+    served = parse_served_set(files[TOOLS_KEY])
+    assert [t.name for t in served.listing] == ["echo", SEARCH_TOOL, CALL_TOOL]
+    assert served.target(CALL_TOOL, {"name": "search_tools"}) is served.tools["search_tools"]
+    assert served.target(SEARCH_TOOL, {}) is None
+    warnings = resolve_actor(docs, ACTOR).warnings
+    assert any("pinned[0]" in w and "reached through call_tool" in w for w in warnings)
+    assert any("pinned[3]" in w and "no tool 'nope'" in w for w in warnings)

@@ -1,0 +1,61 @@
+"""search_tools' ranking (gateway/search.py) and the Actor's disclosure field."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+from skillkit import actor, parse_problems
+
+from skillop.gateway.search import Document, SearchIndex, terms
+
+DOCS = [
+    Document("browser_take_screenshot", "browser_take_screenshot",
+             description="Take a screenshot of the current page", skill="team-a/browser"),
+    Document("create_merge_request", "create_merge_request", title="Create merge request",
+             description="Open a merge request in a GitLab project", skill="team-a/gitlab"),
+    Document("read_file", "read_file", description="Read the contents of a file",
+             tags=("filesystem",), skill="team-a/files"),
+    Document("listPipelines", "listPipelines", description="List CI pipelines",
+             skill="team-a/ci"),
+]
+
+
+def test_terms_split_names_stem_and_drop_stop_words() -> None:
+    assert terms("browser_take_screenshot") == ["browser", "take", "screenshot"]
+    assert terms("listPipelines") == ["list", "pipelin"]
+    assert terms("Take the screenshots of my pages") == ["take", "screenshot", "page"]
+
+
+def test_best_match_first_and_no_overlap_means_no_match() -> None:
+    index = SearchIndex(DOCS)
+    assert index.search("screenshots of a page", limit=3)[0][0] == "browser_take_screenshot"
+    assert index.search("merging requests", limit=1)[0][0] == "create_merge_request"
+    assert index.search("pipeline", limit=5)[0][0] == "listPipelines"
+    # Tags and the skill's name are searched too.
+    assert index.search("filesystem", limit=1)[0][0] == "read_file"
+    assert index.search("gitlab", limit=1)[0][0] == "create_merge_request"
+    assert index.search("quantum entanglement", limit=5) == []
+    assert len(index.search("the file page request pipeline", limit=2)) == 2
+
+
+def test_the_name_weighs_more_than_the_description() -> None:
+    index = SearchIndex([Document("a", "page_reader", description="reads things"),
+                         Document("b", "reader", description="reads a page of things")])
+    assert [key for key, _ in index.search("page", limit=2)] == ["a", "b"]
+
+
+@given(st.text(max_size=2000), st.integers(min_value=1, max_value=20))
+def test_any_query_ranks_without_error(query: str, limit: int) -> None:
+    found = SearchIndex(DOCS).search(query, limit=limit)
+    assert len(found) <= min(limit, len(DOCS))
+    assert [score for _, score in found] == sorted((s for _, s in found), reverse=True)
+
+
+def test_an_empty_set_finds_nothing() -> None:
+    assert SearchIndex([]).search("anything", limit=5) == []
+
+
+def test_disclosure_mode_is_checked() -> None:
+    problems = parse_problems(actor("a", disclosure={"mode": "Sometimes"}))
+    assert [p.field for p in problems] == ["spec.disclosure.mode"]
+    assert not parse_problems(actor("a", disclosure={"mode": "Search", "pinned": ["x"]}))
