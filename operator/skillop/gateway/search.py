@@ -25,8 +25,11 @@ from dataclasses import dataclass
 
 import snowballstemmer
 
+from skillop.gateway.thesaurus import EXPANSION_WEIGHT, GROUPS
+
 #: (field, weight): how much a word of each field counts (BM25F's field weights).
-FIELD_WEIGHTS = {"name": 3.0, "tags": 3.0, "title": 2.0, "description": 1.0, "skill": 1.0}
+FIELD_WEIGHTS = {"name": 3.0, "tags": 3.0, "title": 2.0, "description": 1.0, "skill": 1.0,
+                 "parameters": 0.5}
 K1 = 1.2
 B = 0.75
 #: A query longer than this is cut (a model's search is a sentence, not a document).
@@ -53,6 +56,8 @@ class Document:
     description: str = ""
     tags: tuple[str, ...] = ()
     skill: str = ""
+    #: The input schema's top-level property names and descriptions.
+    parameters: str = ""
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -75,6 +80,27 @@ def terms(text: str) -> list[str]:
     return out
 
 
+def query_terms(query: str) -> dict[str, float]:
+    """The query's terms, weight 1, and their synonyms (``thesaurus``), each at
+    ``EXPANSION_WEIGHT`` unless the query has it itself."""
+    own = dict.fromkeys(terms(query[:MAX_QUERY_CHARS]), 1.0)
+    out = dict(own)
+    for term in own:
+        for synonym in _SYNONYMS.get(term, ()):
+            out.setdefault(synonym, EXPANSION_WEIGHT)
+    return out
+
+
+def _synonyms() -> dict[str, frozenset[str]]:
+    """Each stem of the thesaurus -> the stems of every group it is in, but itself."""
+    out: dict[str, set[str]] = {}
+    for group in GROUPS:
+        stems = {term for word in group for term in terms(word)}
+        for stem in stems:
+            out.setdefault(stem, set()).update(stems - {stem})
+    return {stem: frozenset(others) for stem, others in out.items()}
+
+
 class SearchIndex:
     """BM25 over a fixed set of documents; ``search`` ranks them for a query."""
 
@@ -90,9 +116,11 @@ class SearchIndex:
             for term, weight in bag.items():
                 self._postings.setdefault(term, []).append((number, weight))
         count = len(self._keys)
-        self._average = (sum(self._lengths) / count) if count else 0.0
+        average = (sum(self._lengths) / count) if count else 0.0
         self._idf = {term: math.log(1 + (count - len(posting) + 0.5) / (len(posting) + 0.5))
                      for term, posting in self._postings.items()}
+        #: BM25's length normalisation of each document, computed once.
+        self._norms = [K1 * (1 - B + B * length / average) for length in self._lengths]
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -101,13 +129,14 @@ class SearchIndex:
         """The ``limit`` best documents for ``query`` as (key, score), best first;
         ties in index order. Documents sharing no term with the query are left out."""
         scores: dict[int, float] = {}
-        for term in dict.fromkeys(terms(query[:MAX_QUERY_CHARS])):
+        norms = self._norms
+        for term, weight in query_terms(query).items():
             idf = self._idf.get(term)
             if idf is None:
                 continue
+            factor = weight * idf * (K1 + 1)
             for number, tf in self._postings[term]:
-                norm = K1 * (1 - B + B * self._lengths[number] / self._average)
-                scores[number] = scores.get(number, 0.0) + idf * tf * (K1 + 1) / (tf + norm)
+                scores[number] = scores.get(number, 0.0) + factor * tf / (tf + norms[number])
         best = heapq.nsmallest(limit, scores.items(), key=lambda item: (-item[1], item[0]))
         return [(self._keys[number], score) for number, score in best]
 
@@ -116,9 +145,13 @@ def _weighted_bag(doc: Document) -> dict[str, float]:
     bag: dict[str, float] = {}
     fields: Sequence[tuple[str, str]] = (
         ("name", doc.name), ("tags", " ".join(doc.tags)), ("title", doc.title),
-        ("description", doc.description), ("skill", doc.skill))
+        ("description", doc.description), ("skill", doc.skill),
+        ("parameters", doc.parameters))
     for field, text in fields:
         weight = FIELD_WEIGHTS[field]
         for term in terms(text):
             bag[term] = bag.get(term, 0.0) + weight
     return bag
+
+
+_SYNONYMS = _synonyms()

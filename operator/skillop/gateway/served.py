@@ -218,7 +218,17 @@ def _document(tool: ServedTool) -> Document:
     definition = tool.definition
     return Document(key=tool.binding_name, name=tool.binding_name, title=definition.title or "",
                     description=definition.description or "", tags=tool.tags,
-                    skill=tool.skill.partition("/")[2])
+                    skill=tool.skill.partition("/")[2],
+                    parameters=parameter_text(definition.input_schema))
+
+
+def parameter_text(schema: Mapping[str, Any]) -> str:
+    """The top-level property names and descriptions of an input schema."""
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping):
+        return ""
+    return " ".join(f"{name} {prop.get('description', '')}" if isinstance(prop, Mapping)
+                    else str(name) for name, prop in properties.items())
 
 
 #: search_tools returns at most this many definitions per query.

@@ -34,9 +34,15 @@ _MEMO_KEY = "tokens"
 
 
 @functools.cache
-def _counter() -> Callable[[str], int]:
-    count: Callable[[str], int] = _bindings().tokenizer_for_encoding(ENCODING).count
+def encoding_counter(encoding: str) -> Callable[[str], int]:
+    """A token counter for any encoding the package ships (``ENCODING`` for counts
+    skillop writes; others to compare, bench/disclosure.py)."""
+    count: Callable[[str], int] = _bindings().tokenizer_for_encoding(encoding).count
     return count
+
+
+def _counter() -> Callable[[str], int]:
+    return encoding_counter(ENCODING)
 
 
 def _bindings() -> Any:

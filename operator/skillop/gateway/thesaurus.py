@@ -1,0 +1,97 @@
+"""Words that ask for the same thing, for search_tools' query expansion.
+
+A model asks for a purpose in its own words ("delete", "folder", "rerun") where
+the tool says "remove", "directory", "retry". Each group below lists words of
+one meaning in tools' and users' vocabulary (software, files, web, CRM, ops);
+a query word found in a group also searches for the group's other words, at
+``EXPANSION_WEIGHT`` of its own weight, so a tool that uses the query's own
+word still ranks first. Written for tool sets in general, not for any one
+server: bench/disclosure.py measures it on queries written after it
+(bench/mcp_tools/queries-heldout.txt) as well as on those it was tuned with.
+"""
+
+from __future__ import annotations
+
+EXPANSION_WEIGHT = 0.4
+
+GROUPS: tuple[tuple[str, ...], ...] = (
+    ("create", "make", "add", "new", "generate", "insert"),
+    ("delete", "remove", "drop", "erase", "destroy", "forget", "purge", "discard"),
+    ("kill", "terminate", "stop", "cancel", "abort", "end", "halt"),
+    ("read", "get", "view", "show", "see", "display", "fetch", "retrieve", "inside",
+     "contents", "content"),
+    ("write", "save", "store", "persist"),
+    ("edit", "modify", "change", "update", "replace", "patch", "alter", "rename"),
+    ("list", "enumerate", "all", "every"),
+    ("search", "find", "query", "lookup", "look", "locate", "seek"),
+    ("folder", "directory", "dir"),
+    ("run", "execute", "launch", "invoke", "trigger", "play", "evaluate", "eval"),
+    ("rerun", "retry", "restart", "again", "rebuild", "repeat"),
+    ("screenshot", "capture", "image", "picture", "snapshot", "photo"),
+    ("navigate", "visit", "go", "browse", "goto", "load"),
+    ("page", "website", "site", "webpage", "url", "web"),
+    ("message", "post", "send", "chat"),
+    ("reply", "respond", "answer", "comment", "note"),
+    ("approve", "accept", "confirm", "allow"),
+    ("issue", "bug", "ticket", "problem", "defect"),
+    ("commit", "history", "log", "revision"),
+    ("diff", "difference", "changes", "changed", "modified", "modifications"),
+    ("remember", "memory", "memorize", "knowledge", "recall", "entity", "entities",
+     "observation", "observations", "fact", "facts"),
+    ("person", "people", "user", "users", "contact", "contacts", "customer", "member"),
+    ("link", "connect", "relate", "relation", "relations", "associate", "association"),
+    ("column", "field", "property", "attribute"),
+    ("row", "record", "entry", "item"),
+    ("table", "sheet", "spreadsheet"),
+    ("database", "db"),
+    ("logs", "log", "output", "stdout"),
+    ("pod", "container", "workload"),
+    ("alert", "dialog", "popup", "prompt", "modal", "confirm"),
+    ("javascript", "script", "js"),
+    ("http", "network", "request", "requests", "traffic"),
+    ("altitude", "elevation", "height"),
+    ("distance", "far", "duration", "travel", "matrix"),
+    ("directions", "route", "drive", "driving", "navigation"),
+    ("latitude", "longitude", "coordinates", "geocode", "address"),
+    ("restaurant", "restaurants", "place", "places", "business", "shop", "nearby", "local"),
+    ("crawl", "spider"),
+    ("urls", "sitemap", "map", "links"),
+    ("markdown", "text", "scrape", "extract"),
+    ("paper", "papers", "academic", "research", "article", "scholarly"),
+    ("think", "reason", "reasoning", "thought", "thinking", "step"),
+    ("sum", "plus", "total", "numbers"),
+    ("flaky", "unstable", "intermittent", "flakiness"),
+    ("failure", "fail", "failed", "broken", "error", "errors", "crash", "crashing"),
+    ("green", "pass", "passed", "success", "status", "checks"),
+    ("deploy", "deployment", "release", "rollout", "ship"),
+    ("rollback", "undo", "revert", "previous", "back"),
+    ("scale", "replicas", "resize"),
+    ("size", "big", "length", "metadata", "info"),
+    ("stage", "staged", "index"),
+    ("unstage", "reset"),
+    ("type", "enter", "input", "fill"),
+    ("click", "press", "tap"),
+    ("group", "aggregate", "aggregation"),
+    ("schema", "fields", "structure", "shape"),
+    ("wiki", "documentation", "docs"),
+    ("blame", "annotate", "author", "authors"),
+    ("schedule", "cron", "nightly", "periodic", "recurring"),
+    ("artifact", "artifacts", "download"),
+    ("lint", "validate", "valid", "check", "verify"),
+    ("protect", "lock", "guard"),
+    ("todo", "todos", "to-do", "task", "tasks"),
+    ("environment", "env"),
+    ("reaction", "react", "emoji", "thumbs"),
+    ("deal", "deals", "object", "objects", "company", "companies"),
+    ("engagement", "call", "meeting", "activity"),
+    ("fork", "copy", "clone"),
+    ("upload", "push"),
+    ("pipeline", "build", "workflow", "ci"),
+    ("process", "processes", "pid", "program", "shell", "command"),
+    ("migration", "migrate", "schema"),
+    ("conflict", "conflicts", "conflicting"),
+    ("thread", "discussion", "conversation"),
+    ("resolve", "resolved", "close", "done"),
+    ("branch", "checkout", "switch"),
+    ("file", "files"),
+)

@@ -1,0 +1,50 @@
+"""The disclosure benchmark's data: real servers' tool lists with their licences,
+and queries whose labels name tools of the set (bench/disclosure.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+def _bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("disclosure_bench", BENCH / "disclosure.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_recording_names_its_package_version_and_licence() -> None:
+    recordings = sorted((BENCH / "mcp_tools" / "servers").glob("*.json"))
+    total = 0
+    for path in recordings:
+        data = json.loads(path.read_text())
+        assert data["package"] and data["version"] and data["registry"] in ("npm", "pypi")
+        assert "Permission is hereby granted" in data["licenseText"] or (
+            "Apache License" in data["licenseText"]), path.name
+        assert data["licenseSource"]
+        for tool in data["tools"]:
+            assert tool["name"] and isinstance(tool["inputSchema"], dict)
+        total += len(data["tools"])
+    assert total >= 500
+
+
+def test_the_set_has_500_tools_and_every_label_is_one_of_them() -> None:
+    bench = _bench()
+    keys = {f"{short}/{tool['name']}" for short, stem in bench.SERVERS.items()
+            for tool in bench.load(stem)}
+    assert len(keys) >= 500
+    labelled = [q for name in bench.QUERY_FILES for q in bench.queries(name)]
+    assert len(labelled) >= 100
+    for query, relevant in labelled:
+        assert relevant and relevant <= keys, query
+    assert bench.skill_name("zereight__mcp-gitlab") == "gitlab"
+    assert bench.skill_name("playwright__mcp") == "playwright"
+    assert bench.skill_name("mcp-server-kubernetes") == "kubernetes"
