@@ -191,16 +191,19 @@ async def stdio_agent(toolset: Path, secrets: Path, errlog: Any,
 
 @asynccontextmanager
 async def serving(tmp_path: Path, upstream: Any, *, tools: list[dict[str, Any]] | None = None,
+                  disclosure: dict[str, Any] | None = None,
                   **options: Any) -> AsyncIterator[Any]:
     """A `Gateway` in this process serving HTTP on a free port, its set ``tools``
-    (default: `echo`) of `upstream` (a `mcp_servers.ServerHandle`), audit lines dropped."""
+    (default: `echo`) of `upstream` (a `mcp_servers.ServerHandle`), audit lines dropped;
+    ``disclosure``: the Actor's."""
     from skillop.gateway.audit import AuditLog
     from skillop.gateway.server import Gateway, Options
 
     Volume(tmp_path / "tools").write(toolset_files([
         skill("srv", mcpServers=[{"name": "up", "url": upstream.url,
                                   "tools": tools or [echo_tool("echo", "up")]}]),
-        actor("dev", skills=["srv"])], "team-a/dev"))
+        actor("dev", skills=["srv"], **({"disclosure": disclosure} if disclosure else {}))],
+        "team-a/dev"))
     (tmp_path / "secrets").mkdir(exist_ok=True)
     gateway = Gateway(Options(toolset_dir=tmp_path / "tools", secrets_dir=tmp_path / "secrets",
                               allow=("127.0.0.1:*",), poll_interval=0.05, **options),

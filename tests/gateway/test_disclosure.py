@@ -14,7 +14,16 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from gatewaykit import GatewayProcess, Volume, agent, echo_tool, stdio_agent, text_of, toolset_files
+from gatewaykit import (
+    GatewayProcess,
+    Volume,
+    agent,
+    echo_tool,
+    serving,
+    stdio_agent,
+    text_of,
+    toolset_files,
+)
 from mcp.client.session import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_servers import ServerHandle, make_tool
@@ -211,3 +220,49 @@ def test_a_pin_outside_the_set_is_a_warning_and_a_reserved_name_is_reached_by_ca
     warnings = resolve_actor(docs, ACTOR).warnings
     assert any("pinned[0]" in w and "reached through call_tool" in w for w in warnings)
     assert any("pinned[3]" in w and "no tool 'nope'" in w for w in warnings)
+
+
+def test_the_default_fastmcp_client_finds_calls_and_approves_through_call_tool(
+        tmp_path: Path, upstream: ServerHandle) -> None:
+    """The 2026-07-28 revision (fastmcp's default): approval by input-required, its
+    retry carrying call_tool's arguments again, runs the named tool once."""
+    fastmcp = pytest.importorskip("fastmcp", reason="fastmcp (the 'test' extra) is missing")
+    tools = [echo_tool("echo", "up"),
+             {**echo_tool("guarded", "up"), "capabilities": {"requiresApproval": True}}]
+    asked: list[str] = []
+
+    def answering(action: str) -> Any:
+        async def elicit(message: str, response_type: Any, params: Any, context: Any) -> Any:
+            asked.append(message)
+            if action == "accept":
+                return {"approve": True}
+            return fastmcp.client.elicitation.ElicitResult(action=action)
+        return elicit
+
+    async def main() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        async with serving(tmp_path, upstream, tools=tools,
+                           disclosure={"mode": "Search"}) as gateway:
+            async with fastmcp.Client(gateway.url,
+                                      elicitation_handler=answering("accept")) as client:
+                out["version"] = client.protocol_version
+                out["listed"] = [t.name for t in await client.list_tools()]
+                out["found"] = await client.call_tool(SEARCH_TOOL, {"query": "guarded tool"})
+                out["approved"] = await client.call_tool(CALL_TOOL, {
+                    "name": "guarded", "arguments": {"target": "prod"}})
+            async with fastmcp.Client(gateway.url,
+                                      elicitation_handler=answering("decline")) as client:
+                out["declined"] = await client.call_tool(CALL_TOOL, {
+                    "name": "guarded", "arguments": {"target": "dev"}}, raise_on_error=False)
+                with pytest.raises(Exception, match="Unknown tool: extra"):
+                    await client.call_tool(CALL_TOOL, {"name": "extra"})
+        return out
+
+    out = anyio.run(main)
+    assert out["version"] == "2026-07-28"
+    assert out["listed"] == [SEARCH_TOOL, CALL_TOOL]
+    assert json.loads(text_of(out["found"]))["tools"][0]["name"] == "guarded"
+    assert not out["approved"].is_error
+    assert out["declined"].is_error and "approval declined" in text_of(out["declined"])
+    assert len(asked) == 2 and "guarded" in asked[0] and "prod" in asked[0]
+    assert upstream.calls == [("guarded", {"target": "prod"})]

@@ -17,5 +17,7 @@ trust model.
   JSON-RPC POST, and its answer read without trusting it;
 * ``front``: plain JSON answers to the agent, before the SDK's HTTP server;
 * ``audit``: one JSON line per call;
+* ``search`` and ``thesaurus``: ``disclosure: Search``'s ranking of the served set
+  (BM25, no model) for ``search_tools``;
 * ``server``: the MCP server, the call path and hot reload.
 """
