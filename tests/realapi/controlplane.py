@@ -395,12 +395,13 @@ def _apiserver(bins: Binaries, workdir: Path, etcd_port: int, files: dict[str, P
 
 
 def _controller_manager(bins: Binaries, workdir: Path, files: dict[str, Path]) -> Process:
-    # The garbage collector (ownerReferences), namespace deletion, and the
-    # ServiceAccount machinery (tokens for RBAC tests).
+    # The garbage collector (ownerReferences), namespace deletion, the
+    # ServiceAccount machinery (tokens for RBAC tests), and ClusterRole aggregation
+    # (the chart's roles join the built-in admin, edit and view).
     return spawn("kube-controller-manager", [
         bins.controller_manager, f"--kubeconfig={files['controller-manager.kubeconfig']}",
         "--controllers=garbagecollector,namespace,serviceaccount,serviceaccount-token,"
-        "deployment,replicaset",
+        "deployment,replicaset,clusterrole-aggregation",
         "--leader-elect=false", "--use-service-account-credentials=true",
         f"--service-account-private-key-file={files['sa.key']}",
         f"--root-ca-file={files['ca.crt']}", "--bind-address=127.0.0.1",

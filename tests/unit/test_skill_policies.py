@@ -103,6 +103,13 @@ def test_every_allow_list_must_pass() -> None:
         "not matched by ClusterSkillPolicy b: allow")
 
 
+def test_an_empty_allow_list_allows_nothing_and_an_absent_one_everything() -> None:
+    base = [*SKILLS, actor("dev", skills=["files"])]
+    assert names(resolve_actor([*base, cluster_policy("none", allow=[])], "team-a/dev")) == []
+    assert names(resolve_actor([*base, cluster_policy("any", deny=["*/x"])], "team-a/dev")) == [
+        "fetch", "read", "rm"]
+
+
 def test_an_actor_cannot_loosen_a_policy_and_a_policy_cannot_loosen_another() -> None:
     docs = [*SKILLS, actor("dev", skills=["top"], skillAccessPolicy={
         "allow": ["*"], "deny": [], "maxTools": 100}),
@@ -113,6 +120,22 @@ def test_an_actor_cannot_loosen_a_policy_and_a_policy_cannot_loosen_another() ->
     [problem] = problems_of(resolution, P.TOO_MANY_TOOLS)
     assert problem.message == ("3 tools exceed the budget of 2 set by ClusterSkillPolicy"
                                " strict (maxTools)")
+
+
+def test_actors_of_one_namespace_keep_their_own_policies_apart() -> None:
+    """Actors with the same policies but different own fields share nothing wrong."""
+    fields: list[dict[str, Any]] = [{}, {"maxTools": 1}, {"maxToolTokens": 1},
+                                    {"denyCapabilities": ["destructive"]},
+                                    {"requireCapabilities": ["readOnly"]}, {"deny": ["*/files"]}]
+    docs = [*SKILLS, cluster_policy("p", requireApproval=["openWorld"]),
+            *[actor(f"a{i}", skills=["files"], skillAccessPolicy=f)
+              for i, f in enumerate(fields)]]
+    shared = resolver(docs)
+    got = [shared.resolve_actor(ObjectRef("team-a", f"a{i}")) for i in range(len(fields))]
+    alone = [resolve_actor(docs, f"team-a/a{i}") for i in range(len(fields))]
+    assert [(r.text, r.problems) for r in got if r] == [(r.text, r.problems) for r in alone]
+    assert len({r.text for r in alone}) == 4  # the two budgets only add problems
+    assert [bool(r.problems) for r in alone] == [False, True, True, False, False, False]
 
 
 def test_the_actors_own_budget_is_named_when_it_is_the_least() -> None:

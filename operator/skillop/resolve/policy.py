@@ -18,8 +18,10 @@ came from (``ClusterSkillPolicy tenants: deny '*/shell-*'``).
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from skillop.model.capabilities import Capabilities
 from skillop.model.manifest import PolicyResource
@@ -44,6 +46,16 @@ class Refusal:
     rule: str | None = None
 
 
+_NOTHING = re.compile(r"(?!)")
+
+
+def _any_of(globs: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One pattern matching what any of ``globs`` matches (None: no globs)."""
+    if not globs:
+        return None
+    return re.compile("|".join(f"(?:{fnmatch.translate(g)})" for g in globs))
+
+
 @dataclass(frozen=True, slots=True)
 class GlobRules:
     """One source's skill globs: ``allow`` None means no allow list."""
@@ -51,8 +63,21 @@ class GlobRules:
     label: str
     allow: tuple[str, ...] | None
     deny: tuple[str, ...]
+    #: Each list as one regular expression (what fnmatch would compile glob by glob).
+    _deny: re.Pattern[str] | None = field(default=None, init=False, compare=False,
+                                          hash=False, repr=False)
+    _allow: re.Pattern[str] | None = field(default=None, init=False, compare=False,
+                                           hash=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_deny", _any_of(self.deny))
+        if self.allow is not None:  # an empty allow list allows nothing
+            object.__setattr__(self, "_allow", _any_of(self.allow) or _NOTHING)
 
     def refusal(self, name: str) -> Refusal | None:
+        if (self._deny is None or not self._deny.match(name)) and (
+                self._allow is None or self._allow.match(name)):
+            return None
         own = self.label == OWN
         for glob in self.deny:
             if fnmatch.fnmatchcase(name, glob):
@@ -77,6 +102,9 @@ class SkillGate:
     by every Actor that has it (typically all of a namespace's)."""
 
     rules: tuple[GlobRules, ...]
+    #: Verdicts by canonical name: a pure function of the globs, so never stale.
+    _verdicts: dict[str, Refusal | None] = field(default_factory=dict, compare=False,
+                                                 hash=False, repr=False)
 
     @classmethod
     def of(cls, policy: AccessPolicy) -> SkillGate:
@@ -89,11 +117,14 @@ class SkillGate:
     def refusal(self, ref: ObjectRef) -> Refusal | None:
         """Why the skill is pruned, or None when every source allows it."""
         name = ref.canonical
-        for rules in self.rules:
-            found = rules.refusal(name)
-            if found is not None:
-                return found
-        return None
+        try:
+            return self._verdicts[name]
+        except KeyError:
+            pass
+        found = next((r for rules in self.rules if (r := rules.refusal(name)) is not None),
+                     None)
+        self._verdicts[name] = found
+        return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,12 +161,25 @@ class EffectivePolicy:
     deny_sources: tuple[tuple[str, str], ...] = ()
     #: Each source's allowed MCP server hosts; a server must match every one.
     server_hosts: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    #: (who, capability): a tool with the capability gets requiresApproval.
+    #: (capability, who): a tool with the capability gets requiresApproval.
     approval: tuple[tuple[str, str], ...] = ()
     max_tools: Ceiling | None = None
     #: maxToolTokens: the least of the Actor's and every policy's, as max_tools.
     max_tool_tokens: Ceiling | None = None
     applied: tuple[AppliedPolicy, ...] = ()
+    #: Keys of this policy's tool rules and approval marks in ``ToolDef.memo``: a
+    #: ToolDef is shared by every Actor reaching it, so each verdict is computed
+    #: once per distinct rule set (``_token``), not once per Actor.
+    _tool_key: tuple[str, int] = field(default=("", 0), compare=False, hash=False,
+                                       repr=False)
+    _mark_key: tuple[str, int] = field(default=("", 0), compare=False, hash=False,
+                                       repr=False)
+
+    def __post_init__(self) -> None:
+        rules = (self.deny_capabilities, self.require_capabilities, self.deny_sources,
+                 self.server_hosts)
+        object.__setattr__(self, "_tool_key", ("policy-refusal", _token(rules)))
+        object.__setattr__(self, "_mark_key", ("policy-mark", _token(self.approval)))
 
     @property
     def filters_tools(self) -> bool:
@@ -147,6 +191,14 @@ class EffectivePolicy:
         MCP tool's server URL (None for a stdio server, or an unreadable URL)."""
         if not self.filters_tools:
             return None
+        memo = tool.memo
+        try:
+            found: Refusal | None = memo[self._tool_key]
+        except KeyError:
+            found = memo[self._tool_key] = self._tool_refusal(tool, host)
+        return found
+
+    def _tool_refusal(self, tool: ToolDef, host: str | None) -> Refusal | None:
         for source, who in self.deny_sources:
             if tool.source == source:
                 return _refusal(f"source {source} is denied", who, "sources.deny")
@@ -167,15 +219,35 @@ class EffectivePolicy:
 
     def approved(self, entry: Entry) -> Entry:
         """The entry with ``requiresApproval: true`` when a policy requires it."""
-        caps = entry.tool.capabilities
-        if not self.approval or caps.flag("requiresApproval"):
+        if not self.approval:
             return entry
-        for who, cap in self.approval:
+        tool = entry.tool
+        memo = tool.memo
+        try:
+            marked, at = memo[self._mark_key]
+        except KeyError:
+            marked, at = memo[self._mark_key] = self._mark(tool)
+        if marked is None:
+            return entry
+        return replace(entry, tool=marked, overrides=(
+            *entry.overrides, AppliedOverride(at, ("capabilities.requiresApproval",))))
+
+    def _mark(self, tool: ToolDef) -> tuple[ToolDef | None, str]:
+        caps = tool.capabilities
+        if caps.flag("requiresApproval"):
+            return None, ""
+        for cap, who in self.approval:
             if caps.flag(cap):
-                at = f"{who} requireApproval [{cap}]"
-                return replace(entry, tool=_with_approval(entry.tool), overrides=(
-                    *entry.overrides, AppliedOverride(at, ("capabilities.requiresApproval",))))
-        return entry
+                return _with_approval(tool), f"{who} requireApproval [{cap}]"
+        return None, ""
+
+
+_TOKENS: dict[Any, int] = {}
+
+
+def _token(rules: Any) -> int:
+    """A small number standing for a (hashable) rule set, the same for equal ones."""
+    return _TOKENS.setdefault(rules, len(_TOKENS) + 1)
 
 
 def _refusal(what: str, who: str, rule: str) -> Refusal:
@@ -218,7 +290,7 @@ def effective_policy(own: AccessPolicy, policies: Sequence[PolicyResource]) -> E
     require_caps: dict[str, str] = {}
     deny_sources: dict[str, str] = {}
     hosts: list[tuple[str, tuple[str, ...]]] = []
-    approval: dict[tuple[str, str], None] = {}
+    approval: dict[str, str] = {}
     ceiling: Ceiling | None = None
     tokens: Ceiling | None = None
     applied = []
@@ -237,7 +309,8 @@ def effective_policy(own: AccessPolicy, policies: Sequence[PolicyResource]) -> E
             deny_sources.setdefault(source, who)
         if spec.mcp_servers is not None:
             hosts.append((who, tuple(spec.mcp_servers.allow)))
-        approval.update(dict.fromkeys((who, cap) for cap in spec.require_approval))
+        for cap in spec.require_approval:
+            approval.setdefault(cap, who)
         ceiling = _least(ceiling, spec.max_tools, who)
         tokens = _least(tokens, spec.max_tool_tokens, who)
     globs.append(GlobRules(OWN, tuple(own.allow), tuple(own.deny)))
@@ -251,7 +324,7 @@ def effective_policy(own: AccessPolicy, policies: Sequence[PolicyResource]) -> E
         gate=SkillGate(tuple(globs)), deny_capabilities=tuple(deny_caps.items()),
         require_capabilities=tuple(require_caps.items()),
         deny_sources=tuple(deny_sources.items()), server_hosts=tuple(hosts),
-        approval=tuple(approval), max_tools=ceiling, max_tool_tokens=tokens,
+        approval=tuple(approval.items()), max_tools=ceiling, max_tool_tokens=tokens,
         applied=tuple(applied))
 
 

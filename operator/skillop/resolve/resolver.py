@@ -130,7 +130,7 @@ class Resolver:
         self._cyclic: set[ObjectRef] = set()
         self.flattener = Flattener(self.view, self._cyclic, self._subject_of)
         self._policy_memos: dict[SkillGate, dict[ObjectRef, Flat]] = {}
-        self._verdicts: dict[SkillGate, dict[ObjectRef, Refusal | None]] = {}
+        self._effective: dict[tuple[Any, ...], EffectivePolicy] = {}
         self._governing: dict[str, tuple[PolicyResource, ...]] = {}
         self._hosts: dict[tuple[ObjectRef, str], str | None] = {}
 
@@ -242,12 +242,21 @@ class Resolver:
                             disclosure=actor.spec.disclosure)
 
     def effective_policy(self, actor: ActorResource) -> EffectivePolicy:
-        """The Actor's own policy tightened by every policy governing its namespace."""
-        ns = actor.meta.namespace
-        governing = self._governing.get(ns)
-        if governing is None:
-            governing = self._governing[ns] = self.catalog.policies_for(ns)
-        return effective_policy(actor.spec.skill_access_policy, governing)
+        """The Actor's own policy tightened by every policy governing its namespace:
+        one object for every Actor of a namespace with the same own policy, so its
+        verdicts (per skill, per ToolDef) are shared."""
+        ns, own = actor.meta.namespace, actor.spec.skill_access_policy
+        # Every field of the own policy, whatever fields it has: a field left out
+        # would hand one Actor another's effective policy.
+        slot = (ns, *(tuple(v) if isinstance(v, list) else v
+                      for v in own.model_dump(mode="python").values()))
+        found = self._effective.get(slot)
+        if found is None:
+            governing = self._governing.get(ns)
+            if governing is None:
+                governing = self._governing[ns] = self.catalog.policies_for(ns)
+            found = self._effective[slot] = effective_policy(own, governing)
+        return found
 
     def _policy_problems(self, actor: ActorResource) -> list[Problem]:
         """``DependencyFailed`` for every invalid policy that may govern the Actor: a
@@ -261,12 +270,9 @@ class Resolver:
                 for (kind, ref), why in sorted(self.catalog.invalid.items())
                 if kind in POLICY_KINDS and ref.namespace in ("", ns)]
 
-    def _refusal(self, gate: SkillGate, ref: ObjectRef) -> Refusal | None:
-        """``gate.refusal(ref)``, once per gate and skill in this snapshot."""
-        verdicts = self._verdicts.setdefault(gate, {})
-        if ref not in verdicts:
-            verdicts[ref] = gate.refusal(ref)
-        return verdicts[ref]
+    @staticmethod
+    def _refusal(gate: SkillGate, ref: ObjectRef) -> Refusal | None:
+        return gate.refusal(ref)  # memoized by the gate
 
     def _host(self, entry: Entry) -> str | None:
         """The host of an MCP tool's server URL, for ``mcpServers.allow``."""

@@ -1,0 +1,175 @@
+"""SkillPolicy and ClusterSkillPolicy on a real API server: its schema refuses rules
+that cannot work, the chart's aggregated roles keep tenants (bound to ``edit``) from
+writing policies, and the operator applies a policy to exactly the Actors it
+selects, and takes it back when the policy is deleted."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from realkit import RealCluster, operator_process
+from skillkit import actor, anon, cluster_policy, skill, skill_policy
+
+import chartkit
+from clusterkit import wait_for
+from skillop.model.toolset import default_configmap_name
+
+pytestmark = pytest.mark.realapi
+
+GROUP, VERSION = "skillop.dev", "v1alpha1"
+
+
+def _namespace(real: RealCluster, name: str, **labels: str) -> None:
+    real.core.create_namespace({"apiVersion": "v1", "kind": "Namespace",
+                                "metadata": {"name": name, "labels": labels}})
+
+
+@pytest.fixture
+def two_namespaces(real: RealCluster, request: pytest.FixtureRequest,
+                   ) -> Iterator[tuple[str, str]]:
+    """(tenant, free): a namespace labelled tier=tenant and one not, for this test
+    only (a namespace deleted by the previous test may still be terminating)."""
+    tag = hashlib.sha256(request.node.name.encode()).hexdigest()[:6]
+    tenant, free = f"pol-{tag}-tenant", f"pol-{tag}-free"
+    _namespace(real, tenant, tier="tenant")
+    _namespace(real, free)
+    try:
+        yield tenant, free
+    finally:
+        real.delete_namespaces(tenant, free)
+
+
+def _status(real: RealCluster, kind: str, ns: str, name: str) -> dict[str, Any]:
+    return real.get(kind, ns, name).get("status") or {}
+
+
+def _tools(real: RealCluster, ns: str, name: str) -> tuple[str, list[str], str]:
+    """(resourceVersion, tool names, hash) of an Actor's ConfigMap."""
+    cm = real.configmap(ns, default_configmap_name(name))
+    assert cm is not None
+    doc = json.loads(cm.data["tools.json"])
+    return cm.metadata.resource_version, [t["name"] for t in doc["tools"]], doc["hash"]
+
+
+def test_a_cluster_policy_shrinks_exactly_the_selected_configmaps_and_its_deletion_restores(
+        real: RealCluster, two_namespaces: tuple[str, str]) -> None:
+    tenant, free = two_namespaces
+    tools = [anon("rm", capabilities={"writes": True, "destructive": True}),
+             anon("ls", capabilities={"readOnly": True})]
+    for ns in (tenant, free):
+        real.apply(skill("files", ns, anonymousTools=tools))
+        real.apply(actor("agent", ns, skills=["files"]))
+    with operator_process(real.plane, name="policies"):
+        for ns in (tenant, free):
+            real.wait_ready("Actor", ns, "agent", timeout=30)
+        tenant_before, free_before = _tools(real, tenant, "agent"), _tools(real, free, "agent")
+        assert tenant_before[1] == free_before[1] == ["ls", "rm"]
+
+        real.apply(cluster_policy("tenants", namespaceSelector={"matchLabels": {"tier": "tenant"}},
+                                  denyCapabilities=["destructive"]))
+        wait_for(lambda: _tools(real, tenant, "agent")[1] == ["ls"], timeout=30,
+                 message="the tenant Actor's ConfigMap lost rm")
+        ready = wait_for(lambda: next((c for c in _status(real, "ClusterSkillPolicy", "",
+                                                           "tenants").get("conditions", [])
+                                       if c["type"] == "Ready"), None), timeout=30)
+        assert ready["status"] == "True"
+        status = wait_for(lambda: (s := _status(real, "Actor", tenant, "agent")).get("policies")
+                          and s, timeout=30)
+        assert status["policies"] == [{"kind": "ClusterSkillPolicy", "name": "tenants",
+                                       "generation": 1}]
+        assert {"kind": "Tool", "name": "rm", "skill": f"{tenant}/files",
+                "policy": "ClusterSkillPolicy tenants", "rule": "denyCapabilities",
+                "reason": "has denied capability destructive (ClusterSkillPolicy tenants:"
+                          " denyCapabilities)"} in status["pruned"]
+        # The other namespace was never written: same ConfigMap, no policies in status.
+        assert _tools(real, free, "agent") == free_before
+        assert "policies" not in _status(real, "Actor", free, "agent")
+
+        real.delete("ClusterSkillPolicy", "", "tenants")
+        wait_for(lambda: _tools(real, tenant, "agent")[2] == tenant_before[2], timeout=30,
+                 message="the tenant Actor's tools restored")
+        assert _tools(real, tenant, "agent")[1] == ["ls", "rm"]
+        assert _tools(real, free, "agent") == free_before
+
+
+def _as_user(real: RealCluster, user: str) -> Any:
+    from kubernetes import client, config
+
+    api = config.new_client_from_config(config_file=str(real.plane.admin_kubeconfig))
+    api.set_default_header("Impersonate-User", user)
+    return client.CustomObjectsApi(api)
+
+
+def _status_code(call: Any) -> int:
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        call()
+    except ApiException as err:
+        return int(err.status)
+    return 201
+
+
+@pytest.fixture
+def aggregated_roles(real: RealCluster) -> Iterator[None]:
+    try:
+        chart = chartkit.load()
+    except Exception as err:  # helm-python-sdk missing or unusable on this platform
+        pytest.skip(f"helm_python cannot render the chart: {err}")
+    roles = [d for d in chartkit.objects(chart, {}) if d["kind"] == "ClusterRole"
+             and any(k.startswith("rbac.authorization.k8s.io/aggregate-to-")
+                     for k in d["metadata"].get("labels", {}))]
+    listing = json.dumps({"apiVersion": "v1", "kind": "List", "items": roles})
+    applied = real.kubectl("apply", "-f", "-", stdin=listing)
+    assert applied.returncode == 0, applied.stderr
+    try:
+        yield
+    finally:
+        real.kubectl("delete", "-f", "-", "--ignore-not-found", stdin=listing)
+
+
+def test_a_tenant_bound_to_edit_writes_skills_but_not_policies(
+        real: RealCluster, two_namespaces: tuple[str, str], aggregated_roles: None) -> None:
+    tenant = two_namespaces[0]
+    real.kubectl("create", "rolebinding", "alice-edit", "--clusterrole=edit", "--user=alice",
+                 f"--namespace={tenant}")
+    real.kubectl("create", "rolebinding", "bob-admin", "--clusterrole=admin", "--user=bob",
+                 f"--namespace={tenant}")
+    alice, bob = _as_user(real, "alice"), _as_user(real, "bob")
+    # The aggregation controller adds the chart's rules to edit: a Skill goes through.
+    wait_for(lambda: _status_code(lambda: alice.create_namespaced_custom_object(
+        GROUP, VERSION, tenant, "skills", skill("mine", tenant))) == 201, timeout=30,
+        message="edit aggregated the chart's skillop rules")
+    assert _status_code(lambda: alice.create_namespaced_custom_object(
+        GROUP, VERSION, tenant, "actors", actor("agent", tenant, skills=["mine"]))) == 201
+    assert _status_code(lambda: alice.create_namespaced_custom_object(
+        GROUP, VERSION, tenant, "skillpolicies", skill_policy("loose", tenant))) == 403
+    assert _status_code(lambda: alice.create_cluster_custom_object(
+        GROUP, VERSION, "clusterskillpolicies", cluster_policy("loose"))) == 403
+    # A namespace's admins may write its SkillPolicies; ClusterSkillPolicies stay
+    # cluster-admin's.
+    assert _status_code(lambda: bob.create_namespaced_custom_object(
+        GROUP, VERSION, tenant, "skillpolicies", skill_policy("floor", tenant,
+                                                              deny=["*/shell-*"]))) == 201
+    assert _status_code(lambda: bob.create_cluster_custom_object(
+        GROUP, VERSION, "clusterskillpolicies", cluster_policy("floor"))) == 403
+
+
+@pytest.mark.parametrize(("spec", "words"), [
+    ({"deny": ["shell-tools"]}, "can never match namespace/name"),
+    ({"mcpServers": {"allow": ["https://*.svc"]}}, "host glob is the host only"),
+    ({"denyCapabilities": ["dangerous"]}, "Unsupported value"),
+    ({"sources": {"deny": ["shell"]}}, "Unsupported value"),
+])
+def test_the_api_server_refuses_rules_that_cannot_work(real: RealCluster, spec: dict[str, Any],
+                                                       words: str) -> None:
+    from kubernetes.client.exceptions import ApiException
+
+    with pytest.raises(ApiException) as raised:
+        real.apply(cluster_policy("broken", **spec))
+    assert raised.value.status == 422
+    assert words in str(raised.value.body)
