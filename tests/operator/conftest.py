@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import sys
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
+from operatorkit import ROOT, Cluster, operator
+
+from kube_emulator import run_emulator
 
 # The operator reads its settings from the environment when it starts (as in a pod):
 # discovery may reach the loopback MCP servers of the tests, and only polls when a
@@ -17,29 +16,6 @@ import pytest
 os.environ.setdefault("SKILLOP_MCP_ALLOW", "127.0.0.1,*.svc,*.svc.cluster.local")
 os.environ.setdefault("SKILLOP_MCP_REFRESH_SECONDS", "600")
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT / "tests" / "mcp"))
-
-import clusterkit  # noqa: E402
-from kube_emulator import (  # noqa: E402
-    EmulatorHandle,
-    run_emulator,
-    run_operator,
-    wait_for,  # noqa: F401  (the tests import it from here)
-)
-
-
-class Cluster(clusterkit.Cluster):
-    """The emulated API: the shared helpers plus the emulator's write log."""
-
-    def __init__(self, handle: EmulatorHandle) -> None:
-        super().__init__(handle.api_client)
-        self.handle = handle
-        self.emulator = handle.emulator
-
-    def writes(self, since: int = 0) -> list[Any]:
-        return [w for w in self.emulator.filter_writes(since=since)]
 
 
 @pytest.fixture
@@ -47,14 +23,6 @@ def cluster() -> Iterator[Cluster]:
     os.environ.setdefault("SKILLOP_DEBOUNCE_SECONDS", "0.02")
     with run_emulator(sorted((ROOT / "crds").glob("*.yaml"))) as handle:
         yield Cluster(handle)
-
-
-@contextlib.contextmanager
-def operator() -> Iterator[Any]:
-    import skillop.operator  # noqa: F401  (registers the handlers in kopf's default registry)
-
-    with run_operator(module="skillop.operator", timeout=20) as runner:
-        yield runner
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import ROOT, Cluster
+from operatorkit import ROOT, Cluster
 
 SKILLOP = str(Path(sys.executable).with_name("skillop"))
 

@@ -17,8 +17,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import Cluster, operator, wait_for
 from mcp_servers import ServerHandle, make_tool
+from operatorkit import Cluster, operator, wait_for
 
 from skillop.model.toolset import TOOLS_KEY, default_configmap_name
 

@@ -8,28 +8,21 @@ with the synchronous kubernetes client.
 """
 import json
 import pathlib
-import sys
 import time
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from typing import Any, cast
 
+import _demo_operator as demo
 import kmock
 import kopf
 import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
 
-# tests/ holds the harness module; pytest (rootdir mode) only puts this folder on sys.path.
-_TESTS_DIR = str(pathlib.Path(__file__).resolve().parents[1])
-if _TESTS_DIR not in sys.path:
-    sys.path.insert(0, _TESTS_DIR)
-
-import _demo_operator as demo  # noqa: E402
-
-import kube_emulator  # noqa: E402
-from kube_emulator import EmulatorHandle, run_emulator, run_operator, wait_for, wait_until_quiet  # noqa: E402
+import kube_emulator
+from kube_emulator import EmulatorHandle, run_emulator, run_operator, wait_for, wait_until_quiet
 
 GROUP, VERSION = 'skillop.dev', 'v1alpha1'
 NS = 'team-a'

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, Cluster
+from operatorkit import ROOT, Cluster
 from replicas import Replica, emulator_process, free_port, holder, lease, wait_holder
 
 from kube_emulator import wait_for

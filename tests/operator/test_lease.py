@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import kmock
 import pytest
-from conftest import Cluster
+from operatorkit import Cluster
 
 from skillop.model.toolset import default_configmap_name
 from skillop.operator.kube import Kube, LeaseConflict, LeaseRecord, NotLeader

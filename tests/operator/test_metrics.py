@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, Cluster
 from mcp_servers import ServerHandle, make_tool
+from operatorkit import ROOT, Cluster
 from prometheus_client import CollectorRegistry
 from replicas import Replica, emulator_process, free_port, wait_holder
 

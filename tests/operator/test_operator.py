@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from conftest import ROOT, Cluster, operator, wait_for
+from operatorkit import ROOT, Cluster, operator, wait_for
 
 from skillop.cli.load import load_paths
 from skillop.model.names import ObjectRef

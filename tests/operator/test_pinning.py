@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import Cluster, wait_for
 from mcp_servers import ServerHandle, make_tool
+from operatorkit import Cluster, wait_for
 from test_discovery import NS, TIMEOUT, actor, skill
 
 from skillop.model.toolset import TOOLS_KEY, default_configmap_name

@@ -16,8 +16,8 @@ import json
 from collections import Counter
 from typing import Any
 
-from conftest import Cluster, wait_for
 from mcp_servers import ServerHandle, make_tool
+from operatorkit import Cluster, wait_for
 
 from skillop.model.toolset import TOOLS_KEY, default_configmap_name
 

@@ -6,9 +6,7 @@ Skipped, with the reason, when the binaries are not at hand (``KUBEBUILDER_ASSET
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from controlplane import (
@@ -19,11 +17,6 @@ from controlplane import (
     start_control_plane,
 )
 from realkit import ROOT, RealCluster
-
-# skillkit (tests/unit): the manifest builders every tier uses.
-_UNIT = str(Path(__file__).resolve().parents[1] / "unit")
-if _UNIT not in sys.path:
-    sys.path.insert(0, _UNIT)
 
 CRD_NAMES = ("tools.skillop.dev", "skills.skillop.dev", "actors.skillop.dev",
              "skillpolicies.skillop.dev", "clusterskillpolicies.skillop.dev")

@@ -8,16 +8,13 @@ from __future__ import annotations
 
 import math
 import sys
-from pathlib import Path
 
 import pytest
+from clirun import run
 from hypothesis import given
 from hypothesis import strategies as st
 
 from skillop.operator.settings import LeaseConfig, OperatorConfig, SettingsError
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
-from clirun import run
 
 #: Every variable read as a number of seconds, with its default.
 SECONDS = {

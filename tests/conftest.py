@@ -1,0 +1,15 @@
+"""What every tier shares: tests start from the settings' defaults.
+
+A ``SKILLOP_*`` variable exported in the shell that runs pytest would change
+what the operator, the gateway and the CLI under test do (an allow-list, a
+refresh period, a log level), so each is dropped before any tier's conftest
+sets its own (tests/operator/conftest.py sets the operator's). The helper kits
+are importable from every tier through pyproject's ``pythonpath``.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _name in [name for name in os.environ if name.startswith("SKILLOP_")]:
+    del os.environ[_name]
