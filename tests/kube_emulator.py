@@ -66,6 +66,9 @@ import kopf
 import kopf.testing
 import kubernetes
 import yaml
+# kmock exports its emulator but not the request model, the URL parser or the
+# renderer its handlers are written against; extending the emulator (PUT, status
+# subresources, watches with resourceVersion) needs them, and there is no public way.
 from kmock._internal import enums as kmock_enums
 from kmock._internal import parsing as kmock_parsing
 from kmock._internal import rendering as kmock_rendering
@@ -574,6 +577,8 @@ class Emulator(kmock.KubernetesEmulator):
         # Bypass KubernetesEmulator._handle(): it mutates state before any reaction is matched.
         # Here, state changes in the fallback handlers, so a test's own kmock reactions
         # (e.g. `emulator['patch', ...] << 500`) intercept requests without side effects.
+        # kmock offers no public hook between routing and its state changes, so the
+        # grandparent's _handle (routing and reactions only) is called directly.
         handle = super(kmock.KubernetesEmulator, self)._handle
         if request.resource is None or request.method.value.upper() not in _WRITE_METHODS:
             return await handle(request)

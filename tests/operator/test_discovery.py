@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import skillkit
 from mcp_servers import ServerHandle, make_tool
 from operatorkit import Cluster, operator, wait_for
 
@@ -33,14 +34,13 @@ def ns(running: Cluster) -> Iterator[Cluster]:
 
 
 def skill(name: str, *servers: dict[str, Any], **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "skillop.dev/v1alpha1", "kind": "Skill",
-            "metadata": {"name": name, "namespace": NS},
-            "spec": {"description": f"skill {name}", "mcpServers": list(servers), **spec}}
+    """A Skill of this test's namespace naming ``servers`` (skillkit's manifest)."""
+    return skillkit.skill(name, NS, description=f"skill {name}", mcpServers=list(servers),
+                          **spec)
 
 
 def actor(name: str, *skills: str) -> dict[str, Any]:
-    return {"apiVersion": "skillop.dev/v1alpha1", "kind": "Actor",
-            "metadata": {"name": name, "namespace": NS}, "spec": {"skills": list(skills)}}
+    return skillkit.actor(name, NS, skills=skills)
 
 
 def report(line: str) -> None:

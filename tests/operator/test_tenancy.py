@@ -16,6 +16,7 @@ import json
 from collections import Counter
 from typing import Any
 
+import skillkit
 from mcp_servers import ServerHandle, make_tool
 from operatorkit import Cluster, wait_for
 
@@ -40,14 +41,11 @@ def skill(ns: str, name: str, url: str, secret_name: str | None = None) -> dict[
                               "tools": [{"name": f"declared_{ns.replace('-', '_')}"}]}
     if secret_name is not None:
         server["headersFrom"] = {"secretRef": {"name": secret_name}}
-    return {"apiVersion": "skillop.dev/v1alpha1", "kind": "Skill",
-            "metadata": {"name": name, "namespace": ns},
-            "spec": {"description": "the shared gateway", "mcpServers": [server]}}
+    return skillkit.skill(name, ns, description="the shared gateway", mcpServers=[server])
 
 
 def actor(ns: str, name: str, *skills: str) -> dict[str, Any]:
-    return {"apiVersion": "skillop.dev/v1alpha1", "kind": "Actor",
-            "metadata": {"name": name, "namespace": ns}, "spec": {"skills": list(skills)}}
+    return skillkit.actor(name, ns, skills=skills)
 
 
 def cm_tools(cluster: Cluster, ns: str, actor_name: str) -> set[str] | None:

@@ -20,26 +20,20 @@ from typing import Any
 
 import aiohttp
 import kopf
+# kopf serves admission only from a running operator; to call skillop's webhook
+# handlers the way kopf's server does (same request parsing, same registry
+# lookup), the test drives kopf's own admission engine, which kopf does not
+# export: there is no public way to feed it one AdmissionReview.
 from kopf._cogs.structs import references
 from kopf._core.engines import admission, indexing
 from kopf._core.reactor import inventory
+from skillkit import actor, skill
 
-from skillop.model.names import GROUP_VERSION
 from skillop.operator import webhook
 from skillop.operator.settings import OperatorConfig
 from skillop.operator.store import Store
 
 NS = "team-a"
-
-
-def skill(name: str, **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": GROUP_VERSION, "kind": "Skill",
-            "metadata": {"name": name, "namespace": NS}, "spec": spec}
-
-
-def actor(name: str, **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": GROUP_VERSION, "kind": "Actor",
-            "metadata": {"name": name, "namespace": NS}, "spec": spec}
 
 
 def review_request(obj: dict[str, Any], *, operation: str = "CREATE",

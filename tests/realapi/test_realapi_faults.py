@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import skillkit
 from realkit import (
     SKILLOP,
     OperatorProcess,
@@ -33,7 +34,7 @@ from realkit import (
 )
 from skillkit import anon, skill
 
-from clusterkit import GROUP, VERSION, wait_for
+from clusterkit import wait_for
 
 pytestmark = pytest.mark.realapi
 
@@ -52,8 +53,7 @@ def tools_skill(name: str, *tools: str) -> dict[str, Any]:
 
 
 def actor(name: str, skills: list[str]) -> dict[str, Any]:
-    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Actor",
-            "metadata": {"name": name, "namespace": NS}, "spec": {"skills": skills}}
+    return skillkit.actor(name, NS, skills=skills)
 
 
 @contextlib.contextmanager

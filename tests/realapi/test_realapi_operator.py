@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import skillkit
 from controlplane import ControlPlane
 from realkit import (
     ROOT,
@@ -120,13 +121,11 @@ def skill(name: str, *, includes: tuple[str, ...] = (), description: str = "") -
         "capabilities": {"readOnly": True}}]}
     if includes:
         spec["includes"] = [{"skill": s} for s in includes]
-    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Skill",
-            "metadata": {"name": name, "namespace": CASCADE}, "spec": spec}
+    return skillkit.skill(name, CASCADE, **spec)
 
 
 def actor(name: str, skills: list[str]) -> dict[str, Any]:
-    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Actor",
-            "metadata": {"name": name, "namespace": CASCADE}, "spec": {"skills": skills}}
+    return skillkit.actor(name, CASCADE, skills=skills)
 
 
 def cascade_hashes(real: RealCluster) -> dict[str, tuple[str | None, str | None]]:

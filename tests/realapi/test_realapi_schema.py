@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 import pytest
+import skillkit
 from realkit import ROOT, RealCluster
 
 from skillop.model.crd import all_crds
@@ -45,13 +46,13 @@ def test_generated_crds_are_accepted_and_served_as_generated(real: RealCluster) 
 
 
 def skill(name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": "skillop.dev/v1alpha1", "kind": "Skill",
-            "metadata": {"name": name, "namespace": NS}, "spec": spec}
+    """A Skill with exactly ``spec`` (what the API server is asked to admit)."""
+    return {**skillkit.skill(name, NS), "spec": spec}
 
 
 def actor(name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": "skillop.dev/v1alpha1", "kind": "Actor",
-            "metadata": {"name": name, "namespace": NS}, "spec": spec}
+    """An Actor with exactly ``spec``."""
+    return {**skillkit.actor(name, NS), "spec": spec}
 
 
 URL = "http://mcp.tools.svc/mcp"

@@ -624,6 +624,8 @@ def test_webhook_matches_what_kopf_would_configure() -> None:
     resources = [Resource(API_GROUP, API_VERSION, plural, namespaced=True)
                  for plural in ("tools", "skills", "actors")]
     service = {"name": "skillop-webhook", "namespace": "skillop-system", "port": 443}
+    # kopf builds its webhook configuration from the registry's handlers, which it
+    # keeps private; there is no public accessor for them.
     built = build_webhooks(registry._webhooks.get_all_handlers(), resources=resources,
                            name_suffix="", client_config={"service": service})
 
@@ -983,6 +985,7 @@ def test_injection_webhook_matches_what_kopf_would_configure() -> None:
     registry = kopf.OperatorRegistry()
     register_injection(registry)
     service = {"name": "skillop-webhook", "namespace": "skillop-system", "port": 443}
+    # As above: kopf's registry exposes its webhook handlers only privately.
     (built,) = build_webhooks(registry._webhooks.get_all_handlers(),
                               resources=[Resource("", "v1", "pods", namespaced=True)],
                               name_suffix="", client_config={"service": service})

@@ -106,6 +106,8 @@ def test_lease_settings(monkeypatch: pytest.MonkeyPatch) -> None:
         LeaseConfig.from_env()
 
 
+# kopf's registry has no public list of its webhook handlers; the child process
+# reads the private one to show which were registered.
 IMPORT_THEN_REGISTER = """
 import kopf
 from skillop.operator import handlers
