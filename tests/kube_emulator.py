@@ -66,6 +66,7 @@ import kopf
 import kopf.testing
 import kubernetes
 import yaml
+
 # kmock exports its emulator but not the request model, the URL parser or the
 # renderer its handlers are written against; extending the emulator (PUT, status
 # subresources, watches with resourceVersion) needs them, and there is no public way.

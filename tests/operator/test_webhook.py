@@ -20,6 +20,7 @@ from typing import Any
 
 import aiohttp
 import kopf
+
 # kopf serves admission only from a running operator; to call skillop's webhook
 # handlers the way kopf's server does (same request parsing, same registry
 # lookup), the test drives kopf's own admission engine, which kopf does not
