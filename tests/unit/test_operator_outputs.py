@@ -18,7 +18,7 @@ from skillop.operator.outputs import (
     MANAGED_BY,
     ObservedConfigMap,
     Plan,
-    ServerState,
+    ServerReport,
     actor_plan,
     invalid_status,
     remembered,
@@ -273,7 +273,7 @@ def test_an_in_cluster_definition_change_is_one_event_not_two() -> None:
 
 
 # -- skills ---------------------------------------------------------------------
-def _skill_plan(docs: list[Doc], servers: list[ServerState], *, old_status: Doc | None = None,
+def _skill_plan(docs: list[Doc], servers: list[ServerReport], *, old_status: Doc | None = None,
                 now: str = T0) -> Plan:
     cat = catalog(docs)
     resolution = Resolver(cat).resolve_skill(ref("team-a/docker"))
@@ -290,8 +290,8 @@ def _docker() -> list[Doc]:
 
 
 def test_skill_plan_reports_a_failing_server() -> None:
-    failing = ServerState("docker", 2, error="connection refused", url=URL,
-                          extra={"reason": "Unreachable"})
+    failing = ServerReport.listed("docker", 2, error="connection refused", url=URL,
+                                  reason="Unreachable")
     plan = _skill_plan(_docker(), [failing])
     status = plan.status
     assert status is not None and plan.configmap is None
@@ -307,13 +307,13 @@ def test_skill_plan_reports_a_failing_server() -> None:
 
 
 def test_skill_plan_default_reason_recovery_and_no_rewrite() -> None:
-    failing = ServerState("docker", 2, error="timed out", url=URL)
+    failing = ServerReport.listed("docker", 2, error="timed out", url=URL)
     first = _skill_plan(_docker(), [failing])
     assert first.status is not None
     assert _cond(first.status, "Discovered")["reason"] == "DiscoveryFailed"
     old = json.loads(json.dumps(first.status))
     assert _skill_plan(_docker(), [failing], old_status=old, now=T1) == Plan()
-    ok = ServerState("docker", 2, last_sync=T1, url=URL)
+    ok = ServerReport.listed("docker", 2, last_sync=T1, url=URL)
     healed = _skill_plan(_docker(), [ok], old_status=old, now=T1)
     assert healed.status is not None
     found = _cond(healed.status, "Discovered")
@@ -327,10 +327,28 @@ def test_skill_plan_default_reason_recovery_and_no_rewrite() -> None:
 def test_skill_plan_without_url_servers_has_no_discovered_condition() -> None:
     docs = [skill("docker", mcpServers=[{"name": "local", "command": ["docker-mcp"],
                                          "tools": [anon("build")]}])]
-    plan = _skill_plan(docs, [ServerState("local", 1)])
+    (local,) = catalog(docs).skills[ref("team-a/docker")].spec.mcp_servers
+    plan = _skill_plan(docs, [ServerReport.declared(local)])
     assert plan.status is not None
     assert [c["type"] for c in plan.status["conditions"]] == ["Ready", "ResolvedRefs"]
     assert plan.status["mcpServers"] == [{"name": "local", "toolCount": 1}]
+
+
+def test_a_recorded_status_is_read_back_through_its_model() -> None:
+    """What discovery reads back (lastSync, toolsDigest, pinnedDigests) comes through
+    McpServerStatus; an entry that no longer parses counts as nothing recorded."""
+    from skillop.model.status import recorded_servers
+
+    written = _skill_plan(_docker(), [ServerReport.listed(
+        "docker", 2, last_sync=T1, url=URL, tools_digest="sha256:1",
+        pinned={"build": "sha256:2"})]).status
+    assert written is not None
+    (server,) = recorded_servers(written).values()
+    assert (server.last_sync, server.tools_digest, server.pinned_digests) == (
+        T1, "sha256:1", {"build": "sha256:2"})
+    edited = {"mcpServers": [{"name": "docker", "toolCount": "many"}, "junk",
+                             {"name": "other", "toolCount": 1}]}
+    assert list(recorded_servers(edited)) == ["other"]
 
 
 def test_copies_are_not_shared_between_plans() -> None:
@@ -354,9 +372,9 @@ def test_every_status_planned_is_its_status_model() -> None:
     cat = catalog([skill("s", builtins=["git_operations"])])
     resolution = Resolver(cat).resolve_skill(ref("team-a/s"))
     assert resolution is not None
-    servers = [ServerState("m", 1, last_sync=T0, url=URL, error="x" * 10_000,
-                           pinned={"t": "sha256:0"}, violations=("t changed",),
-                           tools_digest="sha256:1")]
+    servers = [ServerReport.listed("m", 1, last_sync=T0, url=URL, error="x" * 10_000,
+                                   pinned={"t": "sha256:0"}, violations=("t changed",),
+                                   tools_digest="sha256:1")]
     status = skill_plan(cat.skills[ref("team-a/s")], resolution, old_status={},
                         servers=servers, now=T0).status
     assert status is not None

@@ -13,9 +13,10 @@ Conditions follow ``metav1.Condition`` (KEP-1623): ``Ready`` is always present,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 from pydantic.alias_generators import to_camel
 
 MAX_STATUS_TOOLS = 256
@@ -139,6 +140,21 @@ class McpServerStatus(StatusModel):
     """sha256 of the server's current tool list (lastSync moves only when it changes)."""
     pinned_digests: dict[Short, Short] | None = Field(default=None, max_length=1024)
     """With pin: true, the accepted definition digest of each tool, by tool name."""
+
+
+def recorded_servers(status: Mapping[str, Any]) -> dict[str, McpServerStatus]:
+    """A Skill status's ``mcpServers`` as it was written, by name. An entry that no
+    longer parses (written by another version, or edited by hand) is skipped: it
+    is then as if nothing had been recorded for that server."""
+    out: dict[str, McpServerStatus] = {}
+    entries = status.get("mcpServers")
+    for entry in entries if isinstance(entries, list) else ():
+        try:
+            server = McpServerStatus.model_validate(entry)
+        except ValidationError:
+            continue
+        out.setdefault(server.name, server)
+    return out
 
 
 class CommonStatus(StatusModel):

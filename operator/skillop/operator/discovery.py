@@ -34,9 +34,10 @@ from skillop.model.manifest import ActorResource, Resource, SkillResource, parse
 from skillop.model.names import ObjectRef
 from skillop.model.serverkeys import CaSource, ServerKey
 from skillop.model.specs import McpServer, SkillSpec
+from skillop.model.status import recorded_servers
 from skillop.operator import pinning
 from skillop.operator.deps import Key, key, server_dep
-from skillop.operator.outputs import ServerState
+from skillop.operator.outputs import ServerReport
 from skillop.operator.runtime import Reconciler
 from skillop.operator.settings import OperatorConfig
 from skillop.operator.store import Store
@@ -102,20 +103,20 @@ class Discovery:
         self.connections = 0
 
     # -- what the reconciler asks ------------------------------------------------
-    def states(self, skill: SkillResource) -> list[ServerState]:
+    def states(self, skill: SkillResource) -> list[ServerReport]:
         out = []
         for server in skill.spec.mcp_servers:
             server_key = server.discovery_key(skill.meta.namespace)
             watch = self.servers.get(server_key) if server_key is not None else None
             if watch is None or server.url is None:
-                out.append(ServerState(server.name, len(server.tools)))
+                out.append(ServerReport.declared(server))
                 continue
             count = watch.tool_count if watch.tool_count is not None else len(server.tools)
             pinned, broken = self._pin_state(skill.ref, server)
-            out.append(ServerState(server.name, count, watch.last_sync, watch.error, server.url,
-                                   {"reason": watch.reason} if watch.reason else {},
-                                   pinned=pinned, violations=broken,
-                                   tools_digest=watch.tools_digest))
+            out.append(ServerReport.listed(
+                server.name, count, url=server.url, error=watch.error,
+                last_sync=watch.last_sync, tools_digest=watch.tools_digest, pinned=pinned,
+                reason=watch.reason, violations=broken))
         return out
 
     def _pin_state(self, ref: ObjectRef, server: McpServer,
@@ -266,11 +267,8 @@ class Discovery:
 
     def _recorded_sync(self, ref: ObjectRef, server: str) -> tuple[str | None, str | None]:
         """lastSync and toolsDigest as the Skill's status last recorded them."""
-        status = self.store.statuses.get(key("Skill", ref), {})
-        for entry in status.get("mcpServers") or []:
-            if entry.get("name") == server:
-                return entry.get("lastSync"), entry.get("toolsDigest")
-        return None, None
+        recorded = recorded_servers(self.store.statuses.get(key("Skill", ref), {})).get(server)
+        return (None, None) if recorded is None else (recorded.last_sync, recorded.tools_digest)
 
     async def _headers(self, watch: ServerWatch) -> dict[str, str]:
         if watch.secret is None:
@@ -413,11 +411,9 @@ class Discovery:
         return changed
 
     def _recorded_digests(self, ref: ObjectRef, server: str) -> dict[str, str] | None:
-        status = self.store.statuses.get(key("Skill", ref), {})
-        for entry in status.get("mcpServers") or []:
-            if entry.get("name") == server and isinstance(entry.get("pinnedDigests"), dict):
-                return dict(entry["pinnedDigests"])
-        return None
+        recorded = recorded_servers(self.store.statuses.get(key("Skill", ref), {})).get(server)
+        return None if recorded is None or recorded.pinned_digests is None \
+            else dict(recorded.pinned_digests)
 
     def _failure(self, watch: ServerWatch, reason: str, message: str) -> None:
         watch.watched = False

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from skillop.model import problems as P
@@ -21,6 +21,7 @@ from skillop.model.canonical import json_digest
 from skillop.model.manifest import ActorResource, SkillResource
 from skillop.model.names import ACTOR_LABEL, API_GROUP, GROUP_VERSION
 from skillop.model.problems import Problem
+from skillop.model.specs import McpServer
 from skillop.model.status import (
     MAX_MESSAGE,
     MAX_POLICIES,
@@ -378,39 +379,52 @@ def _events(old_status: Mapping[str, Any], resolution: Resolution) -> list[Event
 
 # -- skills ---------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
-class ServerState:
-    """Discovery facts about one MCP server of a skill."""
+class ServerReport:
+    """One MCP server of a skill: its status entry (the one shape of a server's
+    state, ``McpServerStatus``) and what discovery knows besides, for the
+    Discovered and Pinned conditions."""
 
-    name: str
-    tool_count: int
-    last_sync: str | None = None
-    error: str | None = None
-    url: str | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
-    #: Pinned servers: accepted digest by tool, and what the server now violates.
-    pinned: Mapping[str, str] | None = None
+    status: McpServerStatus
+    #: Why the last listing failed, as a condition reason (``error`` says it in words).
+    reason: str | None = None
+    #: Pinned servers: what the server now serves that is not accepted.
     violations: tuple[str, ...] = ()
-    tools_digest: str | None = None
+
+    @classmethod
+    def listed(cls, name: str, tool_count: int, *, url: str, error: str | None = None,
+               last_sync: str | None = None, tools_digest: str | None = None,
+               pinned: Mapping[str, str] | None = None, reason: str | None = None,
+               violations: tuple[str, ...] = ()) -> ServerReport:
+        """A server discovery lists; ``error`` is cut to what the status may hold."""
+        return cls(McpServerStatus(
+            name=name, tool_count=tool_count, last_sync=last_sync, url=url,
+            error=clip(error) if error is not None else None, tools_digest=tools_digest,
+            pinned_digests=dict(pinned) if pinned is not None else None), reason, violations)
+
+    @classmethod
+    def declared(cls, server: McpServer) -> ServerReport:
+        """A server not being discovered: its declared tools, nothing else known."""
+        return cls(McpServerStatus(name=server.name, tool_count=len(server.tools)))
 
 
 def skill_plan(skill: SkillResource, resolution: Resolution, *, old_status: Mapping[str, Any],
-               servers: Sequence[ServerState], now: str) -> Plan:
+               servers: Sequence[ServerReport], now: str) -> Plan:
     gen = skill.meta.generation
     old_conditions = old_status.get("conditions") or []
     problems = list(resolution.problems)
     conditions = common_conditions(
         problems, generation=gen, old=old_conditions, now=now,
         ready_message=f"{len(resolution.tools)} tools from {len(resolution.skills)} skills")
-    failing = [s for s in servers if s.error]
-    if any(s.url for s in servers):
+    failing = [s for s in servers if s.status.error]
+    if any(s.status.url for s in servers):
         conditions.append(condition(
-            "Discovered", not failing, failing[0].extra.get("reason", "DiscoveryFailed")
+            "Discovered", not failing, failing[0].reason or "DiscoveryFailed"
             if failing else "Discovered",
-            "; ".join(f"{s.name}: {s.error}" for s in failing) if failing
+            "; ".join(f"{s.status.name}: {s.status.error}" for s in failing) if failing
             else "all MCP servers listed", generation=gen, old=old_conditions, now=now))
-    pinned = [s for s in servers if s.pinned is not None]
+    pinned = [s for s in servers if s.status.pinned_digests is not None]
     if pinned:
-        broken = [f"{s.name}: {v}" for s in pinned for v in s.violations]
+        broken = [f"{s.status.name}: {v}" for s in pinned for v in s.violations]
         conditions.append(condition(
             "Pinned", not broken, "PinViolation" if broken else "Accepted",
             "; ".join(broken[:10]) + (f"; ... and {len(broken) - 10} more"
@@ -426,13 +440,7 @@ def skill_plan(skill: SkillResource, resolution: Resolution, *, old_status: Mapp
         tools=_status_tools(resolution),
         skills=[s.canonical for s in resolution.skills],
         warnings=_warnings(resolution.warnings),
-        mcp_servers=[
-            McpServerStatus(name=s.name, tool_count=s.tool_count, last_sync=s.last_sync,
-                            error=clip(s.error) if s.error is not None else None, url=s.url,
-                            tools_digest=s.tools_digest,
-                            pinned_digests=dict(s.pinned) if s.pinned is not None else None)
-            for s in servers
-        ],
+        mcp_servers=[s.status for s in servers],
     ).wire()
     same = _same(remembered("Skill", old_status), remembered("Skill", status))
     return Plan(None if same else status)

@@ -41,7 +41,7 @@ from skillop.operator.metrics import Metrics
 from skillop.operator.outputs import (
     EventSpec,
     Plan,
-    ServerState,
+    ServerReport,
     actor_plan,
     invalid_status,
     policy_status,
@@ -83,7 +83,7 @@ def utcnow() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-ServerStates = Callable[[SkillResource], Sequence[ServerState]]
+ServerStates = Callable[[SkillResource], Sequence[ServerReport]]
 ActorWarnings = Callable[[ActorResource, Sequence[ObjectRef]], Sequence[str]]
 
 
@@ -430,5 +430,5 @@ class _StatusWrite:
 Staged = _StatusWrite | Key | None
 
 
-def _declared_states(skill: SkillResource) -> list[ServerState]:
-    return [ServerState(s.name, len(s.tools)) for s in skill.spec.mcp_servers]
+def _declared_states(skill: SkillResource) -> list[ServerReport]:
+    return [ServerReport.declared(s) for s in skill.spec.mcp_servers]
