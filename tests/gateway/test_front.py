@@ -98,3 +98,38 @@ def test_any_request_is_answered_for_its_id_or_handed_on_unchanged(request: dict
 def test_any_bytes_are_answered_or_handed_on_unchanged(body: bytes) -> None:
     sent, handed = _exchange(body)
     assert handed == body or json.loads(sent[1]["body"])["jsonrpc"] == "2.0"
+
+
+def _after_404(body: bytes) -> bool:
+    """Whether the session is still known after the SDK answered a request in it
+    with HTTP 404 and ``body``."""
+    sessions = Sessions()
+    sessions.add(SESSION, Client(session=None, can_elicit=False,  # type: ignore[arg-type]
+                                 last_seen=0.0))
+
+    async def sdk(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 404, "headers": []})
+        await send({"type": "http.response.body", "body": body})
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        return None
+
+    scope = {"type": "http", "method": "GET", "path": "/mcp",
+             "headers": [(b"mcp-session-id", SESSION.encode())]}
+    anyio.run(Front(sdk, sessions, Answerer(), host="127.0.0.1"), scope, receive, send)
+    return sessions.get(SESSION) is not None
+
+
+def test_a_session_is_forgotten_only_on_the_sdks_session_unknown_404() -> None:
+    # The SDK's own bodies: its session manager's and its transport's, then a
+    # 2026-07-28-era request's "Method not found" (with the request's id).
+    unknown = [b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Session not found"}}',
+               b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,'
+               b'"message":"Not Found: Session has been terminated"}}']
+    assert not any(_after_404(body) for body in unknown)
+    assert _after_404(b'{"jsonrpc":"2.0","id":3,"error":{"code":-32601,'
+                      b'"message":"Method not found","data":"bogus/method"}}')
+    assert _after_404(b"Not Found")

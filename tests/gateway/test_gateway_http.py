@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, suppress
 from pathlib import Path
 from typing import Any
 
@@ -618,3 +618,78 @@ def test_after_list_changed_calls_wait_for_the_new_listing(
     assert right_after.is_error, "a call went through on the old listing"
     assert "definition changed since it was resolved" in text_of(right_after)
     assert [name for name, _ in upstream.calls] == ["echo"]
+def test_a_call_that_reached_the_upstream_is_audited_however_it_ends(mounts: Mounts) -> None:
+    """An approved call the client cancels (notifications/cancelled) once the upstream
+    has it, and a call in flight when the gateway shuts down: both ran upstream, so
+    both have their audit line."""
+    async def elicit(ctx: ClientRequestContext,
+                     params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    async def started(srv: ServerHandle, count: int) -> None:
+        with anyio.fail_after(10):
+            while len(srv.calls) < count:
+                await anyio.sleep(0.02)
+
+    async def cancelled(srv: ServerHandle) -> None:
+        async with agent(gw.url, elicitation=elicit) as session:
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(session.call_tool, "guarded", {"target": "prod"})
+                await started(srv, 1)
+                tasks.cancel_scope.cancel()  # the SDK client sends notifications/cancelled
+            await anyio.sleep(0.5)  # the session stays open: this is no disconnect
+
+    async def shut_down(srv: ServerHandle) -> None:
+        async with agent(gw.url) as session, anyio.create_task_group() as tasks:
+            async def call() -> None:
+                with suppress(Exception):
+                    await session.call_tool("echo", {})
+            tasks.start_soon(call)
+            await started(srv, 2)
+            await anyio.to_thread.run_sync(gw.stop)
+            tasks.cancel_scope.cancel()
+
+    with ServerHandle(tools=[make_tool(n) for n in ("echo", "slow", "guarded")],
+                      call_delay=3) as srv:
+        mounts.toolset(_docs(srv.url))
+        with mounts.gateway() as gw:
+            _run(lambda: cancelled(srv))
+            first = gw.wait_audit(1, timeout=5)
+            _run(lambda: shut_down(srv))
+            audit = gw.audit()
+    assert [a["bindingName"] for a in first] == ["guarded"]
+    assert [(a["bindingName"], a["outcome"]) for a in audit] == [("guarded", "error"),
+                                                                 ("echo", "error")]
+    assert all("cancelled before it completed" in a["reason"] for a in audit)
+
+
+def test_the_approval_prompt_shows_every_argument_whole_or_the_call_is_refused(
+        upstream: ServerHandle, mounts: Mounts) -> None:
+    """A long first argument used to push the rest out of the prompt (cut at 1,000
+    characters): the person approved `rm -rf` without seeing it."""
+    mounts.toolset(_docs(upstream.url))
+    asked: list[str] = []
+
+    async def elicit(ctx: ClientRequestContext,
+                     params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    shown = {"aaa_context": "x" * 1100, "cmd": "rm -rf /srv/important",
+             "note": "safe\u202eelif"}  # a right-to-left override would reorder the line
+    hidden = {"aaa_context": "x" * 5000, "cmd": "rm -rf /srv/important"}
+
+    async def calls() -> list[types.CallToolResult]:
+        async with agent(gw.url, elicitation=elicit) as session:
+            return [await session.call_tool("guarded", arguments)
+                    for arguments in (shown, hidden)]
+
+    with mounts.gateway() as gw:
+        approved, refused = _run(calls)
+    assert len(asked) == 1
+    prompt = asked[0]
+    assert '"cmd": "rm -rf /srv/important"' in prompt and "x" * 1100 in prompt
+    assert "\u202e" not in prompt and '"note": "safe\\u202eelif"' in prompt
+    assert not approved.is_error
+    assert refused.is_error and "too long to be shown for approval" in text_of(refused)
+    assert [args for _, args in upstream.calls] == [shown]

@@ -133,3 +133,75 @@ def test_the_gateway_drops_the_sdks_tracing_middleware_and_keeps_any_other(
     gateway = Gateway(Options(toolset_dir=tmp_path, secrets_dir=tmp_path, allow=()))
     kept = [m for m in gateway.server.middleware if not isinstance(m, RequestStateBoundary)]
     assert kept == [other]  # the gateway's own (the approval state's seal) aside
+#: As many half-sent requests as the audit held open.
+N_HALF_SENT = 200
+_MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+def test_only_a_404_that_means_session_unknown_forgets_a_session(
+        tmp_path: Path, upstream: ServerHandle) -> None:
+    """A 2026-07-28-era request in a live session is answered 404 "Method not found"
+    by the SDK: the session is still open, and stays known (its calls keep the fast
+    path and it is still told list_changed)."""
+    async def main() -> tuple[int, int, int, int]:
+        async with serving(tmp_path, upstream) as gateway:
+            assert gateway.url is not None
+            async with agent(gateway.url) as session, httpx2.AsyncClient(timeout=10) as http:
+                await session.call_tool("echo", {})
+                await _settled(gateway, 1)
+                [(key, _)] = gateway.sessions.items()
+                modern = await http.post(gateway.url, headers={
+                    "accept": "application/json, text/event-stream",
+                    "content-type": "application/json", "mcp-session-id": key,
+                    "mcp-protocol-version": "2026-07-28", "mcp-method": "bogus/method"},
+                    json={"jsonrpc": "2.0", "id": 7, "method": "bogus/method",
+                          "params": {"_meta": _MODERN_META}})
+                kept = gateway.connected_clients
+                await session.call_tool("echo", {})
+                after = await _settled(gateway, 1)
+        return modern.status_code, modern.json()["error"]["code"], kept, after
+
+    assert anyio.run(main) == (404, types.METHOD_NOT_FOUND, 1, 1)
+
+
+def test_half_sent_requests_are_answered_408_and_closed(
+        tmp_path: Path, upstream: ServerHandle) -> None:
+    """200 clients that send half their headers, or headers and half the announced
+    body, hold nothing for longer than the request timeout; a whole request on
+    the same gateway is served meanwhile."""
+    partial = [b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: appl",
+               b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-length: 100\r\n"
+               b"content-type: application/json\r\n\r\n{\"jsonrpc\":"]
+
+    async def held(port: int, start: bytes) -> bytes:
+        stream = await anyio.connect_tcp("127.0.0.1", port)
+        async with stream:
+            await stream.send(start)
+            answer = b""
+            with anyio.fail_after(5):
+                while True:
+                    try:
+                        answer += await stream.receive()
+                    except (anyio.EndOfStream, anyio.BrokenResourceError):
+                        return answer
+
+    async def main() -> tuple[list[bytes], bool]:
+        answers: list[bytes] = []
+        async with serving(tmp_path, upstream, request_timeout=0.5) as gateway:
+            assert gateway.url is not None
+            port = int(gateway.url.rsplit(":", 1)[1].split("/")[0])
+
+            async def one(start: bytes) -> None:
+                answers.append(await held(port, start))
+
+            async with anyio.create_task_group() as tasks:
+                for i in range(N_HALF_SENT):
+                    tasks.start_soon(one, partial[i % 2])
+                async with agent(gateway.url) as session:
+                    served = not (await session.call_tool("echo", {})).is_error
+        return answers, served
+
+    answers, served = anyio.run(main)
+    assert served and len(answers) == N_HALF_SENT
+    assert all(a.startswith(b"HTTP/1.1 408 ") for a in answers)

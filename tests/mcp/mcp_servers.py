@@ -508,6 +508,19 @@ class SilentServer:
         self._thread.start()
         return self
 
+    def open_connections(self) -> int:
+        """How many accepted connections the client has not closed (yet)."""
+        still = 0
+        for conn in list(self._conns):
+            try:
+                while conn.recv(65536, socket.MSG_DONTWAIT):
+                    pass  # what the client sent, never answered
+            except BlockingIOError:
+                still += 1  # nothing more to read, and not closed
+            except OSError:
+                pass
+        return still
+
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join(timeout=5)

@@ -35,7 +35,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                       help="serve MCP on stdin/stdout instead (audit lines go to stderr)")
     p.add_argument(env.MCP_ALLOW.flag or "", action="append", metavar="HOST_GLOB",
                    help=_help(env.MCP_ALLOW) + "; repeat for more")
-    for seconds in (env.GATEWAY_POLL, env.GATEWAY_TIMEOUT, env.GATEWAY_RELIST_INTERVAL):
+    for seconds in (env.GATEWAY_POLL, env.GATEWAY_TIMEOUT, env.GATEWAY_RELIST_INTERVAL,
+                    env.GATEWAY_REQUEST_TIMEOUT):
         p.add_argument(seconds.flag or "", type=_positive, metavar="SECONDS",
                        help=_help(seconds))
 
@@ -68,6 +69,8 @@ def gateway_command(args: argparse.Namespace) -> int:
                              else args.default_timeout),
             relist_interval=(env.GATEWAY_RELIST_INTERVAL.read() if args.relist_interval is None
                              else args.relist_interval),
+            request_timeout=(env.GATEWAY_REQUEST_TIMEOUT.read() if args.request_timeout is None
+                             else args.request_timeout),
             configmaps_dir=Path(args.configmaps_dir or env.CONFIGMAPS_DIR.read()),
             ca_file=Path(ca_file) if ca_file else None)
         if not args.stdio:

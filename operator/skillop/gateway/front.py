@@ -27,7 +27,9 @@ Sessions are the gateway's (``Sessions``): registered when the client sends
 ``notifications/initialized`` (the front holds the SDK's 202 until the handler
 has registered it, so the client's first call already finds its session known),
 forgotten when the client ends them (DELETE), when the SDK no longer knows them
-(404), or when idle for ``idle_timeout``; then
+(a 404 whose JSON-RPC error says so: not any 404, such as "Method not found" for
+a request of another protocol era in a live session), or when idle for
+``idle_timeout``; then
 the front ends the SDK's session too, with a DELETE of its own, so that both
 agree on what is open. (The SDK's own idle timer cannot see requests the front
 answered, so it is off.)
@@ -42,6 +44,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
+import mcp_types as types
 from mcp.server.session import ServerSession
 from mcp.server.streamable_http import check_accept_headers
 from mcp.server.transport_security import (
@@ -178,16 +181,33 @@ class Front:
             return
         client = self._sessions.get(session_id) if session_id is not None else None
         if session_id is None:
-            status = await _run(self._inner, scope, receive, send)
-        else:
-            self._sessions.begin(session_id)
-            try:
-                status = await self._serve(scope, receive, send, headers, client)
-            finally:
-                self._sessions.end(session_id, time.monotonic())
-        if session_id is not None and (status == 404 or (
-                scope["method"] == "DELETE" and status is not None and status < 300)):
+            await self._opening(scope, receive, send)
+            return
+        answer = _Watched(send)
+        self._sessions.begin(session_id)
+        try:
+            status = await self._serve(scope, receive, answer.send, headers, client)
+        finally:
+            self._sessions.end(session_id, time.monotonic())
+        if answer.session_unknown() or (
+                scope["method"] == "DELETE" and status is not None and status < 300):
             self._sessions.forget(session_id)
+
+    async def _opening(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A request without a session (``initialize``): to the SDK, a POST only once
+        its body is in whole. A client that stops sending is cut off by the request
+        deadline (``deadline``); the SDK, which opens a session for every such POST
+        before reading it, never sees it."""
+        if scope["method"] == "POST":
+            try:
+                body = await _body(receive, self._max_body)
+            except _Disconnected:
+                return
+            except _TooLarge:
+                await _plain(send, 413, b"Request body too large")
+                return
+            receive = _replay(body, receive)
+        await _run(self._inner, scope, receive, send)
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send,
                      headers: dict[str, str], client: Client | None) -> int | None:
@@ -291,6 +311,38 @@ class Front:
             return None
 
         await self._inner(scope, receive, discard)
+
+
+class _Watched:
+    """A request's answer as it is sent, kept where it may say "session unknown"."""
+
+    _MAX_KEPT: Final = 4096
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self._status: int | None = None
+        self._body = b""
+
+    async def send(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self._status = message["status"]
+        elif self._status == 404 and len(self._body) < self._MAX_KEPT:
+            self._body += message.get("body", b"")[: self._MAX_KEPT]
+        await self._send(message)
+
+    def session_unknown(self) -> bool:
+        """Whether the SDK answered that it does not know the session: 404 with the
+        JSON-RPC error it uses for that (INVALID_REQUEST, no id). A 404 answering a
+        request (``Method not found`` has the request's id) leaves the session be."""
+        if self._status != 404:
+            return False
+        try:
+            body = json.loads(self._body)
+        except (ValueError, RecursionError):
+            return False
+        error = body.get("error") if isinstance(body, dict) else None
+        return (isinstance(error, dict) and body.get("id") is None
+                and error.get("code") == types.INVALID_REQUEST)
 
 
 #: How long the answer to ``notifications/initialized`` waits for the session to be

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import sys
 import time
@@ -82,11 +83,17 @@ from skillop.model.toolset import CALL_TOOL, SEARCH_TOOL, TOOLS_KEY
 from skillop.sources.egress import EgressGuard
 from skillop.sources.mcp_discovery import one_line
 
-_MAX_SHOWN_ARGUMENTS = 1000
 #: What a client that cannot be asked is told when a call needs approval.
 _NOBODY: Final = approval.Nobody(
     "the tool requires approval (requiresApproval) and this client does not support MCP"
     " elicitation, so nobody can be asked")
+#: An approval prompt shows each argument whole; longer ones cannot be approved.
+_MAX_SHOWN_VALUE: Final = 2000
+_MAX_PROMPT: Final = 8000
+#: Characters that would hide or reorder text in a prompt (controls, bidi
+#: overrides, zero-width): shown as ``\uXXXX``.
+_HIDDEN: Final = re.compile(r"[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f"
+                            r"\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +115,8 @@ class Options:
     #: The front answers one-shot requests itself (off: the SDK's server answers
     #: every request, the reference the fast path is tested against).
     fast_path: bool = True
+    #: Seconds a request has to arrive whole, headers and body (``--request-timeout``).
+    request_timeout: float = 10.0
 
 
 class _Refused(Exception):
@@ -204,6 +213,8 @@ class Gateway:
         """Streamable HTTP at ``http://host:port/mcp`` until cancelled."""
         import uvicorn
 
+        from skillop.gateway.deadline import deadline_protocol
+
         # Sessions expire by the front's clock: the SDK's cannot see what the front answers.
         app = self.server.streamable_http_app(host=host, session_idle_timeout=None)
         manager = self.server.session_manager
@@ -217,7 +228,8 @@ class Gateway:
         sock = _listener(host, port)
         actual = sock.getsockname()[1]
         config = uvicorn.Config(self._front, log_level="warning", access_log=False, lifespan="on",
-                                log_config=None, timeout_graceful_shutdown=1)
+                                log_config=None, timeout_graceful_shutdown=1,
+                                http=deadline_protocol(self.options.request_timeout))
         shown = f"[{host}]" if ":" in host else host
         self.url = f"http://{shown}:{actual}/mcp"
         _say(f"serving {len(self.served.tools)} tools of {self.served.actor or '(no set yet)'}"
@@ -493,11 +505,7 @@ class Gateway:
 
     async def _approve(self, approver: approval.Approver, served: ServedSet, tool: ServedTool,
                        arguments: dict[str, Any]) -> None:
-        shown = json.dumps(arguments, ensure_ascii=False, sort_keys=True)
-        if len(shown) > _MAX_SHOWN_ARGUMENTS:
-            shown = shown[:_MAX_SHOWN_ARGUMENTS] + "..."
-        message = (f"{served.actor or 'The agent'} asks to call {tool.binding_name}"
-                   f" with {shown}. Approve?")
+        message = _approval_prompt(served.actor or "The agent", tool.binding_name, arguments)
         verdict = await approver.decide(approval.Question(tool.binding_name, arguments,
                                                           message))
         if isinstance(verdict, approval.Pending):
@@ -542,6 +550,29 @@ def _shaped(method: str, version: str, result: types.Result) -> bytes:
     dumped = serialize_server_result(
         method, version, result.model_dump(by_alias=True, mode="json", exclude_none=True))
     return json.dumps(dumped, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _approval_prompt(actor: str, binding: str, arguments: dict[str, Any]) -> str:
+    """What a person is asked to approve: every argument, each whole, one a line
+    (keys sorted; characters that could hide text escaped). Arguments that cannot
+    all be shown whole are refused: nobody should approve what they cannot see."""
+    lines = []
+    for key in sorted(arguments):
+        value = _visible(json.dumps(arguments[key], ensure_ascii=False, sort_keys=True))
+        name = _visible(json.dumps(key, ensure_ascii=False))
+        if len(value) + len(name) > _MAX_SHOWN_VALUE:
+            raise _Refused(f"argument {one_line(name, 80)} is too long to be shown for"
+                           f" approval ({len(value)} characters; at most {_MAX_SHOWN_VALUE})")
+        lines.append(f"  {name}: {value}")
+    shown = "\n".join(lines) if lines else "  (no arguments)"
+    if len(shown) > _MAX_PROMPT:
+        raise _Refused(f"the arguments are too long to be shown for approval ({len(shown)}"
+                       f" characters; at most {_MAX_PROMPT})")
+    return f"{actor} asks to call {binding} with:\n{shown}\nApprove?"
+
+
+def _visible(text: str) -> str:
+    return _HIDDEN.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _error_result(text: str) -> types.CallToolResult:

@@ -296,6 +296,10 @@ GATEWAY_RELIST_INTERVAL = Setting(
     "how often, in seconds, every upstream's tools are listed again at least (a definition"
     " changed without `list_changed` is refused within it)", reader="gateway",
     flag="--relist-interval")
+GATEWAY_REQUEST_TIMEOUT = Setting(
+    "SKILLOP_GATEWAY_REQUEST_TIMEOUT", 10.0, seconds(),
+    "seconds an HTTP request has to arrive whole, headers and body (later: `408`, and"
+    " its connection closed)", reader="gateway", flag="--request-timeout")
 
 #: Every setting, in the docs' order.
 SETTINGS: Final[tuple[Setting[Any], ...]] = (
@@ -308,6 +312,7 @@ SETTINGS: Final[tuple[Setting[Any], ...]] = (
     # The gateway's own, then the operator's that it reads too.
     TOOLSET_DIR, SECRETS_DIR, CONFIGMAPS_DIR, GATEWAY_LISTEN, GATEWAY_POLL, GATEWAY_TIMEOUT,
     GATEWAY_RELIST_INTERVAL,
+    GATEWAY_REQUEST_TIMEOUT,
 )
 #: The operator's settings that the gateway reads as well (its ``--allow`` and
 #: ``--ca-file`` defaults).

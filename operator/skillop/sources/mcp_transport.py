@@ -235,7 +235,10 @@ class _FencedTransport(httpx2.AsyncBaseTransport):
         return response
 
     async def aclose(self) -> None:
-        await self._inner.aclose()
+        # Shielded: a session given up while it connects is closed by cancelling it,
+        # and its connections must close all the same (not wait for the collector).
+        with anyio.CancelScope(shield=True):
+            await self._inner.aclose()
 
 
 def http_client(
