@@ -15,7 +15,15 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from gatewaykit import Volume, echo_tool, stdio_agent, text_of, toolset_files
+from gatewaykit import (
+    GatewayProcess,
+    Volume,
+    call_once,
+    echo_tool,
+    stdio_agent,
+    text_of,
+    toolset_files,
+)
 from mcp.shared.exceptions import MCPError
 from mcp_servers import ServerHandle, make_tool
 from skillkit import actor, skill
@@ -119,3 +127,17 @@ ASKS_INPUT: dict[str, Any] = {"resultType": "input_required", "inputRequests": {
     "q": {"method": "elicitation/create", "params": {
         "mode": "form", "message": "Which one?",
         "requestedSchema": {"type": "object", "properties": {}}}}}}
+def test_a_stdio_upstreams_stderr_reaches_the_pods_log_redacted(tmp_path: Path) -> None:
+    """The HTTP gateway's stderr is the pod's log: a stdio upstream printing its
+    environment printed its Secret values there."""
+    tools_dir, secrets = Volume(tmp_path / "tools"), tmp_path / "secrets"
+    Volume(secrets / "local-token").write({"token": TOKEN})
+    with ServerHandle(tools=[make_tool("echo")]) as srv:
+        tools_dir.write(toolset_files(_docs(srv.url), ACTOR))
+        with GatewayProcess(tools_dir.root, secrets) as gw:
+            result = call_once(gw.url, "token_digest")
+            gw.wait_audit(1)
+            logs = gw.logs()
+    assert text_of(result) == hashlib.sha256(TOKEN.encode()).hexdigest()
+    assert "starting with TOKEN=[redacted]" in logs
+    assert TOKEN not in logs

@@ -42,6 +42,7 @@ from skillop.model.specbase import (
     field_rules,
     one_of,
 )
+from skillop.model.urls import normal_url
 
 JsonObject = dict[str, Any]
 ToolName = Annotated[str, StringConstraints(pattern=TOOL_NAME_PATTERN, max_length=128)]
@@ -416,9 +417,9 @@ class McpServer(SpecModel):
 
     @property
     def endpoint(self) -> str:
-        """What identifies the server: its URL, or its command line."""
+        """What identifies the server: its URL (RFC 3986 normal form), or its command line."""
         if self.url is not None:
-            return self.url
+            return normal_url(self.url)
         return " ".join([*(self.command or []), *self.args])
 
     def discovery_key(self, namespace: str) -> ServerKey | None:
@@ -432,7 +433,7 @@ class McpServer(SpecModel):
         secret = (ObjectRef(namespace, self.headers_from.secret_ref.name)
                   if self.headers_from is not None else None)
         ca = self.tls.source(namespace) if self.tls is not None else None
-        return ServerKey(self.url, secret, ca)
+        return ServerKey(normal_url(self.url), secret, ca)
 
 
 class ConfigMapKeyRef(SpecModel):
