@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import AfterValidator, Field, StringConstraints
 from pydantic_core import PydanticCustomError
@@ -27,9 +27,10 @@ from skillop.model.capabilities import BooleanCapability
 from skillop.model.globs import SkillGlob
 from skillop.model.selectors import LabelSelector
 from skillop.model.specbase import MAX_LIST, SpecModel
+from skillop.model.tooldef import Source
 
-#: Where a tool comes from (``ToolDef.source``), as a policy names it.
-PolicySource = Literal["builtin", "tool", "mcp", "anonymous", "agent_skill"]
+#: Where a tool comes from, as a policy names it: ``ToolDef.source``, the one list.
+PolicySource = Source
 
 #: A host glob: lowercase DNS characters and glob syntax, no scheme, port or path.
 #: Hosts are compared lowercased (as the egress guard does), so anything else could
