@@ -75,6 +75,18 @@ def test_each_operator_field_defaults_to_its_setting() -> None:
         assert getattr(config, name) == setting.default, name
 
 
+def test_a_bad_gateway_variable_is_one_line_from_the_gateway_only() -> None:
+    """The gateway reads its variables when it runs: a bad one stops it in one line
+    (it used to be a traceback from building every command's parser)."""
+    from clirun import run
+
+    bad = {"SKILLOP_GATEWAY_POLL": "abc"}
+    result = run("gateway", "--stdio", env=bad, timeout=60)
+    assert (result.returncode, result.stderr.strip()) == (
+        2, "skillop gateway: SKILLOP_GATEWAY_POLL='abc' is not a number")
+    assert run("validate", "--help", env=bad, timeout=60).returncode == 0
+
+
 def _write() -> None:
     for reader, path in DOCS.items():
         text = path.read_text()
