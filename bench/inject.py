@@ -30,9 +30,10 @@ ROOT = Path(__file__).resolve().parents[1]
 for _path in (ROOT / "tests", ROOT / "tests" / "realapi", ROOT / "bench"):
     sys.path.insert(0, str(_path))
 
-import chartkit  # noqa: E402
 from benchkit import operator_process, wait_until  # noqa: E402
 from controlplane import free_port, install_crds, start_control_plane  # noqa: E402
+
+import chartkit  # noqa: E402
 
 NS = "bench-inject"
 

@@ -102,7 +102,7 @@ def injecting(real: RealCluster, tmp_path_factory: pytest.TempPathFactory,
     env = {"SKILLOP_INJECTION": "true", "SKILLOP_WEBHOOK_PORT": str(port),
            "SKILLOP_WEBHOOK_CERT": str(folder / "tls.crt"),
            "SKILLOP_WEBHOOK_KEY": str(folder / "tls.key"), "SKILLOP_MCP_DISCOVERY": "false",
-           **SIDECAR_ENV}
+           "SKILLOP_SECRETS_READABLE": "true", **SIDECAR_ENV}
     try:
         with operator_process(real.plane, env=env, name="inject-operator") as proc, \
                 registered(real, configuration(port, cert)):
@@ -237,3 +237,51 @@ def test_offline_inject_and_the_webhook_give_the_same_pod(
     by_webhook = stored(raw)
     assert by_webhook == stored(json.loads(offline.stdout))
     assert_injected(json.loads(by_webhook))
+
+
+def credentials_condition(real: RealCluster) -> dict[str, Any] | None:
+    status = real.get("Actor", NS, "reviewer").get("status") or {}
+    return next((c for c in status.get("conditions") or []
+                 if c["type"] == "CredentialsReady"), None)
+
+
+def test_the_status_names_missing_secrets_then_the_pods_a_new_secret_leaves_behind(
+        injecting: tuple[RealCluster, Any]) -> None:
+    """Last in the module: it changes the Actor's set."""
+    real, _ = injecting
+    cond = wait_for(lambda: credentials_condition(real), timeout=30,
+                    message="CredentialsReady on the Actor")
+    assert (cond["status"], cond["reason"]) == ("False", "SecretNotFound")
+    assert cond["message"] == (f"missing in namespace {NS}: ConfigMap corp-ca;"
+                               " Secret docker-auth; Secret git-env")
+    created = real.kubectl("apply", "-f", "-", stdin=json.dumps(
+        agent_pod("before-change", **{"skillop.dev/actor": "reviewer"})))
+    assert created.returncode == 0, created.stderr
+    # The set starts to need another Secret: the pods created before lack it.
+    skill_doc = json.loads(json.dumps(CATALOG[0]))
+    skill_doc["spec"]["mcpServers"].append({
+        "name": "jira", "url": "https://jira.tools.svc/mcp",
+        "headersFrom": {"secretRef": {"name": "jira-auth"}},
+        "tools": [{"name": "ticket", "description": "file a ticket"}]})
+    real.patch_spec("Skill", NS, "docker", {"mcpServers": skill_doc["spec"]["mcpServers"]})
+
+    def outdated() -> list[str]:
+        status = real.get("Actor", NS, "reviewer").get("status") or {}
+        return list(status.get("outdatedPods") or [])
+
+    pods = wait_for(lambda: "before-change" in outdated() and outdated(), timeout=30,
+                    message="outdatedPods names the pod")
+    assert "reviewer-0" in pods  # the earlier test's pod too
+    events = wait_for(lambda: [e for e in real.core.list_namespaced_event(NS).items
+                               if e.reason == "PodsOutOfDate"], timeout=15,
+                      message="a PodsOutOfDate Event")
+    assert events[0].type == "Warning" and "jira-auth" in events[0].message
+    assert "Secret jira-auth" in (credentials_condition(real) or {})["message"]
+    # A pod created now mounts the new Secret, and is not out of date.
+    fresh = real.kubectl("apply", "-f", "-", stdin=json.dumps(
+        agent_pod("after-change", **{"skillop.dev/actor": "reviewer"})))
+    assert fresh.returncode == 0, fresh.stderr
+    pod = json.loads(real.kubectl("get", "pod", "after-change", "-n", NS, "-o", "json").stdout)
+    assert "jira-auth" in [v["secret"]["secretName"] for v in pod["spec"]["volumes"]
+                           if "secret" in v]
+    assert "after-change" not in outdated()

@@ -375,7 +375,8 @@ KOPF_NEEDS: set[Grant] = {
                              ("skillop.dev", "actors"), ("skillop.dev", "skillpolicies"),
                              ("skillop.dev", "clusterskillpolicies"),
                              ("", "configmaps"), ("", "namespaces"),
-                             ("apiextensions.k8s.io", "customresourcedefinitions")]
+                             ("apiextensions.k8s.io", "customresourcedefinitions"),
+                             ("", "pods")]  # actor pods, with injection (on by default)
       for v in ("list", "watch")),
     ("", "events", "create"),
 }
@@ -392,6 +393,7 @@ NAMESPACED_GRANTS: set[Grant] = (
               ["get", "patch"])
     | _grants("", ["configmaps"], ["get", "list", "watch", "create", "update", "patch"])
     | _grants("", ["events"], ["create", "patch"])
+    | _grants("", ["pods"], ["list", "watch"])  # injection.enabled (the default)
 )
 SECRET_GRANTS: set[Grant] = {("", "secrets", "get")}
 #: In the release namespace only.
@@ -1059,3 +1061,15 @@ def test_aggregated_roles_let_tenants_edit_tools_skills_actors_but_not_policies(
         assert not writes & can(edit, resource), resource
     assert writes <= can(admin, "skillpolicies")
     assert not writes & can(admin, "clusterskillpolicies")  # cluster-admin's alone
+
+
+def test_pods_are_watched_only_with_injection_and_secrets_never_written() -> None:
+    cluster, _ = granted(render())
+    assert {g for g in cluster if g[1] == "pods"} == {("", "pods", "list"), ("", "pods", "watch")}
+    cluster_off, _ = granted(render(NO_INJECTION))
+    assert not {g for g in cluster_off if g[1] == "pods"}
+    for values in ({}, {"mcp": {"headersFromSecrets": True}}):
+        grants, per_ns = granted(render(values))
+        every = grants.union(*per_ns.values())
+        assert {v for g, r, v in every if r == "secrets"} <= {"get"}
+    assert env({"mcp": {"headersFromSecrets": True}})["SKILLOP_SECRETS_READABLE"] == "true"

@@ -252,10 +252,22 @@ def test_the_credentials_are_those_the_actors_resolved_set_names() -> None:
 
 
 def test_credentials_of_a_caSecretRef_name_the_key() -> None:
-    doc = {"mcpServers": [{"name": "s", "url": "https://x",
-                           "tls": {"caSecretRef": {"name": "tls-sec"}}}]}
-    assert credentials_of(doc) == Credentials(secrets=("tls-sec",),
-                                              secret_keys=(("tls-sec", "ca.crt"),))
+    docs = [skill("tls", mcpServers=[{"name": "s", "url": "https://x.tools.svc/mcp",
+                                      "tls": {"caSecretRef": {"name": "tls-sec"}},
+                                      "tools": [anon("t")]}]),
+            actor("reviewer", skills=["tls"])]
+    resolution = resolver(docs).resolve_actor(target_ref())
+    assert resolution is not None
+    assert credentials_of(resolution.servers) == Credentials(
+        secrets=("tls-sec",), secret_keys=(("tls-sec", "ca.crt"),))
+    # The same as the whole document's mcpServers say.
+    assert credentials_of(resolution.toolset.mcp_servers) == credentials_of(resolution.servers)
+
+
+def target_ref() -> Any:
+    from skillop.model.names import ObjectRef
+
+    return ObjectRef(NS, "reviewer")
 
 
 # -- properties over arbitrary pods ------------------------------------------------

@@ -85,6 +85,11 @@ namespace only (leader-election.yaml).
   resources: ["secrets"]
   verbs: ["get"]
 {{- end }}
+{{- if .Values.injection.enabled }}
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["list", "watch"]
+{{- end }}
 {{- end }}
 
 {{/* Cluster-scoped reads kopf needs in either mode. */}}

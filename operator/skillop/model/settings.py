@@ -271,6 +271,11 @@ INJECT_RESOURCES: Setting[dict[str, Resources]] = Setting(
     "the injected gateway's resources, JSON `{\"requests\": {...}, \"limits\": {...}}`;"
     " an absent part keeps its default", shown="requests 50m/64Mi, limits 256Mi",
     helm="injection.resources")
+SECRETS_READABLE = Setting("SKILLOP_SECRETS_READABLE", False, boolean,
+                           "the operator may `get` Secrets (the chart grants it with"
+                           " `mcp.headersFromSecrets`): it then checks that the Secrets each"
+                           " Actor's set names exist in its namespace (`CredentialsReady`)",
+                           helm="mcp.headersFromSecrets")
 
 # -- the gateway (`skillop gateway`; a flag overrides its variable) -------------------
 TOOLSET_DIR = Setting("SKILLOP_TOOLSET_DIR", "/etc/skillop", text,
@@ -308,7 +313,7 @@ SETTINGS: Final[tuple[Setting[Any], ...]] = (
     LEASE_NAMESPACE, LEASE_IDENTITY, LEASE_DURATION_SECONDS, LEASE_RENEW_DEADLINE_SECONDS,
     LEASE_RETRY_SECONDS, WEBHOOK, WEBHOOK_PORT, WEBHOOK_CERT, WEBHOOK_KEY, WEBHOOK_CA,
     WEBHOOK_MANAGED, WEBHOOK_HOST, INJECTION, INJECT_IMAGE, INJECT_PULL_POLICY, INJECT_PORT,
-    INJECT_RESOURCES,
+    INJECT_RESOURCES, SECRETS_READABLE,
     # The gateway's own, then the operator's that it reads too.
     TOOLSET_DIR, SECRETS_DIR, CONFIGMAPS_DIR, GATEWAY_LISTEN, GATEWAY_POLL, GATEWAY_TIMEOUT,
     GATEWAY_RELIST_INTERVAL,

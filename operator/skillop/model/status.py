@@ -26,6 +26,7 @@ MAX_WARNINGS = 64
 MAX_PRUNED = 1024
 MAX_SERVERS = 64
 MAX_POLICIES = 256
+MAX_OUTDATED_PODS = 64
 MAX_TEXT = 4096
 MAX_MESSAGE = 32768
 Short = Annotated[str, StringConstraints(max_length=1024)]
@@ -190,6 +191,10 @@ class ActorStatus(CommonStatus):
     policies: list[AppliedPolicyStatus] | None = Field(default=None, max_length=MAX_POLICIES)
     """The SkillPolicies and ClusterSkillPolicies applied, each with its generation;
     absent when none applies."""
+    outdated_pods: list[Short] | None = Field(default=None, max_length=MAX_OUTDATED_PODS)
+    """Running pods of this Actor (label skillop.dev/actor) whose injected gateway
+    lacks a Secret or CA bundle the current tool set names; restart them (kubectl
+    rollout restart) to mount it. Absent when none is."""
 
 
 class SkillStatus(CommonStatus):

@@ -28,7 +28,8 @@ import kopf
 from prometheus_client import CollectorRegistry
 
 from skillop import __version__
-from skillop.model.names import API_GROUP, API_VERSION
+from skillop.model.names import ACTOR_LABEL, API_GROUP, API_VERSION
+from skillop.operator.credentials import CredentialChecker
 from skillop.operator.health import HealthServer
 from skillop.operator.kube import Kube
 from skillop.operator.leader import Elector, stop
@@ -58,6 +59,7 @@ def register_webhook(config: OperatorConfig) -> None:
             webhook.register()
         if config.injection:
             webhook.register_injection()
+            _watch_pods()
 
 
 @kopf.on.startup()
@@ -77,8 +79,11 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     writer.metrics = metrics
     from skillop.operator.discovery import attach_discovery
 
+    checker = (CredentialChecker(store, writer if config.secrets_readable else None)
+               if config.injection else None)
     reconciler = Reconciler(store, writer, debounce=config.debounce_seconds,
-                            concurrency=config.write_concurrency, metrics=metrics)
+                            concurrency=config.write_concurrency, metrics=metrics,
+                            credentials=checker)
     memo.store, memo.writer, memo.reconciler = store, writer, reconciler
     memo.discovery = (attach_discovery(store, reconciler, writer, config)
                       if config.mcp_discovery else None)
@@ -204,6 +209,23 @@ def _watch(resource: tuple[str, str, str]) -> None:
             discovery = getattr(memo, "discovery", None)
             if discovery is not None and kind == "Skill":
                 discovery.skill_deleted(namespace or "", name)
+
+
+def _watch_pods() -> None:
+    """Actor pods (label skillop.dev/actor), for the Actors' outdatedPods: what each
+    pod's gateway mounts, and deletions. Only with injection on (its RBAC too)."""
+    pods = ("", "v1", "pods")
+    labelled = {ACTOR_LABEL: kopf.PRESENT}
+
+    @kopf.index(*pods, labels=labelled, id="pod-index")
+    async def index(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+        memo.reconciler.mark(memo.store.upsert_pod(body))
+
+    @kopf.on.event(*pods, labels=labelled, id="pod-event")
+    async def event(type: str, name: str, namespace: str | None, memo: kopf.Memo,
+                    **_: Any) -> None:
+        if type == "DELETED":
+            memo.reconciler.mark(memo.store.remove_pod(namespace or "", name))
 
 
 for _resource in KINDS:

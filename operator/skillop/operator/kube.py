@@ -307,6 +307,16 @@ class Kube:
         data = getattr(secret, "data", None) or {}
         return {k: base64.b64decode(v).decode() for k, v in data.items()}
 
+    async def secret_keys(self, ref: ObjectRef) -> frozenset[str] | None:
+        """The keys of a Secret, None when it does not exist. The values the API
+        sends with them are dropped here, never kept or logged (docs/security.md)."""
+        try:
+            secret = await self._call(f"read secret {ref}", lambda: (
+                self.core.read_namespaced_secret(ref.name, ref.namespace)), gone_on_404=True)
+        except Gone:
+            return None
+        return frozenset(getattr(secret, "data", None) or {})
+
     # -- leader election ----------------------------------------------------------
     async def _lease_call(self, what: str, fn: Callable[[], T]) -> T:
         loop = asyncio.get_running_loop()

@@ -24,6 +24,7 @@ from skillop.model.problems import Problem
 from skillop.model.specs import McpServer
 from skillop.model.status import (
     MAX_MESSAGE,
+    MAX_OUTDATED_PODS,
     MAX_POLICIES,
     MAX_PRUNED,
     MAX_STATUS_TOOLS,
@@ -38,6 +39,7 @@ from skillop.model.status import (
     StatusTool,
     clip,
 )
+from skillop.resolve.inject import Credentials
 from skillop.resolve.resolver import Resolution
 from skillop.resolve.toolset import EffectiveTool, configmap_data, configmap_name
 
@@ -56,6 +58,21 @@ class EventSpec:
     type: str  # Normal | Warning
     reason: str
     message: str
+
+
+@dataclass(frozen=True)
+class CredentialState:
+    """What an Actor's status says of its credentials (names and keys, never values):
+    ``operator.credentials`` finds it, ``actor_plan`` writes it."""
+
+    needed: Credentials
+    #: One phrase per missing object or key (``Secret docker-auth``, ``key token
+    #: of Secret git-env``); None: the operator could not look.
+    missing: tuple[str, ...] | None = ()
+    #: Why it could not look, when ``missing`` is None.
+    unknown_reason: str = ""
+    #: The Actor's running pods that do not mount everything ``needed`` names.
+    outdated_pods: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,9 +149,10 @@ def data_digest(data: Mapping[str, str]) -> str:
 
 
 # -- conditions -----------------------------------------------------------------
-def condition(type_: str, ok: bool, reason: str, message: str, *, generation: int,
+def condition(type_: str, ok: bool | None, reason: str, message: str, *, generation: int,
               old: Sequence[Mapping[str, Any]], now: str) -> Condition:
-    status = "True" if ok else "False"
+    """``ok`` None: ``Unknown`` (the operator could not tell)."""
+    status = "Unknown" if ok is None else "True" if ok else "False"
     previous = next((c for c in old if c.get("type") == type_), None)
     since = previous.get("lastTransitionTime") if previous and previous.get("status") == status \
         else None
@@ -276,8 +294,10 @@ def policy_status(kind: str, problems: Sequence[Problem], *, generation: int,
 # -- actors ---------------------------------------------------------------------
 def actor_plan(actor: ActorResource, resolution: Resolution, *, old_status: Mapping[str, Any],
                observed: ObservedConfigMap | None, now: str,
-               extra_warnings: Sequence[str] = ()) -> Plan:
-    """The writes that bring an Actor's ConfigMap and status up to date."""
+               extra_warnings: Sequence[str] = (),
+               credentials: CredentialState | None = None) -> Plan:
+    """The writes that bring an Actor's ConfigMap and status up to date;
+    ``credentials`` (injection on) adds ``CredentialsReady`` and ``outdatedPods``."""
     problems = list(resolution.problems)
     cm_name = configmap_name(actor)
     # An oversized set is already a problem of the resolution (TooLarge).
@@ -287,13 +307,57 @@ def actor_plan(actor: ActorResource, resolution: Resolution, *, old_status: Mapp
     write_cm = good and (observed is None
                          or observed.needs_rewrite(actor, digest, resolution.hash))
     configmap = _configmap(actor, cm_name, data, resolution.hash) if write_cm else None
-    status = _actor_status(actor, resolution, problems, old_status, observed, cm_name, now,
-                           extra_warnings).wire()
+    built = _actor_status(actor, resolution, problems, old_status, observed, cm_name, now,
+                          extra_warnings)
     # The Event is owed for a change of tool set the status has not recorded yet,
     # whether the ConfigMap is written now or was before (a restart between the
     # ConfigMap and the status); it goes out once that status is written, so once.
-    events = _events(old_status, resolution) if good else ()
+    events = list(_events(old_status, resolution)) if good else []
+    if credentials is not None:
+        built = _with_credentials(built, credentials, old_status, now,
+                                  namespace=actor.meta.namespace)
+        events += _outdated_event(old_status, credentials)
+    status = built.wire()
     return Plan(None if _same(old_status, status) else status, configmap, tuple(events))
+
+
+def _with_credentials(status: ActorStatus, state: CredentialState,
+                      old: Mapping[str, Any], now: str, *, namespace: str) -> ActorStatus:
+    gen = status.observed_generation or 0
+    ns = f"namespace {namespace}"
+    if state.missing is None:
+        cond = condition("CredentialsReady", None, "SecretsNotReadable",
+                         f"{state.unknown_reason}: cannot check Secrets "
+                         f"{', '.join(state.needed.secrets)} in {ns}",
+                         generation=gen, old=old.get("conditions") or [], now=now)
+    elif state.missing:
+        reason = ("SecretNotFound" if any("Secret" in m for m in state.missing)
+                  else "ConfigMapNotFound")
+        cond = condition("CredentialsReady", False, reason,
+                         f"missing in {ns}: {'; '.join(state.missing)}",
+                         generation=gen, old=old.get("conditions") or [], now=now)
+    else:
+        found = len(state.needed.secrets) + len(state.needed.configmaps)
+        cond = condition("CredentialsReady", True, "CredentialsFound",
+                         f"{found} Secrets and CA bundles found in {ns}" if found
+                         else "the tool set names no Secret",
+                         generation=gen, old=old.get("conditions") or [], now=now)
+    outdated = list(state.outdated_pods[:MAX_OUTDATED_PODS]) or None
+    return status.model_copy(update={"conditions": [*status.conditions, cond],
+                                     "outdated_pods": outdated})
+
+
+def _outdated_event(old: Mapping[str, Any], state: CredentialState) -> list[EventSpec]:
+    """A Warning when pods newly fall out of date (not again on every pass)."""
+    before = set(old.get("outdatedPods") or [])
+    new = [p for p in state.outdated_pods if p not in before]
+    if not new:
+        return []
+    wanted = [*state.needed.secrets, *state.needed.configmaps]
+    shown = ", ".join(new[:10]) + (f" and {len(new) - 10} more" if len(new) > 10 else "")
+    return [EventSpec("Warning", "PodsOutOfDate",
+                      f"pods {shown} do not mount all that the tool set names"
+                      f" ({', '.join(wanted)}); restart them (kubectl rollout restart)")]
 
 
 def _actor_status(actor: ActorResource, resolution: Resolution, problems: list[Problem],

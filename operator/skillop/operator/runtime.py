@@ -35,6 +35,7 @@ from typing import Any, Protocol, TypeVar
 from skillop.model.manifest import POLICY_KINDS, ActorResource, SkillResource
 from skillop.model.names import ObjectRef
 from skillop.model.problems import Problem
+from skillop.operator.credentials import CredentialChecker
 from skillop.operator.deps import Key, key, ref_of
 from skillop.operator.kube import Gone
 from skillop.operator.metrics import Metrics
@@ -48,6 +49,7 @@ from skillop.operator.outputs import (
     skill_plan,
 )
 from skillop.operator.store import Store
+from skillop.resolve.inject import credentials_of
 from skillop.resolve.resolver import Resolver
 from skillop.resolve.toolset import configmap_name
 
@@ -92,7 +94,8 @@ class Reconciler:
                  concurrency: int = 16, clock: Callable[[], str] = utcnow,
                  server_states: ServerStates | None = None,
                  actor_warnings: ActorWarnings | None = None,
-                 metrics: Metrics | None = None) -> None:
+                 metrics: Metrics | None = None,
+                 credentials: CredentialChecker | None = None) -> None:
         self.store = store
         self.writer = writer
         self.debounce = debounce
@@ -115,6 +118,8 @@ class Reconciler:
         self.actor_warnings: ActorWarnings = actor_warnings or (lambda actor, skills: ())
         self.batches = 0
         self.metrics = metrics
+        #: With injection on: the Actors' Secrets and out-of-date pods (status).
+        self.credentials = credentials
         if metrics is not None:
             metrics.watch_queue(lambda: len(self._dirty))
             metrics.watch_objects(lambda: self.store.statuses)
@@ -320,10 +325,17 @@ class Reconciler:
         if observed is None and ref in self.store.lost and not await self._exists(
                 "Actor", ref, actor.meta.uid):
             return None
+        credentials = None
+        if self.credentials is not None:
+            credentials = await self.credentials.state(ref, credentials_of(resolution.servers))
+            if credentials.missing:  # look again soon: someone is creating it, one hopes
+                asyncio.get_running_loop().call_later(
+                    self.credentials.missing_ttl, self.request, "Actor", ref.namespace, ref.name)
         plan = actor_plan(actor, resolution,
                           old_status=self.store.statuses.get(key("Actor", ref), {}),
                           observed=observed, now=self.clock(),
-                          extra_warnings=self.actor_warnings(actor, resolution.skills))
+                          extra_warnings=self.actor_warnings(actor, resolution.skills),
+                          credentials=credentials)
         return await self._write("Actor", ref, actor.meta.uid, plan, exists=observed is not None)
 
     async def _exists(self, kind: str, ref: ObjectRef, uid: str) -> bool:

@@ -122,6 +122,9 @@ class OperatorConfig:
     #: watch those pods (docs/gateway.md, Injection).
     injection: bool = s.INJECTION.default
     sidecar: SidecarSettings = field(default_factory=SidecarSettings)
+    #: The operator may ``get`` Secrets (the chart's mcp.headersFromSecrets): it then
+    #: checks that the Secrets an Actor's set names exist (CredentialsReady).
+    secrets_readable: bool = s.SECRETS_READABLE.default
 
     @property
     def serves_webhooks(self) -> bool:
@@ -144,5 +147,5 @@ OPERATOR_FIELDS: dict[str, s.Setting[Any]] = {
     "liveness": s.LIVENESS, "webhook": s.WEBHOOK, "webhook_port": s.WEBHOOK_PORT,
     "webhook_cert": s.WEBHOOK_CERT, "webhook_key": s.WEBHOOK_KEY, "webhook_ca": s.WEBHOOK_CA,
     "webhook_managed": s.WEBHOOK_MANAGED, "webhook_host": s.WEBHOOK_HOST,
-    "injection": s.INJECTION,
+    "injection": s.INJECTION, "secrets_readable": s.SECRETS_READABLE,
 }

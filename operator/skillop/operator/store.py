@@ -55,6 +55,7 @@ from skillop.operator.outputs import (
     remembered,
 )
 from skillop.resolve.catalog import Catalog
+from skillop.resolve.inject import Credentials, actor_of, gateway_container, mounted_credentials
 from skillop.sources.mcp_tools import McpToolInfo
 
 
@@ -70,6 +71,10 @@ class Store:
     unreferenced: set[ObjectRef] = field(default_factory=set)
     #: Referenced ConfigMaps whose data the store lacks: to read from the API.
     wanted: set[ObjectRef] = field(default_factory=set)
+    #: Running actor pods with the gateway (injection on): Actor -> pod -> what
+    #: its gateway mounts; and each pod's Actor, for deletions.
+    pods: dict[ObjectRef, dict[str, Credentials]] = field(default_factory=dict)
+    pod_actors: dict[ObjectRef, ObjectRef] = field(default_factory=dict)
     #: Every object held, by kind and name: its uid and the event sequence number
     #: that last brought it (``reconcile_members``).
     known: dict[tuple[str, ObjectRef], tuple[str, int]] = field(default_factory=dict)
@@ -186,6 +191,47 @@ class Store:
         else:
             self.catalog.accepted[slot] = tools
         return {key("Skill", skill)}
+
+    def upsert_pod(self, body: Mapping[str, Any]) -> set[Key]:
+        """Record what a labelled pod's gateway mounts; the Actor's key when that
+        changes (its status names the pods that are out of date)."""
+        meta = body.get("metadata") or {}
+        pod = ObjectRef(str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        actor = actor_of(body)
+        phase = (body.get("status") or {}).get("phase")
+        running = (actor is not None and not meta.get("deletionTimestamp")
+                   and phase not in ("Succeeded", "Failed") and gateway_container(body))
+        if not running or actor is None:
+            return self.remove_pod(pod.namespace, pod.name)
+        owner = ObjectRef(pod.namespace, actor)
+        changed = self.remove_pod(pod.namespace, pod.name) if \
+            self.pod_actors.get(pod, owner) != owner else set()
+        mounted = mounted_credentials(body)
+        table = self.pods.setdefault(owner, {})
+        if table.get(pod.name) == mounted:
+            return changed
+        table[pod.name] = mounted
+        self.pod_actors[pod] = owner
+        return changed | {key("Actor", owner)}
+
+    def remove_pod(self, namespace: str, name: str) -> set[Key]:
+        owner = self.pod_actors.pop(ObjectRef(namespace, name), None)
+        if owner is None:
+            return set()
+        table = self.pods.get(owner, {})
+        table.pop(name, None)
+        if not table:
+            self.pods.pop(owner, None)
+        return {key("Actor", owner)}
+
+    def outdated_pods(self, actor: ObjectRef, needed: Credentials) -> tuple[str, ...]:
+        """The Actor's pods whose gateway lacks something ``needed`` names, sorted."""
+        return tuple(sorted(name for name, mounted in self.pods.get(actor, {}).items()
+                            if needed.not_in(mounted)))
+
+    def has_configmap(self, ref: ObjectRef) -> bool:
+        """Whether a ConfigMap exists (the watch sees every one, by name at least)."""
+        return ref in self.catalog.configmaps or ref in self.unreferenced or ref in self.managed
 
     def record_status(self, kind: str, ref: ObjectRef, status: Mapping[str, Any]) -> None:
         """Remember a status just written, so an echo of it is no news."""

@@ -42,7 +42,7 @@ from typing import Any
 from skillop import __version__
 from skillop.model import settings as known
 from skillop.model.names import ACTOR_LABEL, OBJECT_NAME_RE, ObjectRef
-from skillop.model.toolset import default_configmap_name
+from skillop.model.toolset import ServerEntry, default_configmap_name
 from skillop.resolve.resolver import Resolver
 from skillop.resolve.toolset import configmap_name
 
@@ -128,31 +128,26 @@ class SidecarSettings:
     limits: tuple[tuple[str, str], ...] = known.INJECT_RESOURCES.default["limits"]
 
 
-def credentials_of(document: Mapping[str, Any]) -> Credentials:
-    """The Secrets and CA ConfigMaps a ToolSet document's ``mcpServers`` name."""
+def credentials_of(servers: Iterable[ServerEntry]) -> Credentials:
+    """The Secrets and CA ConfigMaps the servers of a set name (the document's
+    ``mcpServers``; ``Resolution.servers``)."""
     secrets: set[str] = set()
     configmaps: set[str] = set()
     keys: set[tuple[str, str]] = set()
-    servers = document.get("mcpServers")
-    for server in servers if isinstance(servers, list) else ():
-        if not isinstance(server, Mapping):
-            continue
-        name = _dig(server, "headersFrom", "secretRef", "name")
-        if isinstance(name, str):
-            secrets.add(name)
-        for env in server.get("env") or ():
-            ref = _dig(env, "valueFrom", "secretKeyRef")
-            if isinstance(ref, Mapping) and isinstance(ref.get("name"), str):
-                secrets.add(ref["name"])
-                keys.add((ref["name"], str(ref.get("key", ""))))
-        tls = server.get("tls")
-        if isinstance(tls, Mapping):
-            for field_name, table in (("caSecretRef", secrets), ("caConfigMapRef", configmaps)):
-                ref = tls.get(field_name)
-                if isinstance(ref, Mapping) and isinstance(ref.get("name"), str):
-                    table.add(ref["name"])
-                    if field_name == "caSecretRef":
-                        keys.add((ref["name"], str(ref.get("key") or "ca.crt")))
+    for server in servers:
+        if server.headers_from is not None:
+            secrets.add(server.headers_from.secret_ref.name)
+        for env in server.env or ():
+            ref = env.value_from.secret_key_ref if env.value_from is not None else None
+            if ref is not None:
+                secrets.add(ref.name)
+                keys.add((ref.name, ref.key))
+        tls = server.tls
+        if tls is not None and tls.ca_secret_ref is not None:
+            secrets.add(tls.ca_secret_ref.name)
+            keys.add((tls.ca_secret_ref.name, tls.ca_secret_ref.key))
+        if tls is not None and tls.ca_config_map_ref is not None:
+            configmaps.add(tls.ca_config_map_ref.name)
     return Credentials(secrets=tuple(sorted(secrets)), configmaps=tuple(sorted(configmaps)),
                        secret_keys=tuple(sorted(keys)))
 
@@ -170,7 +165,7 @@ def target_of(resolver: Resolver, namespace: str, actor: str) -> Target:
     resolution = resolver.resolve_actor(found.ref)
     ok = resolution is not None and resolution.ok
     return Target(actor=actor, configmap=configmap_name(found),
-                  credentials=credentials_of(resolution.document) if resolution and ok
+                  credentials=credentials_of(resolution.servers) if resolution and ok
                   else Credentials())
 
 

@@ -26,7 +26,7 @@ from skillop.model.names import ObjectRef, RefError, parse_ref
 from skillop.model.policies import url_host
 from skillop.model.problems import Problem, Subject
 from skillop.model.specs import Disclosure, McpServer
-from skillop.model.toolset import MAX_CONFIGMAP_BYTES, Owner, ToolSetDocument
+from skillop.model.toolset import MAX_CONFIGMAP_BYTES, Owner, ServerEntry, ToolSetDocument
 from skillop.resolve import graph
 from skillop.resolve.catalog import Catalog
 from skillop.resolve.entries import Entry, Flat, merge_into
@@ -49,6 +49,7 @@ from skillop.resolve.toolset import (
     disclosure_entry,
     toolset_document,
     toolset_text,
+    used_servers,
 )
 
 
@@ -99,6 +100,15 @@ class Resolution:
     policies: tuple[AppliedPolicy, ...] = ()
     #: What the set's tool definitions cost the model, in tokens (``resolve.tokens``).
     tokens: int = 0
+    #: Every MCP server of the skills reached (``servers`` keeps those the set uses).
+    reached_servers: Sequence[tuple[ObjectRef, McpServer]] = field(
+        default=(), repr=False, compare=False)
+
+    @functools.cached_property
+    def servers(self) -> tuple[ServerEntry, ...]:
+        """The document's ``mcpServers`` (what the gateway connects to, and the Secrets
+        and CA bundles its pod must mount), without building the whole document."""
+        return used_servers(self.tools, self.reached_servers)
 
     @property
     def ok(self) -> bool:
@@ -371,7 +381,8 @@ class Resolver:
                                      disclosure=shown)
         return Resolution(subject, tools, skills, tuple(problems), tuple(warnings),
                           tuple(pruned), digest, text, document, tuple(dropped), policies,
-                          tokens)
+                          tokens,
+                          reached_servers=servers)
 
     def _budget_problems(self, subject: Subject, policy: EffectivePolicy,
                          tools: Sequence[EffectiveTool], tokens: int) -> list[Problem]:

@@ -205,7 +205,7 @@ def toolset_document(
         actor=_owner(owner_kind, "actor", owner), skill=_owner(owner_kind, "skill", owner),
         hash=digest,
         tools=tuple(tool_entry(t, _path_names(t.path, paths)) for t in tools),
-        mcp_servers=_used_servers(tools, servers), agent_skills=_agent_skills(tools),
+        mcp_servers=used_servers(tools, servers), agent_skills=_agent_skills(tools),
         tokens=_token_count(tools), disclosure=disclosure,
     )
 
@@ -216,7 +216,7 @@ def _header(*, owner_kind: Owner, owner: str, tools: Sequence[EffectiveTool],
     """Every key of the document but ``hash`` and ``tools``, as JSON values."""
     doc = ToolSetDocument.model_construct(
         actor=_owner(owner_kind, "actor", owner), skill=_owner(owner_kind, "skill", owner),
-        mcp_servers=_used_servers(tools, servers),
+        mcp_servers=used_servers(tools, servers),
         agent_skills=_agent_skills(tools), tokens=_token_count(tools), disclosure=disclosure)
     return {key: value for key, value in _entry_dict(doc).items()
             if key not in ("hash", "tools")}
@@ -261,7 +261,7 @@ def _owner(owner_kind: Owner, field: Owner, owner: str) -> str | None:
     return owner if owner_kind == field else None
 
 
-def _used_servers(tools: Sequence[EffectiveTool], servers: Sequence[tuple[ObjectRef, McpServer]],
+def used_servers(tools: Sequence[EffectiveTool], servers: Sequence[tuple[ObjectRef, McpServer]],
                   ) -> tuple[ServerEntry, ...]:
     """The servers that a tool of the set names, by name then skill."""
     used = {(t.entry.skill, t.entry.tool.mcp_server) for t in tools if t.entry.tool.mcp_server}
