@@ -337,7 +337,7 @@ def test_skill_plan_without_url_servers_has_no_discovered_condition() -> None:
 def test_a_recorded_status_is_read_back_through_its_model() -> None:
     """What discovery reads back (lastSync, toolsDigest, pinnedDigests) comes through
     McpServerStatus; an entry that no longer parses counts as nothing recorded."""
-    from skillop.model.status import recorded_servers
+    from skillop.model.status import recorded_servers, recorded_tools
 
     written = _skill_plan(_docker(), [ServerReport.listed(
         "docker", 2, last_sync=T1, url=URL, tools_digest="sha256:1",
@@ -349,6 +349,12 @@ def test_a_recorded_status_is_read_back_through_its_model() -> None:
     edited = {"mcpServers": [{"name": "docker", "toolCount": "many"}, "junk",
                              {"name": "other", "toolCount": 1}]}
     assert list(recorded_servers(edited)) == ["other"]
+    tools = {"tools": [{"name": "a", "bindingName": "a", "source": "mcp", "skill": "team-a/s",
+                        "qualifiedName": "team-a/s.a", "digest": "sha256:3"},
+                       {"name": "b"}, {"name": "c", "bindingName": "c", "source": "mcp",
+                                       "skill": "team-a/s"}]}
+    # b does not parse and c names no qualifiedName: neither was recorded usably.
+    assert {q: t.digest for q, t in recorded_tools(tools).items()} == {"team-a/s.a": "sha256:3"}
 
 
 def test_copies_are_not_shared_between_plans() -> None:

@@ -13,8 +13,8 @@ Conditions follow ``metav1.Condition`` (KEP-1623): ``Ready`` is always present,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 from pydantic.alias_generators import to_camel
@@ -143,18 +143,33 @@ class McpServerStatus(StatusModel):
     """With pin: true, the accepted definition digest of each tool, by tool name."""
 
 
+_Entry = TypeVar("_Entry", bound=StatusModel)
+
+
 def recorded_servers(status: Mapping[str, Any]) -> dict[str, McpServerStatus]:
-    """A Skill status's ``mcpServers`` as it was written, by name. An entry that no
-    longer parses (written by another version, or edited by hand) is skipped: it
-    is then as if nothing had been recorded for that server."""
-    out: dict[str, McpServerStatus] = {}
-    entries = status.get("mcpServers")
+    """A Skill status's ``mcpServers`` as it was written, by name."""
+    return _recorded(status.get("mcpServers"), McpServerStatus, lambda s: s.name)
+
+
+def recorded_tools(status: Mapping[str, Any]) -> dict[str, StatusTool]:
+    """A status's ``tools`` as they were written, by qualified name."""
+    return _recorded(status.get("tools"), StatusTool, lambda t: t.qualified_name)
+
+
+def _recorded(entries: object, model: type[_Entry], key: Callable[[_Entry], str | None],
+              ) -> dict[str, _Entry]:
+    """Status list entries read back through their model, by ``key``. An entry that
+    no longer parses (written by another version, or edited by hand), or has no
+    key, is skipped: it is then as if nothing had been recorded for it."""
+    out: dict[str, _Entry] = {}
     for entry in entries if isinstance(entries, list) else ():
         try:
-            server = McpServerStatus.model_validate(entry)
+            parsed = model.model_validate(entry)
         except ValidationError:
             continue
-        out.setdefault(server.name, server)
+        name = key(parsed)
+        if name:
+            out.setdefault(name, parsed)
     return out
 
 

@@ -38,6 +38,7 @@ from skillop.model.status import (
     SkillStatus,
     StatusTool,
     clip,
+    recorded_tools,
 )
 from skillop.resolve.inject import Credentials
 from skillop.resolve.resolver import Resolution
@@ -415,19 +416,20 @@ def _configmap(actor: ActorResource, name: str, data: dict[str, str], tools_hash
 
 
 def _events(old_status: Mapping[str, Any], resolution: Resolution) -> list[EventSpec]:
-    old_tools = {t.get("qualifiedName"): t for t in old_status.get("tools") or []}
     if not old_status.get("toolsHash") or old_status.get("toolsHash") == resolution.hash:
         return []
+    old_tools = recorded_tools(old_status)
     new_tools = {t.entry.qualified_name: t for t in resolution.tools}
     added = sorted(new_tools.keys() - old_tools.keys())
-    removed = sorted(k for k in old_tools.keys() - new_tools.keys() if k)
+    removed = sorted(old_tools.keys() - new_tools.keys())
     changed = sorted(q for q in new_tools.keys() & old_tools.keys()
-                     if old_tools[q].get("digest") != new_tools[q].entry.tool.digest())
+                     if old_tools[q].digest != new_tools[q].entry.tool.digest())
     events = [EventSpec("Normal", "ToolSetChanged",
                         f"{len(resolution.tools)} tools (+{len(added)} -{len(removed)}"
                         f" ~{len(changed)}), hash {resolution.hash[:19]}")]
     for qualified, tool in sorted(new_tools.items()):
-        before = old_tools.get(qualified, {}).get("name")
+        old = old_tools.get(qualified)
+        before = old.name if old is not None else None
         if before and before != tool.name:
             events.append(EventSpec("Normal", "ToolRenamed",
                                     f"{before} -> {tool.name} (name conflict)"))
@@ -436,7 +438,7 @@ def _events(old_status: Mapping[str, Any], resolution: Resolution) -> list[Event
     for qualified in (q for q in changed if new_tools[q].entry.tool.source == "mcp"):
         events.append(EventSpec("Warning", "ToolDefinitionChanged",
                                 f"{new_tools[qualified].name} ({qualified}) changed definition:"
-                                f" {old_tools[qualified].get('digest', '')[:19]} ->"
+                                f" {(old_tools[qualified].digest or '')[:19]} ->"
                                 f" {new_tools[qualified].entry.tool.digest()[:19]}"))
     return events[:10]
 
