@@ -16,7 +16,8 @@ from kube_emulator import wait_for
 
 GROUP, VERSION = "skillop.dev", "v1alpha1"
 PLURALS = {"Tool": "tools", "Skill": "skills", "Actor": "actors",
-           "SkillPolicy": "skillpolicies", "ClusterSkillPolicy": "clusterskillpolicies"}
+           "SkillPolicy": "skillpolicies", "ClusterSkillPolicy": "clusterskillpolicies",
+           "ToolCallApproval": "toolcallapprovals"}
 #: Kinds without a namespace: their methods here take ns "".
 CLUSTER_KINDS = ("ClusterSkillPolicy",)
 

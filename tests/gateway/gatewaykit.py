@@ -202,7 +202,10 @@ async def serving(tmp_path: Path, upstream: Any, *, tools: list[dict[str, Any]] 
     Volume(tmp_path / "tools").write(toolset_files([
         skill("srv", mcpServers=[{"name": "up", "url": upstream.url,
                                   "tools": tools or [echo_tool("echo", "up")]}]),
-        actor("dev", skills=["srv"], **({"disclosure": disclosure} if disclosure else {}))],
+        # These tests ask the client (elicitation, input-required); approval by a
+        # ToolCallApproval is the real-API tier's (tests/realapi/test_realapi_approvals.py).
+        actor("dev", skills=["srv"], approval={"via": "Elicitation"},
+              **({"disclosure": disclosure} if disclosure else {}))],
         "team-a/dev"))
     (tmp_path / "secrets").mkdir(exist_ok=True)
     gateway = Gateway(Options(toolset_dir=tmp_path / "tools", secrets_dir=tmp_path / "secrets",

@@ -38,7 +38,8 @@ SECRET = "up-token"
 TOKEN = "Bearer s3cr3t-gateway-token"
 
 
-def _docs(url: str, *, secret: str | None = None, more: tuple[str, ...] = ()) -> list[Any]:
+def _docs(url: str, *, secret: str | None = None, more: tuple[str, ...] = (),
+          via: str = "Elicitation") -> list[Any]:
     tools = [echo_tool("echo", "up"),
              {**echo_tool("slow", "up"), "capabilities": {"timeoutSeconds": 1}},
              {**echo_tool("guarded", "up"), "capabilities": {"requiresApproval": True}},
@@ -52,7 +53,7 @@ def _docs(url: str, *, secret: str | None = None, more: tuple[str, ...] = ()) ->
         skill("team", includes=[{"skill": "srv", "overrides": {
             "echo": {"description": "Echo, as team-a says", "capabilities": {"destructive": True}},
         }}]),
-        actor("dev", skills=["team"]),
+        actor("dev", skills=["team"], approval={"via": via}),
     ]
 
 
@@ -207,6 +208,30 @@ def test_headers_come_from_the_mounted_secret_and_never_reach_client_or_logs(
     assert json.loads(text_of(result))["header"] == "[redacted]"
     assert failed.is_error and "unavailable" in text_of(failed)
     assert "s3cr3t" not in logs and "team-a/dev" in logs
+
+
+def test_approval_by_request_without_an_api_token_is_refused_saying_why(
+        upstream: ServerHandle, mounts: Mounts, tmp_path: Path) -> None:
+    """The default approval (a ToolCallApproval) needs the projected token: without
+    it the gateway refuses, even for a client that would answer an elicitation."""
+    mounts.toolset(_docs(upstream.url, via="Request"))
+
+    async def accept(ctx: ClientRequestContext,
+                     params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    async def call() -> types.CallToolResult:
+        async with agent(gw.url, elicitation=accept) as session:
+            result: types.CallToolResult = await session.call_tool("guarded", {"target": "prod"})
+            return result
+
+    with mounts.gateway("--api-dir", str(tmp_path / "no-api")) as gw:
+        refused = _run(call)
+        (line,) = gw.wait_audit(1)
+    assert refused.is_error
+    assert f"no API token is mounted at {tmp_path / 'no-api' / 'token'}" in text_of(refused)
+    assert upstream.calls == []
+    assert line["outcome"] == "refused" and "approval" not in line
 
 
 def test_approval_by_elicitation_accepted_declined_and_unsupported(

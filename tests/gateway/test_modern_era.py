@@ -136,7 +136,8 @@ def test_listeners_are_told_when_the_set_changes(tmp_path: Path,
                 Volume(tmp_path / "tools").write(toolset_files([
                     skill("srv", mcpServers=[{"name": "up", "url": upstream.url, "tools": [
                         *TOOLS, echo_tool("extra", "up")]}]),
-                    actor("dev", skills=["srv"])], "team-a/dev"))
+                    actor("dev", skills=["srv"], approval={"via": "Elicitation"})],
+                    "team-a/dev"))
                 with anyio.fail_after(10):
                     event = await events.__anext__()
             after = sorted(t.name for t in await c.list_tools())

@@ -33,7 +33,7 @@ def _docs(url: str, *more: str) -> list[Any]:
              {**echo_tool("guarded", "up"), "capabilities": {"requiresApproval": True}},
              *(echo_tool(name, "up") for name in more)]
     return [skill("srv", mcpServers=[{"name": "up", "url": url, "tools": tools}]),
-            actor("dev", skills=["srv"])]
+            actor("dev", skills=["srv"], approval={"via": "Elicitation"})]
 
 
 @pytest.fixture(scope="module")

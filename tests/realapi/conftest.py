@@ -19,7 +19,8 @@ from controlplane import (
 from realkit import ROOT, RealCluster
 
 CRD_NAMES = ("tools.skillop.dev", "skills.skillop.dev", "actors.skillop.dev",
-             "skillpolicies.skillop.dev", "clusterskillpolicies.skillop.dev")
+             "skillpolicies.skillop.dev", "clusterskillpolicies.skillop.dev",
+             "toolcallapprovals.skillop.dev")
 
 
 @pytest.fixture(scope="session")

@@ -216,3 +216,15 @@ def assert_statuses_kept(plane: ControlPlane, *, user: str = OPERATOR_USER) -> i
     for sent, kept in writes:
         assert kept == strip_nulls(sent)
     return len(writes)
+
+
+def by_url(configuration: dict[str, Any], port: int, ca: bytes) -> dict[str, Any]:
+    """A chart's webhook configuration reaching the operator on loopback by url (and
+    ``ca`` as caBundle) instead of its Service: nothing routes Services here."""
+    import base64
+
+    for hook in configuration["webhooks"]:
+        service = hook["clientConfig"].pop("service")
+        hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{service['path']}",
+                                "caBundle": base64.b64encode(ca).decode()}
+    return configuration

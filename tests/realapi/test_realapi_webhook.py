@@ -8,7 +8,6 @@ the operator's HTTPS port on loopback, with the serving certificate as caBundle.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
 from collections.abc import Iterator
@@ -17,7 +16,7 @@ from typing import Any
 
 import pytest
 from controlplane import free_port
-from realkit import OperatorProcess, RealCluster, operator_process
+from realkit import OperatorProcess, RealCluster, by_url, operator_process
 from skillkit import actor, skill
 
 import chartkit
@@ -38,11 +37,7 @@ def configuration(port: int, ca: bytes) -> dict[str, Any]:
     (vwc,) = [d for d in chartkit.objects(chart, {"webhook": {"enabled": True},
                                                   "namespaces": [NS]})
               if d["kind"] == "ValidatingWebhookConfiguration"]
-    for hook in vwc["webhooks"]:
-        service = hook["clientConfig"].pop("service")
-        hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{service['path']}",
-                                "caBundle": base64.b64encode(ca).decode()}
-    return vwc
+    return by_url(vwc, port, ca)
 
 
 @contextlib.contextmanager

@@ -122,8 +122,9 @@ def test_values_schema_accepts_log_levels(level: str) -> None:
 def test_defaults_render_the_expected_objects() -> None:
     docs = render()
     kinds = sorted(d["kind"] for d in docs)
-    assert kinds == sorted(["CustomResourceDefinition"] * 5 + [
+    assert kinds == sorted(["CustomResourceDefinition"] * 6 + [
         "ServiceAccount", "Deployment",
+        "ClusterRole", "ClusterRole", "ClusterRole",  # approvals: gateway, approver (+ rules)
         "ClusterRole", "ClusterRoleBinding",    # namespaces and CRDs (kopf)
         "ClusterRole", "ClusterRole", "ClusterRole",  # aggregated: view, edit, admin
         "ClusterRole", "ClusterRoleBinding",    # the namespaced resources, cluster-wide
@@ -131,6 +132,7 @@ def test_defaults_render_the_expected_objects() -> None:
         "PodDisruptionBudget", "Service",       # two replicas; /metrics
         "MutatingWebhookConfiguration",         # injection, on by default:
         "Service", "Secret",                    # its Service and TLS
+        "MutatingWebhookConfiguration",         # approvals, wherever the server runs
     ])
     labels = deployment()["metadata"]["labels"]
     assert labels["app.kubernetes.io/name"] == "skillop"
@@ -144,7 +146,7 @@ def test_crds_are_kept_by_default() -> None:
     crds = of_kind(render(), "CustomResourceDefinition")
     assert sorted(c["metadata"]["name"] for c in crds) == [
         "actors.skillop.dev", "clusterskillpolicies.skillop.dev", "skillpolicies.skillop.dev",
-        "skills.skillop.dev", "tools.skillop.dev"]
+        "skills.skillop.dev", "toolcallapprovals.skillop.dev", "tools.skillop.dev"]
     for c in crds:
         assert c["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"}
 
@@ -204,8 +206,9 @@ def test_namespaced_mode_uses_roles() -> None:
         assert b["subjects"] == [{"kind": "ServiceAccount", "name": "skillop",
                                   "namespace": "skillop-system"}]
     # The only ClusterRole left for the operator is for cluster-scoped objects (the
-    # aggregated ones are for people).
-    (cluster_role,) = [r for r in of_kind(docs, "ClusterRole") if not _aggregated(r)]
+    # aggregated ones and the approval ones are for people and Actor pods).
+    (cluster_role,) = [r for r in of_kind(docs, "ClusterRole")
+                       if not _aggregated(r) and r["metadata"]["name"] not in APPROVAL_ROLES]
     resources = {r for rule in cluster_role["rules"] for r in rule["resources"]}
     assert resources == {"namespaces", "customresourcedefinitions", "clusterskillpolicies",
                          "clusterskillpolicies/status"}
@@ -343,9 +346,11 @@ Grant = tuple[str, str, str]  # (apiGroup, resource, verb)
 KUBE_CALLS: dict[str, set[Grant]] = {
     "patch_namespaced_custom_object_status": {
         ("skillop.dev", "skills/status", "patch"), ("skillop.dev", "actors/status", "patch"),
-        ("skillop.dev", "skillpolicies/status", "patch")},
+        ("skillop.dev", "skillpolicies/status", "patch"),
+        ("skillop.dev", "toolcallapprovals/status", "patch")},  # Pending, Expired
     "patch_cluster_custom_object_status": {
         ("skillop.dev", "clusterskillpolicies/status", "patch")},
+    "delete_namespaced_custom_object": {("skillop.dev", "toolcallapprovals", "delete")},
     "create_namespaced_config_map": {("", "configmaps", "create")},
     "replace_namespaced_config_map": {("", "configmaps", "update")},
     "read_namespaced_config_map": {("", "configmaps", "get")},
@@ -374,6 +379,7 @@ KOPF_NEEDS: set[Grant] = {
     *((g, r, v) for g, r in [("skillop.dev", "tools"), ("skillop.dev", "skills"),
                              ("skillop.dev", "actors"), ("skillop.dev", "skillpolicies"),
                              ("skillop.dev", "clusterskillpolicies"),
+                             ("skillop.dev", "toolcallapprovals"),
                              ("", "configmaps"), ("", "namespaces"),
                              ("apiextensions.k8s.io", "customresourcedefinitions"),
                              ("", "pods")]  # actor pods, with injection (on by default)
@@ -394,7 +400,11 @@ NAMESPACED_GRANTS: set[Grant] = (
     | _grants("", ["configmaps"], ["get", "list", "watch", "create", "update", "patch"])
     | _grants("", ["events"], ["create", "patch"])
     | _grants("", ["pods"], ["list", "watch"])  # injection.enabled (the default)
+    | _grants("skillop.dev", ["toolcallapprovals"], ["get", "list", "watch", "delete"])
+    | _grants("skillop.dev", ["toolcallapprovals/status"], ["get", "patch"])
 )
+#: The approval roles are for Actor pods and people, not for the operator.
+APPROVAL_ROLES = {"skillop-gateway", "skillop-approver", "skillop-approver-rules"}
 SECRET_GRANTS: set[Grant] = {("", "secrets", "get")}
 #: In the release namespace only.
 LEASE_GRANTS: set[Grant] = _grants("coordination.k8s.io", ["leases"], ["get", "create", "update"])
@@ -426,11 +436,13 @@ def _aggregated(role: dict[str, Any]) -> bool:
 def granted(docs: list[dict[str, Any]]) -> tuple[set[Grant], dict[str, set[Grant]]]:
     """(cluster-wide grants, namespace -> grants), following the bindings."""
     roles = {(d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"]): d
-             for d in docs if d["kind"] in ("Role", "ClusterRole") and not _aggregated(d)}
+             for d in docs if d["kind"] in ("Role", "ClusterRole") and not _aggregated(d)
+             and d["metadata"]["name"] not in APPROVAL_ROLES}
     cluster: set[Grant] = set()
     per_ns: dict[str, set[Grant]] = {}
     for b in docs:
-        if b["kind"] not in ("RoleBinding", "ClusterRoleBinding"):
+        if (b["kind"] not in ("RoleBinding", "ClusterRoleBinding")
+                or b["roleRef"]["name"] in APPROVAL_ROLES):
             continue
         assert b["subjects"] == [{"kind": "ServiceAccount", "name": "skillop",
                                   "namespace": "skillop-system"}]
@@ -511,6 +523,12 @@ def container_of(dep: dict[str, Any]) -> dict[str, Any]:
     return container
 
 
+def approvals_configuration(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    (mwc,) = [d for d in of_kind(docs, "MutatingWebhookConfiguration")
+              if d["metadata"]["name"] == "skillop-approvals"]
+    return mwc
+
+
 def webhook_configuration(docs: list[dict[str, Any]]) -> dict[str, Any]:
     (vwc,) = of_kind(docs, "ValidatingWebhookConfiguration")
     return vwc
@@ -536,7 +554,9 @@ def test_webhook_disabled_renders_nothing(values: dict[str, Any]) -> None:
                     and d["metadata"]["name"] != "skillop-metrics"]
     assert webhook_docs == []
     out = _CHART.render(values=values, name="skillop", namespace="skillop-system")
-    assert [path for path, text in out.items() if "webhook" in text.lower()] == []
+    # (CRD descriptions may name the webhook: ToolCallApproval's spec.requester does.)
+    assert [path for path, text in out.items()
+            if "webhook" in text.lower() and "/crds/" not in path] == []
     container = container_of(deployment(values))
     assert [p["name"] for p in container["ports"]] == ["health"]
     assert container["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
@@ -619,12 +639,13 @@ def test_webhook_matches_what_kopf_would_configure() -> None:
     except ImportError as err:  # kopf's internals moved: the test above still holds
         pytest.skip(f"kopf internals changed: {err}")
     from skillop.model.names import API_GROUP, API_VERSION
-    from skillop.operator.webhook import register
+    from skillop.operator.webhook import APPROVAL_WEBHOOK, register, register_approvals
 
     registry = kopf.OperatorRegistry()
     register(registry)
+    register_approvals(registry)
     resources = [Resource(API_GROUP, API_VERSION, plural, namespaced=True)
-                 for plural in ("tools", "skills", "actors")]
+                 for plural in ("tools", "skills", "actors", "toolcallapprovals")]
     service = {"name": "skillop-webhook", "namespace": "skillop-system", "port": 443}
     # kopf builds its webhook configuration from the registry's handlers, which it
     # keeps private; there is no public accessor for them.
@@ -640,7 +661,17 @@ def test_webhook_matches_what_kopf_would_configure() -> None:
     chart = webhook_configuration(render(WEBHOOK_ON))["webhooks"]
     for hook in chart:
         hook["clientConfig"].pop("caBundle")
-    assert sorted(map(key, chart)) == sorted(map(key, built))
+    validating = [h for h in built if h["name"].startswith("validate-")]
+    assert sorted(map(key, chart)) == sorted(map(key, validating))
+    # The approvals hook: kopf spells "every subresource" toolcallapprovals/*, which
+    # leaves out the object itself (its create); the chart names both.
+    (mutating,) = [h for h in built if h["name"] == APPROVAL_WEBHOOK]
+    (hook,) = approvals_configuration(render(WEBHOOK_ON))["webhooks"]
+    (rule,) = hook["rules"]
+    assert hook["clientConfig"]["service"]["path"] == mutating["clientConfig"]["service"]["path"]
+    assert rule["resources"] == ["toolcallapprovals", "toolcallapprovals/status"]
+    assert sorted(rule["operations"]) == sorted(mutating["rules"][0]["operations"])
+    assert hook["failurePolicy"] == "Fail"  # a decision nobody checked must not count
 
 
 @pytest.mark.parametrize("values", [WEBHOOK_ON, CERT_MANAGER,
@@ -944,7 +975,8 @@ def test_the_chart_default_allow_list_is_the_code_default() -> None:
 
 
 def injection_hook(docs: list[dict[str, Any]]) -> dict[str, Any]:
-    (mwc,) = of_kind(docs, "MutatingWebhookConfiguration")
+    (mwc,) = [d for d in of_kind(docs, "MutatingWebhookConfiguration")
+              if d["metadata"]["name"] == "skillop-inject"]
     (hook,) = mwc["webhooks"]
     assert isinstance(hook, dict)
     return hook
@@ -1034,7 +1066,7 @@ def test_injection_lint_passes_with_the_validating_webhook_too() -> None:
                        strict=True)
     assert report["errors"] == []
     docs = render({"webhook": {"enabled": True}})
-    assert len(of_kind(docs, "MutatingWebhookConfiguration")) == 1
+    assert len(of_kind(docs, "MutatingWebhookConfiguration")) == 2  # injection, approvals
     assert len(of_kind(docs, "ValidatingWebhookConfiguration")) == 1
     assert len([s for s in of_kind(docs, "Service") if "webhook" in s["metadata"]["name"]]) == 1
 
@@ -1073,3 +1105,38 @@ def test_pods_are_watched_only_with_injection_and_secrets_never_written() -> Non
         every = grants.union(*per_ns.values())
         assert {v for g, r, v in every if r == "secrets"} <= {"get"}
     assert env({"mcp": {"headersFromSecrets": True}})["SKILLOP_SECRETS_READABLE"] == "true"
+
+
+# -- approvals: who may ask, who may decide ------------------------------------------------
+
+
+def test_the_gateway_may_ask_but_never_decide_and_approvers_decide() -> None:
+    docs = render({"approvals": {"gatewayServiceAccounts": [
+        {"namespace": "team-a", "name": "reviewer"}]}})
+    roles = {r["metadata"]["name"]: r for r in of_kind(docs, "ClusterRole")}
+    assert rule_grants(roles["skillop-gateway"]["rules"]) == _grants(
+        "skillop.dev", ["toolcallapprovals"], ["create", "get", "watch"])
+    approver = roles["skillop-approver"]
+    assert approver["aggregationRule"] == {"clusterRoleSelectors": [
+        {"matchLabels": {"skillop.dev/aggregate-to-approver": "true"}}]}
+    rules = roles["skillop-approver-rules"]
+    assert rules["metadata"]["labels"]["skillop.dev/aggregate-to-approver"] == "true"
+    assert "rbac.authorization.k8s.io/aggregate-to-admin" not in rules["metadata"]["labels"]
+    assert ("skillop.dev", "toolcallapprovals/status", "update") in rule_grants(rules["rules"])
+    (binding,) = [b for b in of_kind(docs, "RoleBinding")
+                  if b["roleRef"]["name"] == "skillop-gateway"]
+    assert binding["metadata"]["namespace"] == "team-a"
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "reviewer",
+                                    "namespace": "team-a"}]
+    admin = {r["metadata"]["name"]: r for r in of_kind(
+        render({"approvals": {"aggregateToAdmin": True}}), "ClusterRole")}
+    assert admin["skillop-approver-rules"]["metadata"]["labels"][
+        "rbac.authorization.k8s.io/aggregate-to-admin"] == "true"
+
+
+def test_the_approvals_webhook_is_there_whenever_the_admission_server_runs() -> None:
+    assert approvals_configuration(render())  # injection on (the default)
+    assert approvals_configuration(render({"injection": {"enabled": False},
+                                           "webhook": {"enabled": True}}))
+    none = render({"injection": {"enabled": False}})
+    assert [d for d in of_kind(none, "MutatingWebhookConfiguration")] == []

@@ -132,7 +132,7 @@ def test_importing_the_handlers_reads_no_settings() -> None:
     assert done.returncode == 0, done.stderr
     before, after = done.stdout.splitlines()[-2:]
     assert before == "[]"
-    assert after == "['validate-skills', 'validate-actors']"
+    assert after == "['mutate-toolcallapprovals', 'validate-skills', 'validate-actors']"
 
 
 def test_the_injected_sidecars_settings_come_from_the_charts_variables(

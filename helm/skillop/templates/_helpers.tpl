@@ -74,6 +74,14 @@ namespace only (leader-election.yaml).
 - apiGroups: ["skillop.dev"]
   resources: ["skills/status", "actors/status", "skillpolicies/status"]
   verbs: ["get", "patch"]
+# Approval requests: Events and metrics for each, Pending then Expired, and
+# cleanup of decided ones (docs/gateway.md, Approvals).
+- apiGroups: ["skillop.dev"]
+  resources: ["toolcallapprovals"]
+  verbs: ["get", "list", "watch", "delete"]
+- apiGroups: ["skillop.dev"]
+  resources: ["toolcallapprovals/status"]
+  verbs: ["get", "patch"]
 - apiGroups: [""]
   resources: ["configmaps"]
   verbs: ["get", "list", "watch", "create", "update", "patch"]

@@ -67,3 +67,77 @@ def load_cluster(loaded: Loaded) -> None:
 
 def _problem(message: str) -> Problem:
     return Problem(Subject("<cluster>", "", ""), "", P.INVALID_SPEC, message, "<cluster>")
+
+
+# -- approval requests (kubectl skillop approvals | approve | deny) ----------------------
+
+
+class ClusterError(Exception):
+    """A request to the cluster failed; ``str`` is one line saying why."""
+
+
+def _clients(kubeconfig: str | None) -> tuple[Any, str]:
+    """The custom-objects API of the current context, and that context's namespace."""
+    try:
+        import kubernetes
+    except ImportError:
+        raise ClusterError("the kubernetes client is not installed;"
+                           " pip install 'skillop[operator]'") from None
+    try:
+        kubernetes.config.load_kube_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
+        _, active = kubernetes.config.list_kube_config_contexts(  # type: ignore[no-untyped-call]
+            config_file=kubeconfig)
+    except Exception as err:
+        raise ClusterError(f"cannot read the kubeconfig: {_first_line(err)}") from None
+    namespace = str(((active or {}).get("context") or {}).get("namespace") or "default")
+    return kubernetes.client.CustomObjectsApi(), namespace
+
+
+def _first_line(err: Exception) -> str:
+    """The API server's message (RBAC's Forbidden, the webhook's refusal), one line."""
+    import json
+
+    try:
+        message = json.loads(getattr(err, "body", None) or "{}").get("message")
+    except (ValueError, AttributeError, TypeError):
+        message = None
+    if isinstance(message, str) and message:
+        label = getattr(err, "reason", "") or type(err).__name__
+        return f"{label}: {' '.join(message.split())}"
+    text = str(err).strip()
+    return f"{type(err).__name__}: {text.splitlines()[0] if text else ''}"
+
+
+def list_approvals(*, namespace: str | None, all_namespaces: bool,
+                   kubeconfig: str | None = None) -> list[dict[str, Any]]:
+    """The ToolCallApprovals of one namespace (the context's by default) or of all."""
+    from skillop.model.approval import PLURAL
+
+    api, current = _clients(kubeconfig)
+    try:
+        if all_namespaces:
+            listed = api.list_cluster_custom_object(API_GROUP, API_VERSION, PLURAL)
+        else:
+            listed = api.list_namespaced_custom_object(API_GROUP, API_VERSION,
+                                                       namespace or current, PLURAL)
+    except Exception as err:
+        raise ClusterError(f"cannot list approval requests: {_first_line(err)}") from None
+    return list(listed.get("items") or [])
+
+
+def decide_approval(name: str, *, state: str, reason: str | None, namespace: str | None,
+                    kubeconfig: str | None = None) -> dict[str, Any]:
+    """Write a decision on a request through its status subresource; the object as
+    the API server kept it (the webhook fills in who decided)."""
+    from skillop.model.approval import PLURAL
+
+    api, current = _clients(kubeconfig)
+    status: dict[str, Any] = {"state": state}
+    if reason:
+        status["reason"] = reason
+    try:
+        return dict(api.patch_namespaced_custom_object_status(
+            API_GROUP, API_VERSION, namespace or current, PLURAL, name, {"status": status}))
+    except Exception as err:
+        raise ClusterError(f"toolcallapproval {namespace or current}/{name}:"
+                           f" {_first_line(err)}") from None

@@ -16,6 +16,8 @@ from typing import NoReturn
 
 import yaml
 
+from skillop.cli.approvals import add_parsers as approvals_parsers
+from skillop.cli.approvals import approvals_command
 from skillop.cli.inject import add_parser as inject_parser
 from skillop.cli.inject import inject_command
 from skillop.cli.load import Loaded, load_paths
@@ -83,6 +85,7 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("operator", help="run the operator (kopf) with the project's settings")
     gateway_parser(sub)
     inject_parser(sub)
+    approvals_parsers(sub)
     return parser
 
 
@@ -96,6 +99,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return gateway_command(args)
     if args.command == "inject":
         return inject_command(args)
+    if args.command in ("approvals", "approve", "deny"):
+        return approvals_command(args)
     if args.command == "discover":
         from skillop.cli.discover import discover_command
 

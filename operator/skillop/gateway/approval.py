@@ -14,9 +14,8 @@ Approvers here: ``Elicitation`` asks the client with an MCP elicitation on its
 session (the handshake era, the request travels on the call's event stream);
 ``InputRequired`` answers a 2026-07-28 call with an ``InputRequiredResult``
 carrying the same elicitation, and decides the retry that carries its answer;
-``Nobody`` refuses, saying why nobody can be asked. Another kind of approver
-(a request object a person approves elsewhere) is one more class with
-``decide``.
+``Nobody`` refuses, saying why nobody can be asked. ``approval_request.ByRequest``
+asks with a ToolCallApproval a person decides elsewhere (the Actor's default).
 
 An approval holds for one call: the ``InputRequired`` state the client echoes is
 sealed by the SDK's ``RequestStateBoundary`` (bound to the tool and its
@@ -61,12 +60,17 @@ class Question:
 
 @dataclass(frozen=True, slots=True)
 class Approved:
-    pass
+    #: By request (``approval_request``): the ToolCallApproval, namespace/name, and
+    #: who decided it, for the audit line.
+    request: str | None = None
+    decided_by: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Refused:
     reason: str
+    request: str | None = None
+    decided_by: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,9 @@
 Each line says who called what, where it went, how long it took and how it
 ended: ``time``, ``actor``, ``bindingName``, ``upstream`` (server name, null for
 Agent Skills and unknown tools), ``upstreamTool``, ``durationMs``, ``outcome``
-(``ok``, ``error`` or ``refused``) and, unless ok, ``reason``. Arguments and
+(``ok``, ``error`` or ``refused``) and, unless ok, ``reason``; a call that
+needed approval by request also names ``approval`` (the ToolCallApproval,
+namespace/name) and ``approver`` (who decided, as the API server knows them). Arguments and
 results are never written: they may hold anything the agent or the upstream
 handles. Reasons are the gateway's own words, never upstream text or header
 values (an upstream's JSON-RPC error is recorded by its code; the agent gets its
@@ -42,6 +44,8 @@ class AuditRecord:
     duration_ms: float
     outcome: Outcome
     reason: str | None = None
+    approval: str | None = None
+    approver: str | None = None
 
     def line(self, now: datetime) -> str:
         body: dict[str, object] = {
@@ -52,6 +56,10 @@ class AuditRecord:
         }
         if self.reason is not None:
             body["reason"] = _bounded(self.reason)
+        if self.approval is not None:
+            body["approval"] = _bounded(self.approval)
+        if self.approver is not None:
+            body["approver"] = _bounded(self.approver)
         return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
 
 

@@ -17,13 +17,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import mcp_types as types
 from pydantic import ValidationError
 
 from skillop.gateway.search import Document, SearchIndex
-from skillop.model.specs import McpTls
+from skillop.model.specs import ApprovalSettings, McpTls
 from skillop.model.toolset import (
     CALL_TOOL,
     MAX_CONFIGMAP_BYTES,
@@ -131,6 +131,9 @@ class ServedTool:
     tags: tuple[str, ...] = ()
 
 
+_DEFAULT_APPROVAL: Final = ApprovalSettings()
+
+
 @dataclass(frozen=True, slots=True)
 class ServedSet:
     """What the gateway serves: tools by binding name, their upstreams, the listing."""
@@ -142,6 +145,8 @@ class ServedSet:
     listing: tuple[types.Tool, ...]
     #: ``disclosure: Search``: the index search_tools ranks; None lists every tool.
     search: SearchIndex | None = None
+    #: How calls to tools with requiresApproval are approved (the Actor's spec.approval).
+    approval: ApprovalSettings = _DEFAULT_APPROVAL
 
     @classmethod
     def empty(cls) -> ServedSet:
@@ -203,15 +208,16 @@ def parse_served_set(raw: bytes | str, *, path: str = TOOLS_KEY,
         tools[tool.binding_name] = _served_tool(tool, where, servers, keys, body)
     used = {t.upstream for t in tools.values() if t.upstream is not None}
     upstreams = {key: server for key, server in servers.items() if key in used}
+    approval = doc.approval or _DEFAULT_APPROVAL
     if doc.disclosure is None:
         return ServedSet(actor=doc.actor or "", hash=doc.hash, tools=tools, upstreams=upstreams,
-                         listing=tuple(t.definition for t in tools.values()))
+                         listing=tuple(t.definition for t in tools.values()), approval=approval)
     pinned = [tools[name].definition for name in doc.disclosure.pinned
               if name in tools and name not in (SEARCH_TOOL, CALL_TOOL)]
     return ServedSet(
         actor=doc.actor or "", hash=doc.hash, tools=tools, upstreams=upstreams,
         listing=(*pinned, search_tool_definition(len(tools)), CALL_TOOL_DEFINITION),
-        search=SearchIndex(_document(t) for t in tools.values()))
+        search=SearchIndex(_document(t) for t in tools.values()), approval=approval)
 
 
 def _document(tool: ServedTool) -> Document:

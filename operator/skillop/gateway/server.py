@@ -7,8 +7,11 @@ known tool goes through, in order:
 1. the rug-pull check: the upstream's live definition (listed on connect, on
    every ``list_changed``, before which calls wait, and at least every
    ``relist_interval`` seconds) must still have the ToolSet's ``upstreamDigest``;
-2. approval, for ``requiresApproval``: an MCP elicitation to the client, which
-   must accept; a client without elicitation is refused, and told why;
+2. approval, for ``requiresApproval``: by default a ToolCallApproval object a
+   person decides (``approval_request.ByRequest``); with the Actor's
+   ``spec.approval.via: Elicitation``, the client is asked (``approval``): an MCP
+   elicitation, or the 2026-07-28 input-required flow; a client that cannot be
+   asked is refused, and told why; then the definition is checked again;
 3. the forward, under the tool's name upstream, bounded by ``timeoutSeconds``;
    the result goes back as the upstream gave it, minus any secret value it echoes.
 
@@ -32,7 +35,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import socket
 import sys
 import time
@@ -57,6 +59,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from skillop import __version__
 from skillop.gateway import approval, wire
+from skillop.gateway.approval_request import ByRequest, PendingCall, Requests
 from skillop.gateway.audit import AuditLog, AuditRecord, Outcome
 from skillop.gateway.caller import CONNECT_TIMEOUT_SECONDS
 from skillop.gateway.front import Client, Front, Sessions
@@ -78,7 +81,8 @@ from skillop.gateway.upstream import (
     Settings,
     UpstreamUnavailable,
 )
-from skillop.model.settings import GATEWAY_RELIST_INTERVAL
+from skillop.model.approval import visible
+from skillop.model.settings import API_DIR, GATEWAY_RELIST_INTERVAL
 from skillop.model.toolset import CALL_TOOL, SEARCH_TOOL, TOOLS_KEY
 from skillop.sources.egress import EgressGuard
 from skillop.sources.mcp_discovery import one_line
@@ -90,10 +94,6 @@ _NOBODY: Final = approval.Nobody(
 #: An approval prompt shows each argument whole; longer ones cannot be approved.
 _MAX_SHOWN_VALUE: Final = 2000
 _MAX_PROMPT: Final = 8000
-#: Characters that would hide or reorder text in a prompt (controls, bidi
-#: overrides, zero-width): shown as ``\uXXXX``.
-_HIDDEN: Final = re.compile(r"[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f"
-                            r"\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,10 +117,17 @@ class Options:
     fast_path: bool = True
     #: Seconds a request has to arrive whole, headers and body (``--request-timeout``).
     request_timeout: float = 10.0
+    #: The projected ServiceAccount token, CA and namespace (approval requests).
+    api_dir: Path = Path(API_DIR.default)
 
 
 class _Refused(Exception):
-    """The gateway will not run this call; ``str`` is the reason."""
+    """The gateway will not run this call; ``str`` is the reason, ``verdict`` the
+    approval's refusal when that is the reason (for the audit line)."""
+
+    def __init__(self, reason: str, verdict: approval.Refused | None = None) -> None:
+        super().__init__(reason)
+        self.verdict = verdict
 
 
 class _Failed(Exception):
@@ -157,6 +164,8 @@ class Gateway:
 
     def __init__(self, options: Options, *, audit: AuditLog | None = None) -> None:
         self.options = options
+        #: Who makes and follows the ToolCallApprovals (``spec.approval.via: Request``).
+        self.requests = Requests.from_environment(options.api_dir)
         self.served = ServedSet.empty()
         self.audit = audit or AuditLog()
         self._settings = Settings(options.secrets_dir, EgressGuard(options.allow),
@@ -207,6 +216,7 @@ class Gateway:
                 yield self
             finally:
                 self._pool.close()
+                await self.requests.close()
                 tasks.cancel_scope.cancel()
 
     async def serve_http(self, host: str, port: int) -> None:
@@ -359,7 +369,8 @@ class Gateway:
         if not isinstance(name, str) or not isinstance(arguments, dict | None):
             return None
         tool = self.served.target(name, arguments)
-        if tool is not None and tool.requires_approval and client.can_elicit:
+        if (tool is not None and tool.requires_approval and client.can_elicit
+                and self.served.approval.via == "Elicitation"):
             return None
         try:
             result = await self.call(name, arguments or {}, approver=_NOBODY)
@@ -431,16 +442,20 @@ class Gateway:
         link = self._link(tool)
         label = link.label if link is not None else None
 
-        def audit(outcome: Outcome, reason: str | None) -> None:
+        decided: list[approval.Approved] = []  # a request's approval, for the audit line
+
+        def audit(outcome: Outcome, reason: str | None,
+                  verdict: approval.Approved | approval.Refused | None = None) -> None:
+            verdict = verdict or (decided[0] if decided else None)
             self._audit(served, tool.binding_name, label, tool.upstream_name, started,
-                        outcome, reason)
+                        outcome, reason, verdict)
 
         try:
-            result = await self._run(approver, served, tool, arguments)
+            result = await self._run(approver, served, tool, arguments, decided)
         except _Pending as pending:
             return pending.result
         except _Refused as refusal:
-            audit("refused", str(refusal))
+            audit("refused", str(refusal), refusal.verdict)
             return _error_result(f"refused: {refusal}")
         except _Failed as failure:
             audit("error", failure.audit)
@@ -468,17 +483,18 @@ class Gateway:
     # -- the call path -------------------------------------------------------------
 
     async def _run(self, approver: approval.Approver, served: ServedSet, tool: ServedTool,
-                   arguments: dict[str, Any]) -> types.CallToolResult:
+                   arguments: dict[str, Any], decided: list[approval.Approved],
+                   ) -> types.CallToolResult:
         if tool.source == "agent_skill":
             if tool.requires_approval:
-                await self._approve(approver, served, tool, arguments)
+                decided.append(await self._approve(approver, served, tool, arguments))
             if tool.body is None:
                 raise _Failed(f"the SKILL.md body (agent-skill.{tool.binding_name}.md)"
                               " is not mounted")
             return types.CallToolResult(content=[types.TextContent(text=tool.body)])
         link, conn = await self._vet(tool)
         if tool.requires_approval:
-            await self._approve(approver, served, tool, arguments)
+            decided.append(await self._approve(approver, served, tool, arguments, link.label))
             # The upstream may have changed while a human thought.
             link, conn = await self._vet(tool)
         return await self._forward(tool, link, conn, arguments)
@@ -504,14 +520,28 @@ class Gateway:
         return link, conn
 
     async def _approve(self, approver: approval.Approver, served: ServedSet, tool: ServedTool,
-                       arguments: dict[str, Any]) -> None:
-        message = _approval_prompt(served.actor or "The agent", tool.binding_name, arguments)
+                       arguments: dict[str, Any], upstream: str | None = None,
+                       ) -> approval.Approved:
+        """The call's approval (``_Refused`` or ``_Pending`` without one). By default
+        (``spec.approval.via: Request``) a person decides a ToolCallApproval, whatever
+        the client could be asked; with ``Elicitation``, ``approver`` asks the client."""
+        if served.approval.via == "Request":
+            # The request itself shows every argument (long values cut and marked,
+            # docs/api.md, ToolCallApproval): no prompt text.
+            approver = ByRequest(self.requests, PendingCall(served.actor, tool, upstream,
+                                                            arguments),
+                                 served.approval.timeout_seconds)
+            message = ""
+        else:
+            message = _approval_prompt(served.actor or "The agent", tool.binding_name,
+                                       arguments)
         verdict = await approver.decide(approval.Question(tool.binding_name, arguments,
                                                           message))
         if isinstance(verdict, approval.Pending):
             raise _Pending(verdict.result)
         if isinstance(verdict, approval.Refused):
-            raise _Refused(verdict.reason)
+            raise _Refused(verdict.reason, verdict)
+        return verdict
 
     async def _forward(self, tool: ServedTool, link: Link, conn: Connection,
                        arguments: dict[str, Any]) -> types.CallToolResult:
@@ -537,11 +567,14 @@ class Gateway:
 
     def _audit(self, served: ServedSet, binding: str, upstream: str | None,
                upstream_tool: str | None, started: float, outcome: Outcome,
-               reason: str | None) -> None:
+               reason: str | None,
+               verdict: approval.Approved | approval.Refused | None = None) -> None:
         self.audit.write(AuditRecord(
             actor=served.actor, binding_name=binding, upstream=upstream,
             upstream_tool=upstream_tool, duration_ms=(time.perf_counter() - started) * 1000,
-            outcome=outcome, reason=reason))
+            outcome=outcome, reason=reason,
+            approval=verdict.request if verdict is not None else None,
+            approver=verdict.decided_by if verdict is not None else None))
 
 
 def _shaped(method: str, version: str, result: types.Result) -> bytes:
@@ -558,8 +591,8 @@ def _approval_prompt(actor: str, binding: str, arguments: dict[str, Any]) -> str
     all be shown whole are refused: nobody should approve what they cannot see."""
     lines = []
     for key in sorted(arguments):
-        value = _visible(json.dumps(arguments[key], ensure_ascii=False, sort_keys=True))
-        name = _visible(json.dumps(key, ensure_ascii=False))
+        value = visible(json.dumps(arguments[key], ensure_ascii=False, sort_keys=True))
+        name = visible(json.dumps(key, ensure_ascii=False))
         if len(value) + len(name) > _MAX_SHOWN_VALUE:
             raise _Refused(f"argument {one_line(name, 80)} is too long to be shown for"
                            f" approval ({len(value)} characters; at most {_MAX_SHOWN_VALUE})")
@@ -569,10 +602,6 @@ def _approval_prompt(actor: str, binding: str, arguments: dict[str, Any]) -> str
         raise _Refused(f"the arguments are too long to be shown for approval ({len(shown)}"
                        f" characters; at most {_MAX_PROMPT})")
     return f"{actor} asks to call {binding} with:\n{shown}\nApprove?"
-
-
-def _visible(text: str) -> str:
-    return _HIDDEN.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _error_result(text: str) -> types.CallToolResult:

@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
+from skillop.model.approval import KIND, PLURAL, ToolCallApprovalSpec, ToolCallApprovalStatus
 from skillop.model.names import API_GROUP, API_VERSION
 from skillop.model.policies import ClusterSkillPolicySpec, SkillPolicySpec
 from skillop.model.specs import ActorSpec, SkillSpec, ToolSpec
@@ -60,6 +61,16 @@ POLICY_COLUMNS: list[dict[str, Any]] = [
 TOOL_COLUMNS = [
     {"name": "Tool-Name", "type": "string", "jsonPath": ".spec.name"},
     {"name": "Description", "type": "string", "jsonPath": ".spec.description", "priority": 1},
+    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+]
+
+
+APPROVAL_COLUMNS: list[dict[str, Any]] = [
+    {"name": "Actor", "type": "string", "jsonPath": ".spec.actor"},
+    {"name": "Tool", "type": "string", "jsonPath": ".spec.tool.bindingName"},
+    {"name": "State", "type": "string", "jsonPath": ".status.state"},
+    {"name": "Decided-By", "type": "string", "jsonPath": ".status.decidedBy", "priority": 1},
+    {"name": "Expires", "type": "string", "jsonPath": ".spec.expiresAt", "priority": 1},
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
 ]
 
@@ -125,11 +136,13 @@ def crd(kind: str, plural: str, short: str, spec: type[BaseModel],
     properties: dict[str, Any] = {**copy.deepcopy(OBJECT_FIELDS), "spec": structural(spec)}
     version: dict[str, Any] = {"name": API_VERSION, "served": True, "storage": True}
     if status is not None:
-        properties["status"] = _conditions_as_map(structural(status))
+        schema = structural(status)
+        properties["status"] = (_conditions_as_map(schema) if "conditions" in schema["properties"]
+                                else schema)
         version["subresources"] = {"status": {}}
         version["additionalPrinterColumns"] = columns or STATUS_COLUMNS
     else:
-        version["additionalPrinterColumns"] = TOOL_COLUMNS
+        version["additionalPrinterColumns"] = columns or TOOL_COLUMNS
     version["schema"] = {"openAPIV3Schema": {
         "type": "object", "description": description, "properties": properties,
         "required": ["spec"],
@@ -151,7 +164,8 @@ def crd(kind: str, plural: str, short: str, spec: type[BaseModel],
 
 
 def all_crds() -> dict[str, dict[str, Any]]:
-    """File name -> CRD, for Tool, Skill, Actor, SkillPolicy and ClusterSkillPolicy."""
+    """File name -> CRD, for Tool, Skill, Actor, SkillPolicy, ClusterSkillPolicy and
+    ToolCallApproval."""
     return {
         "tools.yaml": crd("Tool", "tools", "sktool", ToolSpec, None,
                           "A named, reusable tool definition (the Tool Registry)."),
@@ -168,6 +182,10 @@ def all_crds() -> dict[str, dict[str, Any]]:
             PolicyStatus, "Guardrails for every Actor of the selected namespaces, set by"
             " cluster admins; Actors and SkillPolicies cannot loosen them.",
             scope="Cluster", columns=POLICY_COLUMNS),
+        "toolcallapprovals.yaml": crd(
+            KIND, PLURAL, "tca", ToolCallApprovalSpec, ToolCallApprovalStatus,
+            "One tool call an agent asks to make, waiting for a person's decision.",
+            columns=APPROVAL_COLUMNS),
     }
 
 

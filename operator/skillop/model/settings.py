@@ -287,6 +287,10 @@ CONFIGMAPS_DIR = Setting("SKILLOP_CONFIGMAPS_DIR", "/var/run/skillop/configmaps"
                          "mounted ConfigMaps holding servers' CA bundles"
                          " (`tls.caConfigMapRef`), one directory each", reader="gateway",
                          flag="--configmaps-dir")
+API_DIR = Setting("SKILLOP_API_DIR", "/var/run/secrets/skillop.dev/api", text,
+                  "the projected ServiceAccount token, `ca.crt` and `namespace` the gateway"
+                  " asks for approvals with (ToolCallApproval)", reader="gateway",
+                  flag="--api-dir")
 GATEWAY_LISTEN = Setting("SKILLOP_GATEWAY_LISTEN", f"127.0.0.1:{GATEWAY_PORT}", text,
                          "streamable HTTP at `http://HOST:PORT/mcp` (port 0 picks one)",
                          reader="gateway", flag="--listen")
@@ -315,9 +319,8 @@ SETTINGS: Final[tuple[Setting[Any], ...]] = (
     WEBHOOK_MANAGED, WEBHOOK_HOST, INJECTION, INJECT_IMAGE, INJECT_PULL_POLICY, INJECT_PORT,
     INJECT_RESOURCES, SECRETS_READABLE,
     # The gateway's own, then the operator's that it reads too.
-    TOOLSET_DIR, SECRETS_DIR, CONFIGMAPS_DIR, GATEWAY_LISTEN, GATEWAY_POLL, GATEWAY_TIMEOUT,
-    GATEWAY_RELIST_INTERVAL,
-    GATEWAY_REQUEST_TIMEOUT,
+    TOOLSET_DIR, SECRETS_DIR, CONFIGMAPS_DIR, API_DIR, GATEWAY_LISTEN, GATEWAY_POLL,
+    GATEWAY_TIMEOUT, GATEWAY_RELIST_INTERVAL, GATEWAY_REQUEST_TIMEOUT,
 )
 #: The operator's settings that the gateway reads as well (its ``--allow`` and
 #: ``--ca-file`` defaults).

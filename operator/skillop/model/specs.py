@@ -565,6 +565,16 @@ class Disclosure(SpecModel):
     qualifiedName. A name the set does not hold gets a warning."""
 
 
+class ApprovalSettings(SpecModel):
+    """How a call to a tool with requiresApproval is approved, and how long it waits."""
+
+    via: Literal["Request", "Elicitation"] = "Request"
+    """Request (default): a ToolCallApproval object a person decides with kubectl;
+    Elicitation: an MCP prompt to the client, for clients with a person in front."""
+    timeout_seconds: int = Field(default=300, ge=1, le=86400)
+    """How long the gateway waits for a decision (not counted in timeoutSeconds)."""
+
+
 class ActorSpec(SpecModel):
     """An agent: the skills it uses and the policy on them."""
 
@@ -576,3 +586,6 @@ class ActorSpec(SpecModel):
     """The ConfigMap the tool set is written to; default <actor>-tools."""
     disclosure: Disclosure = Field(default_factory=Disclosure)
     """How the tools are shown to the agent: all listed, or found by search."""
+    approval: ApprovalSettings | None = None
+    """How calls to tools with requiresApproval are approved (default: a ToolCallApproval
+    request, waiting 300 s)."""

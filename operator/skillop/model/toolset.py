@@ -20,7 +20,7 @@ from pydantic.alias_generators import to_camel
 
 from skillop.model.canonical import canonical_json
 from skillop.model.names import GROUP_VERSION
-from skillop.model.specs import EnvVar, HeadersFrom, McpTls
+from skillop.model.specs import ApprovalSettings, EnvVar, HeadersFrom, McpTls
 
 #: The ConfigMap key holding the document.
 TOOLS_KEY = "tools.json"
@@ -136,6 +136,9 @@ class ToolSetDocument(DocumentModel):
     tools: tuple[ToolEntry, ...] = ()
     mcp_servers: tuple[ServerEntry, ...] = ()
     agent_skills: tuple[AgentSkillEntry, ...] = ()
+    #: How the gateway gets calls approved: the Actor's ``spec.approval``, present
+    #: only when the Actor sets it (the default is a ToolCallApproval, 300 s).
+    approval: ApprovalSettings | None = None
     #: Beyond the contract's keys, so after them (docs/decisions.md).
     tokens: TokenCount | None = None
     disclosure: DisclosureEntry | None = None

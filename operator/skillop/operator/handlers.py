@@ -13,6 +13,8 @@
   resync is the Reconciler's own timer (``Reconciler.resync``), not
   ``kopf.timer``: kopf timers put a finalizer on every object, so Skills and
   Actors could not be deleted while the operator is down.
+* ToolCallApprovals are followed by ``on.event`` alone (no index: nothing
+  resolves with them) and handed to ``approval_keeper.ApprovalKeeper``.
 * Leader election (``leader.Elector``, a Lease) decides which replica writes;
   every replica watches, and serves the webhook and ``/metrics`` (``health``).
 """
@@ -28,7 +30,9 @@ import kopf
 from prometheus_client import CollectorRegistry
 
 from skillop import __version__
+from skillop.model.approval import PLURAL as APPROVALS
 from skillop.model.names import ACTOR_LABEL, API_GROUP, API_VERSION
+from skillop.operator.approval_keeper import ApprovalKeeper
 from skillop.operator.credentials import CredentialChecker
 from skillop.operator.health import HealthServer
 from skillop.operator.kube import Kube
@@ -51,10 +55,12 @@ KINDS = {TOOLS: "Tool", SKILLS: "Skill", ACTORS: "Actor", SKILL_POLICIES: "Skill
 
 def register_webhook(config: OperatorConfig) -> None:
     """The validating admission handlers (docs/webhook.md) and the pod injector
-    (docs/gateway.md, Injection), each when it is on."""
+    (docs/gateway.md, Injection), each when it is on; the approvals handler
+    whenever either is."""
     if config.serves_webhooks:
         from skillop.operator import webhook
 
+        webhook.register_approvals()  # approvals need it whenever the server runs
         if config.webhook:
             webhook.register()
         if config.injection:
@@ -96,6 +102,9 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
                                       name="skillop-resync")
     memo.membership = asyncio.create_task(reconciler.membership(writer, config.namespaces),
                                           name="skillop-membership")
+    memo.approvals = ApprovalKeeper(store, writer, metrics)
+    memo.approval_sweep = asyncio.create_task(memo.approvals.sweep(),
+                                              name="skillop-approval-sweep")
 
 
 def _elector(config: OperatorConfig, writer: Kube, reconciler: Reconciler,
@@ -169,7 +178,7 @@ async def cleanup(memo: kopf.Memo, **_: Any) -> None:
     if elector is not None:
         await elector.release()  # stops writing first; a standby takes over at once
     for task in (getattr(memo, "worker", None), getattr(memo, "resync", None),
-                 getattr(memo, "membership", None)):
+                 getattr(memo, "membership", None), getattr(memo, "approval_sweep", None)):
         if task is not None:
             task.cancel()
     discovery = getattr(memo, "discovery", None)
@@ -230,3 +239,15 @@ def _watch_pods() -> None:
 
 for _resource in KINDS:
     _watch(_resource)
+
+
+@kopf.on.event(API_GROUP, API_VERSION, APPROVALS, id="toolcallapproval-event")
+async def approval_event(type: str, body: kopf.Body, name: str, namespace: str | None,
+                         memo: kopf.Memo, **_: Any) -> None:
+    keeper: ApprovalKeeper | None = getattr(memo, "approvals", None)
+    if keeper is None:
+        return
+    if type == "DELETED":
+        keeper.deleted(namespace or "", name)
+    else:
+        await keeper.observed(body)

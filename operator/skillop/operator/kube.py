@@ -45,10 +45,13 @@ TRANSIENT: tuple[type[Exception], ...] = (OSError, urllib3.exceptions.HTTPError)
 #: only some namespaces.
 CLUSTER_SCOPED = frozenset({"Namespace", "ClusterSkillPolicy"})
 PLURALS = {"Skill": "skills", "Actor": "actors", "Tool": "tools",
-           "SkillPolicy": "skillpolicies", "ClusterSkillPolicy": "clusterskillpolicies"}
+           "SkillPolicy": "skillpolicies", "ClusterSkillPolicy": "clusterskillpolicies",
+           "ToolCallApproval": "toolcallapprovals"}
 #: Lists for membership ask for metadata only (kubectl get's own trick).
 METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 LIST_PAGE = 500
+PLURALS = {"Skill": "skills", "Actor": "actors", "Tool": "tools",
+           "ToolCallApproval": "toolcallapprovals"}
 
 
 class WriteFailed(Exception):
@@ -195,6 +198,20 @@ class Kube:
             self.custom.patch_namespaced_custom_object_status(
                 API_GROUP, API_VERSION, ref.namespace, PLURALS[kind], ref.name, body,
                 _preload_content=False)), gone_on_404=True)
+
+    async def delete_approval(self, ref: ObjectRef) -> None:
+        """Delete a decided ToolCallApproval (gone already is fine)."""
+        def delete() -> bytes:
+            try:
+                return _drained(self.custom.delete_namespaced_custom_object(
+                    API_GROUP, API_VERSION, ref.namespace, PLURALS["ToolCallApproval"],
+                    ref.name, _preload_content=False))
+            except self._client.ApiException as err:
+                if err.status == 404:
+                    return b""
+                raise
+
+        await self._write("ToolCallApproval", f"delete toolcallapproval {ref}", delete)
 
     async def apply_configmap(self, body: Mapping[str, Any], *, exists: bool) -> None:
         meta = body["metadata"]

@@ -24,6 +24,8 @@ from prometheus_client.registry import Collector
 PREFIX = "skillop"
 #: Batch durations: a few ms (one object) to a minute (a full pass of a big cluster).
 BATCH_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+#: From a request for approval to its decision: a person takes seconds to an hour.
+DECISION_BUCKETS = (1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
 
 
 class Metrics:
@@ -59,6 +61,14 @@ class Metrics:
         self.admissions = Counter(
             f"{PREFIX}_webhook_admissions", "Admission reviews by kind and outcome"
             " (allowed, denied)", ["kind", "outcome"], registry=registry)
+        self.approvals_pending = Gauge(
+            f"{PREFIX}_approval_requests_pending",
+            "ToolCallApprovals waiting for a decision", registry=registry)
+        self.approval_seconds = Histogram(
+            f"{PREFIX}_approval_decision_seconds",
+            "Time from a ToolCallApproval's creation to its decision, by state"
+            " (Approved, Denied, Expired)", ["state"], buckets=DECISION_BUCKETS,
+            registry=registry)
 
     # -- what happens --------------------------------------------------------------
     def batch(self, seconds: float, *, skills: int, actors: int) -> None:
@@ -81,7 +91,13 @@ class Metrics:
     def admission(self, kind: str, *, allowed: bool) -> None:
         self.admissions.labels(kind, "allowed" if allowed else "denied").inc()
 
+    def approval_decided(self, state: str, seconds: float) -> None:
+        self.approval_seconds.labels(state).observe(seconds)
+
     # -- what is read at scrape time ---------------------------------------------------
+    def watch_approvals(self, pending: Callable[[], int]) -> None:
+        self.approvals_pending.set_function(lambda: float(pending()))
+
     def watch_queue(self, depth: Callable[[], int]) -> None:
         self.queue_depth.set_function(lambda: float(depth()))
 

@@ -1,11 +1,13 @@
 """The admission webhooks: kopf handlers over ``admission.review`` and ``resolve.inject``.
 
 ``register`` (``SKILLOP_WEBHOOK=true``) adds the two ``@kopf.on.validate``
-handlers (Skills and Actors, CREATE and UPDATE); ``register_injection``
+handlers (Skills and Actors, CREATE and UPDATE); ``register_approvals`` (whenever
+the server runs) the ``@kopf.on.mutate`` handler of ToolCallApprovals (who asks,
+who decides: ``approvals.admit_request``/``admit_decision``); ``register_injection``
 (``SKILLOP_INJECTION=true``) the ``@kopf.on.mutate`` handler that injects the
 gateway into pods labelled ``skillop.dev/actor`` on CREATE (docs/gateway.md,
-Injection). ``configure`` sets kopf's webhook server, shared by both. TLS
-comes from files (cert-manager or a chart-made CA: ``SKILLOP_WEBHOOK_CERT``/
+Injection). ``configure`` sets kopf's webhook server, shared by all of them.
+TLS comes from files (cert-manager or a chart-made CA: ``SKILLOP_WEBHOOK_CERT``/
 ``SKILLOP_WEBHOOK_KEY``) or, without them, from a self-signed certificate
 generated at startup with ``cryptography`` (kopf's own generator needs
 ``certbuilder``, which skillop does not ship).
@@ -20,7 +22,9 @@ from typing import Any, Literal
 
 import kopf
 
-from skillop.model.names import ACTOR_LABEL, API_GROUP, API_VERSION
+from skillop.model.approval import PLURAL
+from skillop.model.names import ACTOR_LABEL, API_GROUP, API_VERSION, ObjectRef
+from skillop.operator import approvals
 from skillop.operator.admission import review
 from skillop.operator.settings import OperatorConfig
 from skillop.resolve.catalog import Catalog
@@ -31,6 +35,7 @@ from skillop.resolve.resolver import Resolver
 SKILL_WEBHOOK = "validate-skills"
 ACTOR_WEBHOOK = "validate-actors"
 POD_WEBHOOK = "inject-pods"
+APPROVAL_WEBHOOK = "mutate-toolcallapprovals"
 OPERATIONS: tuple[Literal["CREATE"], Literal["UPDATE"]] = ("CREATE", "UPDATE")
 
 
@@ -104,10 +109,46 @@ async def inject_pod(**kwargs: Any) -> None:
     patch.fns.append(_replace_with(pod))
 
 
+def register_approvals(registry: kopf.OperatorRegistry | None = None) -> None:
+    """Add the ToolCallApproval handler (who asks, who decides) to ``registry``: on
+    whenever the admission server runs, as approvals need it (docs/gateway.md)."""
+    kopf.on.mutate(API_GROUP, API_VERSION, PLURAL, id=APPROVAL_WEBHOOK, operations=OPERATIONS,
+                   subresource="*", registry=registry)(mutate_approval)
+
+
 def register_injection(registry: kopf.OperatorRegistry | None = None) -> None:
     """Add the mutating handler for actor pods to ``registry`` (kopf's default if None)."""
     kopf.on.mutate("", "v1", "pods", id=POD_WEBHOOK, operations=["CREATE"],
                    labels={ACTOR_LABEL: kopf.PRESENT}, registry=registry)(inject_pod)
+
+
+async def mutate_approval(**kwargs: Any) -> None:
+    """Record who asks (create) or who decides (status), or refuse (403)."""
+    body: kopf.Body = kwargs["body"]
+    old: kopf.Body | None = kwargs.get("old")
+    user = str((kwargs.get("userinfo") or {}).get("username") or "")
+    try:
+        if kwargs.get("subresource") == "status":
+            changes = approvals.admit_decision(dict(body), dict(old) if old is not None else None,
+                                     user=user, now=datetime.datetime.now(datetime.UTC))
+        elif kwargs.get("operation") == "CREATE":
+            changes = approvals.admit_request(dict(body), user=user,
+                                    actor_uid=_actor_uid(kwargs.get("memo"), body))
+        else:
+            changes = {}
+    except approvals.Refused as exc:
+        raise kopf.AdmissionError(str(exc), code=403) from None
+    patch: kopf.Patch = kwargs["patch"]
+    for section, values in changes.items():
+        patch.setdefault(section, {}).update(values)
+
+
+def _actor_uid(memo: Any, body: kopf.Body) -> str | None:
+    """The uid of the request's Actor, as the operator's catalog knows it."""
+    namespace = str((body.get("metadata") or {}).get("namespace") or "")
+    name = (body.get("spec") or {}).get("actor")
+    found = _catalog(memo).actors.get(ObjectRef(namespace, str(name)))
+    return found.meta.uid or None if found is not None else None
 
 
 def register(registry: kopf.OperatorRegistry | None = None) -> None:

@@ -66,7 +66,7 @@ SECRETS_DIR = known.SECRETS_DIR.default
 CONFIGMAPS_DIR = known.CONFIGMAPS_DIR.default
 #: The gateway's own API credentials (issue 22's approval objects): ``token``,
 #: ``ca.crt``, ``namespace``.
-API_DIR = "/var/run/secrets/skillop.dev/api"
+API_DIR = known.API_DIR.default
 API_TOKEN_SECONDS = 3600
 MCP_URL_ENV = "SKILLOP_MCP_URL"
 #: The volume the ServiceAccount admission plugin adds (``kube-api-access-<random>``).

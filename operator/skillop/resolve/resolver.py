@@ -25,7 +25,7 @@ from skillop.model.manifest import POLICY_KINDS, ActorResource, PolicyResource
 from skillop.model.names import ObjectRef, RefError, parse_ref
 from skillop.model.policies import url_host
 from skillop.model.problems import Problem, Subject
-from skillop.model.specs import Disclosure, McpServer
+from skillop.model.specs import ApprovalSettings, Disclosure, McpServer
 from skillop.model.toolset import MAX_CONFIGMAP_BYTES, Owner, ServerEntry, ToolSetDocument
 from skillop.resolve import graph
 from skillop.resolve.catalog import Catalog
@@ -249,7 +249,7 @@ class Resolver:
         return self._finish(actor.subject, "actor", allowed_roots, kept, tuple(skills), problems,
                             list(warnings), pruned, dropped, budget=policy,
                             gate=gate, policies=policy.applied,
-                            disclosure=actor.spec.disclosure)
+                            disclosure=actor.spec.disclosure, approval=actor.spec.approval)
 
     def effective_policy(self, actor: ActorResource) -> EffectivePolicy:
         """The Actor's own policy tightened by every policy governing its namespace:
@@ -356,7 +356,8 @@ class Resolver:
                 warnings: list[str], pruned: list[PrunedItem],
                 dropped: list[tuple[Entry, str]], *, budget: EffectivePolicy | None,
                 gate: SkillGate | None = None, policies: tuple[AppliedPolicy, ...] = (),
-                disclosure: Disclosure | None = None) -> Resolution:
+                disclosure: Disclosure | None = None,
+                approval: ApprovalSettings | None = None) -> Resolution:
         names = effective_names([(e.tool.name, e.qualified_name) for e in entries])
         bindings = binding_names(names)
         parents = self._tree(roots, gate)
@@ -373,12 +374,12 @@ class Resolver:
         shown, unknown = disclosure_entry(disclosure, tools)
         warnings += [f"{subject}: {w}" for w in unknown]
         text, digest = toolset_text(owner_kind=owner_kind, owner=owner, tools=tools,
-                                    servers=servers, disclosure=shown)
+                                    servers=servers, disclosure=shown, approval=approval)
         if owner_kind == "actor" and not problems:
             problems += self._size_problems(subject, tools, text)
         document = functools.partial(toolset_document, owner_kind=owner_kind, owner=owner,
                                      tools=tools, servers=servers, digest=digest,
-                                     disclosure=shown)
+                                     disclosure=shown, approval=approval)
         return Resolution(subject, tools, skills, tuple(problems), tuple(warnings),
                           tuple(pruned), digest, text, document, tuple(dropped), policies,
                           tokens,

@@ -16,7 +16,7 @@ from typing import Any
 from skillop.model.canonical import canonical_json, sha256_digest
 from skillop.model.manifest import ActorResource
 from skillop.model.names import ObjectRef
-from skillop.model.specs import Disclosure, McpServer
+from skillop.model.specs import ApprovalSettings, Disclosure, McpServer
 from skillop.model.tooldef import ToolDef
 from skillop.model.toolset import (
     CALL_TOOL,
@@ -178,6 +178,7 @@ def _entry_dict(entry: DocumentModel) -> dict[str, Any]:
 def toolset_text(
     *, owner_kind: Owner, owner: str, tools: Sequence[EffectiveTool],
     servers: Sequence[tuple[ObjectRef, McpServer]], disclosure: DisclosureEntry | None = None,
+    approval: ApprovalSettings | None = None,
 ) -> tuple[str, str]:
     """The document's canonical JSON (what the ConfigMap stores) and its hash.
 
@@ -188,7 +189,7 @@ def toolset_text(
     """
     paths: dict[int, str] = {}
     body = _header(owner_kind=owner_kind, owner=owner, tools=tools, servers=servers,
-                   disclosure=disclosure)
+                   disclosure=disclosure, approval=approval)
     tools_json = [_tool_json(t, _path_json(t.path, paths)) for t in tools]
     digest = _hash(body, tools_json)
     return _canonical({**body, "hash": digest}, tools_json, with_hash=True), digest
@@ -198,6 +199,7 @@ def toolset_document(
     *, owner_kind: Owner, owner: str, tools: Sequence[EffectiveTool],
     servers: Sequence[tuple[ObjectRef, McpServer]], digest: str,
     disclosure: DisclosureEntry | None = None,
+    approval: ApprovalSettings | None = None,
 ) -> ToolSetDocument:
     """The ToolSet document (``digest``: its hash, from ``toolset_text``)."""
     paths: dict[int, tuple[str, ...]] = {}
@@ -206,18 +208,20 @@ def toolset_document(
         hash=digest,
         tools=tuple(tool_entry(t, _path_names(t.path, paths)) for t in tools),
         mcp_servers=used_servers(tools, servers), agent_skills=_agent_skills(tools),
-        tokens=_token_count(tools), disclosure=disclosure,
+        tokens=_token_count(tools), disclosure=disclosure, approval=approval,
     )
 
 
 def _header(*, owner_kind: Owner, owner: str, tools: Sequence[EffectiveTool],
             servers: Sequence[tuple[ObjectRef, McpServer]],
-            disclosure: DisclosureEntry | None) -> dict[str, Any]:
+            disclosure: DisclosureEntry | None,
+            approval: ApprovalSettings | None = None) -> dict[str, Any]:
     """Every key of the document but ``hash`` and ``tools``, as JSON values."""
     doc = ToolSetDocument.model_construct(
         actor=_owner(owner_kind, "actor", owner), skill=_owner(owner_kind, "skill", owner),
         mcp_servers=used_servers(tools, servers),
-        agent_skills=_agent_skills(tools), tokens=_token_count(tools), disclosure=disclosure)
+        agent_skills=_agent_skills(tools), tokens=_token_count(tools), disclosure=disclosure,
+        approval=approval)
     return {key: value for key, value in _entry_dict(doc).items()
             if key not in ("hash", "tools")}
 

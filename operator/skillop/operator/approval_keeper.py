@@ -1,0 +1,86 @@
+"""The operator's part in approvals: Events, metrics, Pending, expiry and cleanup.
+
+Every replica follows the ToolCallApprovals it watches (``approvals.Tracker``);
+only the leader writes: ``state: Pending`` on a new request (what the printer
+column shows), an Event on the Actor for each request and each decision, the
+time to decision (``skillop_approval_decision_seconds``), ``Expired`` on a
+request nobody decided before ``spec.expiresAt``, and the deletion of decided
+requests an hour after their decision (the Actor owns them, so deleting it
+deletes them too).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from skillop.model.names import ObjectRef
+from skillop.operator.approvals import Note, Tracker, expired_status
+from skillop.operator.kube import Kube, NotLeader, WriteFailed
+from skillop.operator.metrics import Metrics
+from skillop.operator.store import Store
+
+log = logging.getLogger(__name__)
+KIND = "ToolCallApproval"
+#: How often expiries and cleanups are looked for.
+SWEEP_SECONDS = 1.0
+
+
+class ApprovalKeeper:
+    def __init__(self, store: Store, writer: Kube, metrics: Metrics) -> None:
+        self.store, self.writer, self.metrics = store, writer, metrics
+        self.tracker = Tracker()
+        metrics.watch_approvals(self.tracker.pending)
+
+    async def observed(self, body: Mapping[str, Any]) -> None:
+        """A request was created or changed."""
+        now = datetime.now(UTC)
+        notes, waited = self.tracker.observe(body, now)
+        meta = body.get("metadata") or {}
+        ref = ObjectRef(str(meta.get("namespace", "")), str(meta.get("name", "")))
+        if not self.writer.may_write():
+            return  # a standby follows, the leader reports
+        seen = self.tracker.requests.get(ref)
+        if waited is not None and seen is not None:
+            self.metrics.approval_decided(seen.state, waited)
+        if not (body.get("status") or {}).get("state"):
+            await self._attempt(self.writer.patch_status(KIND, ref, {"state": "Pending"}, {}))
+        for note in notes:
+            await self._post(note)
+
+    def deleted(self, namespace: str, name: str) -> None:
+        self.tracker.forget(ObjectRef(namespace, name))
+
+    async def sweep(self, interval: float = SWEEP_SECONDS) -> None:
+        """Forever: mark what expired, delete what was decided long ago (leader only)."""
+        while True:
+            await asyncio.sleep(interval)
+            if not self.writer.may_write():
+                continue
+            now = datetime.now(UTC)
+            expire, delete = self.tracker.due(now)
+            for ref in expire:
+                await self._attempt(self.writer.patch_status(KIND, ref, expired_status(now), {}))
+            for ref in delete:
+                if await self._attempt(self.writer.delete_approval(ref)):
+                    self.tracker.forget(ref)
+
+    async def _post(self, note: Note) -> None:
+        actor = self.store.catalog.actors.get(note.actor)
+        uid = actor.meta.uid if actor is not None else ""
+        await self.writer.post_event("Actor", note.actor, uid, note.type, note.reason,
+                                     note.message)
+
+    @staticmethod
+    async def _attempt(write: Any) -> bool:
+        try:
+            await write
+        except (NotLeader, WriteFailed) as err:
+            # A decision made meanwhile makes Pending or Expired final-rule refusals:
+            # the watch brings the decided object next.
+            log.info("approval request: %s", err)
+            return False
+        return True
