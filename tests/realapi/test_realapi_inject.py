@@ -185,6 +185,21 @@ def test_a_labelled_deployments_pod_comes_back_injected(
     assert_injected(pod)
 
 
+def test_a_pod_whose_actor_does_not_exist_yet_still_gets_the_gateway(
+        injecting: tuple[RealCluster, Any]) -> None:
+    """Fail closed: the boundary is there, with the (optional) ConfigMap and no Secret;
+    the gateway serves no tools until the Actor resolves."""
+    real, _ = injecting
+    done = dry_run(real, agent_pod("early", **{"skillop.dev/actor": "not-yet"}))
+    assert done.returncode == 0, done.stderr
+    spec = json.loads(done.stdout)["spec"]
+    assert spec["initContainers"][0]["name"] == SIDECAR_NAME
+    (tools,) = [v["configMap"] for v in spec["volumes"] if "configMap" in v]
+    assert (tools["name"], tools["optional"]) == ("not-yet-tools", True)
+    assert not [v for v in spec["volumes"] if "secret" in v]
+    assert spec["automountServiceAccountToken"] is False
+
+
 def test_an_unlabelled_pod_is_never_sent_to_the_webhook(
         injecting: tuple[RealCluster, Any]) -> None:
     real, _ = injecting
