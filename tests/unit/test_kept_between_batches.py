@@ -48,6 +48,8 @@ def test_tool_defs_are_reused_across_batches_and_a_status_echo() -> None:
     first = _defs(store)
     echo = skill("web", mcpServers=[{"name": "web", "url": URL}])
     echo["status"] = {"observedGeneration": 1, "toolCount": 2}
+    # The echo of a status the operator wrote itself (a foreign one is news: it is repaired).
+    store.record_status("Skill", SKILL, echo["status"])
     assert store.upsert(echo) == set()  # only the status differs: no news
     again = _defs(store)
     assert all(again[name] is first[name] for name in first)
