@@ -1,8 +1,8 @@
 """The front's fast path answers exactly what the SDK's server answers: the same
-requests (bodies and header variants), sent to a gateway that answers one-shot
-requests itself and to one whose every request goes through the SDK, get the same
-HTTP status and the same JSON-RPC answer, whether it came as JSON or as an event
-stream."""
+requests (bodies and header variants, in a session and as 2026-07-28 requests of
+their own), sent to a gateway that answers one-shot requests itself and to one
+whose every request goes through the SDK, get the same HTTP status and the same
+JSON-RPC answer, whether it came as JSON or as an event stream."""
 
 from __future__ import annotations
 
@@ -57,6 +57,49 @@ HEADERS: dict[str, dict[str, str]] = {
 }
 
 
+_ENVELOPE = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+             "io.modelcontextprotocol/clientInfo": {"name": "by-hand", "version": "0"},
+             "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+def _modern(body: dict[str, Any]) -> dict[str, Any]:
+    params = body.get("params")
+    if isinstance(params, dict):
+        return {**body, "params": {**params, "_meta": _ENVELOPE}}
+    return body
+
+
+#: 2026-07-28 requests: no session, the envelope in each body, routing headers.
+MODERN_BODIES: dict[str, bytes] = {name: json.dumps(_modern(body)).encode() for name, body in {
+    "ping": {"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {}},
+    "list": {"jsonrpc": "2.0", "id": "l", "method": "tools/list", "params": {}},
+    "call": _call(3, "echo", {"k": "v", "ü": [1, 2.5, None]}),
+    "unknown tool": _call(5, "nope", {}),
+    "arguments not an object": _call(6, "echo", [1]),
+    "no envelope": {"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                    "params": {"name": "echo", "arguments": {}}},
+}.items()} | {"not JSON": b"{nope"}
+
+MODERN_HEADERS: dict[str, dict[str, str]] = {
+    "as sent": {},
+    "json only accepted": {"accept": "application/json"},
+    "foreign origin": {"origin": "http://evil.example"},
+    "another method header": {"mcp-method": "tools/list"},
+    "another type": {"content-type": "application/jsonx"},
+}
+
+
+def _routing(body: bytes) -> dict[str, str]:
+    """The routing headers the SDK's client sends with a 2026-07-28 request."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return {}
+    headers = {"mcp-method": message["method"]}
+    name = (message.get("params") or {}).get("name")
+    return headers | ({"mcp-name": name} if isinstance(name, str) else {})
+
+
 def _answer(response: httpx2.Response) -> Any:
     """The JSON-RPC message the response carries (from JSON or an event stream)."""
     kind = response.headers.get("content-type", "")
@@ -81,6 +124,14 @@ async def _answers(tmp_path: Path, upstream: ServerHandle, *, fast: bool,
                                            content=body)
                 answer = _answer(response)
                 out[(variant, name)] = (response.status_code, answer)
+        modern = {"accept": "application/json, text/event-stream",
+                  "content-type": "application/json", "mcp-protocol-version": "2026-07-28"}
+        for variant, extra in MODERN_HEADERS.items():
+            for name, body in MODERN_BODIES.items():
+                routing = _routing(body)
+                response = await http.post(gateway.url, headers={**modern, **routing, **extra},
+                                           content=body)
+                out[("2026: " + variant, name)] = (response.status_code, _answer(response))
     return out
 
 
@@ -93,3 +144,4 @@ def test_the_fast_path_answers_what_the_sdk_answers(tmp_path: Path,
         print(case, "\n  fast:", mine, "\n  sdk: ", theirs)
     assert different == {}
     assert fast[("as sent", "call")][0] == 200  # a real call, answered
+    assert fast[("2026: as sent", "call")][1]["result"]["content"]  # in both eras

@@ -510,8 +510,9 @@ def test_calls_are_answered_whether_the_upstream_streams_or_sends_json(
 
 def test_an_upstream_that_forgot_the_session_gets_a_new_one_and_the_call_goes_through(
         mounts: Mounts) -> None:
+    # A server of the handshake era only: the gateway calls it in its session.
     with ServerHandle(tools=[make_tool(n) for n in ("echo", "slow", "guarded")],
-                      forget_sessions=1) as srv:
+                      forget_sessions=1, handshake_only=True) as srv:
         mounts.toolset(_docs(srv.url))
 
         with mounts.gateway() as gw:
@@ -718,3 +719,22 @@ def test_the_approval_prompt_shows_every_argument_whole_or_the_call_is_refused(
     assert not approved.is_error
     assert refused.is_error and "too long to be shown for approval" in text_of(refused)
     assert [args for _, args in upstream.calls] == [shown]
+
+
+def test_a_2026_upstream_is_called_in_that_revision_and_an_older_one_in_its_session(
+        mounts: Mounts) -> None:
+    calls: dict[bool, list[Any]] = {}
+    for old in (False, True):
+        with ServerHandle(tools=[make_tool(n) for n in ("echo", "slow", "guarded")],
+                          handshake_only=old) as srv:
+            mounts.toolset(_docs(srv.url))
+            with mounts.gateway() as gw:
+                result = call_once(gw.url, "echo", {"n": 1})
+            assert not result.is_error and srv.calls == [("echo", {"n": 1})]
+            calls[old] = [r for r in srv.requests if r.rpc_method == "tools/call"]
+    modern, = calls[False]
+    assert modern.headers.get("mcp-protocol-version") == "2026-07-28"
+    assert "mcp-session-id" not in modern.headers and modern.headers["mcp-name"] == "echo"
+    handshake, = calls[True]
+    assert handshake.headers.get("mcp-protocol-version") == "2025-11-25"
+    assert "mcp-session-id" in handshake.headers

@@ -43,6 +43,7 @@ from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.sse import SseServerTransport
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -242,6 +243,8 @@ class ServerHandle:
     `json_response`: answer requests with JSON bodies instead of event streams.
     `forget_sessions`: the next that many `tools/call` POSTs are answered HTTP 404
     (as by a server that expired the session), counted down in `forgotten`.
+    `handshake_only`: refuse 2026-07-28 requests (HTTP 400), as a server written
+    before that revision does: clients keep to the initialize handshake.
     `raw_call_result`: when set, every `tools/call` is answered with this result
     object as it is, valid or not (a server middleware that skips the SDK's checks).
     """
@@ -262,6 +265,7 @@ class ServerHandle:
     forget_sessions: int = 0
     forgotten: int = 0
     raw_call_result: dict[str, Any] | None = None
+    handshake_only: bool = False
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     requests: list[SeenRequest] = field(default_factory=list)
     port: int = 0
@@ -405,6 +409,12 @@ class ServerHandle:
 
     def _forgetting(self, app: ASGIApp) -> ASGIApp:
         async def forgetful(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] == "http" and self.handshake_only and any(
+                    k == b"mcp-protocol-version" and v.decode() in MODERN_PROTOCOL_VERSIONS
+                    for k, v in scope["headers"]):
+                await Response("Unsupported protocol version", status_code=400)(
+                    scope, receive, send)
+                return
             if scope["type"] == "http" and scope["method"] == "POST" and (
                     self.forgotten < self.forget_sessions):
                 body, receive = await _read_body(receive)

@@ -26,6 +26,16 @@ from typing import Any, Final
 
 import aiohttp
 import anyio
+import mcp_types as types
+from mcp.shared.inbound import (
+    MCP_METHOD_HEADER,
+    MCP_NAME_HEADER,
+    MCP_PROTOCOL_VERSION_HEADER,
+    encode_header_value,
+)
+from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY
+from mcp_types.version import LATEST_MODERN_VERSION, MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 
 from skillop.gateway import wire
 from skillop.gateway.wire import (
@@ -99,13 +109,41 @@ class HttpCaller:
             await self._http.close()
             self._http = None
 
+    async def discover(self, client_info: Mapping[str, Any]) -> str | None:
+        """The 2026-07-28 revision when the upstream serves it (its ``server/discover``
+        answer lists it), else None (any failure: the handshake era stays)."""
+        version = LATEST_MODERN_VERSION
+        body = wire.request(0, "server/discover", {"_meta": _envelope(version, client_info)})
+        headers = {**self._headers, MCP_PROTOCOL_VERSION_HEADER: version,
+                   MCP_METHOD_HEADER: "server/discover"}
+        try:
+            async with self._client().post(self.url, data=body, headers=headers,
+                                           allow_redirects=False) as response:
+                answer = await self._answer(response, 0, headers)
+            if isinstance(answer, Failure):
+                return None
+            found = types.DiscoverResult.model_validate(answer.result)
+        except (aiohttp.ClientError, OSError, WireError, Unreachable, SessionLost,
+                ValidationError):
+            return None
+        return version if version in found.supported_versions else None
+
     async def call(self, name: str, arguments: Mapping[str, Any], *, session_id: str | None,
-                   protocol_version: str | None) -> dict[str, Any]:
-        """The upstream's result object for ``tools/call`` of ``name`` (not yet validated)."""
+                   protocol_version: str | None, client_info: Mapping[str, Any] | None = None,
+                   param_headers: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """The upstream's result object for ``tools/call`` of ``name`` (not yet validated).
+
+        At a 2026-07-28 ``protocol_version`` the call is a request of its own: the
+        envelope in ``_meta`` (with ``client_info``), the routing headers and the
+        tool's ``Mcp-Param-*`` headers (``param_headers``), no session."""
         request_id = next(self._ids)
-        body = wire.request(request_id, "tools/call",
-                            {"name": name, "arguments": dict(arguments)})
+        params: dict[str, Any] = {"name": name, "arguments": dict(arguments)}
         headers = self._session_headers(session_id, protocol_version)
+        if protocol_version in MODERN_PROTOCOL_VERSIONS:
+            params["_meta"] = _envelope(protocol_version, client_info or {})
+            headers |= {MCP_METHOD_HEADER: "tools/call", MCP_NAME_HEADER: encode_header_value(name),
+                        **(param_headers or {})}
+        body = wire.request(request_id, "tools/call", params)
         try:
             async with self._client().post(self.url, data=body, headers=headers,
                                            allow_redirects=False) as response:
@@ -178,6 +216,12 @@ class HttpCaller:
         async with self._client().post(self.url, data=reply, headers=dict(headers),
                                        allow_redirects=False) as response:
             await response.read()
+
+
+def _envelope(version: str, client_info: Mapping[str, Any]) -> dict[str, Any]:
+    """A 2026-07-28 request's ``_meta``: its revision, the client, no capabilities."""
+    return {PROTOCOL_VERSION_META_KEY: version, CLIENT_INFO_META_KEY: dict(client_info),
+            CLIENT_CAPABILITIES_META_KEY: {}}
 
 
 async def _read_bounded(response: aiohttp.ClientResponse) -> bytes:

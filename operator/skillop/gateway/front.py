@@ -52,6 +52,13 @@ from mcp.server.transport_security import (
     TransportSecurityMiddleware,
     TransportSecuritySettings,
 )
+from mcp.shared.inbound import (
+    ERROR_CODE_HTTP_STATUS,
+    InboundModernRoute,
+    classify_inbound_request,
+    find_duplicated_routing_header,
+    validate_mcp_param_headers,
+)
 from mcp_types.version import (
     HANDSHAKE_PROTOCOL_VERSIONS,
     LATEST_HANDSHAKE_VERSION,
@@ -74,7 +81,8 @@ _FAST_METHODS: Final = frozenset({"tools/call", "tools/list", "ping"})
 class Client:
     """A connected MCP client: its SDK session (to notify it) and what it can do."""
 
-    session: ServerSession
+    #: None for a 2026-07-28 request (no session: nothing to notify).
+    session: ServerSession | None
     can_elicit: bool
     last_seen: float
     #: The protocol revision its session negotiated (answers are shaped for it).
@@ -150,6 +158,9 @@ class Answerer(Protocol):
                      client: Client) -> wire.Reply | None:
         """The answer to a request, or None for the SDK."""
 
+    def input_schema(self, name: str) -> dict[str, Any] | None:
+        """A tool's input schema (its ``Mcp-Param-*`` headers are checked against it)."""
+
 
 class Front:
     """The ASGI app uvicorn serves: fast answers, or the SDK's app; see the module docstring."""
@@ -177,7 +188,7 @@ class Front:
         session_id = headers.get("mcp-session-id")
         if (self._modern is not None and session_id is None
                 and headers.get("mcp-protocol-version") in MODERN_PROTOCOL_VERSIONS):
-            await self._modern(scope, receive, send)
+            await self._serve_modern(scope, receive, send, headers, self._modern)
             return
         client = self._sessions.get(session_id) if session_id is not None else None
         if session_id is None:
@@ -228,6 +239,25 @@ class Front:
                 return await self._initialized(scope, receive, send, session_id)
         return await _run(self._inner, scope, receive, send)
 
+    async def _serve_modern(self, scope: Scope, receive: Receive, send: Send,
+                            headers: dict[str, str], modern: ASGIApp) -> None:
+        """A 2026-07-28 request: answered here when the SDK would accept it and the
+        answerer can answer it (no session: the envelope says who asks), else by the
+        SDK's app for that revision (in JSON mode when the client takes both, as the
+        gateway's own SDK app demands; else that app, to say why not)."""
+        if scope["method"] != "POST" or not await self._may_answer(scope, headers, modern=True):
+            await self._inner(scope, receive, send)
+            return
+        try:
+            body = await _body(receive, self._max_body)
+        except _Disconnected:
+            return
+        except _TooLarge:
+            await _plain(send, 413, b"Request body too large")
+            return
+        if not await self._answered(body, None, None, send, scope=scope, headers=headers):
+            await modern(scope, _replay(body, receive), send)
+
     async def _initialized(self, scope: Scope, receive: Receive, send: Send,
                            session_id: str) -> int | None:
         """Pass ``notifications/initialized`` to the SDK, and hold its answer until the
@@ -246,23 +276,32 @@ class Front:
             await send(message)
         return status
 
-    async def _may_answer(self, scope: Scope, headers: dict[str, str]) -> bool:
+    async def _may_answer(self, scope: Scope, headers: dict[str, str], *,
+                          modern: bool = False) -> bool:
         """Whether the SDK would accept this request's headers (else it must say why):
-        its own checks (DNS rebinding: Host and Origin; Content-Type; Accept)."""
-        if await self._security.validate_request(Request(scope), is_post=True) is not None:
+        its own checks (DNS rebinding: Host and Origin; Content-Type; Accept; for a
+        2026-07-28 request, each routing header once)."""
+        request = Request(scope)
+        if await self._security.validate_request(request, is_post=True) is not None:
             return False
         # The SDK's transport also wants exactly application/json (a private check).
         kind = headers.get("content-type", "").split(";")[0].split(",")
         if not any(part.strip() == "application/json" for part in kind):
             return False
-        has_json, has_sse = check_accept_headers(Request(scope))
+        has_json, has_sse = check_accept_headers(request)
         if not (has_json and has_sse):
             return False
+        if modern:
+            return find_duplicated_routing_header(
+                (k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]) is None
         version = headers.get("mcp-protocol-version")
         return version is None or version in HANDSHAKE_PROTOCOL_VERSIONS
 
-    async def _answered(self, body: bytes, client: Client, session_id: str | None,
-                        send: Send) -> bool:
+    async def _answered(self, body: bytes, client: Client | None, session_id: str | None,
+                        send: Send, *, scope: Scope | None = None,
+                        headers: dict[str, str] | None = None) -> bool:
+        """Answer ``body`` here if it is a request the answerer takes: in ``client``'s
+        session, or (``client`` None) a 2026-07-28 request with its ``headers``."""
         try:
             message = json.loads(body)
         except (ValueError, RecursionError):
@@ -276,6 +315,11 @@ class Front:
             params = {}
         if not isinstance(params, dict):
             return False
+        if client is None:
+            assert headers is not None
+            client = self._envelope_client(message, params, headers)
+            if client is None:
+                return False
         reply = await self._answerer.answer(method, params, client)
         if reply is None:
             return False
@@ -284,9 +328,30 @@ class Front:
                             (b"content-length", str(len(payload)).encode())]
         if session_id is not None:
             response_headers.append((b"mcp-session-id", session_id.encode()))
-        await send({"type": "http.response.start", "status": 200, "headers": response_headers})
+        # A 2026-07-28 error has the HTTP status the SDK's table gives its code.
+        status = 200 if reply.error is None or client.session is not None else (
+            ERROR_CODE_HTTP_STATUS.get(reply.error[0], 200))
+        await send({"type": "http.response.start", "status": status,
+                    "headers": response_headers})
         await send({"type": "http.response.body", "body": payload})
         return True
+
+    def _envelope_client(self, message: dict[str, Any], params: dict[str, Any],
+                         headers: dict[str, str]) -> Client | None:
+        """Who asks a 2026-07-28 request, by the SDK's own reading of its envelope
+        (None: the SDK must answer, with its error)."""
+        route = classify_inbound_request(message, headers=headers)
+        if not isinstance(route, InboundModernRoute):
+            return None
+        arguments = params.get("arguments") or {}
+        if message["method"] == "tools/call" and (
+                not isinstance(arguments, dict) or not isinstance(params.get("name"), str)
+                or validate_mcp_param_headers(self._answerer.input_schema(params["name"]),
+                                              arguments, headers) is not None):
+            return None
+        # It may be asked to approve: by the SDK's input-required flow, not here.
+        return Client(session=None, can_elicit=True, last_seen=0.0,
+                      protocol_version=route.protocol_version)
 
     async def end_session(self, session_id: str) -> None:
         """End a session in the SDK too (a DELETE as its client would send)."""

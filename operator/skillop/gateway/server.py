@@ -54,7 +54,8 @@ from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.shared.exceptions import MCPError
-from mcp_types.methods import serialize_server_result
+from mcp_types import SERVER_INFO_META_KEY
+from mcp_types.methods import SERVER_RESULTS, serialize_server_result
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from skillop import __version__
@@ -186,7 +187,7 @@ class Gateway:
                                      on_list_tools=self._list_tools,
                                      on_call_tool=self._call_tool,
                                      on_subscriptions_listen=ListenHandler(self._bus),
-                                     get_tool_input_schema=self._input_schema)
+                                     get_tool_input_schema=self.input_schema)
         # No tracing span per message: nothing exports them, and it is the hot path.
         self.server.middleware = [m for m in self.server.middleware
                                   if not isinstance(m, OpenTelemetryMiddleware)]
@@ -316,7 +317,8 @@ class Gateway:
         await self._bus.publish(ToolsListChanged())
         for key, client in self.sessions.items():
             try:
-                await client.session.send_tool_list_changed()
+                if client.session is not None:
+                    await client.session.send_tool_list_changed()
             except Exception:  # that client is gone
                 self.sessions.forget(key)
 
@@ -331,7 +333,7 @@ class Gateway:
             ctx.session, can_elicit=caps is not None and caps.elicitation is not None,
             last_seen=time.monotonic(), protocol_version=ctx.protocol_version))
 
-    def _input_schema(self, name: str) -> dict[str, Any] | None:
+    def input_schema(self, name: str) -> dict[str, Any] | None:
         """A served tool's input schema (the SDK checks a call's Mcp-Param headers)."""
         tool = self.served.tools.get(name)
         return tool.definition.input_schema if tool is not None else None
@@ -359,10 +361,11 @@ class Gateway:
         """The front's answer (the JSON-RPC ``result`` or ``error`` member), or None
         when the SDK must answer: a call to approve, by a client that can be asked,
         needs the SDK's event stream; a malformed call, its error."""
-        if not self.options.fast_path:
-            return None
+        if not self.options.fast_path or (method, client.protocol_version) not in SERVER_RESULTS:
+            return None  # (ping is no 2026-07-28 method: the SDK says so)
         if method == "ping":
-            return wire.Reply(result=b"{}")
+            return wire.Reply(result=_shaped("ping", client.protocol_version, types.EmptyResult(),
+                                             self.server.server_info_stamp))
         if method == "tools/list":
             return wire.Reply(result=self._listing(client.protocol_version))
         name, arguments = params.get("name"), params.get("arguments")
@@ -377,7 +380,8 @@ class Gateway:
         except MCPError as exc:
             return wire.Reply(error=(exc.code, exc.error.message))
         assert isinstance(result, types.CallToolResult)  # nobody was asked
-        return wire.Reply(result=_shaped(method, client.protocol_version, result))
+        return wire.Reply(result=_shaped(method, client.protocol_version, result,
+                                         self.server.server_info_stamp))
 
     def _listing(self, version: str) -> bytes:
         served = self.served
@@ -385,7 +389,8 @@ class Gateway:
         if cached is None or cached[0] is not served or cached[1] != version:
             listing = types.ListToolsResult(tools=list(served.listing))
             cached = self._listing_json = (served, version,
-                                           _shaped("tools/list", version, listing))
+                                           _shaped("tools/list", version, listing,
+                                                   self.server.server_info_stamp))
         return cached[2]
 
     async def call(self, name: str, arguments: dict[str, Any], *,
@@ -577,11 +582,19 @@ class Gateway:
             approver=verdict.decided_by if verdict is not None else None))
 
 
-def _shaped(method: str, version: str, result: types.Result) -> bytes:
+def _shaped(method: str, version: str, result: types.Result,
+            server_info: dict[str, Any]) -> bytes:
     """``result`` as the SDK's server puts it on the wire for ``version``: only the
-    fields that revision defines (its own serializer, so both paths answer alike)."""
+    fields that revision defines (its own serializer, so both paths answer alike);
+    a 2026-07-28 result also says it is complete and names the server, as the SDK's
+    runner stamps it."""
     dumped = serialize_server_result(
         method, version, result.model_dump(by_alias=True, mode="json", exclude_none=True))
+    if version in MODERN_PROTOCOL_VERSIONS:
+        dumped.setdefault("resultType", "complete")
+        meta = dumped.get("_meta")
+        dumped["_meta"] = {**(meta if isinstance(meta, dict) else {}),
+                           SERVER_INFO_META_KEY: server_info}
     return json.dumps(dumped, ensure_ascii=False, separators=(",", ":")).encode()
 
 

@@ -43,6 +43,8 @@ from mcp.client.extension import UnexpectedClaimedResult
 from mcp.client.session import ClientSession, IncomingMessage, MessageHandlerFnT
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import mcp_param_headers, x_mcp_header_map
+from mcp_types import SERVER_INFO_META_KEY
 from mcp_types.methods import is_input_required
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
@@ -75,6 +77,7 @@ from skillop.sources.redaction import Redactor
 logger = logging.getLogger(__name__)
 
 _CLIENT_INFO: Final = types.Implementation(name="skillop-gateway", version=__version__)
+_CLIENT_INFO_WIRE: Final = _CLIENT_INFO.model_dump(by_alias=True, mode="json", exclude_none=True)
 
 Spawn = Callable[[Callable[[], Coroutine[Any, Any, None]]], object]
 
@@ -241,7 +244,9 @@ class Link:
                           arguments: Mapping[str, Any]) -> types.CallToolResult:
         try:
             raw = await caller.call(name, arguments, session_id=conn.session_id,
-                                    protocol_version=conn.protocol_version)
+                                    protocol_version=conn.protocol_version,
+                                    client_info=_CLIENT_INFO_WIRE,
+                                    param_headers=_param_headers(conn.tools.get(name), arguments))
         except SessionLost:
             self.drop(conn.session)
             raise
@@ -252,6 +257,10 @@ class Link:
             raise self._rpc_failed(exc.code, exc.message) from None
         if is_input_required(raw):
             raise CallFailed(self._asks_input())
+        meta = raw.get("_meta")
+        if isinstance(meta, dict) and SERVER_INFO_META_KEY in meta:
+            # A 2026-07-28 answer names its server: the agent's server is the gateway.
+            raw = {**raw, "_meta": {k: v for k, v in meta.items() if k != SERVER_INFO_META_KEY}}
         try:
             result = types.CallToolResult.model_validate(raw)
         except ValidationError:
@@ -347,6 +356,12 @@ class Link:
                         assert isinstance(bounds, Wire)
                         conn.caller, conn.session_id = caller, bounds.session_id
                         conn.protocol_version = version
+                        # A 2026-07-28 server is called in that revision: a request of
+                        # its own costs it far less than one in a session (the session
+                        # stays for the listings and list_changed).
+                        modern = await caller.discover(_CLIENT_INFO_WIRE)
+                        if modern is not None:
+                            conn.session_id, conn.protocol_version = None, modern
                     conn.session = session
                     conn.current.set()
                     conn.ready.set()
@@ -500,6 +515,15 @@ class _RedactedStderr:
             while line := self._read.readline(self._MAX_LINE):
                 sys.stderr.write(self._redactor(line.rstrip("\n")) + "\n")
                 sys.stderr.flush()
+
+
+def _param_headers(tool: types.Tool | None, arguments: Mapping[str, Any]) -> dict[str, str]:
+    """The ``Mcp-Param-*`` headers a 2026-07-28 call of ``tool`` carries (its input
+    schema's ``x-mcp-header`` arguments), as the SDK's client sends them."""
+    if tool is None:
+        return {}
+    header_map = x_mcp_header_map(tool.input_schema)
+    return mcp_param_headers(header_map, arguments) if header_map else {}
 
 
 async def _listing(session: ClientSession, bounds: Wire | Unfenced,
