@@ -27,7 +27,7 @@ import logging
 from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from skillop.model.durations import duration_seconds
 from skillop.model.manifest import ActorResource, Resource, SkillResource, parse_object
@@ -43,9 +43,21 @@ from skillop.operator.settings import OperatorConfig
 from skillop.operator.store import Store
 from skillop.sources.mcp_tools import McpToolInfo, info_digest, tools_digest
 
+if TYPE_CHECKING:  # the MCP client is imported when the first server is listed
+    from skillop.sources.mcp_discovery import DiscoveryError, DiscoveryResult, McpTransport
+
 log = logging.getLogger("skillop.discovery")
 #: Longest quiet time on a watched (listChanged) server before it is pinged.
 PING_SECONDS = 15.0
+
+
+class ObjectReader(Protocol):
+    """What discovery reads from the API itself (``operator.kube.Kube``): the
+    Secrets and CA ConfigMaps a server names."""
+
+    async def read_secret(self, ref: ObjectRef) -> Mapping[str, str]: ...
+
+    async def read_configmap(self, ref: ObjectRef) -> Mapping[str, Any] | None: ...
 
 
 def seconds(duration: str | None, default: float) -> float:
@@ -55,7 +67,7 @@ def seconds(duration: str | None, default: float) -> float:
 @dataclass
 class ServerWatch:
     key: ServerKey
-    transport: str
+    transport: McpTransport
     users: set[tuple[ObjectRef, str]] = field(default_factory=set)
     interval: float = 300.0
     task: asyncio.Task[None] | None = None
@@ -84,7 +96,7 @@ class ServerWatch:
 
 
 class Discovery:
-    def __init__(self, store: Store, reconciler: Reconciler, writer: Any,
+    def __init__(self, store: Store, reconciler: Reconciler, writer: ObjectReader,
                  config: OperatorConfig) -> None:
         from skillop.sources.egress import EgressGuard
         from skillop.sources.mcp_discovery import DiscoveryLimits
@@ -229,8 +241,9 @@ class Discovery:
         assert server_key is not None
         watch = self.servers.get(server_key)
         if watch is None:
-            watch = self.servers[server_key] = ServerWatch(server_key,
-                                                           server.effective_transport)
+            # A server with a discovery key has a url: its transport is never stdio.
+            transport: McpTransport = "sse" if server.transport == "sse" else "streamable-http"
+            watch = self.servers[server_key] = ServerWatch(server_key, transport)
             watch.last_sync, watch.tools_digest = self._recorded_sync(ref, server.name)
             self.store.catalog.pending.add(server_key)
         watch.users.add((ref, server.name))
@@ -333,7 +346,7 @@ class Discovery:
                 # shorter interval: connect and list again at once). Pings come at
                 # the refresh interval at most, so a dead server shows soon.
                 await _until_woken(watch.wake, watch_tools(
-                    watch.url, transport=watch.transport,  # type: ignore[arg-type]
+                    watch.url, transport=watch.transport,
                     headers=headers, guard=self.guard, limits=self.limits,
                     on_change=lambda r: self._async_success(watch, r),
                     on_error=lambda e: self._async_failure(watch, e),
@@ -355,15 +368,15 @@ class Discovery:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(watch.wake.wait(), timeout=watch.interval)
 
-    async def _async_success(self, watch: ServerWatch, result: Any) -> None:
+    async def _async_success(self, watch: ServerWatch, result: DiscoveryResult) -> None:
         watch.listing = False
         self._success(watch, result)
 
-    async def _async_failure(self, watch: ServerWatch, err: Any) -> None:
+    async def _async_failure(self, watch: ServerWatch, err: DiscoveryError) -> None:
         watch.listing = False
         self._failure(watch, err.reason, str(err))
 
-    def _success(self, watch: ServerWatch, result: Any) -> None:
+    def _success(self, watch: ServerWatch, result: DiscoveryResult) -> None:
         infos: tuple[McpToolInfo, ...] = result.tools
         was_failing = watch.error is not None
         self._count("Listed")
@@ -464,7 +477,7 @@ def _now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def attach_discovery(store: Store, reconciler: Reconciler, writer: Any,
+def attach_discovery(store: Store, reconciler: Reconciler, writer: ObjectReader,
                      config: OperatorConfig) -> Discovery:
     discovery = Discovery(store, reconciler, writer, config)
     reconciler.server_states = discovery.states
