@@ -32,6 +32,7 @@ from skillkit import actor, skill
 
 import chartkit
 from clusterkit import wait_for
+from skillop.model.toolset import default_configmap_name
 from skillop.operator import webhook
 
 pytestmark = pytest.mark.realapi
@@ -106,8 +107,9 @@ class Stage:
     @contextlib.contextmanager
     def gateway(self, actor_name: str, sa: str = GATEWAY_SA) -> Iterator[GatewayProcess]:
         """The Actor's gateway as injection runs it: its ToolSet, its api directory."""
-        cm = wait_for(lambda: self.real.configmap(NS, f"{actor_name}-tools"), timeout=30)
-        tools = Volume(self.root / f"{actor_name}-tools")
+        name = default_configmap_name(actor_name)
+        cm = wait_for(lambda: self.real.configmap(NS, name), timeout=30)
+        tools = Volume(self.root / name)
         tools.write(cm.data)
         api = self.root / f"{actor_name}-api"
         api.mkdir(exist_ok=True)

@@ -35,6 +35,7 @@ from realkit import (
 from skillkit import anon, skill
 
 from clusterkit import wait_for
+from skillop.model.toolset import TOOLS_KEY, default_configmap_name
 
 pytestmark = pytest.mark.realapi
 
@@ -198,7 +199,7 @@ HANDS = "realapi-hands"
 def hands_actor(real: RealCluster, name: str) -> dict[str, Any]:
     real.apply({**actor(name, ["base"]), "metadata": {"name": name, "namespace": HANDS}})
     real.wait_ready("Actor", HANDS, name, timeout=30)
-    wait_for(lambda: real.configmap(HANDS, f"{name}-tools"), timeout=10, interval=0.1)
+    wait_for(lambda: real.configmap(HANDS, default_configmap_name(name)), timeout=10, interval=0.1)
     return real.get("Actor", HANDS, name)
 
 
@@ -239,7 +240,7 @@ def test_configmap_labels_and_owner_removed_by_hand_are_restored(
     good = real.configmap(HANDS, name).data
     kubectl(real, "label", "configmap", name, "app.kubernetes.io/managed-by-")
     kubectl(real, "patch", "configmap", name, "--type=merge",
-            "-p", json.dumps({"data": {"tools.json": "{}"}}))
+            "-p", json.dumps({"data": {TOOLS_KEY: "{}"}}))
     wait_for(lambda: real.configmap(HANDS, name).data == good, timeout=10, interval=0.1,
              message="the edited, unlabelled ConfigMap repaired")
     assert labels().get("app.kubernetes.io/managed-by") == "skillop"
@@ -295,13 +296,13 @@ def test_a_kill_between_configmap_and_status_still_posts_the_event_once(
     statuses = {a["metadata"]["name"]: (a.get("status") or {}).get("toolsHash")
                 for a in real.list("Actor", ns)}
     cms = configmap_hashes(real, ns)
-    owed = [n for n in names if cms[f"{n}-tools"] != v1[f"{n}-tools"]
-            and cms[f"{n}-tools"] != statuses[n]]
+    owed = [n for n in names if cms[default_configmap_name(n)] != v1[default_configmap_name(n)]
+            and cms[default_configmap_name(n)] != statuses[n]]
     assert owed, "killed after some ConfigMaps and before their statuses"
     def settled() -> bool:
         now = configmap_hashes(real, ns)
-        return all((a.get("status") or {}).get("toolsHash") == now[f"{n}-tools"]
-                   != v1[f"{n}-tools"] for a in real.list("Actor", ns)
+        return all((a.get("status") or {}).get("toolsHash") == now[default_configmap_name(n)]
+                   != v1[default_configmap_name(n)] for a in real.list("Actor", ns)
                    if (n := a["metadata"]["name"]))
 
     with operator_process(real.plane, env=SOLO, name="restarted"):
@@ -338,7 +339,7 @@ class Recorder:
         self._thread.join(10)
 
     def _record(self, cm: Any) -> None:
-        doc = json.loads((cm.data or {}).get("tools.json") or "{}")
+        doc = json.loads((cm.data or {}).get(TOOLS_KEY) or "{}")
         self.versions.append((cm.metadata.name,
                               frozenset(t["name"] for t in doc.get("tools") or [])))
 
@@ -419,7 +420,7 @@ def test_an_api_server_restart_loses_no_tool_and_keeps_no_revoked_one(
             latest: dict[str, frozenset[str]] = {}
             for name, tools in recorder.versions:
                 latest[name] = tools
-            return {a: latest.get(f"{a}-tools", frozenset()) for a in actors}
+            return {a: latest.get(default_configmap_name(a), frozenset()) for a in actors}
 
         wait_for(lambda: granted() == before, timeout=60, interval=0.2,
                  message="every Actor has its tools")

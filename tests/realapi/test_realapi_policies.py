@@ -16,7 +16,7 @@ from skillkit import actor, anon, cluster_policy, skill, skill_policy
 
 import chartkit
 from clusterkit import wait_for
-from skillop.model.toolset import default_configmap_name
+from skillop.model.toolset import TOOLS_KEY, default_configmap_name
 
 pytestmark = pytest.mark.realapi
 
@@ -51,7 +51,7 @@ def _tools(real: RealCluster, ns: str, name: str) -> tuple[str, list[str], str]:
     """(resourceVersion, tool names, hash) of an Actor's ConfigMap."""
     cm = real.configmap(ns, default_configmap_name(name))
     assert cm is not None
-    doc = json.loads(cm.data["tools.json"])
+    doc = json.loads(cm.data[TOOLS_KEY])
     return cm.metadata.resource_version, [t["name"] for t in doc["tools"]], doc["hash"]
 
 
