@@ -60,7 +60,8 @@ def pod(name: str, labelled: bool) -> dict[str, Any]:
 
 def configuration(port: int, ca: bytes) -> dict[str, Any]:
     (mwc,) = [d for d in chartkit.objects(chartkit.load(), {"namespaces": [NS]})
-              if d["kind"] == "MutatingWebhookConfiguration"]
+              if d["kind"] == "MutatingWebhookConfiguration"
+              and d["metadata"]["name"].endswith("-inject")]
     for hook in mwc["webhooks"]:
         path = hook["clientConfig"].pop("service")["path"]
         hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}",

@@ -63,7 +63,8 @@ def configuration(port: int, ca: bytes) -> dict[str, Any]:
     except Exception as err:  # helm-python-sdk missing or unusable on this platform
         pytest.skip(f"helm_python cannot render the chart: {err}")
     (mwc,) = [d for d in chartkit.objects(chart, {"namespaces": [NS]})
-              if d["kind"] == "MutatingWebhookConfiguration"]
+              if d["kind"] == "MutatingWebhookConfiguration"
+              and d["metadata"]["name"].endswith("-inject")]
     for hook in mwc["webhooks"]:
         service = hook["clientConfig"].pop("service")
         hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{service['path']}",
