@@ -20,7 +20,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from skillop.model.capabilities import Capabilities
@@ -174,12 +174,14 @@ class EffectivePolicy:
                                        repr=False)
     _mark_key: tuple[str, int] = field(default=("", 0), compare=False, hash=False,
                                        repr=False)
+    _filters: bool = field(default=False, compare=False, hash=False, repr=False)
 
     def __post_init__(self) -> None:
         rules = (self.deny_capabilities, self.require_capabilities, self.deny_sources,
                  self.server_hosts)
         object.__setattr__(self, "_tool_key", ("policy-refusal", _token(rules)))
         object.__setattr__(self, "_mark_key", ("policy-mark", _token(self.approval)))
+        object.__setattr__(self, "_filters", any(rules))
 
     @property
     def filters_tools(self) -> bool:
@@ -189,7 +191,7 @@ class EffectivePolicy:
     def tool_refusal(self, tool: ToolDef, host: str | None) -> Refusal | None:
         """Why the tool is dropped, or None to keep it. ``host`` is the host of an
         MCP tool's server URL (None for a stdio server, or an unreadable URL)."""
-        if not self.filters_tools:
+        if not self._filters:
             return None
         memo = tool.memo
         try:
@@ -229,8 +231,10 @@ class EffectivePolicy:
             marked, at = memo[self._mark_key] = self._mark(tool)
         if marked is None:
             return entry
-        return replace(entry, tool=marked, overrides=(
-            *entry.overrides, AppliedOverride(at, ("capabilities.requiresApproval",))))
+        # Entry(), not dataclasses.replace: this runs for every marked tool of every Actor.
+        return Entry(marked, entry.skill, (
+            *entry.overrides, AppliedOverride(at, ("capabilities.requiresApproval",))),
+            entry.merged)
 
     def _mark(self, tool: ToolDef) -> tuple[ToolDef | None, str]:
         caps = tool.capabilities
