@@ -46,7 +46,9 @@ def _docs(url: str, *, mode: str = "Search", pinned: tuple[str, ...] = ("echo",)
              *({**echo_tool(name, "up"), "description": text} for name, text in ISSUES.items())]
     return [skill("srv", mcpServers=[{"name": "up", "url": url, "tools": tools}],
                   builtins=["git_operations"], agentSkills=[{"inline": skill_md("notes")}]),
-            actor("dev", skills=["srv"], disclosure={"mode": mode, "pinned": list(pinned)})]
+            # call_tool's approval is asked of the client, as a direct call's would be.
+            actor("dev", skills=["srv"], disclosure={"mode": mode, "pinned": list(pinned)},
+                  approval={"via": "Elicitation"})]
 
 
 @pytest.fixture
