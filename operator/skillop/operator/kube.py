@@ -50,8 +50,6 @@ PLURALS = {"Skill": "skills", "Actor": "actors", "Tool": "tools",
 #: Lists for membership ask for metadata only (kubectl get's own trick).
 METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 LIST_PAGE = 500
-PLURALS = {"Skill": "skills", "Actor": "actors", "Tool": "tools",
-           "ToolCallApproval": "toolcallapprovals"}
 
 
 class WriteFailed(Exception):
