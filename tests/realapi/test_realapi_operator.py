@@ -67,6 +67,8 @@ def examples(real: RealCluster) -> Iterator[Running]:
     finally:
         running.stop()
         real.delete_namespaces(*EXAMPLE_NAMESPACES, CASCADE)
+        # Cluster-scoped: outlives the namespaces, and would govern later tests' Actors.
+        real.delete("ClusterSkillPolicy", "", "tenants")
 
 
 def offline(actor: str) -> dict[str, Any]:

@@ -69,27 +69,28 @@ def test_a_cluster_policy_shrinks_exactly_the_selected_configmaps_and_its_deleti
         tenant_before, free_before = _tools(real, tenant, "agent"), _tools(real, free, "agent")
         assert tenant_before[1] == free_before[1] == ["ls", "rm"]
 
-        real.apply(cluster_policy("tenants", namespaceSelector={"matchLabels": {"tier": "tenant"}},
+        real.apply(cluster_policy("tier-tenant",
+                                  namespaceSelector={"matchLabels": {"tier": "tenant"}},
                                   denyCapabilities=["destructive"]))
         wait_for(lambda: _tools(real, tenant, "agent")[1] == ["ls"], timeout=30,
                  message="the tenant Actor's ConfigMap lost rm")
         ready = wait_for(lambda: next((c for c in _status(real, "ClusterSkillPolicy", "",
-                                                           "tenants").get("conditions", [])
+                                                           "tier-tenant").get("conditions", [])
                                        if c["type"] == "Ready"), None), timeout=30)
         assert ready["status"] == "True"
         status = wait_for(lambda: (s := _status(real, "Actor", tenant, "agent")).get("policies")
                           and s, timeout=30)
-        assert status["policies"] == [{"kind": "ClusterSkillPolicy", "name": "tenants",
+        assert status["policies"] == [{"kind": "ClusterSkillPolicy", "name": "tier-tenant",
                                        "generation": 1}]
         assert {"kind": "Tool", "name": "rm", "skill": f"{tenant}/files",
-                "policy": "ClusterSkillPolicy tenants", "rule": "denyCapabilities",
-                "reason": "has denied capability destructive (ClusterSkillPolicy tenants:"
+                "policy": "ClusterSkillPolicy tier-tenant", "rule": "denyCapabilities",
+                "reason": "has denied capability destructive (ClusterSkillPolicy tier-tenant:"
                           " denyCapabilities)"} in status["pruned"]
         # The other namespace was never written: same ConfigMap, no policies in status.
         assert _tools(real, free, "agent") == free_before
         assert "policies" not in _status(real, "Actor", free, "agent")
 
-        real.delete("ClusterSkillPolicy", "", "tenants")
+        real.delete("ClusterSkillPolicy", "", "tier-tenant")
         wait_for(lambda: _tools(real, tenant, "agent")[2] == tenant_before[2], timeout=30,
                  message="the tenant Actor's tools restored")
         assert _tools(real, tenant, "agent")[1] == ["ls", "rm"]
