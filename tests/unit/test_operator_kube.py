@@ -15,7 +15,7 @@ from kubernetes.client import ApiException
 
 from skillop.model.names import ObjectRef
 from skillop.operator import kube
-from skillop.operator.kube import Kube, LeaseUnavailable, WriteFailed
+from skillop.operator.kube import Gone, Kube, LeaseUnavailable, WriteFailed
 
 
 @pytest.fixture
@@ -97,6 +97,31 @@ def test_a_not_found_fails_at_once_with_write_failed(api: Kube) -> None:
     with pytest.raises(WriteFailed, match="patch Actor team-a/dev status: HTTP 404 Not Found"):
         _run(api, fn)
     assert fn.calls == 1
+
+
+def _terminating() -> ApiException:
+    err = ApiException(status=403, reason="Forbidden")
+    err.body = json.dumps({
+        "kind": "Status", "reason": "Forbidden", "code": 403,
+        "message": "unable to create new content in namespace t because it is being terminated",
+        "details": {"name": "dev-tools", "kind": "configmaps", "causes": [
+            {"reason": "NamespaceTerminating", "field": "metadata.namespace"}]}}).encode()
+    return err
+
+
+def test_a_write_into_a_namespace_being_deleted_is_gone_at_once(api: Kube) -> None:
+    fn = Flaky(_terminating())
+    with pytest.raises(Gone, match="its namespace is being deleted"):
+        _run(api, fn)
+    assert fn.calls == 1
+
+
+def test_a_plain_forbidden_is_a_write_failure_not_gone(api: Kube) -> None:
+    err = ApiException(status=403, reason="Forbidden")
+    err.body = b'{"kind": "Status", "reason": "Forbidden", "code": 403}'
+    with pytest.raises(WriteFailed, match="HTTP 403") as raised:
+        _run(api, Flaky(err))
+    assert not isinstance(raised.value, Gone)
 
 
 def test_retries_give_up_after_the_last_backoff(api: Kube) -> None:

@@ -57,7 +57,8 @@ class WriteFailed(Exception):
 
 
 class Gone(WriteFailed):
-    """A status write to an object that no longer exists (HTTP 404): not retried."""
+    """A write to an object that no longer exists (HTTP 404), or into a namespace
+    being deleted (HTTP 403, cause NamespaceTerminating): not retried."""
 
 
 class NotLeader(WriteFailed):
@@ -172,6 +173,10 @@ class Kube:
             except self._client.ApiException as err:
                 if err.status == 404 and gone_on_404:
                     raise Gone(f"{what}: HTTP 404 (deleted)") from None
+                if _namespace_terminating(err):
+                    # Its namespace is being deleted: what is written there goes
+                    # with it, so a retry (or a re-created ConfigMap) only adds noise.
+                    raise Gone(f"{what}: its namespace is being deleted") from None
                 if err.status not in RETRIABLE or delay is None:
                     raise WriteFailed(f"{what}: HTTP {err.status} {err.reason}") from None
                 log.info("%s: HTTP %s, retry %d in %.2fs", what, err.status, attempt + 1, delay)
@@ -413,3 +418,16 @@ def _drained(response: Any) -> bytes:
     work only competes with the event loop."""
     data: bytes = response.data
     return data
+
+
+def _namespace_terminating(err: Any) -> bool:
+    """Whether an API error is the refusal to create in a namespace being deleted."""
+    if getattr(err, "status", None) != 403:
+        return False
+    try:
+        details = json.loads(err.body or b"{}").get("details") or {}
+    except (ValueError, TypeError, AttributeError):
+        return False
+    causes = details.get("causes") if isinstance(details, dict) else None
+    return isinstance(causes, list) and any(
+        isinstance(c, dict) and c.get("reason") == "NamespaceTerminating" for c in causes)
