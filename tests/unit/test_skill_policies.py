@@ -166,7 +166,16 @@ def test_require_approval_marks_tools_and_explain_says_who() -> None:
     assert found is not None
     assert ("  requiresApproval=true  <- override at ClusterSkillPolicy careful"
             " requireApproval [openWorld]") in found.lines
-    assert "policies applied: ClusterSkillPolicy careful (generation 0)" in found.lines
+    assert "policies applied: ClusterSkillPolicy careful" in found.lines
+
+
+def test_explain_names_a_policys_generation_when_the_api_server_gave_it_one() -> None:
+    served = cluster_policy("careful", requireApproval=["openWorld"])
+    served["metadata"]["generation"] = 3
+    docs = [*SKILLS, actor("dev", skills=["files"]), served]
+    found = explain(resolver(docs), ObjectRef("team-a", "dev"), "fetch")
+    assert found is not None
+    assert "policies applied: ClusterSkillPolicy careful (generation 3)" in found.lines
 
 
 def test_approval_is_applied_after_filtering_so_it_never_keeps_a_tool() -> None:

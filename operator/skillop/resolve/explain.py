@@ -124,8 +124,11 @@ def applied_lines(resolution: Resolution) -> list[str]:
     """The SkillPolicies and ClusterSkillPolicies in force, in one line (none: no line)."""
     if not resolution.policies:
         return []
-    return ["policies applied: " + ", ".join(f"{p.label} (generation {p.generation})"
-                                             for p in resolution.policies)]
+    # A manifest read from a file has no generation (the API server sets it on
+    # create): "generation 0" would name a version that never existed.
+    return ["policies applied: " + ", ".join(
+        f"{p.label} (generation {p.generation})" if p.generation else p.label
+        for p in resolution.policies)]
 
 
 def _absence(resolver: Resolver, resolution: Resolution, actor: ObjectRef,
