@@ -287,3 +287,16 @@ def _with_scripts(target: Path) -> Path:
     for script in NODE_CLIENTS.glob("*.mjs"):
         shutil.copy(script, target / script.name)
     return target
+
+
+def fastmcp_answering(action: str, asked: list[str]) -> Any:
+    """A fastmcp elicitation handler that records each prompt in ``asked`` and answers
+    ``action`` (accept approves; decline or cancel as fastmcp says them)."""
+    import fastmcp
+
+    async def elicit(message: str, response_type: Any, params: Any, context: Any) -> Any:
+        asked.append(message)
+        if action == "accept":
+            return {"approve": True}
+        return fastmcp.client.elicitation.ElicitResult(action=action)
+    return elicit

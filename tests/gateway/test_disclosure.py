@@ -19,6 +19,7 @@ from gatewaykit import (
     Volume,
     agent,
     echo_tool,
+    fastmcp_answering,
     serving,
     stdio_agent,
     text_of,
@@ -233,27 +234,19 @@ def test_the_default_fastmcp_client_finds_calls_and_approves_through_call_tool(
              {**echo_tool("guarded", "up"), "capabilities": {"requiresApproval": True}}]
     asked: list[str] = []
 
-    def answering(action: str) -> Any:
-        async def elicit(message: str, response_type: Any, params: Any, context: Any) -> Any:
-            asked.append(message)
-            if action == "accept":
-                return {"approve": True}
-            return fastmcp.client.elicitation.ElicitResult(action=action)
-        return elicit
-
     async def main() -> dict[str, Any]:
         out: dict[str, Any] = {}
         async with serving(tmp_path, upstream, tools=tools,
                            disclosure={"mode": "Search"}) as gateway:
-            async with fastmcp.Client(gateway.url,
-                                      elicitation_handler=answering("accept")) as client:
+            handler = fastmcp_answering("accept", asked)
+            async with fastmcp.Client(gateway.url, elicitation_handler=handler) as client:
                 out["version"] = client.protocol_version
                 out["listed"] = [t.name for t in await client.list_tools()]
                 out["found"] = await client.call_tool(SEARCH_TOOL, {"query": "guarded tool"})
                 out["approved"] = await client.call_tool(CALL_TOOL, {
                     "name": "guarded", "arguments": {"target": "prod"}})
-            async with fastmcp.Client(gateway.url,
-                                      elicitation_handler=answering("decline")) as client:
+            handler = fastmcp_answering("decline", asked)
+            async with fastmcp.Client(gateway.url, elicitation_handler=handler) as client:
                 out["declined"] = await client.call_tool(CALL_TOOL, {
                     "name": "guarded", "arguments": {"target": "dev"}}, raise_on_error=False)
                 with pytest.raises(Exception, match="Unknown tool: extra"):

@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from gatewaykit import Volume, echo_tool, serving, text_of, toolset_files
+from gatewaykit import Volume, echo_tool, fastmcp_answering, serving, text_of, toolset_files
 from mcp.client.subscriptions import listen
 from mcp_servers import ServerHandle, make_tool
 from skillkit import actor, skill
@@ -34,15 +34,6 @@ def upstream() -> Iterator[ServerHandle]:
         yield srv
 
 
-def _answering(action: str, asked: list[str]) -> Any:
-    async def elicit(message: str, response_type: Any, params: Any, context: Any) -> Any:
-        asked.append(message)
-        if action == "accept":
-            return {"approve": True}
-        return fastmcp.client.elicitation.ElicitResult(action=action)
-    return elicit
-
-
 def test_the_default_fastmcp_client_lists_calls_and_is_asked_to_approve(
         tmp_path: Path, upstream: ServerHandle) -> None:
     asked: list[str] = []
@@ -51,13 +42,13 @@ def test_the_default_fastmcp_client_lists_calls_and_is_asked_to_approve(
         out: dict[str, Any] = {}
         async with serving(tmp_path, upstream, tools=TOOLS) as gateway:
             async with fastmcp.Client(gateway.url,
-                                      elicitation_handler=_answering("accept", asked)) as c:
+                                      elicitation_handler=fastmcp_answering("accept", asked)) as c:
                 out["version"] = c.protocol_version
                 out["listed"] = sorted(t.name for t in await c.list_tools())
                 out["echo"] = await c.call_tool("echo", {"k": "v"})
                 out["approved"] = await c.call_tool("guarded", {"target": "prod"})
             async with fastmcp.Client(gateway.url,
-                                      elicitation_handler=_answering("decline", asked)) as c:
+                                      elicitation_handler=fastmcp_answering("decline", asked)) as c:
                 out["declined"] = await c.call_tool("guarded", {"target": "dev"},
                                                     raise_on_error=False)
             async with fastmcp.Client(gateway.url) as c:  # no elicitation handler
