@@ -6,7 +6,8 @@ import asyncio
 import time
 
 from skillop.model.serverkeys import ServerKey
-from skillop.operator.discovery import Discovery, ServerWatch
+from skillop.operator.discovery import Discovery
+from skillop.operator.serverwatch import ServerWatch
 from skillop.operator.settings import OperatorConfig
 from skillop.operator.store import Store
 

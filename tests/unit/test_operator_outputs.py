@@ -12,6 +12,7 @@ from skillkit import actor, anon, catalog, ref, skill
 from skillop.model import problems as P
 from skillop.model.status import MAX_PRUNED, MAX_TEXT, ActorStatus, SkillStatus
 from skillop.model.toolset import MAX_CONFIGMAP_BYTES, TOOLS_KEY
+from skillop.operator.listing import Listing
 from skillop.operator.outputs import (
     ACTOR_LABEL,
     HASH_ANNOTATION,
@@ -24,6 +25,7 @@ from skillop.operator.outputs import (
     remembered,
     skill_plan,
 )
+from skillop.operator.pinning import PinState
 from skillop.operator.store import Store
 from skillop.resolve.resolver import Resolver
 
@@ -282,6 +284,12 @@ def _skill_plan(docs: list[Doc], servers: list[ServerReport], *, old_status: Doc
     return skill_plan(sk, resolution, old_status=old_status or {}, servers=servers, now=now)
 
 
+def _listed(name: str = "docker", *, pins: PinState | None = None, **known: Any,
+            ) -> ServerReport:
+    """A server discovery lists, declaring two tools, with what discovery ``known``."""
+    return ServerReport(name, 2, url=URL, listing=Listing(**known), pins=pins)
+
+
 def _docker() -> list[Doc]:
     doc = skill("docker", mcpServers=[{"name": "docker", "url": URL,
                                        "tools": [anon("build"), anon("push")]}])
@@ -290,8 +298,7 @@ def _docker() -> list[Doc]:
 
 
 def test_skill_plan_reports_a_failing_server() -> None:
-    failing = ServerReport.listed("docker", 2, error="connection refused", url=URL,
-                                  reason="Unreachable")
+    failing = _listed(tool_count=2, error="connection refused", reason="Unreachable")
     plan = _skill_plan(_docker(), [failing])
     status = plan.status
     assert status is not None and plan.configmap is None
@@ -307,13 +314,13 @@ def test_skill_plan_reports_a_failing_server() -> None:
 
 
 def test_skill_plan_default_reason_recovery_and_no_rewrite() -> None:
-    failing = ServerReport.listed("docker", 2, error="timed out", url=URL)
+    failing = _listed(tool_count=2, error="timed out")
     first = _skill_plan(_docker(), [failing])
     assert first.status is not None
     assert _cond(first.status, "Discovered")["reason"] == "DiscoveryFailed"
     old = json.loads(json.dumps(first.status))
     assert _skill_plan(_docker(), [failing], old_status=old, now=T1) == Plan()
-    ok = ServerReport.listed("docker", 2, last_sync=T1, url=URL)
+    ok = _listed(tool_count=2, last_sync=T1)
     healed = _skill_plan(_docker(), [ok], old_status=old, now=T1)
     assert healed.status is not None
     found = _cond(healed.status, "Discovered")
@@ -339,9 +346,9 @@ def test_a_recorded_status_is_read_back_through_its_model() -> None:
     McpServerStatus; an entry that no longer parses counts as nothing recorded."""
     from skillop.model.status import recorded_servers, recorded_tools
 
-    written = _skill_plan(_docker(), [ServerReport.listed(
-        "docker", 2, last_sync=T1, url=URL, tools_digest="sha256:1",
-        pinned={"build": "sha256:2"})]).status
+    written = _skill_plan(_docker(), [_listed(
+        last_sync=T1, tools_digest="sha256:1",
+        pins=PinState({"build": "sha256:2"}))]).status
     assert written is not None
     (server,) = recorded_servers(written).values()
     assert (server.last_sync, server.tools_digest, server.pinned_digests) == (
@@ -355,6 +362,57 @@ def test_a_recorded_status_is_read_back_through_its_model() -> None:
                                        "skill": "team-a/s"}]}
     # b does not parse and c names no qualifiedName: neither was recorded usably.
     assert {q: t.digest for q, t in recorded_tools(tools).items()} == {"team-a/s.a": "sha256:3"}
+
+
+def test_a_status_written_by_another_version_is_read_back_whole() -> None:
+    """Fields this version does not know (a newer operator's, in the status, a
+    condition or a tool entry) are ignored on reading back: the old tools still count
+    as changed (not removed and added) and the condition keeps its transition time."""
+    status, observed = _echo(_plan([_mcp_skill("read rows"), _actor("base")]))
+    newer = {**status, "futureField": {"x": 1},
+             "conditions": [{**c, "futureKey": "y"} for c in status["conditions"]],
+             "tools": [{**t, "futureKey": "z"} for t in status["tools"]]}
+    plan = _plan([_mcp_skill("read and delete rows"), _actor("base")], old_status=newer,
+                 observed=observed, now=T1)
+    assert next(m for _, r, m in _events(plan) if r == "ToolSetChanged").startswith(
+        "6 tools (+0 -0 ~1)")
+    assert [r for _, r, _ in _events(plan)].count("ToolDefinitionChanged") == 1
+    assert plan.status is not None
+    assert _cond(plan.status, "Ready")["lastTransitionTime"] == T0
+    servers = {"mcpServers": [{"name": "docker", "toolCount": 2, "lastSync": T1,
+                               "futureKey": 1}]}
+    from skillop.model.status import recorded_servers
+
+    assert recorded_servers(servers)["docker"].last_sync == T1
+
+
+def test_a_hand_edited_status_loses_only_what_no_longer_parses() -> None:
+    """A condition edited out of shape is read as not recorded (its time restarts);
+    the others, and the toolsHash, are read as written."""
+    status, observed = _echo(_plan(_base()))
+    edited = copy.deepcopy(status)
+    resolved = next(c for c in edited["conditions"] if c["type"] == "ResolvedRefs")
+    resolved["status"] = ["True"]
+    edited["outdatedPods"] = "not a list"
+    plan = _plan(_base(anon("format")), old_status=edited, observed=observed, now=T1)
+    assert plan.status is not None
+    assert _cond(plan.status, "Ready")["lastTransitionTime"] == T0
+    assert _cond(plan.status, "ResolvedRefs")["lastTransitionTime"] == T1
+    assert [r for _, r, _ in _events(plan)] == ["ToolSetChanged"]
+
+
+def test_a_broken_spec_keeps_the_last_good_tool_set_described() -> None:
+    status, observed = _echo(_plan(_base()))
+    status["tools"] = [{**status["tools"][0], "futureKey": 1}, {"name": "junk"},
+                       *status["tools"][1:]]
+    plan = _plan([_actor("missing")], old_status=status, observed=observed, now=T1)
+    assert plan.status is not None
+    assert (plan.status["toolCount"], plan.status["toolsHash"]) == (
+        status["toolCount"], status["toolsHash"])
+    assert [t["name"] for t in plan.status["tools"]] == [
+        t["name"] for t in status["tools"] if t["name"] != "junk"]
+    assert "futureKey" not in plan.status["tools"][0]
+    assert ActorStatus.model_validate(plan.status).wire() == plan.status
 
 
 def test_copies_are_not_shared_between_plans() -> None:
@@ -378,9 +436,9 @@ def test_every_status_planned_is_its_status_model() -> None:
     cat = catalog([skill("s", builtins=["git_operations"])])
     resolution = Resolver(cat).resolve_skill(ref("team-a/s"))
     assert resolution is not None
-    servers = [ServerReport.listed("m", 1, last_sync=T0, url=URL, error="x" * 10_000,
-                                   pinned={"t": "sha256:0"}, violations=("t changed",),
-                                   tools_digest="sha256:1")]
+    servers = [_listed("m", last_sync=T0, error="x" * 10_000, tool_count=1,
+                       pins=PinState({"t": "sha256:0"}, ("t changed",)),
+                       tools_digest="sha256:1")]
     status = skill_plan(cat.skills[ref("team-a/s")], resolution, old_status={},
                         servers=servers, now=T0).status
     assert status is not None

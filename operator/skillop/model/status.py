@@ -13,8 +13,9 @@ Conditions follow ``metav1.Condition`` (KEP-1623): ``Ready`` is always present,
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 from pydantic.alias_generators import to_camel
@@ -31,6 +32,11 @@ MAX_TEXT = 4096
 MAX_MESSAGE = 32768
 Short = Annotated[str, StringConstraints(max_length=1024)]
 Text = Annotated[str, StringConstraints(max_length=MAX_TEXT)]
+
+
+def utcnow() -> str:
+    """Now, as statuses write times: RFC 3339, UTC, whole seconds."""
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def clip(text: str, limit: int = MAX_TEXT) -> str:
@@ -143,23 +149,105 @@ class McpServerStatus(StatusModel):
     """With pin: true, the accepted definition digest of each tool, by tool name."""
 
 
+# -- reading back what was written ----------------------------------------------------
+# The write side forbids unknown fields (what the schema does not know, the API
+# server would prune). Reading back is the other way round: a status written by
+# another version of skillop may hold fields this one does not know, and must still
+# be read (docs/decisions.md, "Reading statuses back").
+_READ = ConfigDict(extra="ignore", frozen=True, alias_generator=to_camel,
+                   populate_by_name=True)
+
+
+class _RecordedServer(McpServerStatus):
+    model_config = _READ
+
+
+class _RecordedTool(StatusTool):
+    model_config = _READ
+
+
+class RecordedCondition(BaseModel):
+    """What is read back of a condition: enough to keep its lastTransitionTime."""
+
+    model_config = _READ
+    type: str
+    status: str
+    last_transition_time: str | None = None
+
+
+class _Recorded(BaseModel):
+    model_config = _READ
+
+    @classmethod
+    def read(cls, status: Mapping[str, Any]) -> Self:
+        """``status`` read back; what no longer parses (another version's shape, a
+        hand edit) counts as not recorded: that field, or that list entry, only."""
+        try:
+            return cls.model_validate(status)
+        except ValidationError as err:
+            return cls.model_validate(_without(status, err))
+
+
+class RecordedStatus(_Recorded):
+    """The fields of an old status the operator reads on every reconcile, and only those.
+
+    A whole ``ActorStatus`` would validate up to 256 tool items to use a hash and a
+    few condition times. The tool list is read by ``recorded_tools`` when an Actor's
+    hash changed, which is when old and new tools are compared, and by
+    ``RecordedToolSet`` when a broken spec keeps the last good set described.
+    """
+
+    observed_generation: int | None = None
+    conditions: tuple[RecordedCondition, ...] = ()
+    tools_hash: str | None = None
+    outdated_pods: tuple[str, ...] = ()
+
+    def condition(self, type_: str) -> RecordedCondition | None:
+        return next((c for c in self.conditions if c.type == type_), None)
+
+
+class RecordedToolSet(_Recorded):
+    """The last good tool set an old status describes (kept while a spec is broken)."""
+
+    tool_count: int | None = None
+    tools_hash: Short | None = None
+    tool_tokens: int | None = None
+    tools: tuple[_RecordedTool, ...] | None = Field(default=None, max_length=MAX_STATUS_TOOLS)
+
+
+def _without(status: Mapping[str, Any], err: ValidationError) -> dict[str, Any]:
+    """``status`` without the fields and list entries ``err`` names."""
+    fields: set[str] = set()
+    entries: dict[str, set[int]] = {}
+    for error in err.errors():
+        loc = error["loc"]
+        if len(loc) > 1 and isinstance(loc[1], int) and isinstance(status.get(str(loc[0])), list):
+            entries.setdefault(str(loc[0]), set()).add(loc[1])
+        else:
+            fields.add(str(loc[0]))
+    out = {k: v for k, v in status.items() if k not in fields}
+    for name, bad in entries.items():
+        out[name] = [e for i, e in enumerate(status[name]) if i not in bad]
+    return out
+
+
 _Entry = TypeVar("_Entry", bound=StatusModel)
 
 
 def recorded_servers(status: Mapping[str, Any]) -> dict[str, McpServerStatus]:
     """A Skill status's ``mcpServers`` as it was written, by name."""
-    return _recorded(status.get("mcpServers"), McpServerStatus, lambda s: s.name)
+    return _recorded(status.get("mcpServers"), _RecordedServer, lambda s: s.name)
 
 
 def recorded_tools(status: Mapping[str, Any]) -> dict[str, StatusTool]:
     """A status's ``tools`` as they were written, by qualified name."""
-    return _recorded(status.get("tools"), StatusTool, lambda t: t.qualified_name)
+    return _recorded(status.get("tools"), _RecordedTool, lambda t: t.qualified_name)
 
 
 def _recorded(entries: object, model: type[_Entry], key: Callable[[_Entry], str | None],
               ) -> dict[str, _Entry]:
-    """Status list entries read back through their model, by ``key``. An entry that
-    no longer parses (written by another version, or edited by hand), or has no
+    """Status list entries read back through their (read-side) model, by ``key``. An
+    entry that no longer parses (another version's shape, a hand edit), or has no
     key, is skipped: it is then as if nothing had been recorded for it."""
     out: dict[str, _Entry] = {}
     for entry in entries if isinstance(entries, list) else ():

@@ -16,83 +16,46 @@ exactly the dependent Skills and Actors.
 A failed refresh keeps the last good list (or, before any success, the
 declared tools), records the error for the Skill's ``Discovered`` condition and
 the dependents' warnings, and never empties a tool set.
+
+This module coordinates; each concern is its own module: a server's state
+(``listing.Listing``, pure transitions), its task (``serverwatch``), what a
+connection reads from the cluster (``mcpconnect``: headers, CA bundles), pin
+acceptance (``pinning``, pure) and the Actors' warnings (``servernotes``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import datetime
 import logging
-from collections.abc import Coroutine, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from skillop.model.durations import duration_seconds
 from skillop.model.manifest import ActorResource, Resource, SkillResource, parse_object
 from skillop.model.names import ObjectRef
-from skillop.model.serverkeys import CaSource, ServerKey
+from skillop.model.serverkeys import ServerKey
 from skillop.model.specs import McpServer, SkillSpec
-from skillop.model.status import recorded_servers
-from skillop.operator import pinning
+from skillop.model.status import McpServerStatus, recorded_servers
+from skillop.operator import pinning, serverwatch
 from skillop.operator.deps import Key, key, server_dep
+from skillop.operator.listing import Listing
+from skillop.operator.mcpconnect import Connection, ObjectReader, connection
 from skillop.operator.outputs import ServerReport
 from skillop.operator.runtime import Reconciler
+from skillop.operator.servernotes import actor_warnings
+from skillop.operator.serverwatch import ServerWatch
 from skillop.operator.settings import OperatorConfig
 from skillop.operator.store import Store
-from skillop.sources.mcp_tools import McpToolInfo, info_digest, tools_digest
+from skillop.sources.mcp_tools import McpToolInfo
 
 if TYPE_CHECKING:  # the MCP client is imported when the first server is listed
-    from skillop.sources.mcp_discovery import DiscoveryError, DiscoveryResult, McpTransport
+    from skillop.sources.mcp_discovery import DiscoveryResult, McpTransport
 
 log = logging.getLogger("skillop.discovery")
-#: Longest quiet time on a watched (listChanged) server before it is pinged.
-PING_SECONDS = 15.0
-
-
-class ObjectReader(Protocol):
-    """What discovery reads from the API itself (``operator.kube.Kube``): the
-    Secrets and CA ConfigMaps a server names."""
-
-    async def read_secret(self, ref: ObjectRef) -> Mapping[str, str]: ...
-
-    async def read_configmap(self, ref: ObjectRef) -> Mapping[str, Any] | None: ...
 
 
 def seconds(duration: str | None, default: float) -> float:
     return duration_seconds(duration) if duration else default
-
-
-@dataclass
-class ServerWatch:
-    key: ServerKey
-    transport: McpTransport
-    users: set[tuple[ObjectRef, str]] = field(default_factory=set)
-    interval: float = 300.0
-    task: asyncio.Task[None] | None = None
-    wake: asyncio.Event = field(default_factory=asyncio.Event)
-    tool_count: int | None = None
-    last_sync: str | None = None
-    tools_digest: str | None = None
-    error: str | None = None
-    reason: str | None = None
-    #: A listing is under way whose result has not been delivered yet (a watched
-    #: server: until the watch session's own first listing arrives).
-    listing: bool = False
-    #: The server announced listChanged and a session is open on it: its list is live.
-    watched: bool = False
-    #: Tools the server listed under names that cannot be kept (docs/api.md, Names).
-    skipped: tuple[str, ...] = ()
-
-    @property
-    def url(self) -> str:
-        return self.key.url
-
-    @property
-    def secret(self) -> ObjectRef | None:
-        """The Secret whose keys are sent as headers; fixed for the watch's life."""
-        return self.key.secret
 
 
 class Discovery:
@@ -110,8 +73,6 @@ class Discovery:
         self.servers: dict[ServerKey, ServerWatch] = {}
         self._generations: dict[ObjectRef, int] = {}
         self._accept_notes: dict[ObjectRef, frozenset[str]] = {}
-        #: The last change of each server's definitions: (tool, changed fields).
-        self.changes: dict[ServerKey, list[tuple[str, list[str]]]] = {}
         self.connections = 0
 
     # -- what the reconciler asks ------------------------------------------------
@@ -123,45 +84,24 @@ class Discovery:
             if watch is None or server.url is None:
                 out.append(ServerReport.declared(server))
                 continue
-            count = watch.tool_count if watch.tool_count is not None else len(server.tools)
-            pinned, broken = self._pin_state(skill.ref, server)
-            out.append(ServerReport.listed(
-                server.name, count, url=server.url, error=watch.error,
-                last_sync=watch.last_sync, tools_digest=watch.tools_digest, pinned=pinned,
-                reason=watch.reason, violations=broken))
+            out.append(ServerReport(server.name, len(server.tools), url=server.url,
+                                    listing=watch.state, pins=self._pins(skill.ref, server)))
         return out
 
-    def _pin_state(self, ref: ObjectRef, server: McpServer,
-                   ) -> tuple[dict[str, str] | None, tuple[str, ...]]:
+    def _pins(self, ref: ObjectRef, server: McpServer) -> pinning.PinState | None:
         accepted = self.store.catalog.accepted.get((ref, server.name))
         if not server.pin or accepted is None:
-            return None, ()
+            return None
         server_key = server.discovery_key(ref.namespace)
         live = (self.store.catalog.discovered.get(server_key, accepted)
                 if server_key is not None else accepted)
-        digests = {t.name: info_digest(t) for t in accepted}
-        return digests, tuple(v.message() for v in pinning.violations(accepted, live))
+        return pinning.pin_state(accepted, live)
 
     def warnings(self, actor: ActorResource, skills: Sequence[ObjectRef]) -> list[str]:
-        reached = set(skills)
-        failing = [f"MCP server {name} of skill {skill}: {w.error}; using the last good tool"
-                   " list (or the declared tools before any success)"
-                   for w in self.servers.values() if w.error
-                   for skill, name in sorted(w.users) if skill in reached]
-        changed = [f"ToolDefinitionChanged: tool {tool} of MCP server {name} (skill {skill})"
-                   f" changed {', '.join(fields)}"
-                   for server_key, w in sorted(self.servers.items(), key=lambda i: i[0].text)
-                   for skill, name in sorted(w.users)
-                   if skill in reached and (skill, name) not in self.store.catalog.accepted
-                   for tool, fields in self.changes.get(server_key, [])]
-        skipped = [f"MCP server {name} of skill {skill}: {line}"
-                   for w in self.servers.values()
-                   for skill, name in sorted(w.users) if skill in reached
-                   for line in w.skipped]
-        return failing + changed + skipped
+        return actor_warnings(self.servers, set(skills), self.store.catalog.accepted)
 
     # -- what the handlers tell ---------------------------------------------------
-    def skill_changed(self, body: Mapping[str, Any]) -> None:
+    def skill_changed(self, body: Mapping[str, object]) -> None:
         skill = parse_object(body).obj
         if not isinstance(skill, Resource) or not isinstance(skill.spec, SkillSpec):
             return
@@ -181,8 +121,7 @@ class Discovery:
 
     def _accept_all(self, skill: SkillResource) -> None:
         for server in skill.spec.mcp_servers:
-            server_key = server.discovery_key(skill.meta.namespace)
-            live = self.store.catalog.discovered.get(server_key) if server_key else None
+            live = self._live(server, skill.meta.namespace)
             if server.pin and live is not None:
                 self.reconciler.mark(self.store.set_accepted(skill.ref, server.name, live))
 
@@ -194,11 +133,15 @@ class Discovery:
         self._accept_notes[skill.ref] = digests
         for server in skill.spec.mcp_servers:
             accepted = self.store.catalog.accepted.get((skill.ref, server.name))
-            server_key = server.discovery_key(skill.meta.namespace)
-            live = self.store.catalog.discovered.get(server_key) if server_key else None
+            live = self._live(server, skill.meta.namespace)
             if server.pin and accepted is not None and live is not None:
                 taken = pinning.accept(accepted, live, digests)
                 self.reconciler.mark(self.store.set_accepted(skill.ref, server.name, taken))
+
+    def _live(self, server: McpServer, namespace: str) -> tuple[McpToolInfo, ...] | None:
+        """What the server last listed, if it was."""
+        server_key = server.discovery_key(namespace)
+        return self.store.catalog.discovered.get(server_key) if server_key else None
 
     def configmap_changed(self, namespace: str, name: str) -> None:
         """A ConfigMap changed: servers whose CA bundle it holds connect again now
@@ -228,6 +171,45 @@ class Discovery:
         if tasks:
             await asyncio.wait(tasks, timeout=grace)
 
+    # -- what the watches tell (serverwatch.Listener) ------------------------------
+    async def connect(self, watch: ServerWatch) -> Connection:
+        conn = await connection(watch.key, reader=self.writer,
+                                configmaps=self.store.catalog.configmaps,
+                                ca_file=self.config.mcp_ca_file)
+        self.connections += 1
+        return conn
+
+    def listed(self, watch: ServerWatch, result: DiscoveryResult) -> None:
+        infos = result.tools
+        was_failing = watch.state.error is not None
+        self._count("Listed")
+        skipped = tuple(result.skipped)
+        if skipped != watch.state.skipped:
+            from skillop.sources.egress import display_url
+
+            for line in skipped:
+                log.warning("MCP server %s: %s", display_url(watch.url), line)
+            self.reconciler.mark(self.store.deps.users_of(server_dep(watch.key)))
+        before = self.store.catalog.discovered.get(watch.key)
+        watch.state = watch.state.succeeded(
+            infos, watched=bool(result.notifications), skipped=skipped,
+            changes=pinning.definition_changes(before, infos) if before is not None else ())
+        changed = self.store.set_discovered(watch.key, infos)
+        changed |= self._settle_pins(watch, infos)
+        changed |= self._settled(watch.key)
+        if changed or was_failing:
+            self.reconciler.mark(changed | self._users(watch))
+
+    def failed(self, watch: ServerWatch, reason: str, message: str) -> None:
+        self._count(reason)
+        log.warning("MCP discovery failed: %s", message)
+        changed = (watch.state.error, watch.state.reason) != (message, reason)
+        watch.state = watch.state.failed(reason, message)
+        waited = self._settled(watch.key)
+        if changed or waited:
+            self.reconciler.mark(self.store.deps.users_of(server_dep(watch.key))
+                                 | self._users(watch) | waited)
+
     # -- internals ----------------------------------------------------------------
     def _watch(self, ref: ObjectRef, server: McpServer, skill: SkillResource, *,
                refresh: bool) -> None:
@@ -243,24 +225,15 @@ class Discovery:
         if watch is None:
             # A server with a discovery key has a url: its transport is never stdio.
             transport: McpTransport = "sse" if server.transport == "sse" else "streamable-http"
-            watch = self.servers[server_key] = ServerWatch(server_key, transport)
-            watch.last_sync, watch.tools_digest = self._recorded_sync(ref, server.name)
+            watch = self.servers[server_key] = ServerWatch(
+                server_key, transport, state=Listing.recorded(self._recorded(ref, server.name)))
             self.store.catalog.pending.add(server_key)
         watch.users.add((ref, server.name))
         interval = seconds(server.refresh_interval or skill.spec.refresh_interval,
                            self.config.mcp_refresh_seconds)
-        shorter = watch.task is not None and interval < watch.interval
-        watch.interval = min(watch.interval, interval) if watch.task else interval
-        if watch.task is None or watch.task.done():
-            watch.task = asyncio.get_running_loop().create_task(self._run(watch))
-        elif shorter or (refresh and not watch.listing) \
-                or not (watch.listing or watch.watched):
-            # A listing already under way ends after this change and serves as its
-            # refresh: a burst of Skills naming one server (start-up, an apply of a
-            # directory) costs one session, not one per Skill. A watched server's
-            # list is live already: its open session is the refresh. (Headers never
-            # change under a watch: another Secret is another ServerKey.)
-            watch.wake.set()
+        if watch.join(interval, refresh=refresh):
+            watch.task = asyncio.get_running_loop().create_task(serverwatch.run(
+                watch, self, guard=self.guard, limits=self.limits))
 
     def _forget(self, ref: ObjectRef) -> None:
         for server_key, watch in list(self.servers.items()):
@@ -278,138 +251,13 @@ class Discovery:
         self.store.catalog.pending.discard(server_key)
         return self.store.deps.users_of(server_dep(server_key))
 
-    def _recorded_sync(self, ref: ObjectRef, server: str) -> tuple[str | None, str | None]:
-        """lastSync and toolsDigest as the Skill's status last recorded them."""
-        recorded = recorded_servers(self.store.statuses.get(key("Skill", ref), {})).get(server)
-        return (None, None) if recorded is None else (recorded.last_sync, recorded.tools_digest)
-
-    async def _headers(self, watch: ServerWatch) -> dict[str, str]:
-        if watch.secret is None:
-            return {}
-        return dict(await self.writer.read_secret(watch.secret))
-
-    async def _ca_bundles(self, watch: ServerWatch) -> list[str]:
-        """PEM CA bundles trusted for this server besides the system's: the
-        operator-wide one (``SKILLOP_MCP_CA_FILE``) and the server's ``tls`` one,
-        read at every connection, so a rotated CA is used from the next one on."""
-        bundles: list[str] = []
-        if self.config.mcp_ca_file:
-            try:
-                bundles.append(Path(self.config.mcp_ca_file).read_text())
-            except (OSError, UnicodeDecodeError) as err:
-                raise CABundleMissing(f"the operator's CA file {self.config.mcp_ca_file}"
-                                      f" cannot be read ({type(err).__name__})") from None
-        source = watch.key.ca
-        if source is not None:
-            pem = await self._read_ca(source)
-            if not pem:
-                raise CABundleMissing(f"tls: {source.kind} {source.ref} has no key {source.key}")
-            bundles.append(pem)
-        return bundles
-
-    async def _read_ca(self, source: CaSource) -> str | None:
-        if source.kind == "ConfigMap":
-            configmap = self.store.catalog.configmaps.get(source.ref)
-            if configmap is not None:
-                return configmap.data.get(source.key)
-            # Just referenced: the store knew it by name only (or not yet at all).
-            try:
-                body = await self.writer.read_configmap(source.ref)
-            except Exception as err:
-                raise CABundleMissing(f"tls: ConfigMap {source.ref} cannot be read"
-                                      f" ({type(err).__name__})") from None
-            data = (body or {}).get("data") or {}
-            value = data.get(source.key)
-            return value if isinstance(value, str) else None
-        try:
-            secret: Mapping[str, str] = await self.writer.read_secret(source.ref)
-            return secret.get(source.key)
-        except Exception as err:  # not found, forbidden: one line, no traceback
-            raise CABundleMissing(f"tls: Secret {source.ref} cannot be read"
-                                  f" ({type(err).__name__})") from None
-
-    async def _run(self, watch: ServerWatch) -> None:
-        from skillop.sources.egress import display_url
-        from skillop.sources.mcp_discovery import DiscoveryError
-        from skillop.sources.mcp_watch import watch_tools
-
-        while True:
-            watch.wake.clear()  # before listing: a Skill change during it lists again
-            watch.listing = True
-            try:
-                headers = await self._headers(watch)
-                ca_bundles = await self._ca_bundles(watch)
-                self.connections += 1
-                # One connection per server: it lists, and stays open as the watch
-                # when the server announces listChanged; otherwise it returns and the
-                # server is polled. A Skill change wakes this task (new headers, a
-                # shorter interval: connect and list again at once). Pings come at
-                # the refresh interval at most, so a dead server shows soon.
-                await _until_woken(watch.wake, watch_tools(
-                    watch.url, transport=watch.transport,
-                    headers=headers, guard=self.guard, limits=self.limits,
-                    on_change=lambda r: self._async_success(watch, r),
-                    on_error=lambda e: self._async_failure(watch, e),
-                    ping_interval=min(watch.interval, PING_SECONDS),
-                    reconnect_backoff=(0.5, max(0.5, min(watch.interval, 30.0))),
-                    only_if_announced=True, ca_bundles=ca_bundles))
-                if watch.wake.is_set():
-                    continue
-            except DiscoveryError as err:
-                watch.listing = False
-                self._failure(watch, err.reason, str(err))
-            except CABundleMissing as err:
-                watch.listing = False
-                self._failure(watch, "TLSError", f"MCP discovery at {display_url(watch.url)}"
-                                                 f" failed (TLSError): {err}")
-            except Exception as err:  # a Secret that cannot be read, and the like
-                watch.listing = False
-                self._failure(watch, "DiscoveryFailed", f"{type(err).__name__}: {err}")
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(watch.wake.wait(), timeout=watch.interval)
-
-    async def _async_success(self, watch: ServerWatch, result: DiscoveryResult) -> None:
-        watch.listing = False
-        self._success(watch, result)
-
-    async def _async_failure(self, watch: ServerWatch, err: DiscoveryError) -> None:
-        watch.listing = False
-        self._failure(watch, err.reason, str(err))
-
-    def _success(self, watch: ServerWatch, result: DiscoveryResult) -> None:
-        infos: tuple[McpToolInfo, ...] = result.tools
-        was_failing = watch.error is not None
-        self._count("Listed")
-        if result.skipped != watch.skipped:
-            from skillop.sources.egress import display_url
-
-            for line in result.skipped:
-                log.warning("MCP server %s: %s", display_url(watch.url), line)
-            watch.skipped = tuple(result.skipped)
-            self.reconciler.mark(self.store.deps.users_of(server_dep(watch.key)))
-        watch.watched = bool(result.notifications)
-        watch.tool_count, watch.error, watch.reason = len(infos), None, None
-        digest = tools_digest(infos)
-        if digest != watch.tools_digest or watch.last_sync is None:
-            # lastSync says when the list last changed: a poll that finds the same
-            # list, or a restart, writes nothing.
-            watch.last_sync, watch.tools_digest = _now(), digest
-        before = self.store.catalog.discovered.get(watch.key)
-        self.changes[watch.key] = (pinning.definition_changes(before, infos)
-                                   if before is not None else [])
-        changed = self.store.set_discovered(watch.key, infos)
-        changed |= self._settle_pins(watch, infos)
-        changed |= self._settled(watch.key)
-        if changed or was_failing:
-            self.reconciler.mark(changed | self._users(watch))
+    def _recorded(self, ref: ObjectRef, server: str) -> McpServerStatus | None:
+        """The server's entry as the Skill's status last recorded it."""
+        return recorded_servers(self.store.statuses.get(key("Skill", ref), {})).get(server)
 
     def _settle_pins(self, watch: ServerWatch, live: tuple[McpToolInfo, ...]) -> set[Key]:
-        """First sight of a pinned server: accept what it serves.
-
-        After a restart nothing is accepted in memory; the digests the Skill's
-        status recorded are the contract then: matching tools are accepted, the
-        others withheld (reported as violations) until accepted again.
-        """
+        """First sight of a pinned server since start: accept what
+        ``pinning.first_accepted`` says."""
         changed: set[Key] = set()
         for ref, name in watch.users:
             skill = self.store.catalog.skills.get(ref)
@@ -417,27 +265,10 @@ class Discovery:
                 if skill is not None else None
             if server is None or not server.pin or (ref, name) in self.store.catalog.accepted:
                 continue
-            recorded = self._recorded_digests(ref, name)
-            taken = live if recorded is None else tuple(
-                t for t in live if recorded.get(t.name) == info_digest(t))
-            changed |= self.store.set_accepted(ref, name, taken)
+            recorded = self._recorded(ref, name)
+            digests = recorded.pinned_digests if recorded is not None else None
+            changed |= self.store.set_accepted(ref, name, pinning.first_accepted(live, digests))
         return changed
-
-    def _recorded_digests(self, ref: ObjectRef, server: str) -> dict[str, str] | None:
-        recorded = recorded_servers(self.store.statuses.get(key("Skill", ref), {})).get(server)
-        return None if recorded is None or recorded.pinned_digests is None \
-            else dict(recorded.pinned_digests)
-
-    def _failure(self, watch: ServerWatch, reason: str, message: str) -> None:
-        watch.watched = False
-        self._count(reason)
-        log.warning("MCP discovery failed: %s", message)
-        changed = (watch.error, watch.reason) != (message, reason)
-        watch.error, watch.reason = message, reason
-        waited = self._settled(watch.key)
-        if changed or waited:
-            self.reconciler.mark(self.store.deps.users_of(server_dep(watch.key))
-                                 | self._users(watch) | waited)
 
     def _count(self, reason: str) -> None:
         if self.reconciler.metrics is not None:
@@ -446,35 +277,11 @@ class Discovery:
     def server_states(self) -> list[str]:
         """Each server's state for the metrics: ok, failing, or pending (first listing)."""
         pending = self.store.catalog.pending
-        return ["pending" if server in pending else "failing" if w.error else "ok"
+        return ["pending" if server in pending else "failing" if w.state.error else "ok"
                 for server, w in list(self.servers.items())]
 
     def _users(self, watch: ServerWatch) -> set[Key]:
         return {key("Skill", ref) for ref, _ in watch.users}
-
-
-async def _until_woken(wake: asyncio.Event, work: Coroutine[Any, Any, None]) -> None:
-    """Run ``work`` until it ends (its exception propagates) or ``wake`` is set."""
-    task = asyncio.ensure_future(work)
-    woken = asyncio.ensure_future(wake.wait())
-    try:
-        await asyncio.wait({task, woken}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for pending in (task, woken):
-            pending.cancel()
-        for pending in (task, woken):
-            with contextlib.suppress(asyncio.CancelledError):
-                await pending
-    if task.done() and not task.cancelled():
-        task.result()
-
-
-class CABundleMissing(Exception):
-    """A configured CA bundle cannot be read; the message says which and why."""
-
-
-def _now() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def attach_discovery(store: Store, reconciler: Reconciler, writer: ObjectReader,

@@ -35,11 +35,15 @@ from skillop.model.status import (
     McpServerStatus,
     PolicyStatus,
     PrunedStatus,
+    RecordedStatus,
+    RecordedToolSet,
     SkillStatus,
     StatusTool,
     clip,
     recorded_tools,
 )
+from skillop.operator.listing import Listing
+from skillop.operator.pinning import PinState
 from skillop.resolve.inject import Credentials
 from skillop.resolve.resolver import Resolution
 from skillop.resolve.toolset import EffectiveTool, configmap_data, configmap_name
@@ -151,12 +155,12 @@ def data_digest(data: Mapping[str, str]) -> str:
 
 # -- conditions -----------------------------------------------------------------
 def condition(type_: str, ok: bool | None, reason: str, message: str, *, generation: int,
-              old: Sequence[Mapping[str, Any]], now: str) -> Condition:
-    """``ok`` None: ``Unknown`` (the operator could not tell)."""
+              old: RecordedStatus, now: str) -> Condition:
+    """``ok`` None: ``Unknown`` (the operator could not tell); the old status's
+    transition time is kept while the condition's status stays."""
     status = "Unknown" if ok is None else "True" if ok else "False"
-    previous = next((c for c in old if c.get("type") == type_), None)
-    since = previous.get("lastTransitionTime") if previous and previous.get("status") == status \
-        else None
+    previous = old.condition(type_)
+    since = previous.last_transition_time if previous and previous.status == status else None
     return Condition(type=type_, status=status, reason=reason,
                      message=clip(message, MAX_MESSAGE), observed_generation=generation,
                      last_transition_time=since or now)
@@ -170,7 +174,7 @@ def problem_summary(problems: Sequence[Problem], *, limit: int = 5) -> str:
 
 
 def common_conditions(problems: Sequence[Problem], *, generation: int,
-                      old: Sequence[Mapping[str, Any]], now: str, ready_message: str,
+                      old: RecordedStatus, now: str, ready_message: str,
                       stale_note: str = "") -> list[Condition]:
     refs = [p for p in problems if p.reason in REF_REASONS]
     if problems:
@@ -189,7 +193,7 @@ def common_conditions(problems: Sequence[Problem], *, generation: int,
 
 
 def progress_conditions(problems: Sequence[Problem], *, generation: int,
-                        old: Sequence[Mapping[str, Any]], now: str) -> list[Condition]:
+                        old: RecordedStatus, now: str) -> list[Condition]:
     """``Stalled`` or ``Reconciling``, present only while True (as Flux's own
     controllers write them): at most one, so kstatus's answer never depends on
     the order of conditions."""
@@ -267,7 +271,7 @@ def invalid_status(kind: str, problems: Sequence[Problem], *, generation: int,
         for field_ in ("tools", "toolCount", "toolsHash", "toolTokens"):
             kept.pop(field_, None)
     conditions = common_conditions(problems, generation=generation,
-                                   old=old.get("conditions") or [], now=now, ready_message="")
+                                   old=RecordedStatus.read(old), now=now, ready_message="")
     status = model.model_validate({**kept, "observedGeneration": generation,
                                    "conditions": [c.wire() for c in conditions]}).wire()
     return None if _same(remembered(kind, old), remembered(kind, status)) else status
@@ -278,16 +282,17 @@ def policy_status(kind: str, problems: Sequence[Problem], *, generation: int,
     """A SkillPolicy's or ClusterSkillPolicy's status: Ready once it is in force;
     False, with every problem, while its spec is invalid (the Actors it may govern
     keep their last good tool set meanwhile). None when nothing changes."""
+    recorded = RecordedStatus.read(old)
     if problems:
         ready = condition("Ready", False, problems[0].reason,
                           problem_summary(problems) + "; the Actors it may govern keep their"
                           " last good tool set", generation=generation,
-                          old=old.get("conditions") or [], now=now)
+                          old=recorded, now=now)
     else:
         scope = ("every namespace its selector matches" if kind == "ClusterSkillPolicy"
                  else "its namespace")
         ready = condition("Ready", True, "InForce", f"applies to the Actors of {scope}",
-                          generation=generation, old=old.get("conditions") or [], now=now)
+                          generation=generation, old=recorded, now=now)
     status = PolicyStatus(observed_generation=generation, conditions=[ready]).wire()
     return None if _same(old, status) else status
 
@@ -308,49 +313,50 @@ def actor_plan(actor: ActorResource, resolution: Resolution, *, old_status: Mapp
     write_cm = good and (observed is None
                          or observed.needs_rewrite(actor, digest, resolution.hash))
     configmap = _configmap(actor, cm_name, data, resolution.hash) if write_cm else None
-    built = _actor_status(actor, resolution, problems, old_status, observed, cm_name, now,
-                          extra_warnings)
+    recorded = RecordedStatus.read(old_status)
+    built = _actor_status(actor, resolution, problems, old_status, recorded, observed, cm_name,
+                          now, extra_warnings)
     # The Event is owed for a change of tool set the status has not recorded yet,
     # whether the ConfigMap is written now or was before (a restart between the
     # ConfigMap and the status); it goes out once that status is written, so once.
-    events = list(_events(old_status, resolution)) if good else []
+    events = list(_events(old_status, recorded, resolution)) if good else []
     if credentials is not None:
-        built = _with_credentials(built, credentials, old_status, now,
+        built = _with_credentials(built, credentials, recorded, now,
                                   namespace=actor.meta.namespace)
-        events += _outdated_event(old_status, credentials)
+        events += _outdated_event(recorded, credentials)
     status = built.wire()
     return Plan(None if _same(old_status, status) else status, configmap, tuple(events))
 
 
 def _with_credentials(status: ActorStatus, state: CredentialState,
-                      old: Mapping[str, Any], now: str, *, namespace: str) -> ActorStatus:
+                      old: RecordedStatus, now: str, *, namespace: str) -> ActorStatus:
     gen = status.observed_generation or 0
     ns = f"namespace {namespace}"
     if state.missing is None:
         cond = condition("CredentialsReady", None, "SecretsNotReadable",
                          f"{state.unknown_reason}: cannot check Secrets "
                          f"{', '.join(state.needed.secrets)} in {ns}",
-                         generation=gen, old=old.get("conditions") or [], now=now)
+                         generation=gen, old=old, now=now)
     elif state.missing:
         reason = ("SecretNotFound" if any("Secret" in m for m in state.missing)
                   else "ConfigMapNotFound")
         cond = condition("CredentialsReady", False, reason,
                          f"missing in {ns}: {'; '.join(state.missing)}",
-                         generation=gen, old=old.get("conditions") or [], now=now)
+                         generation=gen, old=old, now=now)
     else:
         found = len(state.needed.secrets) + len(state.needed.configmaps)
         cond = condition("CredentialsReady", True, "CredentialsFound",
                          f"{found} Secrets and CA bundles found in {ns}" if found
                          else "the tool set names no Secret",
-                         generation=gen, old=old.get("conditions") or [], now=now)
+                         generation=gen, old=old, now=now)
     outdated = list(state.outdated_pods[:MAX_OUTDATED_PODS]) or None
     return status.model_copy(update={"conditions": [*status.conditions, cond],
                                      "outdated_pods": outdated})
 
 
-def _outdated_event(old: Mapping[str, Any], state: CredentialState) -> list[EventSpec]:
+def _outdated_event(old: RecordedStatus, state: CredentialState) -> list[EventSpec]:
     """A Warning when pods newly fall out of date (not again on every pass)."""
-    before = set(old.get("outdatedPods") or [])
+    before = set(old.outdated_pods)
     new = [p for p in state.outdated_pods if p not in before]
     if not new:
         return []
@@ -362,17 +368,20 @@ def _outdated_event(old: Mapping[str, Any], state: CredentialState) -> list[Even
 
 
 def _actor_status(actor: ActorResource, resolution: Resolution, problems: list[Problem],
-                  old: Mapping[str, Any], observed: ObservedConfigMap | None, cm_name: str,
-                  now: str, extra_warnings: Sequence[str]) -> ActorStatus:
+                  old: Mapping[str, Any], recorded: RecordedStatus,
+                  observed: ObservedConfigMap | None, cm_name: str, now: str,
+                  extra_warnings: Sequence[str]) -> ActorStatus:
     gen = actor.meta.generation
-    old_conditions = old.get("conditions") or []
     if problems:
-        kept = old.get("toolsHash")
+        kept = recorded.tools_hash
         stale = (f"; ConfigMap {cm_name} keeps the last good tool set ({kept})"
                  if kept and observed is not None else "")
         # The last good tool set stays described (it is what the ConfigMap holds).
-        tools_part = ActorStatus.model_validate(
-            {k: old[k] for k in ("toolCount", "toolsHash", "toolTokens", "tools") if k in old})
+        kept_set = RecordedToolSet.read(old)
+        tools_part = ActorStatus(
+            tool_count=kept_set.tool_count, tools_hash=kept_set.tools_hash,
+            tool_tokens=kept_set.tool_tokens,
+            tools=list(kept_set.tools) if kept_set.tools is not None else None)
     else:
         stale = ""
         tools_part = ActorStatus(tool_count=len(resolution.tools), tools_hash=resolution.hash,
@@ -381,7 +390,7 @@ def _actor_status(actor: ActorResource, resolution: Resolution, problems: list[P
     pruned, cut = _pruned(resolution)
     return ActorStatus(
         observed_generation=gen,
-        conditions=common_conditions(problems, generation=gen, old=old_conditions, now=now,
+        conditions=common_conditions(problems, generation=gen, old=recorded, now=now,
                                      ready_message=ready_msg, stale_note=stale),
         tool_count=tools_part.tool_count,
         tools_hash=tools_part.tools_hash,
@@ -415,9 +424,11 @@ def _configmap(actor: ActorResource, name: str, data: dict[str, str], tools_hash
     }
 
 
-def _events(old_status: Mapping[str, Any], resolution: Resolution) -> list[EventSpec]:
-    if not old_status.get("toolsHash") or old_status.get("toolsHash") == resolution.hash:
+def _events(old_status: Mapping[str, Any], recorded: RecordedStatus,
+            resolution: Resolution) -> list[EventSpec]:
+    if not recorded.tools_hash or recorded.tools_hash == resolution.hash:
         return []
+    # The tools are read (256 at most) only now, when the set changed.
     old_tools = recorded_tools(old_status)
     new_tools = {t.entry.qualified_name: t for t in resolution.tools}
     added = sorted(new_tools.keys() - old_tools.keys())
@@ -446,57 +457,69 @@ def _events(old_status: Mapping[str, Any], resolution: Resolution) -> list[Event
 # -- skills ---------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class ServerReport:
-    """One MCP server of a skill: its status entry (the one shape of a server's
-    state, ``McpServerStatus``) and what discovery knows besides, for the
-    Discovered and Pinned conditions."""
+    """One MCP server of a skill: what discovery knows of it (its ``Listing``, shared
+    by every Skill naming the server with the same credentials) and this Skill's
+    pins. The status entry, and the Discovered and Pinned conditions, derive from it."""
 
-    status: McpServerStatus
-    #: Why the last listing failed, as a condition reason (``error`` says it in words).
-    reason: str | None = None
-    #: Pinned servers: what the server now serves that is not accepted.
-    violations: tuple[str, ...] = ()
-
-    @classmethod
-    def listed(cls, name: str, tool_count: int, *, url: str, error: str | None = None,
-               last_sync: str | None = None, tools_digest: str | None = None,
-               pinned: Mapping[str, str] | None = None, reason: str | None = None,
-               violations: tuple[str, ...] = ()) -> ServerReport:
-        """A server discovery lists; ``error`` is cut to what the status may hold."""
-        return cls(McpServerStatus(
-            name=name, tool_count=tool_count, last_sync=last_sync, url=url,
-            error=clip(error) if error is not None else None, tools_digest=tools_digest,
-            pinned_digests=dict(pinned) if pinned is not None else None), reason, violations)
+    name: str
+    #: How many tools the Skill declares for it (counted until a listing succeeds).
+    declared_tools: int
+    url: str | None = None
+    #: None: not discovered (stdio, discovery off, or not listed yet).
+    listing: Listing | None = None
+    #: Pinned servers with an accepted list.
+    pins: PinState | None = None
 
     @classmethod
     def declared(cls, server: McpServer) -> ServerReport:
         """A server not being discovered: its declared tools, nothing else known."""
-        return cls(McpServerStatus(name=server.name, tool_count=len(server.tools)))
+        return cls(server.name, len(server.tools))
+
+    @property
+    def error(self) -> str | None:
+        return self.listing.error if self.listing is not None else None
+
+    def status(self) -> McpServerStatus:
+        """The status entry; ``error`` is cut to what the status may hold."""
+        listing = self.listing
+        if listing is None:
+            return McpServerStatus(name=self.name, tool_count=self.declared_tools)
+        return McpServerStatus(
+            name=self.name, url=self.url,
+            tool_count=self.declared_tools if listing.tool_count is None
+            else listing.tool_count,
+            last_sync=listing.last_sync, tools_digest=listing.tools_digest,
+            error=clip(listing.error) if listing.error is not None else None,
+            pinned_digests=dict(self.pins.digests) if self.pins is not None else None)
 
 
 def skill_plan(skill: SkillResource, resolution: Resolution, *, old_status: Mapping[str, Any],
                servers: Sequence[ServerReport], now: str) -> Plan:
     gen = skill.meta.generation
-    old_conditions = old_status.get("conditions") or []
+    recorded = RecordedStatus.read(old_status)
     problems = list(resolution.problems)
     conditions = common_conditions(
-        problems, generation=gen, old=old_conditions, now=now,
+        problems, generation=gen, old=recorded, now=now,
         ready_message=f"{len(resolution.tools)} tools from {len(resolution.skills)} skills")
-    failing = [s for s in servers if s.status.error]
-    if any(s.status.url for s in servers):
+    entries = [s.status() for s in servers]
+    # (why, the clipped entry) of each server whose last listing failed
+    failing = [(s.listing.reason, e) for s, e in zip(servers, entries, strict=True)
+               if s.listing is not None and e.error]
+    if any(s.url for s in servers):
         conditions.append(condition(
-            "Discovered", not failing, failing[0].reason or "DiscoveryFailed"
-            if failing else "Discovered",
-            "; ".join(f"{s.status.name}: {s.status.error}" for s in failing) if failing
-            else "all MCP servers listed", generation=gen, old=old_conditions, now=now))
-    pinned = [s for s in servers if s.status.pinned_digests is not None]
-    if pinned:
-        broken = [f"{s.status.name}: {v}" for s in pinned for v in s.violations]
+            "Discovered", not failing,
+            (failing[0][0] or "DiscoveryFailed") if failing else "Discovered",
+            "; ".join(f"{e.name}: {e.error}" for _, e in failing) if failing
+            else "all MCP servers listed", generation=gen, old=recorded, now=now))
+    pins = [(s.name, s.pins) for s in servers if s.pins is not None]
+    if pins:
+        broken = [f"{name}: {v}" for name, pin in pins for v in pin.violations]
         conditions.append(condition(
             "Pinned", not broken, "PinViolation" if broken else "Accepted",
             "; ".join(broken[:10]) + (f"; ... and {len(broken) - 10} more"
                                       if len(broken) > 10 else "")
             if broken else "every served definition is accepted",
-            generation=gen, old=old_conditions, now=now))
+            generation=gen, old=recorded, now=now))
     status = SkillStatus(
         observed_generation=gen,
         conditions=conditions,
@@ -506,7 +529,7 @@ def skill_plan(skill: SkillResource, resolution: Resolution, *, old_status: Mapp
         tools=_status_tools(resolution),
         skills=[s.canonical for s in resolution.skills],
         warnings=_warnings(resolution.warnings),
-        mcp_servers=[s.status for s in servers],
+        mcp_servers=entries,
     ).wire()
     same = _same(remembered("Skill", old_status), remembered("Skill", status))
     return Plan(None if same else status)

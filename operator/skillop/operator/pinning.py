@@ -9,7 +9,7 @@ re-applying the Skill (a new generation accepts the server's current list).
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from skillop.sources.mcp_tools import McpToolInfo, changed_fields, info_digest
@@ -37,6 +37,35 @@ def violations(accepted: tuple[McpToolInfo, ...], live: tuple[McpToolInfo, ...],
     new = {t.name: info_digest(t) for t in live}
     return [Violation(name, old.get(name), new.get(name))
             for name in sorted(old.keys() | new.keys()) if old.get(name) != new.get(name)]
+
+
+@dataclass(frozen=True, slots=True)
+class PinState:
+    """A pinned server of one Skill, as its status reports it."""
+
+    #: The accepted definition digest of each tool, by tool name.
+    digests: Mapping[str, str]
+    #: What the server now serves that is not accepted, one line each.
+    violations: tuple[str, ...] = ()
+
+
+def pin_state(accepted: tuple[McpToolInfo, ...], live: tuple[McpToolInfo, ...]) -> PinState:
+    return PinState({t.name: info_digest(t) for t in accepted},
+                    tuple(v.message() for v in violations(accepted, live)))
+
+
+def first_accepted(live: tuple[McpToolInfo, ...], recorded: Mapping[str, str] | None,
+                   ) -> tuple[McpToolInfo, ...]:
+    """What a pinned server's first listing since start accepts.
+
+    Nothing recorded (a new Skill): all it serves. After a restart nothing is
+    accepted in memory; the digests the Skill's status recorded are the contract
+    then: matching tools are accepted, the others withheld (reported as
+    violations) until accepted again.
+    """
+    if recorded is None:
+        return live
+    return tuple(t for t in live if recorded.get(t.name) == info_digest(t))
 
 
 def accept(accepted: tuple[McpToolInfo, ...], live: tuple[McpToolInfo, ...],
@@ -70,12 +99,12 @@ def parse_accepted(annotation: str | None) -> frozenset[str]:
 
 
 def definition_changes(old: tuple[McpToolInfo, ...], new: tuple[McpToolInfo, ...],
-                       ) -> list[tuple[str, list[str]]]:
+                       ) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """(tool, changed fields) for every tool present in both lists that changed."""
     before = {t.name: t for t in old}
     out = []
     for tool in new:
         prior = before.get(tool.name)
         if prior is not None and prior != tool:
-            out.append((tool.name, changed_fields(prior, tool)))
-    return out
+            out.append((tool.name, tuple(changed_fields(prior, tool))))
+    return tuple(out)

@@ -24,7 +24,6 @@ ConfigMaps and statuses: they never delay the writes that carry new tool sets.
 from __future__ import annotations
 
 import asyncio
-import datetime
 import functools
 import logging
 import time
@@ -35,6 +34,7 @@ from typing import Any, Protocol, TypeVar
 from skillop.model.manifest import POLICY_KINDS, ActorResource, SkillResource
 from skillop.model.names import ObjectRef
 from skillop.model.problems import Problem
+from skillop.model.status import RecordedStatus, utcnow
 from skillop.operator.credentials import CredentialChecker
 from skillop.operator.deps import Key, key, ref_of
 from skillop.operator.kube import Gone
@@ -79,10 +79,6 @@ class Lister(Protocol):
 #: The kinds the store holds, in the order their membership is checked: Actors
 #: first, so that no ConfigMap is written for an Actor about to be dropped.
 KINDS = ("Actor", "Skill", "Tool", "SkillPolicy", "ClusterSkillPolicy", "ConfigMap", "Namespace")
-
-
-def utcnow() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 ServerStates = Callable[[SkillResource], Sequence[ServerReport]]
@@ -374,7 +370,8 @@ class Reconciler:
             return None
         problems: Sequence[Problem] = self.store.invalid[k]
         old = self.store.statuses.get(k, {})
-        generation = self.store.generations.get(k, int(old.get("observedGeneration") or 0))
+        generation = self.store.generations.get(
+            k, RecordedStatus.read(old).observed_generation or 0)
         if kind in POLICY_KINDS:
             status = policy_status(kind, problems, generation=generation, old=old,
                                    now=self.clock())
