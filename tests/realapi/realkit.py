@@ -218,6 +218,58 @@ def assert_statuses_kept(plane: ControlPlane, *, user: str = OPERATOR_USER) -> i
     return len(writes)
 
 
+# -- the operator's webhooks, called by the API server ------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class WebhookServing:
+    """The operator's webhook server on loopback: a self-signed certificate for
+    127.0.0.1 (also the caBundle the API server trusts) and the settings serving it."""
+
+    cert: bytes
+    port: int
+    env: dict[str, str]
+
+
+def webhook_serving(folder: Path) -> WebhookServing:
+    """A certificate and key written into ``folder``, and a free port."""
+    from controlplane import free_port
+
+    from skillop.operator import webhook
+
+    cert, key = webhook.self_signed_certificate(["127.0.0.1"])
+    (folder / "tls.crt").write_bytes(cert)
+    (folder / "tls.key").write_bytes(key)
+    port = free_port()
+    return WebhookServing(cert, port, {
+        "SKILLOP_WEBHOOK_PORT": str(port), "SKILLOP_WEBHOOK_CERT": str(folder / "tls.crt"),
+        "SKILLOP_WEBHOOK_KEY": str(folder / "tls.key")})
+
+
+def chart_objects(values: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The chart rendered with ``values`` (the test is skipped where Helm cannot run)."""
+    import pytest
+
+    import chartkit
+
+    try:
+        chart = chartkit.load()
+    except Exception as err:  # helm-python-sdk missing or unusable on this platform
+        pytest.skip(f"helm_python cannot render the chart: {err}")
+    return chartkit.objects(chart, dict(values))
+
+
+def chart_webhook(kind: str, name: str, values: Mapping[str, Any],
+                  serving: WebhookServing) -> dict[str, Any]:
+    """The chart's webhook configuration ``kind`` named ``<release>-<name>`` (the
+    chart has several), reaching ``serving`` by url."""
+    import chartkit
+
+    (found,) = [d for d in chart_objects(values) if d["kind"] == kind
+                and d["metadata"]["name"] == f"{chartkit.RELEASE}-{name}"]
+    return by_url(found, serving.port, serving.cert)
+
+
 def by_url(configuration: dict[str, Any], port: int, ca: bytes) -> dict[str, Any]:
     """A chart's webhook configuration reaching the operator on loopback by url (and
     ``ca`` as caBundle) instead of its Service: nothing routes Services here."""
@@ -228,3 +280,38 @@ def by_url(configuration: dict[str, Any], port: int, ca: bytes) -> dict[str, Any
         hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{service['path']}",
                                 "caBundle": base64.b64encode(ca).decode()}
     return configuration
+
+
+@contextlib.contextmanager
+def registered(real: RealCluster, configuration: dict[str, Any]) -> Iterator[None]:
+    """A Mutating- or ValidatingWebhookConfiguration, registered while in the block."""
+    from kubernetes import client
+
+    api = client.AdmissionregistrationV1Api(real.api_client)
+    name = configuration["metadata"]["name"]
+    if configuration["kind"] == "MutatingWebhookConfiguration":
+        api.create_mutating_webhook_configuration(configuration)
+        try:
+            yield
+        finally:
+            api.delete_mutating_webhook_configuration(name)
+        return
+    api.create_validating_webhook_configuration(configuration)
+    try:
+        yield
+    finally:
+        api.delete_validating_webhook_configuration(name)
+
+
+@contextlib.contextmanager
+def webhook_operator(real: RealCluster, folder: Path, *, kind: str, webhook: str,
+                     values: Mapping[str, Any], env: Mapping[str, str],
+                     name: str) -> Iterator[OperatorProcess]:
+    """The operator (process ``name``, settings ``env``) serving its webhooks with a
+    certificate in ``folder``, and the chart's configuration ``kind`` named
+    ``<release>-<webhook>`` (rendered with ``values``) registered to call it."""
+    serving = webhook_serving(folder)
+    configuration = chart_webhook(kind, webhook, values, serving)
+    with operator_process(real.plane, env={**env, **serving.env}, name=name) as proc, \
+            registered(real, configuration):
+        yield proc

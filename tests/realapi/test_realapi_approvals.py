@@ -27,13 +27,12 @@ import pytest
 from controlplane import free_port
 from gatewaykit import GatewayProcess, Volume, agent
 from mcp_servers import ServerHandle, make_tool
-from realkit import BIN, KUBECTL, SKILLOP, RealCluster, by_url, operator_process
+from realkit import BIN, KUBECTL, SKILLOP, RealCluster, chart_objects, webhook_operator
 from skillkit import actor, skill
 
 import chartkit
 from clusterkit import wait_for
 from skillop.model.toolset import default_configmap_name
-from skillop.operator import webhook
 
 pytestmark = pytest.mark.realapi
 
@@ -47,24 +46,8 @@ def user(sa: str) -> str:
     return f"system:serviceaccount:{NS}:{sa}"
 
 
-def _chart(values: dict[str, Any]) -> list[dict[str, Any]]:
-    try:
-        chart = chartkit.load()
-    except Exception as err:  # helm-python-sdk missing or unusable on this platform
-        pytest.skip(f"helm_python cannot render the chart: {err}")
-    return chartkit.objects(chart, values)
-
-
-def mutating_configuration(port: int, ca: bytes) -> dict[str, Any]:
-    """The chart's approvals webhook, reaching the operator by url."""
-    (mwc,) = [d for d in _chart({"webhook": {"enabled": True}, "namespaces": [NS]})
-              if d["kind"] == "MutatingWebhookConfiguration"
-              and d["metadata"]["name"] == f"{chartkit.RELEASE}-approvals"]
-    return by_url(mwc, port, ca)
-
-
 def roles() -> list[dict[str, Any]]:
-    return [d for d in _chart({}) if d["kind"] == "ClusterRole"
+    return [d for d in chart_objects({}) if d["kind"] == "ClusterRole"
             and d["metadata"]["name"] in ROLE_NAMES]
 
 
@@ -133,27 +116,20 @@ class Stage:
 def stage(real: RealCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stage]:
     from kubernetes import client
 
-    cert, key = webhook.self_signed_certificate(["127.0.0.1"])
     folder = tmp_path_factory.mktemp("approvals")
-    (folder / "tls.crt").write_bytes(cert)
-    (folder / "tls.key").write_bytes(key)
-    port = free_port()
     real.namespace(NS)
-    admission = client.AdmissionregistrationV1Api(real.api_client)
     rbac = client.RbacAuthorizationV1Api(real.api_client)
-    mwc = mutating_configuration(port, cert)
     metrics_port = free_port()
     env = {"SKILLOP_LIVENESS": f"http://127.0.0.1:{metrics_port}/healthz",
-           "SKILLOP_WEBHOOK": "true", "SKILLOP_WEBHOOK_PORT": str(port),
-           "SKILLOP_WEBHOOK_CERT": str(folder / "tls.crt"),
-           "SKILLOP_WEBHOOK_KEY": str(folder / "tls.key")}
+           "SKILLOP_WEBHOOK": "true"}
     tools = [make_tool("danger", input_schema={"type": "object", "properties": {
         "target": {"type": "string"}, "payload": {"type": "string"}}}), make_tool("safe")]
-    with ServerHandle(tools=tools) as upstream, \
-            operator_process(real.plane, env=env, name="approvals-operator"):
+    with ServerHandle(tools=tools) as upstream, webhook_operator(
+            real, folder, kind="MutatingWebhookConfiguration", webhook="approvals",
+            values={"webhook": {"enabled": True}, "namespaces": [NS]}, env=env,
+            name="approvals-operator"):
         for role in roles():
             rbac.create_cluster_role(role)
-        admission.create_mutating_webhook_configuration(mwc)
         try:
             for sa in (GATEWAY_SA, APPROVER_SA, BOTH_SA):
                 real.core.create_namespaced_service_account(NS, {"metadata": {"name": sa}})
@@ -179,7 +155,6 @@ def stage(real: RealCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterat
                      timeout=30, interval=0.2, message="the approver role aggregated")
             yield found
         finally:
-            admission.delete_mutating_webhook_configuration(mwc["metadata"]["name"])
             for role in roles():
                 rbac.delete_cluster_role(role["metadata"]["name"])
             real.delete_namespaces(NS)

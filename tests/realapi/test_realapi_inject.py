@@ -9,8 +9,6 @@ Deployment's Pod is created by its ReplicaSet, as in a cluster.
 
 from __future__ import annotations
 
-import base64
-import contextlib
 import json
 import os
 import re
@@ -21,13 +19,10 @@ from typing import Any
 
 import pytest
 import yaml
-from controlplane import free_port
-from realkit import SKILLOP, OperatorProcess, RealCluster, operator_process
+from realkit import SKILLOP, OperatorProcess, RealCluster, webhook_operator
 from skillkit import actor, skill
 
-import chartkit
 from clusterkit import wait_for
-from skillop.operator import webhook
 from skillop.resolve.inject import SIDECAR_NAME
 
 pytestmark = pytest.mark.realapi
@@ -56,34 +51,6 @@ def agent_pod(name: str, **labels: str) -> dict[str, Any]:
             "spec": {"containers": [{"name": "agent", "image": "example/agent:1"}]}}
 
 
-def configuration(port: int, ca: bytes) -> dict[str, Any]:
-    """The chart's injection webhook, reaching the operator by url instead of Service."""
-    try:
-        chart = chartkit.load()
-    except Exception as err:  # helm-python-sdk missing or unusable on this platform
-        pytest.skip(f"helm_python cannot render the chart: {err}")
-    (mwc,) = [d for d in chartkit.objects(chart, {"namespaces": [NS]})
-              if d["kind"] == "MutatingWebhookConfiguration"
-              and d["metadata"]["name"].endswith("-inject")]
-    for hook in mwc["webhooks"]:
-        service = hook["clientConfig"].pop("service")
-        hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{service['path']}",
-                                "caBundle": base64.b64encode(ca).decode()}
-    return dict(mwc)
-
-
-@contextlib.contextmanager
-def registered(real: RealCluster, mwc: dict[str, Any]) -> Iterator[None]:
-    from kubernetes import client
-
-    api = client.AdmissionregistrationV1Api(real.api_client)
-    api.create_mutating_webhook_configuration(mwc)
-    try:
-        yield
-    finally:
-        api.delete_mutating_webhook_configuration(mwc["metadata"]["name"])
-
-
 def dry_run(real: RealCluster, doc: dict[str, Any]) -> subprocess.CompletedProcess[str]:
     return real.kubectl("create", "--dry-run=server", "-o", "json", "-f", "-",
                         stdin=json.dumps(doc))
@@ -92,21 +59,17 @@ def dry_run(real: RealCluster, doc: dict[str, Any]) -> subprocess.CompletedProce
 @pytest.fixture(scope="module")
 def injecting(real: RealCluster, tmp_path_factory: pytest.TempPathFactory,
               ) -> Iterator[tuple[RealCluster, OperatorProcess]]:
-    cert, key = webhook.self_signed_certificate(["127.0.0.1"])
-    folder: Path = tmp_path_factory.mktemp("inject")
-    (folder / "tls.crt").write_bytes(cert)
-    (folder / "tls.key").write_bytes(key)
-    port = free_port()
     real.namespace(NS)
     for doc in CATALOG:
         real.apply(doc)
-    env = {"SKILLOP_INJECTION": "true", "SKILLOP_WEBHOOK_PORT": str(port),
-           "SKILLOP_WEBHOOK_CERT": str(folder / "tls.crt"),
-           "SKILLOP_WEBHOOK_KEY": str(folder / "tls.key"), "SKILLOP_MCP_DISCOVERY": "false",
+    env = {"SKILLOP_INJECTION": "true", "SKILLOP_MCP_DISCOVERY": "false",
            "SKILLOP_SECRETS_READABLE": "true", **SIDECAR_ENV}
     try:
-        with operator_process(real.plane, env=env, name="inject-operator") as proc, \
-                registered(real, configuration(port, cert)):
+        # The chart's injection webhook (it has an approvals one too).
+        with webhook_operator(real, tmp_path_factory.mktemp("inject"),
+                              kind="MutatingWebhookConfiguration", webhook="inject",
+                              values={"namespaces": [NS]}, env=env,
+                              name="inject-operator") as proc:
             real.wait_ready("Actor", NS, "reviewer", timeout=30)
             # The namespace's ServiceAccount (pods need it) and the webhook, live.
             wait_for(lambda: "initContainers" in dry_run(real, agent_pod(

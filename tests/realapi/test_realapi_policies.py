@@ -11,10 +11,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from realkit import RealCluster, operator_process
+from realkit import RealCluster, chart_objects, operator_process
 from skillkit import actor, anon, cluster_policy, skill, skill_policy
 
-import chartkit
 from clusterkit import wait_for
 from skillop.model.toolset import TOOLS_KEY, default_configmap_name
 
@@ -117,11 +116,7 @@ def _status_code(call: Any) -> int:
 
 @pytest.fixture
 def aggregated_roles(real: RealCluster) -> Iterator[None]:
-    try:
-        chart = chartkit.load()
-    except Exception as err:  # helm-python-sdk missing or unusable on this platform
-        pytest.skip(f"helm_python cannot render the chart: {err}")
-    roles = [d for d in chartkit.objects(chart, {}) if d["kind"] == "ClusterRole"
+    roles = [d for d in chart_objects({}) if d["kind"] == "ClusterRole"
              and any(k.startswith("rbac.authorization.k8s.io/aggregate-to-")
                      for k in d["metadata"].get("labels", {}))]
     listing = json.dumps({"apiVersion": "v1", "kind": "List", "items": roles})

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from controlplane import free_port
-from realkit import RealCluster, operator_process
+from realkit import RealCluster, chart_objects, operator_process
 from skillkit import actor, skill
 
 import chartkit
@@ -33,11 +33,7 @@ RBAC_KINDS = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "Ro
 
 
 def rendered_rbac(values: dict[str, Any]) -> list[dict[str, Any]]:
-    try:
-        chart = chartkit.load()
-    except Exception as err:  # helm-python-sdk missing or unusable on this platform
-        pytest.skip(f"helm_python cannot render the chart: {err}")
-    return [d for d in chartkit.objects(chart, values) if d["kind"] in RBAC_KINDS]
+    return [d for d in chart_objects(values) if d["kind"] in RBAC_KINDS]
 
 
 def token(real: RealCluster) -> str:

@@ -8,65 +8,30 @@ the operator's HTTPS port on loopback, with the serving certificate as caBundle.
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from controlplane import free_port
-from realkit import OperatorProcess, RealCluster, by_url, operator_process
+from realkit import OperatorProcess, RealCluster, webhook_operator
 from skillkit import actor, skill
 
-import chartkit
 from clusterkit import wait_for
-from skillop.operator import webhook
 
 pytestmark = pytest.mark.realapi
 
 NS = "realapi-webhook"
 
 
-def configuration(port: int, ca: bytes) -> dict[str, Any]:
-    """The chart's webhook configuration, reaching the operator by url instead of Service."""
-    try:
-        chart = chartkit.load()
-    except Exception as err:  # helm-python-sdk missing or unusable on this platform
-        pytest.skip(f"helm_python cannot render the chart: {err}")
-    (vwc,) = [d for d in chartkit.objects(chart, {"webhook": {"enabled": True},
-                                                  "namespaces": [NS]})
-              if d["kind"] == "ValidatingWebhookConfiguration"]
-    return by_url(vwc, port, ca)
-
-
-@contextlib.contextmanager
-def registered(real: RealCluster, vwc: dict[str, Any]) -> Iterator[None]:
-    from kubernetes import client
-
-    api = client.AdmissionregistrationV1Api(real.api_client)
-    api.create_validating_webhook_configuration(vwc)
-    try:
-        yield
-    finally:
-        api.delete_validating_webhook_configuration(vwc["metadata"]["name"])
-
-
 @pytest.fixture(scope="module")
 def hooked(real: RealCluster, tmp_path_factory: pytest.TempPathFactory,
            ) -> Iterator[tuple[RealCluster, OperatorProcess]]:
-    cert, key = webhook.self_signed_certificate(["127.0.0.1"])
-    folder: Path = tmp_path_factory.mktemp("webhook")
-    (folder / "tls.crt").write_bytes(cert)
-    (folder / "tls.key").write_bytes(key)
-    port = free_port()
     real.namespace(NS)
-    env = {"SKILLOP_WEBHOOK": "true", "SKILLOP_WEBHOOK_PORT": str(port),
-           "SKILLOP_WEBHOOK_CERT": str(folder / "tls.crt"),
-           "SKILLOP_WEBHOOK_KEY": str(folder / "tls.key")}
     try:
-        with operator_process(real.plane, env=env, name="webhook-operator") as proc, \
-                registered(real, configuration(port, cert)):
+        with webhook_operator(real, tmp_path_factory.mktemp("webhook"),
+                              kind="ValidatingWebhookConfiguration", webhook="webhook",
+                              values={"webhook": {"enabled": True}, "namespaces": [NS]},
+                              env={"SKILLOP_WEBHOOK": "true"}, name="webhook-operator") as proc:
             # The API server picks the configuration up within a moment; a server-side
             # dry run of an object only the webhook rejects says when.
             probe = json.dumps(actor("probe", NS, skills=["x"],
