@@ -17,6 +17,7 @@ from mcp.server import Server
 from mcp.server.request_state import RequestStateBoundary
 from mcp_servers import ServerHandle, make_tool
 
+from skillop.gateway.deadline import MAX_HEAD_BYTES
 from skillop.gateway.server import Gateway, Options
 
 
@@ -205,3 +206,45 @@ def test_half_sent_requests_are_answered_408_and_closed(
     answers, served = anyio.run(main)
     assert served and len(answers) == N_HALF_SENT
     assert all(a.startswith(b"HTTP/1.1 408 ") for a in answers)
+
+
+def test_a_request_head_without_end_is_answered_431_and_closed(
+        tmp_path: Path, upstream: ServerHandle) -> None:
+    """Headers sent without end (256 KiB here), well within the request deadline, are
+    refused once they pass the head bound (the parser sets none of its own): the
+    client is answered within seconds, not when its deadline is over. A request
+    with a long but bounded head is served."""
+
+    async def endless(port: int) -> bytes:
+        stream = await anyio.connect_tcp("127.0.0.1", port)
+        async with stream:
+            await stream.send(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            answer = b""
+            with anyio.fail_after(5):
+                try:
+                    for _ in range(16 * MAX_HEAD_BYTES // 1000):
+                        await stream.send(b"x-filler: " + b"a" * 1000 + b"\r\n")
+                    while True:
+                        answer += await stream.receive()
+                except (anyio.EndOfStream, anyio.BrokenResourceError, ConnectionError):
+                    pass
+        return answer
+
+    async def main() -> tuple[bytes, bool]:
+        async with serving(tmp_path, upstream, request_timeout=30) as gateway:
+            assert gateway.url is not None
+            port = int(gateway.url.rsplit(":", 1)[1].split("/")[0])
+            answer = await endless(port)
+            async with httpx2.AsyncClient(timeout=10) as http:
+                long_head = await http.post(gateway.url, headers={
+                    "x-filler": "a" * (MAX_HEAD_BYTES // 2),
+                    "accept": "application/json, text/event-stream",
+                    "content-type": "application/json"}, json={
+                        "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                            "protocolVersion": "2025-11-25", "capabilities": {},
+                            "clientInfo": {"name": "by-hand", "version": "0"}}})
+        return answer, long_head.status_code == 200
+
+    answer, served = anyio.run(main)
+    assert answer.startswith(b"HTTP/1.1 431 ")
+    assert served
