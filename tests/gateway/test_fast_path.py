@@ -56,6 +56,14 @@ HEADERS: dict[str, dict[str, str]] = {
     "older version": {"mcp-protocol-version": "2025-06-18"},
 }
 
+#: Headers sent once more, before the session's own (a repeated header is read as
+#: its first by the SDK, and must be by the front).
+REPEATED: dict[str, list[tuple[str, str]]] = {
+    "a bogus session id first": [("mcp-session-id", "bogus")],
+    "another type first": [("content-type", "text/plain")],
+    "a foreign host first": [("host", "evil.example:80")],
+}
+
 
 _ENVELOPE = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
              "io.modelcontextprotocol/clientInfo": {"name": "by-hand", "version": "0"},
@@ -124,6 +132,11 @@ async def _answers(tmp_path: Path, upstream: ServerHandle, *, fast: bool,
                                            content=body)
                 answer = _answer(response)
                 out[(variant, name)] = (response.status_code, answer)
+        for variant, first in REPEATED.items():
+            for name, body in BODIES.items():
+                response = await http.post(gateway.url, headers=[
+                    *first, *headers.items()], content=body)
+                out[(variant, name)] = (response.status_code, _answer(response))
         modern = {"accept": "application/json, text/event-stream",
                   "content-type": "application/json", "mcp-protocol-version": "2026-07-28"}
         for variant, extra in MODERN_HEADERS.items():

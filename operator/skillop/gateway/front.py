@@ -42,7 +42,7 @@ import json
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, cast
 
 import mcp_types as types
 from mcp.server.session import ServerSession
@@ -210,12 +210,8 @@ class Front:
         deadline (``deadline``); the SDK, which opens a session for every such POST
         before reading it, never sees it."""
         if scope["method"] == "POST":
-            try:
-                body = await _body(receive, self._max_body)
-            except _Disconnected:
-                return
-            except _TooLarge:
-                await _plain(send, 413, b"Request body too large")
+            body = await self._whole_body(receive, send)
+            if body is None:
                 return
             receive = _replay(body, receive)
         await _run(self._inner, scope, receive, send)
@@ -224,13 +220,9 @@ class Front:
                      headers: dict[str, str], client: Client | None) -> int | None:
         """A request in a session: answered here (a known one), or by the SDK; its status."""
         if scope["method"] == "POST" and await self._may_answer(scope, headers):
-            try:
-                body = await _body(receive, self._max_body)
-            except _Disconnected:
+            body = await self._whole_body(receive, send)
+            if body is None:
                 return None
-            except _TooLarge:
-                await _plain(send, 413, b"Request body too large")
-                return 413
             session_id = headers.get("mcp-session-id")
             if client is not None and await self._answered(body, client, session_id, send):
                 return 200
@@ -248,15 +240,30 @@ class Front:
         if scope["method"] != "POST" or not await self._may_answer(scope, headers, modern=True):
             await self._inner(scope, receive, send)
             return
-        try:
-            body = await _body(receive, self._max_body)
-        except _Disconnected:
-            return
-        except _TooLarge:
-            await _plain(send, 413, b"Request body too large")
+        body = await self._whole_body(receive, send)
+        if body is None:
             return
         if not await self._answered(body, None, None, send, scope=scope, headers=headers):
             await modern(scope, _replay(body, receive), send)
+
+    async def _whole_body(self, receive: Receive, send: Send) -> bytes | None:
+        """The request's whole body; None when there is none to serve: the client went
+        away, or the body is larger than the SDK's limit (answered 413 here, as the
+        SDK answers it)."""
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self._max_body:
+                await _plain(send, 413, b"Request body too large")
+                return None
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     async def _initialized(self, scope: Scope, receive: Receive, send: Send,
                            session_id: str) -> int | None:
@@ -281,7 +288,7 @@ class Front:
         """Whether the SDK would accept this request's headers (else it must say why):
         its own checks (DNS rebinding: Host and Origin; Content-Type; Accept; for a
         2026-07-28 request, each routing header once)."""
-        request = Request(scope)
+        request = cast(Request, _HeaderView(headers))  # all the two checks read
         if await self._security.validate_request(request, is_post=True) is not None:
             return False
         # The SDK's transport also wants exactly application/json (a private check).
@@ -426,34 +433,21 @@ def _is_initialized(body: bytes) -> bool:
 
 
 def _headers(scope: Scope) -> dict[str, str]:
-    return {name.decode("latin-1"): value.decode("latin-1")
-            for name, value in scope["headers"]}
+    """The request's headers by (lower-case) name; of a repeated header, the first,
+    as Starlette's ``Headers.get`` (and so the SDK) reads it."""
+    headers: dict[str, str] = {}
+    for name, value in reversed(scope["headers"]):
+        headers[name.decode("latin-1")] = value.decode("latin-1")
+    return headers
 
 
-class _TooLarge(Exception):
-    pass
+@dataclass(frozen=True, slots=True)
+class _HeaderView:
+    """What the SDK's header checks (``TransportSecurityMiddleware.validate_request``,
+    ``check_accept_headers``) read of a Starlette ``Request``: ``headers.get``. The
+    front has the headers already: a ``Request`` per call would parse them again."""
 
-
-class _Disconnected(Exception):
-    pass
-
-
-async def _body(receive: Receive, limit: int) -> bytes:
-    """The whole request body, at most ``limit`` bytes (the SDK's limit: it refuses a
-    larger one too)."""
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            raise _Disconnected()
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            raise _TooLarge()
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
+    headers: dict[str, str]
 
 
 async def _plain(send: Send, status: int, text: bytes) -> None:

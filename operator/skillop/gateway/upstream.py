@@ -197,6 +197,8 @@ class Link:
         if conn is None or conn.closed:
             conn = self._current = Connection()
             self._spawn(lambda: self._run(conn))
+        elif conn.session is not None and conn.current.is_set():
+            return conn  # open and listed: nothing to wait for (every call's case)
         with anyio.move_on_after(self._settings.connect_timeout):
             await conn.ready.wait()
         if conn.session is None:
