@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import anyio
+import anyio.abc
 import pytest
 from mcp_servers import _ack_lifespan, _bind, _read_body, _UvicornThread
 
@@ -156,3 +157,142 @@ def test_no_server_is_cannot_connect() -> None:
     sock.close()
     with pytest.raises(Unreachable, match=r"^cannot connect$"):
         _calls(HttpCaller(url, {}))
+
+
+class Canned:
+    """A raw TCP server answering each request with the same bytes, then (``close``)
+    ending the connection: the HTTP forms uvicorn never sends."""
+
+    def __init__(self, answer: bytes | Callable[[bytes], bytes], *, close: bool) -> None:
+        self.answer, self.close = answer, close
+        self.requests: list[bytes] = []
+        self.connections = 0
+
+    async def serve(self, main: Callable[[str], Awaitable[Any]]) -> Any:
+        async def one(stream: anyio.abc.SocketStream) -> None:
+            self.connections += 1
+            async with stream:
+                while True:
+                    try:
+                        request = await stream.receive()
+                    except (anyio.EndOfStream, anyio.BrokenResourceError):
+                        return
+                    self.requests.append(request)
+                    await stream.send(self.answer if isinstance(self.answer, bytes)
+                                      else self.answer(request))
+                    if self.close:
+                        return
+
+        listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+        port = listener.extra(anyio.abc.SocketAttribute.local_port)
+        async with listener, anyio.create_task_group() as tasks:
+            tasks.start_soon(listener.serve, one)
+            try:
+                return await main(f"http://127.0.0.1:{port}/mcp")
+            finally:
+                tasks.cancel_scope.cancel()
+
+
+def _canned_call(answer: bytes, *, close: bool = True,
+                 headers: dict[str, str] | None = None) -> tuple[Any, list[bytes]]:
+    server = Canned(answer, close=close)
+
+    async def main(url: str) -> Any:
+        caller = HttpCaller(url, headers or {})
+        try:
+            return await caller.call("echo", {}, session_id=None, protocol_version=None)
+        except Exception as exc:  # the test looks at it
+            return exc
+        finally:
+            await caller.close()
+
+    return anyio.run(server.serve, main), server.requests
+
+
+_OK = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"content": []}}).encode()
+
+
+def test_an_answer_without_length_is_read_to_the_connections_end() -> None:
+    result, _ = _canned_call(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                             b"connection: close\r\n\r\n" + _OK)
+    assert result == {"content": []}
+
+
+@pytest.mark.parametrize(("answer", "reason"), [
+    (b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-encoding: gzip\r\n"
+     b"content-length: 3\r\n\r\nabc",
+     "the answer is compressed (content-encoding), which was not asked for"),
+    (b"HTTP/1.1 200 OK\r\n" + (b"x-filler: " + b"a" * 40 + b"\r\n") * 2000,
+     "the answer's head is larger than 65536 bytes"),
+    (b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{",
+     "connection lost"),
+    (b"NOT HTTP AT ALL\r\n\r\n", "the answer is not HTTP/1.1"),
+])
+def test_answers_that_cannot_be_read_whole_are_one_safe_line(answer: bytes, reason: str) -> None:
+    result, _ = _canned_call(answer)
+    assert isinstance(result, Unreachable) and str(result) == reason
+
+
+def test_a_header_value_that_would_end_its_line_is_never_sent() -> None:
+    """A Secret's header value with a line break would add headers of its own to every
+    request: refused, the header named, its value never shown."""
+    with pytest.raises(ValueError, match=r"^the value of header X-Key holds a line break or NUL$"):
+        HttpCaller("http://127.0.0.1:1/mcp", {"X-Key": "s3cr3t\r\nX-Admin: yes"})
+
+
+def test_a_connection_is_reused_only_after_an_answer_read_whole() -> None:
+    """Kept alive, calls share one connection; an answer that ends before its
+    announced length leaves its connection unusable: closed, and the next call
+    opens a new one."""
+    def answer(request: bytes) -> bytes:
+        ident = json.loads(request.partition(b"\r\n\r\n")[2])["id"]
+        body = json.dumps({"jsonrpc": "2.0", "id": ident, "result": {"content": []}}).encode()
+        length = len(body) + (100 if ident == 3 else 0)  # the third: cut short
+        return (b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "
+                + str(length).encode() + b"\r\n\r\n" + body)
+
+    server = Canned(answer, close=False)
+
+    async def main(url: str) -> list[str]:
+        caller = HttpCaller(url, {})
+        outcomes = []
+        try:
+            for _ in range(5):
+                with anyio.move_on_after(1):  # the third waits for the bytes that never come
+                    outcomes.append(str(await caller.call(
+                        "echo", {}, session_id=None, protocol_version=None)))
+                    continue
+                outcomes.append("no answer")
+        finally:
+            await caller.close()
+        return outcomes
+
+    assert anyio.run(server.serve, main) == ["{'content': []}"] * 2 + ["no answer"] + [
+        "{'content': []}"] * 2
+    assert server.connections == 2
+
+
+def test_a_second_answer_to_one_request_is_dropped_with_its_connection() -> None:
+    """An upstream that answers twice: the first answer is the call's; the second
+    never reaches the next call, whose connection is a new one."""
+    def answer(request: bytes) -> bytes:
+        ident = json.loads(request.partition(b"\r\n\r\n")[2])["id"]
+        return b"".join(
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "
+            + str(len(body)).encode() + b"\r\n\r\n" + body
+            for body in (json.dumps({"jsonrpc": "2.0", "id": i, "result": {"content": [
+                {"type": "text", "text": text}]}}).encode()
+                for i, text in ((ident, "mine"), (ident + 1, "planted"))))
+
+    server = Canned(answer, close=False)
+
+    async def main(url: str) -> list[Any]:
+        caller = HttpCaller(url, {})
+        try:
+            return [(await caller.call("echo", {}, session_id=None, protocol_version=None)
+                     )["content"][0]["text"] for _ in range(2)]
+        finally:
+            await caller.close()
+
+    assert anyio.run(server.serve, main) == ["mine", "mine"]
+    assert server.connections == 2

@@ -5,8 +5,9 @@ The SDK's client session is built for a conversation (a task per request,
 memory streams between layers, an event stream read by a task of its own);
 a call needs one POST and its answer. ``HttpCaller`` sends that POST itself,
 in the session the link's SDK session opened (its ``mcp-session-id`` and
-negotiated protocol version), over a pool of kept-alive connections (aiohttp),
-and reads the answer as JSON or as an event stream (``wire``). The SDK session
+negotiated protocol version), over kept-alive connections (``http1.Origin``: a
+general HTTP client cost more a call than the rest of the gateway's work), and
+reads the answer as JSON or as an event stream (``wire``). The SDK session
 stays for what is not per call: initialize, the listings, ``list_changed``.
 
 Failures are one line, safe to show: ``SessionLost`` (HTTP 404, the upstream
@@ -24,7 +25,6 @@ import ssl
 from collections.abc import Mapping
 from typing import Any, Final
 
-import aiohttp
 import anyio
 import mcp_types as types
 from mcp.shared.inbound import (
@@ -38,6 +38,7 @@ from mcp_types.version import LATEST_MODERN_VERSION, MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from skillop.gateway import wire
+from skillop.gateway.http1 import HttpFailed, Origin, Response
 from skillop.gateway.wire import (
     MAX_MESSAGE_BYTES,
     Answer,
@@ -87,44 +88,28 @@ class HttpCaller:
                  tls: ssl.SSLContext | None = None,
                  connect_timeout: float = CONNECT_TIMEOUT_SECONDS) -> None:
         self.url = url
-        self._headers = {**headers, "accept": _ACCEPT, "content-type": "application/json"}
-        self._tls = tls
-        self._connect_timeout = connect_timeout
-        self._http: aiohttp.ClientSession | None = None
+        self._origin = Origin(url, {**headers, "accept": _ACCEPT,
+                                    "content-type": "application/json"},
+                              tls=tls, connect_timeout=connect_timeout,
+                              keepalive=_KEEPALIVE_SECONDS)
         self._ids = itertools.count(1)
 
-    def _client(self) -> aiohttp.ClientSession:
-        if self._http is None or self._http.closed:
-            connector = aiohttp.TCPConnector(
-                ssl=self._tls if self._tls is not None else True,
-                keepalive_timeout=_KEEPALIVE_SECONDS, limit=0)
-            self._http = aiohttp.ClientSession(
-                connector=connector, trust_env=False, auto_decompress=True,
-                timeout=aiohttp.ClientTimeout(total=None, sock_connect=self._connect_timeout),
-                skip_auto_headers=("User-Agent",))
-        return self._http
-
     async def close(self) -> None:
-        if self._http is not None:
-            await self._http.close()
-            self._http = None
+        self._origin.close()
 
     async def discover(self, client_info: Mapping[str, Any]) -> str | None:
         """The 2026-07-28 revision when the upstream serves it (its ``server/discover``
         answer lists it), else None (any failure: the handshake era stays)."""
         version = LATEST_MODERN_VERSION
         body = wire.request(0, "server/discover", {"_meta": _envelope(version, client_info)})
-        headers = {**self._headers, MCP_PROTOCOL_VERSION_HEADER: version,
-                   MCP_METHOD_HEADER: "server/discover"}
+        headers = {MCP_PROTOCOL_VERSION_HEADER: version, MCP_METHOD_HEADER: "server/discover"}
         try:
-            async with self._client().post(self.url, data=body, headers=headers,
-                                           allow_redirects=False) as response:
+            async with self._origin.post(body, headers) as response:
                 answer = await self._answer(response, 0, headers)
             if isinstance(answer, Failure):
                 return None
             found = types.DiscoverResult.model_validate(answer.result)
-        except (aiohttp.ClientError, OSError, WireError, Unreachable, SessionLost,
-                ValidationError):
+        except (HttpFailed, ValueError, WireError, Unreachable, SessionLost, ValidationError):
             return None
         return version if version in found.supported_versions else None
 
@@ -145,18 +130,13 @@ class HttpCaller:
                         **(param_headers or {})}
         body = wire.request(request_id, "tools/call", params)
         try:
-            async with self._client().post(self.url, data=body, headers=headers,
-                                           allow_redirects=False) as response:
+            async with self._origin.post(body, headers) as response:
                 answer = await self._answer(response, request_id, headers)
-        except aiohttp.ClientConnectorCertificateError:
-            raise Unreachable("TLS: the server's certificate is not trusted") from None
-        except (aiohttp.ClientConnectorError, aiohttp.ClientConnectionResetError,
-                ConnectionRefusedError) as exc:
-            raise Unreachable("cannot connect" if isinstance(exc, aiohttp.ClientConnectorError)
-                              else "connection lost") from None
-        except (aiohttp.ClientError, OSError):
+        except HttpFailed as exc:  # its reason is the client's own words
+            raise Unreachable(str(exc)) from None
+        except OSError:
             raise Unreachable("connection lost") from None
-        except WireError as exc:
+        except (WireError, ValueError) as exc:  # ValueError: a header that cannot be sent
             raise Unreachable(str(exc)) from None
         if isinstance(answer, Failure):
             raise RpcFailed(answer.code, answer.message)
@@ -164,14 +144,15 @@ class HttpCaller:
 
     def _session_headers(self, session_id: str | None,
                          protocol_version: str | None) -> dict[str, str]:
-        headers = dict(self._headers)
+        """A call's headers besides the fixed ones (the Secret's, accept, content type)."""
+        headers: dict[str, str] = {}
         if session_id is not None:
             headers["mcp-session-id"] = session_id
         if protocol_version is not None:
             headers["mcp-protocol-version"] = protocol_version
         return headers
 
-    async def _answer(self, response: aiohttp.ClientResponse, request_id: int,
+    async def _answer(self, response: Response, request_id: int,
                       headers: Mapping[str, str]) -> Answer | Failure:
         status = response.status
         if status == 404 and "mcp-session-id" in headers:
@@ -193,10 +174,10 @@ class HttpCaller:
         raise Unreachable(f"HTTP {status}" if status >= 400
                           else f"unexpected answer type {kind or 'none'!r}"[:80])
 
-    async def _from_stream(self, response: aiohttp.ClientResponse, request_id: int,
+    async def _from_stream(self, response: Response, request_id: int,
                            headers: Mapping[str, str]) -> Answer | Failure:
         decoder = SseDecoder()
-        async for chunk in response.content.iter_any():
+        async for chunk in response.chunks():
             for event in decoder.feed(chunk):
                 if event.event != "message":
                     continue
@@ -213,9 +194,8 @@ class HttpCaller:
         sample, elicit or list roots for (the SDK's client session answers the same)."""
         reply = wire.response(request.id, wire.Reply(error=(
             _NOT_ANSWERED, f"the skillop gateway does not answer {request.method[:100]}")))
-        async with self._client().post(self.url, data=reply, headers=dict(headers),
-                                       allow_redirects=False) as response:
-            await response.read()
+        async with self._origin.post(reply, headers) as response:
+            await _read_bounded(response)
 
 
 def _envelope(version: str, client_info: Mapping[str, Any]) -> dict[str, Any]:
@@ -224,10 +204,10 @@ def _envelope(version: str, client_info: Mapping[str, Any]) -> dict[str, Any]:
             CLIENT_CAPABILITIES_META_KEY: {}}
 
 
-async def _read_bounded(response: aiohttp.ClientResponse) -> bytes:
+async def _read_bounded(response: Response) -> bytes:
     chunks: list[bytes] = []
     size = 0
-    async for chunk in response.content.iter_any():
+    async for chunk in response.chunks():
         size += len(chunk)
         if size > MAX_MESSAGE_BYTES:
             raise WireError(f"the answer is larger than {MAX_MESSAGE_BYTES} bytes")
@@ -235,12 +215,12 @@ async def _read_bounded(response: aiohttp.ClientResponse) -> bytes:
     return b"".join(chunks)
 
 
-async def _drain(response: aiohttp.ClientResponse) -> None:
+async def _drain(response: Response) -> None:
     """Read the stream's end (the server closes it right after the answer), so that
     the connection goes back to the pool instead of being closed."""
     drained = 0
     with anyio.move_on_after(_DRAIN_SECONDS):
-        async for chunk in response.content.iter_any():
+        async for chunk in response.chunks():
             drained += len(chunk)
             if drained > MAX_MESSAGE_BYTES:
                 break
