@@ -12,9 +12,10 @@ from clirun import EXAMPLES, PROBLEM_LINE, PYTHON_ARGS, command_for, problem_lin
 
 from skillop.cli.load import load_paths
 from skillop.model.names import ObjectRef
+from skillop.model.toolset import TOOLS_KEY
 from skillop.resolve.catalog import Catalog
 from skillop.resolve.resolver import Resolver
-from skillop.resolve.toolset import render_document
+from skillop.resolve.toolset import configmap_data
 
 EX = str(EXAMPLES)
 BAD = """\
@@ -42,10 +43,11 @@ spec:
 
 
 def _expected_document(actor: str) -> str:
+    """The ``tools.json`` the operator writes into the Actor's ConfigMap."""
     resolver = Resolver(Catalog.of(load_paths([EX]).objects))
     resolution = resolver.resolve_actor(ObjectRef(*actor.split("/")))
     assert resolution is not None
-    return render_document(resolution.document)
+    return configmap_data(resolution.text, resolution.tools)[TOOLS_KEY]
 
 
 @pytest.fixture
@@ -153,12 +155,13 @@ spec:
 
 
 def test_tools_json_is_exactly_the_toolset_document() -> None:
+    """The ConfigMap's tools.json bytes (what the operator writes for the same input)."""
     result = run("tools", "team-a/developer", "-f", EX, "-o", "json")
     assert (result.returncode, result.stderr) == (0, "")
     assert result.stdout == _expected_document("team-a/developer")
     doc = json.loads(result.stdout)
-    assert list(doc) == ["apiVersion", "kind", "actor", "hash", "tools", "mcpServers",
-                         "agentSkills", "tokens"]
+    assert sorted(doc) == ["actor", "agentSkills", "apiVersion", "hash", "kind", "mcpServers",
+                           "tokens", "tools"]
     assert (doc["kind"], doc["actor"]) == ("ToolSet", "team-a/developer")
     names = [t["name"] for t in doc["tools"]]
     assert names == sorted(names)
@@ -184,7 +187,10 @@ def test_tools_output_is_the_same_bytes_every_run() -> None:
 def test_tools_yaml() -> None:
     result = run("tools", "team-a/developer", "-f", EX, "-o", "yaml")
     assert result.returncode == 0
-    assert yaml.safe_load(result.stdout) == json.loads(_expected_document("team-a/developer"))
+    doc = yaml.safe_load(result.stdout)
+    assert doc == json.loads(_expected_document("team-a/developer"))
+    assert list(doc) == ["apiVersion", "kind", "actor", "hash", "tools", "mcpServers",
+                         "agentSkills", "tokens"]  # the contract's order
 
 
 def test_tools_table_fits_100_columns(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from skillop.model.names import ObjectRef
 from skillop.model.toolset import TOOLS_KEY, ToolSetDocument, agent_skill_key
 from skillop.resolve.catalog import Catalog
 from skillop.resolve.resolver import Resolver
-from skillop.resolve.toolset import configmap_data, render_document
+from skillop.resolve.toolset import configmap_data, tools_json
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 TOP_KEYS = ["apiVersion", "kind", "actor", "hash", "tools", "mcpServers", "agentSkills",
@@ -84,11 +84,12 @@ def test_hash_is_the_sha256_of_the_canonical_document_without_it() -> None:
     assert doc["hash"] == "sha256:" + hashlib.sha256(canonical_json(body).encode()).hexdigest()
 
 
-def test_rendered_document_is_json_that_parses_back() -> None:
-    doc = resolve_actor(_every_source(), "team-a/dev").document
-    text = render_document(doc)
+def test_tools_json_is_the_configmaps_bytes_and_parses_back() -> None:
+    resolution = resolve_actor(_every_source(), "team-a/dev")
+    text = tools_json(resolution.text)
     assert text.endswith("\n")
-    assert json.loads(text) == doc
+    assert json.loads(text) == resolution.document
+    assert text == configmap_data(resolution.text, resolution.tools)[TOOLS_KEY]
 
 
 def test_configmap_data_holds_the_document_and_the_bodies() -> None:
@@ -139,7 +140,7 @@ def test_deterministic_across_runs_and_manifest_order() -> None:
     for order in (None, 1, 2, 3):
         resolution = Resolver(_examples_catalog(order)).resolve_actor(actor_ref)
         assert resolution is not None and resolution.ok
-        rendered.add(render_document(resolution.document))
+        rendered.add(resolution.text)
     assert len(rendered) == 1
 
 

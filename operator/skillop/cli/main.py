@@ -30,7 +30,7 @@ from skillop.model.problems import Problem
 from skillop.resolve.catalog import Catalog
 from skillop.resolve.explain import explain
 from skillop.resolve.resolver import Resolution, Resolver
-from skillop.resolve.toolset import render_document
+from skillop.resolve.toolset import tools_json
 from skillop.sources.egress import DEFAULT_EGRESS_PATTERNS
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
@@ -240,7 +240,7 @@ def _print_set(args: argparse.Namespace, loaded: Loaded, kind: str, name: str) -
 
 def _format(resolution: Resolution, output: str) -> str:
     if output == "json":
-        return render_document(resolution.document)
+        return tools_json(resolution.text)
     if output == "yaml":
         return str(yaml.safe_dump(resolution.document, sort_keys=False, allow_unicode=True))
     return tools_table(resolution) + "\n"

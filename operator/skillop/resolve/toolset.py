@@ -7,7 +7,6 @@ its own ``hash`` field, so equal inputs give equal bytes and equal hashes.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring
@@ -324,9 +323,11 @@ def _canonical(doc: dict[str, Any], tools_json: list[str] | None, *, with_hash: 
     ) + "}"
 
 
-def render_document(doc: dict[str, Any]) -> str:
-    """The document as the CLI prints it: indented JSON, the contract's key order."""
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+def tools_json(text: str) -> str:
+    """The bytes of ``tools.json``: the canonical text and a newline. The ConfigMap
+    holds them and ``skillop tools -o json`` prints them, so the two compare equal
+    with ``diff`` (docs/api.md, Reading manifests: byte-identical)."""
+    return text + "\n"
 
 
 def data_size(data: dict[str, str]) -> int:
@@ -338,7 +339,7 @@ def configmap_data(text: str, tools: Sequence[EffectiveTool]) -> dict[str, str]:
     """The ConfigMap's data: ``tools.json``, the document's canonical JSON (sorted
     keys, no spaces: compact, and exactly the bytes that were hashed, plus the
     hash; ``toolset_text``) and one key per Agent Skill body."""
-    data = {TOOLS_KEY: text + "\n"}
+    data = {TOOLS_KEY: tools_json(text)}
     for tool in tools:
         if tool.key is not None and tool.entry.tool.body is not None:
             data[tool.key] = tool.entry.tool.body
