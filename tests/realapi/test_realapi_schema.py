@@ -83,11 +83,26 @@ INVALID = {
         "spec.mcpServers[0]: Invalid value: exactly one of url and command must be set"),
     "command-over-sse": (
         skill("command-sse", {"mcpServers": [{"name": "x", "command": ["srv"],
-                                              "transport": "sse"}]}),
+                                              "transport": "sse", "tools": [{"name": "t"}]}]}),
         "spec.mcpServers[0]: Invalid value: a command server uses transport stdio"),
     "url-over-stdio": (
         skill("url-stdio", {"mcpServers": [{"name": "x", "url": URL, "transport": "stdio"}]}),
         "spec.mcpServers[0]: Invalid value: a url server cannot use transport stdio"),
+    "command-without-tools": (
+        skill("no-tools", {"mcpServers": [{"name": "x", "command": ["srv"]}]}),
+        "spec.mcpServers[0]: Invalid value: a stdio server (command) declares its tools:"
+        " the operator never runs it"),
+    "url-with-env": (
+        skill("url-env", {"mcpServers": [{"name": "x", "url": URL,
+                                          "env": [{"name": "A", "value": "1"}]}]}),
+        "spec.mcpServers[0]: Invalid value: args and env are for stdio servers (command),"
+        " not url ones"),
+    "command-with-headers": (
+        skill("cmd-headers", {"mcpServers": [{"name": "x", "command": ["srv"],
+                                              "tools": [{"name": "t"}],
+                                              "headersFrom": {"secretRef": {"name": "s"}}}]}),
+        "spec.mcpServers[0]: Invalid value: headersFrom and tls are for url servers, not stdio"
+        " ones (command)"),
     "inline-and-configmap": (
         skill("agent", {"agentSkills": [{"inline": "---\nname: x\n---\n",
                                          "configMapRef": {"name": "notes"}}]}),
@@ -101,13 +116,15 @@ INVALID = {
         "spec.mcpServers[0]: Invalid value: url must not carry credentials (user:password@);"
         " name a Secret in headersFrom instead"),
     "env-value-and-value-from": (
-        skill("env-both", {"mcpServers": [{"name": "x", "command": ["srv"], "env": [
+        skill("env-both", {"mcpServers": [{"name": "x", "command": ["srv"],
+                                           "tools": [{"name": "t"}], "env": [
             {"name": "A", "value": "1",
              "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]}]}),
         "spec.mcpServers[0].env[0]: Invalid value: exactly one of value and valueFrom must be"
         " set"),
     "env-neither-value-nor-value-from": (
         skill("env-neither", {"mcpServers": [{"name": "x", "command": ["srv"],
+                                              "tools": [{"name": "t"}],
                                               "env": [{"name": "A"}]}]}),
         "spec.mcpServers[0].env[0]: Invalid value: exactly one of value and valueFrom must be"
         " set"),

@@ -26,7 +26,8 @@ SKILL = "apiVersion: skillop.dev/v1alpha1\nkind: Skill\n"
     ("- 1\n- 2\n", "a manifest must be a mapping"),
     ("just words\n", "a manifest must be a mapping"),
     ("42\n", "a manifest must be a mapping"),
-    (SKILL, "metadata must be a mapping"),
+    (SKILL + "spec: {}\n", "metadata must be a mapping"),
+    (SKILL + "metadata: {name: x}\n", "spec: InvalidSpec: spec is required"),
     (SKILL + "metadata: {name: x}\nspec: 5\n", "spec must be a mapping"),
     ("apiVersion: skillop.dev/v1alpha1\nkind: Gadget\nmetadata: {name: x}\n", "unknown kind"),
     ("kind: Skill\nmetadata: {name: x}\n", "apiVersion and kind are required"),
@@ -61,7 +62,7 @@ def test_billion_laughs_does_not_blow_up() -> None:
 
 def test_json_and_lists_are_read() -> None:
     text = ('{"apiVersion": "v1", "kind": "List", "items": [{"apiVersion":'
-            ' "skillop.dev/v1alpha1", "kind": "Skill", "metadata": {"name": "s"}}]}')
+            ' "skillop.dev/v1alpha1", "kind": "Skill", "metadata": {"name": "s"}, "spec": {}}]}')
     loaded = load_text(text, origin="list.json")
     assert loaded.problems == []
     assert [o.ref for o in loaded.objects] == [ObjectRef("default", "s")]  # type: ignore
@@ -69,11 +70,11 @@ def test_json_and_lists_are_read() -> None:
 
 def test_files_directories_and_stdin(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
-    (tmp_path / "b.yaml").write_text(SKILL + "metadata: {name: b}\n")
-    (tmp_path / "sub" / "a.yml").write_text(SKILL + "metadata: {name: a}\n")
+    (tmp_path / "b.yaml").write_text(SKILL + "metadata: {name: b}\nspec: {}\n")
+    (tmp_path / "sub" / "a.yml").write_text(SKILL + "metadata: {name: a}\nspec: {}\n")
     (tmp_path / "notes.txt").write_text("not a manifest")
     (tmp_path / "junk.yaml").write_bytes(b"\xff\xfe\x00binary")
-    stdin = io.StringIO(SKILL + "metadata: {name: c}\n")
+    stdin = io.StringIO(SKILL + "metadata: {name: c}\nspec: {}\n")
     loaded = load_paths([str(tmp_path), "-", str(tmp_path / "missing.yaml")],
                         namespace="team-a", stdin=stdin)
     assert sorted(o.ref.name for o in loaded.objects) == ["a", "b", "c"]  # type: ignore

@@ -263,14 +263,16 @@ def test_policy_defaults() -> None:
     ({"name": "x", "labels": ["a"]}, "metadata.labels"),
 ])
 def test_bad_metadata(metadata: dict[str, Any], field: str) -> None:
-    doc = {"apiVersion": "skillop.dev/v1alpha1", "kind": "Skill", "metadata": metadata}
+    doc = {"apiVersion": "skillop.dev/v1alpha1", "kind": "Skill", "metadata": metadata,
+           "spec": {}}
     problem = _only(doc)
     assert (problem.field, problem.reason) == (field, P.INVALID_SPEC)
     assert len(problem.line()) < 400
 
 
 def test_missing_metadata() -> None:
-    problem = _only({"apiVersion": "skillop.dev/v1alpha1", "kind": "Skill", "metadata": 7})
+    problem = _only({"apiVersion": "skillop.dev/v1alpha1", "kind": "Skill", "metadata": 7,
+                     "spec": {}})
     assert problem.field == "metadata"
 
 
@@ -301,7 +303,15 @@ def test_objects_of_other_groups_are_ignored() -> None:
     assert (result.obj, result.problems) == (None, ())
 
 
-def test_spec_may_be_omitted() -> None:
+@pytest.mark.parametrize("spec", ["absent", None])
+def test_spec_is_required_as_the_crds_require_it(spec: str | None) -> None:
+    """kubectl apply refuses an object without spec (or with a null one), so
+    ``skillop validate`` does too."""
     doc = skill("s")
-    del doc["spec"]
-    assert parse_problems(doc) == []
+    if spec == "absent":
+        del doc["spec"]
+    else:
+        doc["spec"] = spec
+    [problem] = parse_problems(doc)
+    assert (problem.field, problem.reason, problem.message) == (
+        "spec", "InvalidSpec", "spec is required")

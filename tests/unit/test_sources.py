@@ -12,6 +12,7 @@ from skillkit import (
     by_name,
     configmap,
     names,
+    parse_problems,
     resolve_actor,
     resolve_skill,
     skill,
@@ -236,12 +237,21 @@ def test_stdio_server() -> None:
         "env": [{"name": "A", "value": "1"}]}]
 
 
-def test_stdio_server_without_declared_tools_warns() -> None:
-    resolution = resolve_skill([skill("s", mcpServers=[{"name": "x", "command": ["x"]}])],
-                               "team-a/s")
-    assert resolution.ok
-    assert resolution.tools == ()
-    assert any("declares no tools" in w for w in resolution.warnings)
+@pytest.mark.parametrize(("server", "message"), [
+    ({"command": ["x"]}, "a stdio server (command) declares its tools"),
+    ({"url": "http://m.svc/mcp", "env": [{"name": "A", "value": "1"}]},
+     "args and env are for stdio servers"),
+    ({"url": "http://m.svc/mcp", "args": ["--x"]}, "args and env are for stdio servers"),
+    ({"command": ["x"], "tools": [{"name": "t"}], "headersFrom": {"secretRef": {"name": "s"}}},
+     "headersFrom and tls are for url servers"),
+])
+def test_server_fields_of_the_wrong_kind_are_invalid(server: dict[str, Any], message: str) -> None:
+    """Refused at the field, not dropped: a stdio server the operator never runs
+    needs its tools declared, and a url server's env or a stdio server's headers
+    would mean nothing."""
+    [problem] = parse_problems(skill("s", mcpServers=[{"name": "x", **server}]))
+    assert (problem.reason, problem.field) == ("InvalidSpec", "spec.mcpServers[0]")
+    assert message in problem.message
 
 
 def test_servers_without_surviving_tools_are_left_out_of_the_document() -> None:

@@ -266,7 +266,9 @@ def _parse_skillop(doc: Mapping[str, Any], subject: Subject, api_version: str, k
     meta, problems = _meta(doc, subject, origin)
     spec_raw = doc.get("spec")
     if spec_raw is None:
-        spec_raw = {}
+        # Every CRD requires spec (the API server refuses the object, and a null one).
+        problems.append(Problem(subject, "spec", P.INVALID_SPEC, "spec is required", origin))
+        return ParseResult(None, tuple(problems))
     if not isinstance(spec_raw, Mapping):
         problems.append(Problem(subject, "spec", P.INVALID_SPEC, "spec must be a mapping", origin))
         return ParseResult(None, tuple(problems))

@@ -343,6 +343,19 @@ _SERVER_RULES: tuple[Rule[Any], ...] = (
     Rule("!has(self.url) || !has(self.transport) || self.transport != 'stdio'",
          "a url server cannot use transport stdio",
          lambda server: server.url is None or server.transport != "stdio"),
+    # docs/api.md: tools are required for stdio, since the operator never runs one.
+    Rule("!has(self.command) || (has(self.tools) && size(self.tools) > 0)",
+         "a stdio server (command) declares its tools: the operator never runs it",
+         lambda server: server.command is None or bool(server.tools)),
+    # Fields of the other kind of server would be dropped without a word.
+    Rule("!has(self.url) || ((!has(self.args) || size(self.args) == 0)"
+         " && (!has(self.env) || size(self.env) == 0))",
+         "args and env are for stdio servers (command), not url ones",
+         lambda server: server.url is None or not (server.args or server.env)),
+    Rule("!has(self.command) || (!has(self.headersFrom) && !has(self.tls))",
+         "headersFrom and tls are for url servers, not stdio ones (command)",
+         lambda server: server.command is None or (server.headers_from is None
+                                                   and server.tls is None)),
 )
 
 

@@ -213,9 +213,6 @@ def _mcp_server(b: _Builder, server: McpServer, server_key: ServerKey | None,
     infos = b.catalog.accepted.get((b.skill.ref, server.name)) if server.pin else None
     if infos is None and server_key is not None:
         infos = b.catalog.discovered.get(server_key)
-    if server.url is None and not server.tools:
-        b.warnings.append(f"{b.skill.subject}: stdio MCP server {server.name} declares no tools;"
-                          " the operator never runs stdio servers, so it contributes none")
     b.warnings.extend(_credential_warnings(b.skill, server, field))
     tools = b.catalog.tool_defs.tool_defs(b.skill.ref, field, server, infos)
     names = {t.name for t in tools}
