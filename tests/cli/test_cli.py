@@ -457,3 +457,11 @@ spec: {skills: [s], skillAccessPolicy: {maxToolTokens: 10}}
                                                  "TooManyToolTokens")
     assert "over the budget of 10" in line and "the largest: large (" in line
     assert line.index("large (") < line.index("small (")
+
+
+def test_python_dash_m_skillop_is_the_same_command() -> None:
+    via_module = run("tools", "team-a/developer", "-f", EX, "-o", "json",
+                     command=[sys.executable, "-m", "skillop"])
+    assert (via_module.returncode, via_module.stderr) == (0, "")
+    assert via_module.stdout == _expected_document("team-a/developer")
+    assert run("bogus", command=[sys.executable, "-m", "skillop"]).returncode == 2

@@ -240,7 +240,8 @@ def test_an_actor_too_large_for_its_configmap_fails_as_in_the_operator(tmp_path:
         result = run(*args, "-f", str(path))
         assert (result.returncode, result.stdout) == (1, ""), result.stderr[-500:]
         [line] = problem_lines(result.stderr)
-        assert (line["subject"], line["reason"]) == ("Actor default/a", "TooLarge")
+        assert (line["subject"], line["field"], line["reason"]) == (
+            "Actor default/a", "spec.skills", "TooLarge")
         assert "900 KiB" in line["message"]
     # The same skill flattened alone has no ConfigMap, so no limit.
     assert run("flatten", "s", "-f", str(path), "-o", "json").returncode == 0

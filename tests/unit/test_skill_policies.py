@@ -120,6 +120,8 @@ def test_an_actor_cannot_loosen_a_policy_and_a_policy_cannot_loosen_another() ->
     [problem] = problems_of(resolution, P.TOO_MANY_TOOLS)
     assert problem.message == ("3 tools exceed the budget of 2 set by ClusterSkillPolicy"
                                " strict (maxTools)")
+    # Every problem line has a field (docs/api.md): the Actor's, whose skills bring the tools.
+    assert problem.field == "spec.skills"
 
 
 def test_actors_of_one_namespace_keep_their_own_policies_apart() -> None:

@@ -409,8 +409,9 @@ class Resolver:
         if budget.policy is None:
             return Problem(subject, f"spec.skillAccessPolicy.{rule}", reason, message + detail,
                            self._origin(subject))
-        return Problem(subject, "", reason, f"{message} set by {budget.policy} ({rule}){detail}",
-                       self._origin(subject))
+        # The field is the Actor's: its skills bring the tools a policy's ceiling caps.
+        return Problem(subject, "spec.skills", reason,
+                       f"{message} set by {budget.policy} ({rule}){detail}", self._origin(subject))
 
     def _size_problems(self, subject: Subject, tools: Sequence[EffectiveTool],
                        text: str) -> list[Problem]:
@@ -418,7 +419,7 @@ class Resolver:
         size = data_size(configmap_data(text, tools))
         if size <= MAX_CONFIGMAP_BYTES:
             return []
-        return [Problem(subject, "", P.TOO_LARGE,
+        return [Problem(subject, "spec.skills", P.TOO_LARGE,
                         f"the ToolSet is {size // 1024} KiB; a ConfigMap holds at most"
                         f" {MAX_CONFIGMAP_BYTES // 1024} KiB", self._origin(subject))]
 
