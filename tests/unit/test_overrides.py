@@ -302,3 +302,12 @@ def test_override_provenance_is_recorded() -> None:
         ("Skill team-a/s spec.tools[0].overrides", ("capabilities.requiresApproval",)),
         ("Skill team-a/top spec.includes[0].overrides.t", ("description",)),
     ]
+
+
+def test_an_override_of_a_filtered_out_tool_says_the_filter_left_it_out() -> None:
+    server = {"name": "docker", "url": "http://docker/mcp", "tools": [anon("push"), anon("pull")],
+              "toolFilter": {"exclude": ["pull"]}, "overrides": {"pull": {"description": "x"}}}
+    resolution = resolve_skill([skill("s", mcpServers=[server])], "team-a/s")
+    assert resolution.ok and names(resolution) == ["push"]
+    [warning] = [w for w in resolution.warnings if "overrides.pull" in w]
+    assert warning.endswith("server docker its toolFilter leaves out tool pull")

@@ -218,8 +218,10 @@ def _mcp_server(b: _Builder, server: McpServer, server_key: ServerKey | None,
     names = {t.name for t in tools}
     for key in server.overrides:
         if key not in names:
+            why = ("its toolFilter leaves out" if server.tool_filter is not None
+                   and not server.tool_filter.admits(key) else "has no")
             b.warnings.append(f"{b.skill.subject}: {field}.overrides.{key}: server"
-                              f" {server.name} has no tool {key}")
+                              f" {server.name} {why} tool {key}")
     for tool in tools:
         b.add(tool, field, server.overrides.get(tool.name))
 
