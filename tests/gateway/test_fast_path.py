@@ -14,16 +14,26 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from gatewaykit import handshake, serving
+from gatewaykit import echo_tool, handshake, serving
 from mcp_servers import ServerHandle, make_tool
 
 pytestmark = pytest.mark.timeout(120)
 
 
+#: A tool one of whose arguments a 2026-07-28 request carries as a header too.
+_ROUTE_SCHEMA = {"type": "object", "properties": {
+    "region": {"type": "string", "x-mcp-header": "Region"}}}
+
+
 @pytest.fixture
 def upstream() -> Iterator[ServerHandle]:
-    with ServerHandle(tools=[make_tool("echo")]) as srv:
+    with ServerHandle(tools=[make_tool("echo"),
+                             make_tool("route", input_schema=_ROUTE_SCHEMA)]) as srv:
         yield srv
+
+
+_TOOLS = [echo_tool("echo", "up"),
+          {"name": "route", "description": "Tool route", "inputSchema": _ROUTE_SCHEMA}]
 
 
 def _call(ident: Any, name: Any, arguments: Any = None) -> dict[str, Any]:
@@ -86,6 +96,7 @@ MODERN_BODIES: dict[str, bytes] = {name: json.dumps(_modern(body)).encode() for 
     "arguments not an object": _call(6, "echo", [1]),
     "no envelope": {"jsonrpc": "2.0", "id": 9, "method": "tools/call",
                     "params": {"name": "echo", "arguments": {}}},
+    "routed call": _call(10, "route", {"region": "eu"}),
 }.items()} | {"not JSON": b"{nope"}
 
 MODERN_HEADERS: dict[str, dict[str, str]] = {
@@ -94,6 +105,13 @@ MODERN_HEADERS: dict[str, dict[str, str]] = {
     "foreign origin": {"origin": "http://evil.example"},
     "another method header": {"mcp-method": "tools/list"},
     "another type": {"content-type": "application/jsonx"},
+    "another region": {"mcp-param-region": "us"},
+}
+
+#: Sent once more, before the routing headers (the SDK refuses a repeated Mcp-Param
+#: header even when both copies agree with the body).
+MODERN_REPEATED: dict[str, list[tuple[str, str]]] = {
+    "the region twice": [("mcp-param-region", "eu")],
 }
 
 
@@ -104,7 +122,10 @@ def _routing(body: bytes) -> dict[str, str]:
     except ValueError:
         return {}
     headers = {"mcp-method": message["method"]}
-    name = (message.get("params") or {}).get("name")
+    params = message.get("params") or {}
+    name = params.get("name")
+    if name == "route":
+        headers["mcp-param-region"] = params["arguments"]["region"]
     return headers | ({"mcp-name": name} if isinstance(name, str) else {})
 
 
@@ -123,7 +144,7 @@ def _answer(response: httpx2.Response) -> Any:
 async def _answers(tmp_path: Path, upstream: ServerHandle, *, fast: bool,
                    ) -> dict[tuple[str, str], tuple[int, Any]]:
     out: dict[tuple[str, str], tuple[int, Any]] = {}
-    async with serving(tmp_path, upstream, fast_path=fast) as gateway, \
+    async with serving(tmp_path, upstream, tools=_TOOLS, fast_path=fast) as gateway, \
             httpx2.AsyncClient(timeout=30) as http:
         headers = await handshake(http, gateway.url)
         for variant, extra in HEADERS.items():
@@ -144,6 +165,11 @@ async def _answers(tmp_path: Path, upstream: ServerHandle, *, fast: bool,
                 routing = _routing(body)
                 response = await http.post(gateway.url, headers={**modern, **routing, **extra},
                                            content=body)
+                out[("2026: " + variant, name)] = (response.status_code, _answer(response))
+        for variant, first in MODERN_REPEATED.items():
+            for name, body in MODERN_BODIES.items():
+                response = await http.post(gateway.url, headers=[
+                    *first, *({**modern, **_routing(body)}).items()], content=body)
                 out[("2026: " + variant, name)] = (response.status_code, _answer(response))
     return out
 

@@ -64,6 +64,7 @@ from mcp_types.version import (
     LATEST_HANDSHAKE_VERSION,
     MODERN_PROTOCOL_VERSIONS,
 )
+from starlette.datastructures import Headers
 from starlette.requests import Request
 
 from skillop.gateway import wire
@@ -323,8 +324,8 @@ class Front:
         if not isinstance(params, dict):
             return False
         if client is None:
-            assert headers is not None
-            client = self._envelope_client(message, params, headers)
+            assert headers is not None and scope is not None
+            client = self._envelope_client(message, params, headers, scope)
             if client is None:
                 return False
         reply = await self._answerer.answer(method, params, client)
@@ -344,9 +345,11 @@ class Front:
         return True
 
     def _envelope_client(self, message: dict[str, Any], params: dict[str, Any],
-                         headers: dict[str, str]) -> Client | None:
+                         headers: dict[str, str], scope: Scope) -> Client | None:
         """Who asks a 2026-07-28 request, by the SDK's own reading of its envelope
-        (None: the SDK must answer, with its error)."""
+        (None: the SDK must answer, with its error). The ``Mcp-Param-*`` check reads
+        every header as sent, as the SDK's transport gives it them (a repeated one is
+        refused there, which a map of first values would hide)."""
         route = classify_inbound_request(message, headers=headers)
         if not isinstance(route, InboundModernRoute):
             return None
@@ -354,7 +357,7 @@ class Front:
         if message["method"] == "tools/call" and (
                 not isinstance(arguments, dict) or not isinstance(params.get("name"), str)
                 or validate_mcp_param_headers(self._answerer.input_schema(params["name"]),
-                                              arguments, headers) is not None):
+                                              arguments, Headers(scope=scope)) is not None):
             return None
         # It may be asked to approve: by the SDK's input-required flow, not here.
         return Client(session=None, can_elicit=True, last_seen=0.0,
