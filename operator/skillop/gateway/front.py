@@ -300,8 +300,7 @@ class Front:
         if not (has_json and has_sse):
             return False
         if modern:
-            return find_duplicated_routing_header(
-                (k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]) is None
+            return find_duplicated_routing_header(Headers(scope=scope).items()) is None
         version = headers.get("mcp-protocol-version")
         return version is None or version in HANDSHAKE_PROTOCOL_VERSIONS
 

@@ -188,6 +188,9 @@ class Gateway:
                                      on_call_tool=self._call_tool,
                                      on_subscriptions_listen=ListenHandler(self._bus),
                                      get_tool_input_schema=self.input_schema)
+        #: The server's identity as 2026-07-28 answers carry it: one copy, read-only
+        #: (``_shaped`` turns it into JSON at once; the SDK's property copies per call).
+        self._server_info = self.server.server_info_stamp
         # No tracing span per message: nothing exports them, and it is the hot path.
         self.server.middleware = [m for m in self.server.middleware
                                   if not isinstance(m, OpenTelemetryMiddleware)]
@@ -238,9 +241,12 @@ class Gateway:
                             modern=modern.handle_request if self.options.fast_path else None)
         sock = _listener(host, port)
         actual = sock.getsockname()[1]
+        # No proxy stands before the gateway: X-Forwarded-* from a loopback client (the
+        # agent) is not believed; no Server header names what serves it.
         config = uvicorn.Config(self._front, log_level="warning", access_log=False, lifespan="on",
                                 log_config=None, timeout_graceful_shutdown=1,
-                                http=deadline_protocol(self.options.request_timeout))
+                                http=deadline_protocol(self.options.request_timeout),
+                                proxy_headers=False, server_header=False)
         shown = f"[{host}]" if ":" in host else host
         self.url = f"http://{shown}:{actual}/mcp"
         _say(f"serving {len(self.served.tools)} tools of {self.served.actor or '(no set yet)'}"
@@ -365,7 +371,7 @@ class Gateway:
             return None  # (ping is no 2026-07-28 method: the SDK says so)
         if method == "ping":
             return wire.Reply(result=_shaped("ping", client.protocol_version, types.EmptyResult(),
-                                             self.server.server_info_stamp))
+                                             self._server_info))
         if method == "tools/list":
             return wire.Reply(result=self._listing(client.protocol_version))
         name, arguments = params.get("name"), params.get("arguments")
@@ -381,7 +387,7 @@ class Gateway:
             return wire.Reply(error=(exc.code, exc.error.message))
         assert isinstance(result, types.CallToolResult)  # nobody was asked
         return wire.Reply(result=_shaped(method, client.protocol_version, result,
-                                         self.server.server_info_stamp))
+                                         self._server_info))
 
     def _listing(self, version: str) -> bytes:
         served = self.served
@@ -390,7 +396,7 @@ class Gateway:
             listing = types.ListToolsResult(tools=list(served.listing))
             cached = self._listing_json = (served, version,
                                            _shaped("tools/list", version, listing,
-                                                   self.server.server_info_stamp))
+                                                   self._server_info))
         return cached[2]
 
     async def call(self, name: str, arguments: dict[str, Any], *,
