@@ -1310,7 +1310,11 @@ def serve_forever(crds: Sequence[str], kubeconfig: str, write_log: str | None = 
     server = _ServerThread(Emulator(keep_history=False, write_log=log), '127.0.0.1')
     server.emulator.register_crds([pathlib.Path(c) for c in crds])
     url = server.start(10.0)
-    pathlib.Path(kubeconfig).write_text(yaml.safe_dump(_kubeconfig(url)))
+    # Written whole, then renamed: a client waiting for the file must not read it half-written.
+    target = pathlib.Path(kubeconfig)
+    partial = target.with_name(target.name + '.partial')
+    partial.write_text(yaml.safe_dump(_kubeconfig(url)))
+    partial.replace(target)
     print(f'serving {url}; kubeconfig {kubeconfig}', flush=True)
     try:
         while True:
