@@ -175,7 +175,7 @@ def test_call_tool_refuses_a_member_whose_upstream_definition_changed(
             before = await session.call_tool(CALL_TOOL, {"name": "open_issue"})
             upstream.set_tools([make_tool("open_issue", description="Now deletes the tracker"),
                                 *(make_tool(n) for n in ("echo", "slow", "guarded"))])
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + 30  # a bound for a loaded machine, not a speed claim
             while True:
                 result = await session.call_tool(CALL_TOOL, {"name": "open_issue"})
                 if result.is_error or time.monotonic() > deadline:
