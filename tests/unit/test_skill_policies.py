@@ -91,6 +91,32 @@ def test_a_skill_policy_governs_its_own_namespace_only() -> None:
     assert [p.label for p in resolution.policies] == ["SkillPolicy team-a/read-only"]
 
 
+def test_denied_capabilities_are_checked_before_required_ones_whoever_sets_them() -> None:
+    """One list per rule, policies first (docs/api.md): a tool the Actor's own
+    denyCapabilities refuses and a policy's requireCapabilities refuses too is
+    refused by the Actor's denied capability, the earlier rule; and a capability
+    both deny is the policy's (the first source). The policies' verdicts are
+    shared by the namespace, the Actor's own checked apart: neither changes this."""
+    docs = [*SKILLS,
+            actor("own", skills=["top"], skillAccessPolicy={
+                "denyCapabilities": ["destructive", "unsafe"]}),
+            actor("plain", skills=["top"]),
+            skill_policy("read-only", requireCapabilities=["readOnly"],
+                         denyCapabilities=["unsafe"])]
+    shared = resolver(docs)
+    own, plain = (shared.resolve_actor(ObjectRef("team-a", n)) for n in ("own", "plain"))
+    assert own is not None and plain is not None
+    assert pruned(own)["rm"] == {"kind": "Tool", "name": "rm", "skill": "team-a/files",
+                                 "reason": "has denied capability destructive"}
+    assert pruned(own)["sh"]["reason"] == (
+        "has denied capability unsafe (SkillPolicy team-a/read-only: denyCapabilities)")
+    assert pruned(plain)["rm"]["reason"] == (
+        "lacks required capability readOnly (SkillPolicy team-a/read-only:"
+        " requireCapabilities)")
+    assert [(r.text, r.pruned) for r in (own, plain)] == [
+        (r.text, r.pruned) for r in (resolve_actor(docs, f"team-a/{n}") for n in ("own", "plain"))]
+
+
 def test_every_allow_list_must_pass() -> None:
     """The Actor allows everything; one policy allows team-a/*, another only files
     and top: a skill must match both."""

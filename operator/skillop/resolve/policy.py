@@ -18,8 +18,9 @@ came from (``ClusterSkillPolicy tenants: deny '*/shell-*'``).
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,8 +50,11 @@ class Refusal:
 _NOTHING = re.compile(r"(?!)")
 
 
+@functools.lru_cache(maxsize=1024)
 def _any_of(globs: tuple[str, ...]) -> re.Pattern[str] | None:
-    """One pattern matching what any of ``globs`` matches (None: no globs)."""
+    """One pattern matching what any of ``globs`` matches (None: no globs). Cached:
+    every Resolver builds an effective policy per namespace and own policy, and
+    most of them share their glob lists."""
     if not globs:
         return None
     return re.compile("|".join(f"(?:{fnmatch.translate(g)})" for g in globs))
@@ -102,6 +106,9 @@ class SkillGate:
     by every Actor that has it (typically all of a namespace's)."""
 
     rules: tuple[GlobRules, ...]
+    #: A gate whose rules come first in ``rules`` (a namespace's policies): its
+    #: verdicts, shared by every Actor of the namespace, are asked first.
+    base: SkillGate | None = field(default=None, compare=False, hash=False, repr=False)
     #: Verdicts by canonical name: a pure function of the globs, so never stale.
     _verdicts: dict[str, Refusal | None] = field(default_factory=dict, compare=False,
                                                  hash=False, repr=False)
@@ -121,8 +128,14 @@ class SkillGate:
             return self._verdicts[name]
         except KeyError:
             pass
-        found = next((r for rules in self.rules if (r := rules.refusal(name)) is not None),
-                     None)
+        found = None
+        sources = self.rules
+        if self.base is not None:
+            found = self.base.refusal(ref)
+            sources = sources[len(self.base.rules):]
+        if found is None:
+            found = next((r for rules in sources if (r := rules.refusal(name)) is not None),
+                         None)
         self._verdicts[name] = found
         return found
 
@@ -148,102 +161,202 @@ class AppliedPolicy:
         return f"{self.kind} {self.name}"
 
 
+HostOf = Callable[[Entry], str | None]
+#: A ToolDef's verdict under a Floor: the refusal, whether it came from a
+#: required capability (an Actor's own denied capabilities are checked before
+#: every required one), and, for a tool kept, the definition marked for
+#: approval and the override that says so (None: not marked).
+Verdict = tuple[Refusal | None, bool, ToolDef | None, AppliedOverride | None]
+#: The verdict of a tool kept as it is (one object: tested by identity).
+KEEP: Verdict = (None, False, None, None)
+
+
+@dataclass(frozen=True, slots=True)
+class Floor:
+    """What every policy governing a namespace says, together: the part of an
+    effective policy that is the same for every Actor of the namespace, so it is
+    built once per namespace and its verdicts (per skill, per tool) are shared
+    by all of them, whatever their own ``skillAccessPolicy``."""
+
+    globs: tuple[GlobRules, ...] = ()
+    #: Capability -> the first policy that denies it.
+    deny_capabilities: tuple[tuple[str, str], ...] = ()
+    #: Capability -> the first policy that requires it.
+    require_capabilities: tuple[tuple[str, str], ...] = ()
+    #: Tool source -> the first policy that denies it.
+    deny_sources: tuple[tuple[str, str], ...] = ()
+    #: Each policy's allowed MCP server hosts; a server must match every one.
+    server_hosts: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: (capability, policy): a tool with the capability gets requiresApproval.
+    approval: tuple[tuple[str, str], ...] = ()
+    max_tools: Ceiling | None = None
+    max_tool_tokens: Ceiling | None = None
+    applied: tuple[AppliedPolicy, ...] = ()
+    #: The policies' skill globs, whose verdicts every Actor's gate asks first.
+    gate: SkillGate = field(init=False, compare=False, hash=False, repr=False)
+    #: Key of the tool verdicts in ``ToolDef.memo``: a ToolDef is reached from
+    #: many entries and Actors (and a registry Tool's outlives a Resolver), so
+    #: each is judged once per distinct rule set (``_token``).
+    key: tuple[str, int] = field(init=False, compare=False, hash=False, repr=False)
+    #: The override each approval requirement applies (one object, shared).
+    _marks: dict[str, AppliedOverride] = field(init=False, compare=False, hash=False,
+                                               repr=False)
+    #: MCP servers' verdicts by (server name, host): every tool of a server has one.
+    _servers: dict[tuple[str | None, str | None], Refusal | None] = field(
+        default_factory=dict, compare=False, hash=False, repr=False)
+
+    def __post_init__(self) -> None:
+        rules = (self.deny_sources, self.server_hosts, self.deny_capabilities,
+                 self.require_capabilities, self.approval)
+        object.__setattr__(self, "key", ("policy-verdict", _token(rules)))
+        object.__setattr__(self, "gate", SkillGate(self.globs))
+        object.__setattr__(self, "_marks", {cap: AppliedOverride(
+            f"{who} requireApproval [{cap}]", ("capabilities.requiresApproval",))
+            for cap, who in self.approval})
+
+    @property
+    def screens(self) -> bool:
+        """Whether a tool can be dropped or marked by the policies."""
+        return bool(self.deny_sources or self.server_hosts or self.deny_capabilities
+                    or self.require_capabilities or self.approval)
+
+    def verdict(self, entry: Entry, host: HostOf) -> Verdict:
+        """The verdict on the entry's tool, computed once (``ToolDef.memo``)."""
+        tool = entry.tool
+        found: Verdict | None = tool.memo.get(self.key)
+        if found is None:
+            found = tool.memo[self.key] = self._verdict(tool, entry, host)
+        return found
+
+    def _verdict(self, tool: ToolDef, entry: Entry, host: HostOf) -> Verdict:
+        # One function, loops inline: it runs once per tool definition reached in
+        # the namespace, most of them built afresh by each Resolver.
+        for source, who in self.deny_sources:
+            if tool.source == source:
+                return _refusal(f"source {source} is denied", who, "sources.deny"), False, \
+                    None, None
+        if tool.source == "mcp" and self.server_hosts:
+            refusal = self._server_refusal(tool.mcp_server, host(entry))
+            if refusal is not None:
+                return refusal, False, None, None
+        flag = tool.capabilities.flag
+        for cap, who in self.deny_capabilities:
+            if flag(cap):
+                return _refusal(f"has denied capability {cap}", who, "denyCapabilities"), \
+                    False, None, None
+        for cap, who in self.require_capabilities:
+            if not flag(cap):
+                return _refusal(f"lacks required capability {cap}", who,
+                                "requireCapabilities"), True, None, None
+        if self.approval and not flag("requiresApproval"):
+            for cap, mark in self._marks.items():  # in self.approval's order
+                if flag(cap):
+                    return None, False, _with_approval(tool), mark
+        return KEEP
+
+    def _server_refusal(self, server: str | None, host: str | None) -> Refusal | None:
+        slot = (server, host)
+        try:
+            return self._servers[slot]
+        except KeyError:
+            pass
+        found = None
+        for who, globs in self.server_hosts:
+            if not host_matches(host, globs):
+                where = f"host {host}" if host is not None else "no host (stdio)"
+                found = _refusal(f"MCP server {server} has {where}, matched by no"
+                                 " allowed host", who, "mcpServers.allow")
+                break
+        self._servers[slot] = found
+        return found
+
+
+def _capability_refusal(caps: Capabilities, deny: Sequence[tuple[str, str]],
+                        require: Sequence[tuple[str, str]]) -> tuple[Refusal | None, bool]:
+    """The first denied capability the tool has, else the first required one it
+    lacks (True: the refusal is a required capability's)."""
+    for cap, who in deny:
+        if caps.flag(cap):
+            return _refusal(f"has denied capability {cap}", who, "denyCapabilities"), False
+    for cap, who in require:
+        if not caps.flag(cap):
+            return (_refusal(f"lacks required capability {cap}", who, "requireCapabilities"),
+                    True)
+    return None, False
+
+
 @dataclass(frozen=True, slots=True)
 class EffectivePolicy:
-    """What an Actor may use, from its own policy and every applying one."""
+    """What an Actor may use: the namespace's ``floor`` and the Actor's own policy.
+
+    The tool rules are checked as if they were one list per rule with the
+    policies first (docs/api.md): sources, then MCP hosts, then denied
+    capabilities (the policies', then the Actor's own), then required ones.
+    The floor's verdict is shared by the namespace; the Actor's own
+    capabilities are a second check, which most Actors do not have.
+    """
 
     gate: SkillGate
-    #: Capability -> who denies it (the first source that does).
-    deny_capabilities: tuple[tuple[str, str], ...] = ()
-    #: Capability -> who requires it.
-    require_capabilities: tuple[tuple[str, str], ...] = ()
-    #: Tool source -> who denies it.
-    deny_sources: tuple[tuple[str, str], ...] = ()
-    #: Each source's allowed MCP server hosts; a server must match every one.
-    server_hosts: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    #: (capability, who): a tool with the capability gets requiresApproval.
-    approval: tuple[tuple[str, str], ...] = ()
+    floor: Floor = field(default_factory=Floor)
+    #: The Actor's own denied and required capabilities that no policy names
+    #: already (a policy that names one is the first source), each as (cap, OWN).
+    own_deny: tuple[tuple[str, str], ...] = ()
+    own_require: tuple[tuple[str, str], ...] = ()
     max_tools: Ceiling | None = None
     #: maxToolTokens: the least of the Actor's and every policy's, as max_tools.
     max_tool_tokens: Ceiling | None = None
-    applied: tuple[AppliedPolicy, ...] = ()
-    #: Keys of this policy's tool rules and approval marks in ``ToolDef.memo``: a
-    #: ToolDef is shared by every Actor reaching it, so each verdict is computed
-    #: once per distinct rule set (``_token``), not once per Actor.
-    _tool_key: tuple[str, int] = field(default=("", 0), compare=False, hash=False,
-                                       repr=False)
-    _mark_key: tuple[str, int] = field(default=("", 0), compare=False, hash=False,
-                                       repr=False)
-    _filters: bool = field(default=False, compare=False, hash=False, repr=False)
+    _own_key: tuple[str, int] = field(default=("", 0), compare=False, hash=False,
+                                      repr=False)
 
     def __post_init__(self) -> None:
-        rules = (self.deny_capabilities, self.require_capabilities, self.deny_sources,
-                 self.server_hosts)
-        object.__setattr__(self, "_tool_key", ("policy-refusal", _token(rules)))
-        object.__setattr__(self, "_mark_key", ("policy-mark", _token(self.approval)))
-        object.__setattr__(self, "_filters", any(rules))
+        object.__setattr__(self, "_own_key",
+                           ("own-refusal", _token((self.own_deny, self.own_require))))
 
     @property
-    def filters_tools(self) -> bool:
-        return bool(self.deny_capabilities or self.require_capabilities or self.deny_sources
-                    or self.server_hosts)
+    def applied(self) -> tuple[AppliedPolicy, ...]:
+        return self.floor.applied
 
-    def tool_refusal(self, tool: ToolDef, host: str | None) -> Refusal | None:
-        """Why the tool is dropped, or None to keep it. ``host`` is the host of an
-        MCP tool's server URL (None for a stdio server, or an unreadable URL)."""
-        if not self._filters:
-            return None
-        memo = tool.memo
-        try:
-            found: Refusal | None = memo[self._tool_key]
-        except KeyError:
-            found = memo[self._tool_key] = self._tool_refusal(tool, host)
-        return found
+    def screen(self, entries: Iterable[Entry], host: HostOf,
+               ) -> tuple[list[Entry], list[tuple[Entry, Refusal]]]:
+        """The entries kept (marked for approval where a policy requires it), and
+        those dropped with why, in the order given."""
+        floor, own = self.floor, bool(self.own_deny or self.own_require)
+        screens = floor.screens
+        if not screens and not own:
+            return list(entries), []
+        kept: list[Entry] = []
+        dropped: list[tuple[Entry, Refusal]] = []
+        key = floor.key
+        for entry in entries:
+            marked = mark = None
+            refusal, at_require = None, False
+            if screens:
+                # The memo inline, not a call: this runs for every tool of every Actor.
+                verdict = entry.tool.memo.get(key) or floor.verdict(entry, host)
+                if verdict is KEEP and not own:  # the usual verdict, shared
+                    kept.append(entry)
+                    continue
+                refusal, at_require, marked, mark = verdict
+            if own and (refusal is None or at_require):
+                refusal = self._own_refusal(entry.tool, refusal)
+            if refusal is not None:
+                dropped.append((entry, refusal))
+            elif marked is None or mark is None:
+                kept.append(entry)
+            else:
+                kept.append(Entry(marked, entry.skill, (*entry.overrides, mark), entry.merged))
+        return kept, dropped
 
-    def _tool_refusal(self, tool: ToolDef, host: str | None) -> Refusal | None:
-        for source, who in self.deny_sources:
-            if tool.source == source:
-                return _refusal(f"source {source} is denied", who, "sources.deny")
-        if tool.source == "mcp":
-            for who, globs in self.server_hosts:
-                if not host_matches(host, globs):
-                    where = f"host {host}" if host is not None else "no host (stdio)"
-                    return _refusal(f"MCP server {tool.mcp_server} has {where}, matched by no"
-                                    " allowed host", who, "mcpServers.allow")
-        caps = tool.capabilities
-        for cap, who in self.deny_capabilities:
-            if caps.flag(cap):
-                return _refusal(f"has denied capability {cap}", who, "denyCapabilities")
-        for cap, who in self.require_capabilities:
-            if not caps.flag(cap):
-                return _refusal(f"lacks required capability {cap}", who, "requireCapabilities")
-        return None
-
-    def approved(self, entry: Entry) -> Entry:
-        """The entry with ``requiresApproval: true`` when a policy requires it."""
-        if not self.approval:
-            return entry
-        tool = entry.tool
-        memo = tool.memo
-        try:
-            marked, at = memo[self._mark_key]
-        except KeyError:
-            marked, at = memo[self._mark_key] = self._mark(tool)
-        if marked is None:
-            return entry
-        # Entry(), not dataclasses.replace: this runs for every marked tool of every Actor.
-        return Entry(marked, entry.skill, (
-            *entry.overrides, AppliedOverride(at, ("capabilities.requiresApproval",))),
-            entry.merged)
-
-    def _mark(self, tool: ToolDef) -> tuple[ToolDef | None, str]:
-        caps = tool.capabilities
-        if caps.flag("requiresApproval"):
-            return None, ""
-        for cap, who in self.approval:
-            if caps.flag(cap):
-                return _with_approval(tool), f"{who} requireApproval [{cap}]"
-        return None, ""
+    def _own_refusal(self, tool: ToolDef, floor: Refusal | None) -> Refusal | None:
+        """The refusal when the Actor's own capabilities are checked too: an own
+        denied capability comes before the floor's required ones."""
+        found: tuple[Refusal | None, Refusal | None] | None = tool.memo.get(self._own_key)
+        if found is None:
+            found = tool.memo[self._own_key] = (
+                _capability_refusal(tool.capabilities, self.own_deny, ())[0],
+                _capability_refusal(tool.capabilities, (), self.own_require)[0])
+        deny, require = found
+        return deny or floor or require
 
 
 _TOKENS: dict[Any, int] = {}
@@ -282,13 +395,9 @@ def applied_policy(policy: PolicyResource) -> AppliedPolicy:
     return AppliedPolicy(policy.kind, name, meta.generation)
 
 
-def effective_policy(own: AccessPolicy, policies: Sequence[PolicyResource]) -> EffectivePolicy:
-    """The Actor's own policy tightened by ``policies`` (those that apply, in order).
-
-    Policies come first in every rule list: when a policy and the Actor's own
-    both refuse something, the refusal names the policy (the rule the Actor's
-    author cannot remove).
-    """
+def floor_of(policies: Sequence[PolicyResource]) -> Floor:
+    """Every rule of ``policies`` (those that apply to a namespace, in order):
+    where two policies say the same, the first is named."""
     globs: list[GlobRules] = []
     deny_caps: dict[str, str] = {}
     require_caps: dict[str, str] = {}
@@ -317,19 +426,34 @@ def effective_policy(own: AccessPolicy, policies: Sequence[PolicyResource]) -> E
             approval.setdefault(cap, who)
         ceiling = _least(ceiling, spec.max_tools, who)
         tokens = _least(tokens, spec.max_tool_tokens, who)
-    globs.append(GlobRules(OWN, tuple(own.allow), tuple(own.deny)))
-    for cap in own.deny_capabilities:
-        deny_caps.setdefault(cap, OWN)
-    for cap in own.require_capabilities:
-        require_caps.setdefault(cap, OWN)
-    ceiling = _least(ceiling, own.max_tools, None)
-    tokens = _least(tokens, own.max_tool_tokens, None)
+    return Floor(tuple(globs), tuple(deny_caps.items()), tuple(require_caps.items()),
+                 tuple(deny_sources.items()), tuple(hosts), tuple(approval.items()),
+                 ceiling, tokens, tuple(applied))
+
+
+def effective_policy(own: AccessPolicy, policies: Sequence[PolicyResource] | Floor,
+                     ) -> EffectivePolicy:
+    """The Actor's own policy tightened by ``policies`` (those that apply, in order,
+    or their ``floor_of``, shared by a namespace).
+
+    Policies come first in every rule list: when a policy and the Actor's own
+    both refuse something, the refusal names the policy (the rule the Actor's
+    author cannot remove).
+    """
+    floor = policies if isinstance(policies, Floor) else floor_of(policies)
+    denied = {cap for cap, _ in floor.deny_capabilities}
+    required = {cap for cap, _ in floor.require_capabilities}
+    # A capability a policy already names stays the policy's (the first source).
+    own_deny = dict.fromkeys(c for c in own.deny_capabilities if c not in denied)
+    own_require = dict.fromkeys(c for c in own.require_capabilities if c not in required)
     return EffectivePolicy(
-        gate=SkillGate(tuple(globs)), deny_capabilities=tuple(deny_caps.items()),
-        require_capabilities=tuple(require_caps.items()),
-        deny_sources=tuple(deny_sources.items()), server_hosts=tuple(hosts),
-        approval=tuple(approval.items()), max_tools=ceiling, max_tool_tokens=tokens,
-        applied=tuple(applied))
+        gate=SkillGate((*floor.globs, GlobRules(OWN, tuple(own.allow), tuple(own.deny))),
+                       base=floor.gate),
+        floor=floor,
+        own_deny=tuple((cap, OWN) for cap in own_deny),
+        own_require=tuple((cap, OWN) for cap in own_require),
+        max_tools=_least(floor.max_tools, own.max_tools, None),
+        max_tool_tokens=_least(floor.max_tool_tokens, own.max_tool_tokens, None))
 
 
 def _least(ceiling: Ceiling | None, value: int | None, who: str | None) -> Ceiling | None:

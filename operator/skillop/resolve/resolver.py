@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skillop.model import problems as P
-from skillop.model.manifest import POLICY_KINDS, ActorResource, PolicyResource
+from skillop.model.manifest import POLICY_KINDS, ActorResource
 from skillop.model.names import ObjectRef, RefError, parse_ref
 from skillop.model.policies import url_host
 from skillop.model.problems import Problem, Subject
@@ -36,9 +36,11 @@ from skillop.resolve.policy import (
     AppliedPolicy,
     Ceiling,
     EffectivePolicy,
+    Floor,
     Refusal,
     SkillGate,
     effective_policy,
+    floor_of,
 )
 from skillop.resolve.skills import SkillView, skill_view
 from skillop.resolve.tokens import ENCODING
@@ -141,7 +143,9 @@ class Resolver:
         self.flattener = Flattener(self.view, self._cyclic, self._subject_of)
         self._policy_memos: dict[SkillGate, dict[ObjectRef, Flat]] = {}
         self._effective: dict[tuple[Any, ...], EffectivePolicy] = {}
-        self._governing: dict[str, tuple[PolicyResource, ...]] = {}
+        self._floors: dict[str, Floor] = {}
+        self._unreached_memo: dict[tuple[SkillGate, ObjectRef],
+                                   tuple[tuple[ObjectRef, PrunedItem], ...]] = {}
         self._hosts: dict[tuple[ObjectRef, str], str | None] = {}
 
     # -- per-skill facts ------------------------------------------------------------
@@ -204,7 +208,7 @@ class Resolver:
         assert flat is not None
         entries = list(flat.entries.values())
         problems = self._closure_problems(flat.skills)
-        return self._finish(skill.subject, "skill", [ref], entries, flat.skills, problems,
+        return self._finish(skill.subject, "skill", [flat], entries, flat.skills, problems,
                             list(flat.warnings), [], [], budget=None)
 
     def resolve_actor(self, ref: ObjectRef) -> Resolution | None:
@@ -235,26 +239,22 @@ class Resolver:
         warnings.update(dict.fromkeys(f"{actor.subject}: {w}" for w in merged))
         if not gate.admits_all:
             pruned += self._pruned_skills(roots, skills, gate, pruned)
-        kept, dropped = [], []
-        for entry in entries.values():
-            refusal = policy.tool_refusal(entry.tool, self._host(entry))
-            if refusal is None:
-                kept.append(policy.approved(entry))
-            else:
-                dropped.append((entry, refusal.reason))
-                pruned.append(PrunedItem.of("Tool", entry.tool.name, refusal,
-                                            entry.skill.canonical))
+        kept, refused = policy.screen(entries.values(), self._host)
+        dropped = [(entry, refusal.reason) for entry, refusal in refused]
+        pruned += [PrunedItem.of("Tool", entry.tool.name, refusal, entry.skill.canonical)
+                   for entry, refusal in refused]
         problems += self._closure_problems(tuple(skills))
         problems += self._policy_problems(actor)
-        return self._finish(actor.subject, "actor", allowed_roots, kept, tuple(skills), problems,
+        return self._finish(actor.subject, "actor", flats, kept, tuple(skills), problems,
                             list(warnings), pruned, dropped, budget=policy,
-                            gate=gate, policies=policy.applied,
+                            policies=policy.applied,
                             disclosure=actor.spec.disclosure, approval=actor.spec.approval)
 
     def effective_policy(self, actor: ActorResource) -> EffectivePolicy:
         """The Actor's own policy tightened by every policy governing its namespace:
         one object for every Actor of a namespace with the same own policy, so its
-        verdicts (per skill, per ToolDef) are shared."""
+        skill verdicts are shared; and one ``Floor`` (the policies' part) for the
+        whole namespace, so its tool verdicts are shared whatever the own policy."""
         ns, own = actor.meta.namespace, actor.spec.skill_access_policy
         # Every field of the own policy, whatever fields it has: a field left out
         # would hand one Actor another's effective policy.
@@ -262,10 +262,10 @@ class Resolver:
                       for v in own.model_dump(mode="python").values()))
         found = self._effective.get(slot)
         if found is None:
-            governing = self._governing.get(ns)
-            if governing is None:
-                governing = self._governing[ns] = self.catalog.policies_for(ns)
-            found = self._effective[slot] = effective_policy(own, governing)
+            floor = self._floors.get(ns)
+            if floor is None:
+                floor = self._floors[ns] = floor_of(self.catalog.policies_for(ns))
+            found = self._effective[slot] = effective_policy(own, floor)
         return found
 
     def _policy_problems(self, actor: ActorResource) -> list[Problem]:
@@ -326,24 +326,56 @@ class Resolver:
         memo = self._policy_memos.setdefault(gate, {})
 
         def allowed(ref: ObjectRef) -> bool:
-            return self._refusal(gate, ref) is None
+            return gate.refusal(ref) is None
 
-        return [f for r in roots
-                if (f := self.flattener.flat(r, allowed=allowed, memo=memo)) is not None]
+        out = []
+        for root in roots:
+            flat = memo.get(root)
+            if flat is None:
+                full = self.flattener.flat(root)
+                if full is None:
+                    continue
+                # A closure the gate refuses nothing of flattens as it is: checking
+                # the verdicts is cheaper than the pruning walk over it.
+                if all(gate.refusal(ref) is None for ref in full.skills):
+                    flat = memo[root] = full
+                else:
+                    flat = self.flattener.flat(root, allowed=allowed, memo=memo)
+            if flat is not None:
+                out.append(flat)
+        return out
 
     def _pruned_skills(self, roots: Sequence[ObjectRef], reached: dict[ObjectRef, None],
                        gate: SkillGate, already: list[PrunedItem]) -> list[PrunedItem]:
         reported = {p.name for p in already}
         out = []
         for root in roots:
-            flat = self.flattener.flat(root)
-            for ref in flat.skills if flat is not None else ():
-                if ref in reached or ref.canonical in reported:
+            for ref, item in self._unreached(gate, root):
+                if ref in reached or item.name in reported:
                     continue
-                reported.add(ref.canonical)
-                refusal = self._refusal(gate, ref) or Refusal("reached only through pruned skills")
-                out.append(PrunedItem.of("Skill", ref.canonical, refusal))
+                reported.add(item.name)
+                out.append(item)
         return out
+
+    def _unreached(self, gate: SkillGate, root: ObjectRef,
+                   ) -> tuple[tuple[ObjectRef, PrunedItem], ...]:
+        """The skills of ``root``'s closure that its flattening under ``gate`` does
+        not reach, in closure order, each with its report: the same for every Actor
+        under the gate, so found once per (gate, root), not per Actor."""
+        slot = (gate, root)
+        found = self._unreached_memo.get(slot)
+        if found is None:
+            full = self.flattener.flat(root)
+            kept = self._policy_memos.get(gate, {}).get(root)
+            if kept is full:  # nothing pruned below the root (the usual case)
+                self._unreached_memo[slot] = ()
+                return ()
+            inside = set(kept.skills) if kept is not None else set()
+            found = self._unreached_memo[slot] = tuple(
+                (ref, PrunedItem.of("Skill", ref.canonical, gate.refusal(ref)
+                                    or Refusal("reached only through pruned skills")))
+                for ref in (full.skills if full is not None else ()) if ref not in inside)
+        return found
 
     def _closure_problems(self, skills: Sequence[ObjectRef]) -> list[Problem]:
         out: dict[Problem, None] = {}
@@ -351,16 +383,16 @@ class Resolver:
             out.update(dict.fromkeys(self.skill_problems(ref)))
         return list(out)
 
-    def _finish(self, subject: Subject, owner_kind: Owner, roots: Sequence[ObjectRef],
+    def _finish(self, subject: Subject, owner_kind: Owner, flats: Sequence[Flat],
                 entries: list[Entry], skills: tuple[ObjectRef, ...], problems: list[Problem],
                 warnings: list[str], pruned: list[PrunedItem],
                 dropped: list[tuple[Entry, str]], *, budget: EffectivePolicy | None,
-                gate: SkillGate | None = None, policies: tuple[AppliedPolicy, ...] = (),
+                policies: tuple[AppliedPolicy, ...] = (),
                 disclosure: Disclosure | None = None,
                 approval: ApprovalSettings | None = None) -> Resolution:
         names = effective_names([(e.tool.name, e.qualified_name) for e in entries])
         bindings = binding_names(names)
-        parents = self._tree(roots, gate)
+        parents = self._tree(flats)
         paths: dict[ObjectRef, tuple[ObjectRef, ...]] = {}  # one per skill, shared by its tools
         tools = tuple(sorted(
             (EffectiveTool.of(name, bindings[name], entry, _path(parents, entry.skill, paths))
@@ -436,37 +468,30 @@ class Resolver:
                 out += [(ref, server) for server in view.servers]
         return out
 
-    def _tree(self, roots: Sequence[ObjectRef], gate: SkillGate | None,
-              ) -> dict[ObjectRef, ObjectRef | None]:
-        """First-visit parents of a pre-order walk: each skill's first path."""
+    @staticmethod
+    def _tree(flats: Sequence[Flat]) -> dict[ObjectRef, ObjectRef | None]:
+        """First-visit parents of a pre-order walk: each skill's first path. The
+        flattened sets hold exactly the include edges followed (pruned ones left
+        out), so the walk needs no policy."""
         parents: dict[ObjectRef, ObjectRef | None] = {}
-        for root in roots:
-            if root in parents:
+        for root in flats:
+            if root.skill in parents:
                 continue
-            parents[root] = None
-            stack = [iter(self._children(root, gate))]
-            nodes = [root]
+            parents[root.skill] = None
+            stack = [iter(root.children)]
+            nodes = [root.skill]
             while stack:
                 child = next(stack[-1], None)
                 if child is None:
                     stack.pop()
                     nodes.pop()
                     continue
-                if child in parents:
+                if child.skill in parents:
                     continue
-                parents[child] = nodes[-1]
-                nodes.append(child)
-                stack.append(iter(self._children(child, gate)))
+                parents[child.skill] = nodes[-1]
+                nodes.append(child.skill)
+                stack.append(iter(child.children))
         return parents
-
-    def _children(self, ref: ObjectRef, gate: SkillGate | None) -> list[ObjectRef]:
-        view = self.view(ref)
-        if view is None:
-            return []
-        edges = self.flattener.edges(view)
-        if gate is None or gate.admits_all:
-            return [e.target for e in edges]
-        return [e.target for e in edges if self._refusal(gate, e.target) is None]
 
     # -- whole catalog ------------------------------------------------------------
     def all_problems(self) -> list[Problem]:
