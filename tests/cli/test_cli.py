@@ -382,9 +382,15 @@ spec: {skills: [s]}
     default = run("tools", "a", "-f", str(tmp_path), "-o", "json")
     assert default.returncode == 0
     assert json.loads(default.stdout)["actor"] == "default/a"
+    # docs/api.md: manifests without metadata.namespace are in default; -n is the
+    # namespace of the ACTOR argument only.
+    qualified = run("tools", "default/a", "-n", "dev", "-f", str(tmp_path), "-o", "json")
+    assert json.loads(qualified.stdout)["actor"] == "default/a"
     other = run("tools", "a", "-n", "dev", "-f", str(tmp_path), "-o", "json")
-    assert json.loads(other.stdout)["actor"] == "dev/a"
-    assert json.loads(other.stdout)["tools"][0]["skill"] == "dev/s"
+    assert (other.returncode, other.stdout) == (1, "")
+    assert other.stderr == ("Actor dev/a not found in the given manifests (Actor default/a is:"
+                            " manifests without metadata.namespace are in default, whatever"
+                            " -n says)\n")
     assert run("tools", "developer", "-n", "team-a", "-f", EX).returncode == 0
 
 

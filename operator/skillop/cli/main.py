@@ -24,7 +24,7 @@ from skillop.cli.load import Loaded, load_paths
 from skillop.cli.render import tools_table, tree
 from skillop.gateway.command import add_parser as gateway_parser
 from skillop.gateway.command import gateway_command
-from skillop.model.manifest import DEFAULT_NAMESPACE
+from skillop.model.manifest import DEFAULT_NAMESPACE, Resource
 from skillop.model.names import ObjectRef, RefError, parse_ref
 from skillop.model.problems import Problem
 from skillop.resolve.catalog import Catalog
@@ -123,7 +123,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _load(args: argparse.Namespace) -> Loaded:
-    loaded = load_paths(args.filename, namespace=args.namespace)
+    # docs/api.md: manifests without metadata.namespace are in default, whatever -n says
+    # (-n is the namespace of ACTOR and SKILL arguments).
+    loaded = load_paths(args.filename)
     if args.cluster:
         from skillop.cli.cluster import load_cluster
 
@@ -220,9 +222,21 @@ def _resolve(args: argparse.Namespace, loaded: Loaded, kind: str, name: str,
         # The input's problems first: a file that could not be read may be why.
         _report(loaded.problems)
         if (kind, ref.namespace, ref.name) not in loaded.invalid:
-            print(f"{kind} {ref} not found in the given manifests", file=sys.stderr)
+            print(_not_found(kind, ref, loaded), file=sys.stderr)
         return EXIT_PROBLEMS
     return resolver, resolution
+
+
+def _not_found(kind: str, ref: ObjectRef, loaded: Loaded) -> str:
+    """The "not found" line, with the likely reason when the name is in ``default``."""
+    line = f"{kind} {ref} not found in the given manifests"
+    in_default = ObjectRef(DEFAULT_NAMESPACE, ref.name)
+    if ref.namespace != DEFAULT_NAMESPACE and any(
+            isinstance(o, Resource) and (o.kind, o.ref) == (kind, in_default)
+            for o in loaded.objects):
+        line += (f" ({kind} {in_default} is: manifests without metadata.namespace are in"
+                 " default, whatever -n says)")
+    return line
 
 
 def _print_set(args: argparse.Namespace, loaded: Loaded, kind: str, name: str) -> int:
@@ -294,7 +308,7 @@ def _explain(args: argparse.Namespace, loaded: Loaded) -> int:
     resolver = Resolver(_catalog(args, loaded, ("Actor", ref)))
     explanation = explain(resolver, ref, args.tool)
     if explanation is None:
-        print(f"Actor {ref} not found in the given manifests", file=sys.stderr)
+        print(_not_found("Actor", ref, loaded), file=sys.stderr)
         return EXIT_PROBLEMS
     print(explanation.text())
     resolution = resolver.resolve_actor(ref)
