@@ -123,7 +123,10 @@ class SkillGate:
 
     def refusal(self, ref: ObjectRef) -> Refusal | None:
         """Why the skill is pruned, or None when every source allows it."""
-        name = ref.canonical
+        return self.verdict(ref.canonical)
+
+    def verdict(self, name: str) -> Refusal | None:
+        """``refusal`` by canonical name."""
         try:
             return self._verdicts[name]
         except KeyError:
@@ -131,13 +134,28 @@ class SkillGate:
         found = None
         sources = self.rules
         if self.base is not None:
-            found = self.base.refusal(ref)
+            found = self.base.verdict(name)
             sources = sources[len(self.base.rules):]
         if found is None:
             found = next((r for rules in sources if (r := rules.refusal(name)) is not None),
                          None)
         self._verdicts[name] = found
         return found
+
+    def admits_every(self, names: Iterable[str]) -> bool:
+        """Whether no skill of ``names`` (canonical) is refused: a loop, not
+        ``all(refusal(...))``, as it runs over whole closures."""
+        verdicts, verdict = self._verdicts, self.verdict
+        for name in names:
+            found = verdicts.get(name, _UNSEEN)
+            if found is _UNSEEN:
+                found = verdict(name)
+            if found is not None:
+                return False
+        return True
+
+
+_UNSEEN = Refusal("")
 
 
 @dataclass(frozen=True, slots=True)

@@ -144,6 +144,7 @@ class Resolver:
         self._policy_memos: dict[SkillGate, dict[ObjectRef, Flat]] = {}
         self._effective: dict[tuple[Any, ...], EffectivePolicy] = {}
         self._floors: dict[str, Floor] = {}
+        self._names: dict[ObjectRef, tuple[str, ...]] = {}
         self._unreached_memo: dict[tuple[SkillGate, ObjectRef],
                                    tuple[tuple[ObjectRef, PrunedItem], ...]] = {}
         self._hosts: dict[tuple[ObjectRef, str], str | None] = {}
@@ -337,13 +338,20 @@ class Resolver:
                     continue
                 # A closure the gate refuses nothing of flattens as it is: checking
                 # the verdicts is cheaper than the pruning walk over it.
-                if all(gate.refusal(ref) is None for ref in full.skills):
+                if gate.admits_every(self._closure_names(root, full)):
                     flat = memo[root] = full
                 else:
                     flat = self.flattener.flat(root, allowed=allowed, memo=memo)
             if flat is not None:
                 out.append(flat)
         return out
+
+    def _closure_names(self, root: ObjectRef, full: Flat) -> tuple[str, ...]:
+        """The canonical names of ``root``'s closure, once for every gate."""
+        found = self._names.get(root)
+        if found is None:
+            found = self._names[root] = tuple(ref.canonical for ref in full.skills)
+        return found
 
     def _pruned_skills(self, roots: Sequence[ObjectRef], reached: dict[ObjectRef, None],
                        gate: SkillGate, already: list[PrunedItem]) -> list[PrunedItem]:
