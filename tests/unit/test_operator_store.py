@@ -331,7 +331,7 @@ def test_a_listing_drops_what_it_lacks_or_holds_under_another_uid() -> None:
     for name, uid in (("a", "u-a"), ("b", "u-b"), ("c", "u-c")):
         store.upsert(_with(skill(name, builtins=["git_operations"]), uid=uid))
     store.upsert(_with(actor("dev", skills=["a", "b"]), uid="u-dev"))
-    since = store.seq
+    since = store.checkpoint()
     store.upsert(_with(skill("late", builtins=["git_operations"]), uid="u-late"))
     # b was deleted, c deleted and re-created; "late" came after the listing was asked for.
     listed = {ref("team-a/a"): "u-a", ref("team-a/c"): "u-c2", ref("team-a/dev"): "u-dev"}
@@ -339,9 +339,37 @@ def test_a_listing_drops_what_it_lacks_or_holds_under_another_uid() -> None:
     assert changed == {key("Skill", ref("team-a/b")), key("Skill", ref("team-a/c"))}
     assert set(store.catalog.skills) == {ref("team-a/a"), ref("team-a/late")}
     assert store.deps.dependents(changed).actors == {ref("team-a/dev")}
-    assert store.reconcile_members("Skill", listed, since=store.seq) == {
+    assert store.reconcile_members("Skill", listed, since=store.checkpoint()) == {
         key("Skill", ref("team-a/late"))}
-    assert store.reconcile_members("Actor", listed, since=store.seq) == set()
+    assert store.reconcile_members("Actor", listed, since=store.checkpoint()) == set()
+
+
+def test_a_listing_checks_configmaps_known_by_name_by_name_and_read_ones_by_uid() -> None:
+    """A ConfigMap known by name only stays while its name is listed, whatever its
+    uid (the store holds nothing a re-created one could contradict); a referenced
+    one, whose data the store holds, re-created under another uid is dropped."""
+    store = Store()
+    store.upsert(skill("pdf", agentSkills=[{"configMapRef": {"name": "pdf-skill"}}]))
+    store.upsert(_with(configmap("pdf-skill", {"SKILL.md": skill_md("pdf")}), uid="u-pdf"))
+    for name in ("kept", "gone"):
+        store.upsert(_with(configmap(name, {"k": "v"}), uid=f"u-{name}"))
+    since = store.checkpoint()
+    store.upsert(_with(configmap("late", {"k": "v"}), uid="u-late"))
+    listed = {ref("team-a/kept"): "u-kept-recreated", ref("team-a/pdf-skill"): "u-pdf-2"}
+    changed = store.reconcile_members("ConfigMap", listed, since=since)
+    assert changed == {key("ConfigMap", ref("team-a/pdf-skill"))}
+    assert store.unreferenced == {ref("team-a/kept"), ref("team-a/late")}
+    assert not store.catalog.configmaps
+    assert not store.has_configmap(ref("team-a/gone"))
+    # once the read one is known by name only, its old uid no longer counts either
+    store.upsert(_with(configmap("pdf-skill", {"SKILL.md": skill_md("pdf")}), uid="u-pdf-2"))
+    store.remove("Skill", "team-a", "pdf")
+    assert ref("team-a/pdf-skill") in store.unreferenced
+    listed = {ref("team-a/kept"): "u-kept-recreated", ref("team-a/pdf-skill"): "u-pdf-3",
+              ref("team-a/late"): "u-late"}
+    assert store.reconcile_members("ConfigMap", listed, since=store.checkpoint()) == set()
+    assert store.unreferenced == {ref("team-a/kept"), ref("team-a/late"),
+                                  ref("team-a/pdf-skill")}
 
 
 def test_a_recreated_object_with_the_same_spec_is_news() -> None:

@@ -198,7 +198,7 @@ class Reconciler:
             self._relist_wake.clear()
             kinds, self._relisted = self._relisted, set()
             for kind in sorted(kinds, key=KINDS.index):
-                since = self.store.seq  # before the list is asked for
+                since = self.store.checkpoint()  # before the list is asked for
                 try:
                     listed = await lister.list_uids(kind, namespaces)
                 except Exception as err:  # WriteFailed (after retries) or a client error

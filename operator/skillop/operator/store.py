@@ -14,18 +14,23 @@ in ``wanted``; the Reconciler reads it from the API before resolving that Skill.
 
 Watches miss deletions: after a watch gap (an API server restart, a "410 Gone")
 kopf lists again and delivers what exists, never a DELETED event for what
-vanished meanwhile. So the store remembers every object it holds by uid and by
-the sequence number of the event that last brought it (``known``), and
-``reconcile_members`` drops whatever a fresh listing no longer has, or has under
-another uid (deleted and re-created: a new object). Objects an event brought
-after the listing was asked for are left alone: the listing may predate them.
+vanished meanwhile. So the store remembers, for every object it holds, the epoch
+of the event that last brought it (``epochs``; ``checkpoint`` starts a new epoch
+when a listing is asked for) and, for every object whose content it keeps, its
+uid (``uids``); ``reconcile_members`` drops whatever a fresh listing no longer
+has, or has under another uid (deleted and re-created: a new object). Objects an
+event brought after the listing was asked for are left alone: the listing may
+predate them. A ConfigMap known by name only has no uid there: the store holds
+nothing of it a re-created one could contradict, so only its name must still be
+listed. Epochs are shared ints (one per check, not one per event), so an
+unrelated ConfigMap costs the check one dict slot (bench/configmaps.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from skillop.model.canonical import json_digest
 from skillop.model.manifest import (
@@ -58,6 +63,8 @@ from skillop.resolve.catalog import Catalog
 from skillop.resolve.inject import Credentials, actor_of, gateway_container, mounted_credentials
 from skillop.sources.mcp_tools import McpToolInfo
 
+T = TypeVar("T")
+
 
 @dataclass
 class Store:
@@ -75,11 +82,13 @@ class Store:
     #: its gateway mounts; and each pod's Actor, for deletions.
     pods: dict[ObjectRef, dict[str, Credentials]] = field(default_factory=dict)
     pod_actors: dict[ObjectRef, ObjectRef] = field(default_factory=dict)
-    #: Every object held, by kind and name: its uid and the event sequence number
-    #: that last brought it (``reconcile_members``).
-    known: dict[tuple[str, ObjectRef], tuple[str, int]] = field(default_factory=dict)
-    #: Events seen so far (a sequence number for ``known``).
-    seq: int = 0
+    #: Per kind, every object held: the epoch of the event that last brought it
+    #: (``reconcile_members``).
+    epochs: dict[str, dict[ObjectRef, int]] = field(default_factory=dict)
+    #: Per kind, the uid of every object held but the ConfigMaps known by name only.
+    uids: dict[str, dict[ObjectRef, str]] = field(default_factory=dict)
+    #: The current epoch (``checkpoint``).
+    epoch: int = 0
     #: Actors whose managed ConfigMap was seen deleted: checked to exist before it
     #: is re-created (``Reconciler._exists``).
     lost: set[ObjectRef] = field(default_factory=set)
@@ -92,17 +101,15 @@ class Store:
         kind = body.get("kind")
         meta = body.get("metadata") or {}
         ref = ObjectRef(meta.get("namespace", ""), meta.get("name", ""))
-        self.seq += 1
-        self.known[(str(kind), ref)] = (str(meta.get("uid") or ""), self.seq)
-        if kind == "ConfigMap" and is_managed(meta):
+        self._table_of(self.epochs, str(kind))[ref] = self.epoch
+        managed = kind == "ConfigMap" and is_managed(meta)
+        if kind == "ConfigMap" and not managed and (
+                ref in self.managed or not self.deps.has_users(key("ConfigMap", ref))):
+            self._table_of(self.uids, "ConfigMap").pop(ref, None)
+            return self._name_only(ref)
+        self._table_of(self.uids, str(kind))[ref] = str(meta.get("uid") or "")
+        if managed:
             return self._managed_configmap(body)
-        if kind == "ConfigMap" and ref in self.managed:
-            # Its labels and owner were removed by hand: still the Actor's ConfigMap
-            # by name, which the Actor's next write takes back.
-            return self._unmanaged(ref)
-        if kind == "ConfigMap" and not self.deps.has_users(key("ConfigMap", ref)):
-            self.unreferenced.add(ref)  # not even parsed: nothing resolves with it
-            return set()
         result = parse_object(body)
         obj = result.obj
         if kind in ("Tool", "Skill", "Actor", *POLICY_KINDS):
@@ -128,7 +135,8 @@ class Store:
 
     def remove(self, kind: str, namespace: str, name: str) -> set[Key]:
         ref = ObjectRef(namespace, name)
-        self.known.pop((kind, ref), None)
+        self.epochs.get(kind, {}).pop(ref, None)
+        self.uids.get(kind, {}).pop(ref, None)
         if kind == "ConfigMap":
             managed = self.managed.pop(ref, None)
             if managed is not None and managed.owner:
@@ -159,18 +167,32 @@ class Store:
             self.catalog.tool_defs.forget(ref)
         return ({k} | governed) if existed else set()
 
+    def checkpoint(self) -> int:
+        """Mark the moment a listing is asked for, and return it (``since`` for
+        ``reconcile_members``): what an event brings from now on is in a later epoch."""
+        since = self.epoch
+        self.epoch += 1
+        return since
+
     def reconcile_members(self, kind: str, listed: Mapping[ObjectRef, str], *,
                           since: int) -> set[Key]:
-        """Drop each object of ``kind`` that a listing asked for after event ``since``
-        does not hold under the same uid; return the keys that changed.
+        """Drop each object of ``kind`` that a listing asked for at ``checkpoint``
+        ``since`` does not hold (under the same uid, where the store keeps one);
+        return the keys that changed.
 
         The listing is what the API server holds; an object whose last event came
         after ``since`` is newer than the listing may know, and stays.
         """
-        gone = [ref for (k, ref), (uid, seq) in self.known.items()
-                if k == kind and seq <= since and listed.get(ref) != uid]
+        uids = self.uids.get(kind, {})
+
+        def gone(ref: ObjectRef) -> bool:
+            uid = uids.get(ref)
+            return ref not in listed or (uid is not None and listed[ref] != uid)
+
+        gone_refs = [ref for ref, epoch in self.epochs.get(kind, {}).items()
+                     if epoch <= since and gone(ref)]
         changed: set[Key] = set()
-        for ref in gone:
+        for ref in gone_refs:
             changed |= self.remove(kind, ref.namespace, ref.name)
         return changed
 
@@ -333,6 +355,7 @@ class Store:
                 self.wanted.discard(ref)
                 if self.catalog.configmaps.pop(ref, None) is not None:
                     self.unreferenced.add(ref)
+                    self.uids.get("ConfigMap", {}).pop(ref, None)  # by name only now
 
     def take_wanted(self) -> set[ObjectRef]:
         """The referenced ConfigMaps to read from the API (each handed out once)."""
@@ -349,10 +372,22 @@ class Store:
             return set()
         return {key("Actor", ObjectRef(ref.namespace, observed.owner))}
 
-    def _unmanaged(self, ref: ObjectRef) -> set[Key]:
-        old = self.managed.pop(ref)
-        self.unreferenced.add(ref)
-        return {key("Actor", ObjectRef(ref.namespace, old.owner))} if old.owner else set()
+    def _name_only(self, ref: ObjectRef) -> set[Key]:
+        """A ConfigMap neither managed nor referenced: the store keeps its name."""
+        old = self.managed.pop(ref, None)
+        self.unreferenced.add(ref)  # not even parsed: nothing resolves with it
+        if old is None or not old.owner:
+            return set()
+        # Its labels and owner were removed by hand: still the Actor's ConfigMap by
+        # name, which the Actor's next write takes back.
+        return {key("Actor", ObjectRef(ref.namespace, old.owner))}
+
+    @staticmethod
+    def _table_of(tables: dict[str, dict[ObjectRef, T]], kind: str) -> dict[ObjectRef, T]:
+        table = tables.get(kind)
+        if table is None:
+            table = tables[kind] = {}
+        return table
 
     def _namespace_members(self, namespace: str) -> set[Key]:
         return ({key("Skill", r) for r in self.catalog.skills if r.namespace == namespace}
