@@ -102,15 +102,9 @@ class Resolution:
     policies: tuple[AppliedPolicy, ...] = ()
     #: What the set's tool definitions cost the model, in tokens (``resolve.tokens``).
     tokens: int = 0
-    #: Every MCP server of the skills reached (``servers`` keeps those the set uses).
-    reached_servers: Sequence[tuple[ObjectRef, McpServer]] = field(
-        default=(), repr=False, compare=False)
-
-    @functools.cached_property
-    def servers(self) -> tuple[ServerEntry, ...]:
-        """The document's ``mcpServers`` (what the gateway connects to, and the Secrets
-        and CA bundles its pod must mount), without building the whole document."""
-        return used_servers(self.tools, self.reached_servers)
+    #: The document's ``mcpServers`` (what the gateway connects to, and the Secrets
+    #: and CA bundles its pod must mount), without building the whole document.
+    servers: tuple[ServerEntry, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -148,6 +142,8 @@ class Resolver:
         self._unreached_memo: dict[tuple[SkillGate, ObjectRef],
                                    tuple[tuple[ObjectRef, PrunedItem], ...]] = {}
         self._hosts: dict[tuple[ObjectRef, str], str | None] = {}
+        #: Each MCP server's ToolSet entry, built once for every Actor that uses it.
+        self._server_entries: dict[tuple[ObjectRef, str], ServerEntry] = {}
 
     # -- per-skill facts ------------------------------------------------------------
     def view(self, ref: ObjectRef) -> SkillView | None:
@@ -409,7 +405,7 @@ class Resolver:
         tokens = sum(t.tokens for t in tools)
         if budget is not None:
             problems += self._budget_problems(subject, budget, tools, tokens)
-        servers = self._servers(skills)
+        servers = used_servers(tools, self._servers(skills), memo=self._server_entries)
         owner = f"{subject.namespace}/{subject.name}"
         shown, unknown = disclosure_entry(disclosure, tools)
         warnings += [f"{subject}: {w}" for w in unknown]
@@ -422,8 +418,7 @@ class Resolver:
                                      disclosure=shown, approval=approval)
         return Resolution(subject, tools, skills, tuple(problems), tuple(warnings),
                           tuple(pruned), digest, text, document, tuple(dropped), policies,
-                          tokens,
-                          reached_servers=servers)
+                          tokens, servers)
 
     def _budget_problems(self, subject: Subject, policy: EffectivePolicy,
                          tools: Sequence[EffectiveTool], tokens: int) -> list[Problem]:

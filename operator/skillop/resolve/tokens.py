@@ -86,4 +86,7 @@ def definition_tokens(tool: ToolDef) -> int:
 
 def tool_tokens(binding_name: str, tool: ToolDef) -> int:
     """What the model is sent for ``tool`` under ``binding_name``."""
-    return count_tokens(binding_name) + definition_tokens(tool)
+    found: int | None = tool.memo.get(_MEMO_KEY)  # definition_tokens' memo, read inline:
+    if found is None:  # this runs for every tool of every Actor
+        found = definition_tokens(tool)
+    return count_tokens(binding_name) + found

@@ -7,7 +7,7 @@ its own ``hash`` field, so equal inputs give equal bytes and equal hashes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring
 from typing import Any
@@ -93,7 +93,7 @@ def _tool_json(tool: EffectiveTool, path_json: str) -> str:
     entry = tool.entry
     template = entry.tool.memo.get(entry.skill)
     if template is None:
-        template = entry.tool.memo[entry.skill] = _template(tool_entry(tool), entry.tool)
+        template = entry.tool.memo[entry.skill] = _template(_entry_fields(tool), entry.tool)
     before_binding, before_name, before_path, before_tokens, end = template
     binding = encode_basestring(tool.binding_name)
     name = binding if tool.name == tool.binding_name else encode_basestring(tool.name)
@@ -106,17 +106,18 @@ _TOOL_KEYS = tuple(sorted((field.alias or name, name)
                           for name, field in ToolEntry.model_fields.items()))
 
 
-def _template(doc: ToolEntry, tool: ToolDef) -> Template:
-    """The canonical JSON of ``doc`` as the constant texts around its per-actor
-    values, which sort as ``bindingName``, ``name``, ``path``, ``tokens``:
-    ``texts[0] + json(bindingName) + texts[1] + json(name) + texts[2] + json(path)
-    + texts[3] + json(tokens) + texts[4]``. Unset (None) fields are absent, as
+def _template(fields: Mapping[str, Any], tool: ToolDef) -> Template:
+    """The canonical JSON of the entry whose field values are ``fields``
+    (``_entry_fields``) as the constant texts around its per-actor values, which
+    sort as ``bindingName``, ``name``, ``path``, ``tokens``: ``texts[0] +
+    json(bindingName) + texts[1] + json(name) + texts[2] + json(path) + texts[3] +
+    json(tokens) + texts[4]``. Unset (None) fields are absent, as
     ``ToolSetDocument.canonical`` leaves them out."""
     fragments = tool.fragments()
     texts: list[str] = []
     text = "{"
     for key, attribute in _TOOL_KEYS:
-        value = getattr(doc, attribute)
+        value = fields[attribute]  # a KeyError when ToolEntry gains a field _entry_fields lacks
         if value is None:
             continue
         text += ("" if text == "{" else ",") + encode_basestring(key) + ":"
@@ -139,17 +140,25 @@ def tool_entry(tool: EffectiveTool, path: Sequence[str] | None = None) -> ToolEn
 
     Built without validation: every value comes from models that were validated
     (``ToolSetDocument.parse`` checks what a reader gets)."""
+    return ToolEntry.model_construct(**_entry_fields(tool, path))
+
+
+def _entry_fields(tool: EffectiveTool, path: Sequence[str] | None = None) -> dict[str, Any]:
+    """``tool_entry``'s field values by attribute name: what the ToolSet text's
+    per-ToolDef template is made of too (``_tool_json``), without building the
+    model (pydantic's ``model_construct`` costs more than the rest of a template)."""
     t = tool.entry.tool
-    return ToolEntry.model_construct(
-        name=tool.name, binding_name=tool.binding_name,
-        qualified_name=tool.entry.qualified_name, source=t.source,
-        skill=tool.entry.skill.canonical, title=t.title, description=t.description,
-        input_schema=t.input_schema, output_schema=t.output_schema,
-        capabilities=t.capabilities.to_dict(), runtime=t.runtime, mcp_server=t.mcp_server,
-        upstream_name=t.name if t.source == "mcp" else None, execution=t.execution,
-        path=tuple(ref.canonical for ref in tool.path) if path is None else tuple(path),
-        digest=t.digest(), tokens=tool.tokens, upstream_digest=t.upstream_digest,
-    )
+    return {
+        "name": tool.name, "binding_name": tool.binding_name,
+        "qualified_name": tool.entry.qualified_name, "source": t.source,
+        "skill": tool.entry.skill.canonical, "title": t.title, "description": t.description,
+        "input_schema": t.input_schema, "output_schema": t.output_schema,
+        "capabilities": t.capabilities.to_dict(), "runtime": t.runtime,
+        "mcp_server": t.mcp_server, "upstream_name": t.name if t.source == "mcp" else None,
+        "execution": t.execution,
+        "path": tuple(ref.canonical for ref in tool.path) if path is None else tuple(path),
+        "digest": t.digest(), "tokens": tool.tokens, "upstream_digest": t.upstream_digest,
+    }
 
 
 def server_entry(skill: ObjectRef, server: McpServer) -> ServerEntry:
@@ -176,7 +185,7 @@ def _entry_dict(entry: DocumentModel) -> dict[str, Any]:
 
 def toolset_text(
     *, owner_kind: Owner, owner: str, tools: Sequence[EffectiveTool],
-    servers: Sequence[tuple[ObjectRef, McpServer]], disclosure: DisclosureEntry | None = None,
+    servers: tuple[ServerEntry, ...], disclosure: DisclosureEntry | None = None,
     approval: ApprovalSettings | None = None,
 ) -> tuple[str, str]:
     """The document's canonical JSON (what the ConfigMap stores) and its hash.
@@ -196,7 +205,7 @@ def toolset_text(
 
 def toolset_document(
     *, owner_kind: Owner, owner: str, tools: Sequence[EffectiveTool],
-    servers: Sequence[tuple[ObjectRef, McpServer]], digest: str,
+    servers: tuple[ServerEntry, ...], digest: str,
     disclosure: DisclosureEntry | None = None,
     approval: ApprovalSettings | None = None,
 ) -> ToolSetDocument:
@@ -206,19 +215,19 @@ def toolset_document(
         actor=_owner(owner_kind, "actor", owner), skill=_owner(owner_kind, "skill", owner),
         hash=digest,
         tools=tuple(tool_entry(t, _path_names(t.path, paths)) for t in tools),
-        mcp_servers=used_servers(tools, servers), agent_skills=_agent_skills(tools),
+        mcp_servers=servers, agent_skills=_agent_skills(tools),
         tokens=_token_count(tools), disclosure=disclosure, approval=approval,
     )
 
 
 def _header(*, owner_kind: Owner, owner: str, tools: Sequence[EffectiveTool],
-            servers: Sequence[tuple[ObjectRef, McpServer]],
+            servers: tuple[ServerEntry, ...],
             disclosure: DisclosureEntry | None,
             approval: ApprovalSettings | None = None) -> dict[str, Any]:
     """Every key of the document but ``hash`` and ``tools``, as JSON values."""
     doc = ToolSetDocument.model_construct(
         actor=_owner(owner_kind, "actor", owner), skill=_owner(owner_kind, "skill", owner),
-        mcp_servers=used_servers(tools, servers),
+        mcp_servers=servers,
         agent_skills=_agent_skills(tools), tokens=_token_count(tools), disclosure=disclosure,
         approval=approval)
     return {key: value for key, value in _entry_dict(doc).items()
@@ -265,12 +274,23 @@ def _owner(owner_kind: Owner, field: Owner, owner: str) -> str | None:
 
 
 def used_servers(tools: Sequence[EffectiveTool], servers: Sequence[tuple[ObjectRef, McpServer]],
-                  ) -> tuple[ServerEntry, ...]:
-    """The servers that a tool of the set names, by name then skill."""
+                 *, memo: dict[tuple[ObjectRef, str], ServerEntry] | None = None,
+                 ) -> tuple[ServerEntry, ...]:
+    """The servers that a tool of the set names, by name then skill. ``memo`` keeps
+    each server's entry for the next set that uses it (the Resolver's: a skill's
+    servers are the same objects for every Actor of one catalog snapshot)."""
     used = {(t.entry.skill, t.entry.tool.mcp_server) for t in tools if t.entry.tool.mcp_server}
-    return tuple(server_entry(skill, server)
-                 for skill, server in sorted(servers, key=lambda p: (p[1].name, p[0]))
-                 if (skill, server.name) in used)
+    kept = sorted(((skill, server) for skill, server in servers
+                   if (skill, server.name) in used), key=lambda p: (p[1].name, p[0]))
+    if memo is None:
+        return tuple(server_entry(skill, server) for skill, server in kept)
+    out = []
+    for skill, server in kept:
+        found = memo.get((skill, server.name))
+        if found is None:
+            found = memo[(skill, server.name)] = server_entry(skill, server)
+        out.append(found)
+    return tuple(out)
 
 
 def _agent_skills(tools: Sequence[EffectiveTool]) -> tuple[AgentSkillEntry, ...]:
