@@ -127,7 +127,7 @@ def test_a_policy_ceiling_on_tokens_wins_over_the_actors_looser_budget() -> None
             skill_policy("looser", maxToolTokens=total)]
     resolution = resolve_actor(docs, "team-a/a")
     [problem] = resolution.problems
-    assert (problem.field, problem.reason) == ("", P.TOO_MANY_TOOL_TOKENS)
+    assert (problem.field, problem.reason) == ("spec.skills", P.TOO_MANY_TOOL_TOKENS)
     assert problem.message.startswith(
         f"the tools cost {total} tokens ({ENCODING}), over the budget of {total - 1} set by"
         " ClusterSkillPolicy lean (maxToolTokens); the largest: schema_heavy (")
