@@ -405,7 +405,7 @@ class Resolver:
         tokens = sum(t.tokens for t in tools)
         if budget is not None:
             problems += self._budget_problems(subject, budget, tools, tokens)
-        servers = used_servers(tools, self._servers(skills), memo=self._server_entries)
+        servers = used_servers(tools, self._servers(skills), self._server_entries)
         owner = f"{subject.namespace}/{subject.name}"
         shown, unknown = disclosure_entry(disclosure, tools)
         warnings += [f"{subject}: {w}" for w in unknown]

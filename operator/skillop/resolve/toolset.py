@@ -274,18 +274,15 @@ def _owner(owner_kind: Owner, field: Owner, owner: str) -> str | None:
 
 
 def used_servers(tools: Sequence[EffectiveTool], servers: Sequence[tuple[ObjectRef, McpServer]],
-                 *, memo: dict[tuple[ObjectRef, str], ServerEntry] | None = None,
-                 ) -> tuple[ServerEntry, ...]:
+                 memo: dict[tuple[ObjectRef, str], ServerEntry]) -> tuple[ServerEntry, ...]:
     """The servers that a tool of the set names, by name then skill. ``memo`` keeps
     each server's entry for the next set that uses it (the Resolver's: a skill's
     servers are the same objects for every Actor of one catalog snapshot)."""
     used = {(t.entry.skill, t.entry.tool.mcp_server) for t in tools if t.entry.tool.mcp_server}
-    kept = sorted(((skill, server) for skill, server in servers
-                   if (skill, server.name) in used), key=lambda p: (p[1].name, p[0]))
-    if memo is None:
-        return tuple(server_entry(skill, server) for skill, server in kept)
     out = []
-    for skill, server in kept:
+    for skill, server in sorted(((skill, server) for skill, server in servers
+                                 if (skill, server.name) in used),
+                                key=lambda p: (p[1].name, p[0])):
         found = memo.get((skill, server.name))
         if found is None:
             found = memo[(skill, server.name)] = server_entry(skill, server)
