@@ -247,8 +247,8 @@ class Floor:
         return found
 
     def _verdict(self, tool: ToolDef, entry: Entry, host: HostOf) -> Verdict:
-        # One function, loops inline: it runs once per tool definition reached in
-        # the namespace, most of them built afresh by each Resolver.
+        # Runs once per tool definition reached in the namespace, most of them
+        # built afresh by each Resolver.
         for source, who in self.deny_sources:
             if tool.source == source:
                 return _refusal(f"source {source} is denied", who, "sources.deny"), False, \
@@ -257,15 +257,11 @@ class Floor:
             refusal = self._server_refusal(tool.mcp_server, host(entry))
             if refusal is not None:
                 return refusal, False, None, None
+        refusal, at_require = _capability_refusal(tool.capabilities, self.deny_capabilities,
+                                                  self.require_capabilities)
+        if refusal is not None:
+            return refusal, at_require, None, None
         flag = tool.capabilities.flag
-        for cap, who in self.deny_capabilities:
-            if flag(cap):
-                return _refusal(f"has denied capability {cap}", who, "denyCapabilities"), \
-                    False, None, None
-        for cap, who in self.require_capabilities:
-            if not flag(cap):
-                return _refusal(f"lacks required capability {cap}", who,
-                                "requireCapabilities"), True, None, None
         if self.approval and not flag("requiresApproval"):
             for cap, mark in self._marks.items():  # in self.approval's order
                 if flag(cap):
