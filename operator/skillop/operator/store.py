@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import Any
 
 from skillop.model.canonical import json_digest
 from skillop.model.manifest import (
@@ -62,8 +62,6 @@ from skillop.operator.outputs import (
 from skillop.resolve.catalog import Catalog
 from skillop.resolve.inject import Credentials, actor_of, gateway_container, mounted_credentials
 from skillop.sources.mcp_tools import McpToolInfo
-
-T = TypeVar("T")
 
 
 @dataclass
@@ -101,13 +99,13 @@ class Store:
         kind = body.get("kind")
         meta = body.get("metadata") or {}
         ref = ObjectRef(meta.get("namespace", ""), meta.get("name", ""))
-        self._table_of(self.epochs, str(kind))[ref] = self.epoch
+        self.epochs.setdefault(str(kind), {})[ref] = self.epoch
         managed = kind == "ConfigMap" and is_managed(meta)
         if kind == "ConfigMap" and not managed and (
                 ref in self.managed or not self.deps.has_users(key("ConfigMap", ref))):
-            self._table_of(self.uids, "ConfigMap").pop(ref, None)
+            self.uids.get("ConfigMap", {}).pop(ref, None)
             return self._name_only(ref)
-        self._table_of(self.uids, str(kind))[ref] = str(meta.get("uid") or "")
+        self.uids.setdefault(str(kind), {})[ref] = str(meta.get("uid") or "")
         if managed:
             return self._managed_configmap(body)
         result = parse_object(body)
@@ -381,13 +379,6 @@ class Store:
         # Its labels and owner were removed by hand: still the Actor's ConfigMap by
         # name, which the Actor's next write takes back.
         return {key("Actor", ObjectRef(ref.namespace, old.owner))}
-
-    @staticmethod
-    def _table_of(tables: dict[str, dict[ObjectRef, T]], kind: str) -> dict[ObjectRef, T]:
-        table = tables.get(kind)
-        if table is None:
-            table = tables[kind] = {}
-        return table
 
     def _namespace_members(self, namespace: str) -> set[Key]:
         return ({key("Skill", r) for r in self.catalog.skills if r.namespace == namespace}
