@@ -296,3 +296,42 @@ def test_a_second_answer_to_one_request_is_dropped_with_its_connection() -> None
 
     assert anyio.run(server.serve, main) == ["mine", "mine"]
     assert server.connections == 2
+
+
+def test_each_2026_call_carries_its_own_name_arguments_envelope_and_headers(
+        scripted: Callable[[Handler], Scripted]) -> None:
+    """What every call of a tool shares is made once per tool and session: calls of
+    two tools, each twice with other arguments, still carry their own (a name that
+    is no HTTP token is base64-wrapped in Mcp-Name, as the SDK's client sends it)."""
+    async def handler(message: dict[str, Any], headers: dict[str, str]) -> tuple[int, str, bytes]:
+        return 200, "application/json", json.dumps(_result(message)).encode()
+
+    server = scripted(handler)
+    caller = HttpCaller(server.url, {})
+    info = {"name": "skillop-gateway", "version": "1"}
+    calls = [("echo", {"n": 1}, {}), ("dé ploy", {"region": "eu", "ü": [1, None]},
+                                       {"Mcp-Param-Region": "eu"}),
+             ("echo", {"n": 2}, {}), ("dé ploy", {}, {})]
+
+    async def main() -> None:
+        try:
+            for name, arguments, params in calls:
+                await caller.call(name, arguments, session_id=None,
+                                  protocol_version="2026-07-28", client_info=info,
+                                  param_headers=params)
+        finally:
+            await caller.close()
+
+    anyio.run(main)
+    envelope = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientInfo": info,
+                "io.modelcontextprotocol/clientCapabilities": {}}
+    assert [message for message, _ in server.posts] == [
+        {"jsonrpc": "2.0", "id": n, "method": "tools/call",
+         "params": {"name": name, "arguments": arguments, "_meta": envelope}}
+        for n, (name, arguments, _) in enumerate(calls, 1)]
+    sent = [headers for _, headers in server.posts]
+    assert [h["mcp-name"] for h in sent] == ["echo", "=?base64?ZMOpIHBsb3k=?=", "echo",
+                                             "=?base64?ZMOpIHBsb3k=?="]
+    assert [h.get("mcp-param-region") for h in sent] == [None, "eu", None, None]
+    assert all(h["mcp-method"] == "tools/call" and "mcp-session-id" not in h for h in sent)

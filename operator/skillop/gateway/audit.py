@@ -11,15 +11,24 @@ handles. Reasons are the gateway's own words, never upstream text or header
 values (an upstream's JSON-RPC error is recorded by its code; the agent gets its
 redacted text). Every field is one line of bounded length (``_BOUND``): a tool
 name of a million characters is refused in a line of a few hundred.
+
+Every call writes its line, so the line is cheap to make: the fields that name
+the call (actor, tool, upstream) are encoded once per distinct call target
+(``_target``, a bounded cache) and the time's seconds once per second; the line
+is the same JSON ``json.dumps`` would write of the record, key for key. It is
+still written and flushed on its own, at once.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
+from functools import lru_cache
 from typing import Final, Literal, TextIO
 
 from skillop.sources.mcp_discovery import one_line
@@ -48,19 +57,35 @@ class AuditRecord:
     approver: str | None = None
 
     def line(self, now: datetime) -> str:
-        body: dict[str, object] = {
-            "time": now.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-            "actor": _bounded(self.actor), "bindingName": _bounded(self.binding_name),
-            "upstream": _bounded(self.upstream), "upstreamTool": _bounded(self.upstream_tool),
-            "durationMs": round(self.duration_ms, 3), "outcome": self.outcome,
-        }
-        if self.reason is not None:
-            body["reason"] = _bounded(self.reason)
-        if self.approval is not None:
-            body["approval"] = _bounded(self.approval)
-        if self.approver is not None:
-            body["approver"] = _bounded(self.approver)
-        return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+        """The record as one line of JSON, at ``now`` (UTC)."""
+        stamp = now.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        return self._line(stamp)
+
+    def _line(self, stamp: str) -> str:
+        duration = round(self.duration_ms, 3)
+        parts = ['{"time":"', stamp, '",',  # the stamp is digits and separators only
+                 _target(self.actor, self.binding_name, self.upstream, self.upstream_tool),
+                 ',"durationMs":', repr(duration) if math.isfinite(duration) else
+                 json.dumps(duration), ',"outcome":', _json(self.outcome)]
+        for key, value in (("reason", self.reason), ("approval", self.approval),
+                           ("approver", self.approver)):
+            if value is not None:
+                parts += [',"', key, '":', _json(_bounded(value))]
+        parts.append("}")
+        return "".join(parts)
+
+
+_json: Final = json.JSONEncoder(ensure_ascii=False).encode
+
+
+@lru_cache(maxsize=1024)
+def _target(actor: str, binding_name: str, upstream: str | None,
+            upstream_tool: str | None) -> str:
+    """The fields naming a call's target, as JSON members (encoded once per target:
+    every call of a tool names the same one)."""
+    return (f'"actor":{_json(_bounded(actor))},"bindingName":{_json(_bounded(binding_name))},'
+            f'"upstream":{_json(_bounded(upstream))},'
+            f'"upstreamTool":{_json(_bounded(upstream_tool))}')
 
 
 class AuditLog:
@@ -69,8 +94,20 @@ class AuditLog:
 
     def __init__(self, stream: Callable[[], TextIO] = lambda: sys.stdout) -> None:
         self._stream = stream
+        self._second = -1
+        self._second_text = ""
 
     def write(self, record: AuditRecord) -> None:
         stream = self._stream()
-        stream.write(record.line(datetime.now(UTC)) + "\n")
+        stream.write(record._line(self._stamp()) + "\n")
         stream.flush()
+
+    def _stamp(self) -> str:
+        """Now, as ``datetime.isoformat`` writes it to the millisecond, in UTC (``Z``);
+        the date and time to the second made once a second."""
+        now = time.time()
+        second = int(now)
+        if second != self._second:
+            self._second = second
+            self._second_text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        return f"{self._second_text}.{int((now - second) * 1000):03d}Z"

@@ -21,8 +21,10 @@ link was made and never changes.
 from __future__ import annotations
 
 import itertools
+import json
 import ssl
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 import anyio
@@ -38,7 +40,7 @@ from mcp_types.version import LATEST_MODERN_VERSION, MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from skillop.gateway import wire
-from skillop.gateway.http1 import HttpFailed, Origin, Response
+from skillop.gateway.http1 import HttpFailed, Origin, Response, checked_headers
 from skillop.gateway.wire import (
     MAX_MESSAGE_BYTES,
     Answer,
@@ -93,6 +95,7 @@ class HttpCaller:
                               tls=tls, connect_timeout=connect_timeout,
                               keepalive=_KEEPALIVE_SECONDS)
         self._ids = itertools.count(1)
+        self._templates: dict[tuple[str, str | None, str | None], _CallTemplate] = {}
 
     async def close(self) -> None:
         self._origin.close()
@@ -105,7 +108,8 @@ class HttpCaller:
         headers = {MCP_PROTOCOL_VERSION_HEADER: version, MCP_METHOD_HEADER: "server/discover"}
         try:
             async with self._origin.post(body, headers) as response:
-                answer = await self._answer(response, 0, headers)
+                answer = await self._answer(response, 0, lines=_checked(headers),
+                                            in_session=False)
             if isinstance(answer, Failure):
                 return None
             found = types.DiscoverResult.model_validate(answer.result)
@@ -122,16 +126,12 @@ class HttpCaller:
         envelope in ``_meta`` (with ``client_info``), the routing headers and the
         tool's ``Mcp-Param-*`` headers (``param_headers``), no session."""
         request_id = next(self._ids)
-        params: dict[str, Any] = {"name": name, "arguments": dict(arguments)}
-        headers = self._session_headers(session_id, protocol_version)
-        if protocol_version in MODERN_PROTOCOL_VERSIONS:
-            params["_meta"] = _envelope(protocol_version, client_info or {})
-            headers |= {MCP_METHOD_HEADER: "tools/call", MCP_NAME_HEADER: encode_header_value(name),
-                        **(param_headers or {})}
-        body = wire.request(request_id, "tools/call", params)
         try:
-            async with self._origin.post(body, headers) as response:
-                answer = await self._answer(response, request_id, headers)
+            template = self._template(name, session_id, protocol_version, client_info)
+            body = template.body(request_id, arguments)
+            async with self._origin.post(body, param_headers, lines=template.lines) as response:
+                answer = await self._answer(response, request_id, lines=template.lines,
+                                            in_session=session_id is not None)
         except HttpFailed as exc:  # its reason is the client's own words
             raise Unreachable(str(exc)) from None
         except OSError:
@@ -141,6 +141,23 @@ class HttpCaller:
         if isinstance(answer, Failure):
             raise RpcFailed(answer.code, answer.message)
         return answer.result
+
+    def _template(self, name: str, session_id: str | None, protocol_version: str | None,
+                  client_info: Mapping[str, Any] | None) -> _CallTemplate:
+        """What every call of ``name`` in this session sends alike, made once."""
+        key = (name, session_id, protocol_version)
+        template = self._templates.get(key)
+        if template is None or template.client_info != client_info:
+            if len(self._templates) >= _MAX_TEMPLATES:
+                self._templates.clear()
+            headers = self._session_headers(session_id, protocol_version)
+            meta = None
+            if protocol_version in MODERN_PROTOCOL_VERSIONS:
+                meta = _envelope(protocol_version, client_info or {})
+                headers |= {MCP_METHOD_HEADER: "tools/call",
+                            MCP_NAME_HEADER: encode_header_value(name)}
+            template = self._templates[key] = _CallTemplate.of(name, meta, headers, client_info)
+        return template
 
     def _session_headers(self, session_id: str | None,
                          protocol_version: str | None) -> dict[str, str]:
@@ -152,16 +169,18 @@ class HttpCaller:
             headers["mcp-protocol-version"] = protocol_version
         return headers
 
-    async def _answer(self, response: Response, request_id: int,
-                      headers: Mapping[str, str]) -> Answer | Failure:
+    async def _answer(self, response: Response, request_id: int, *, lines: str,
+                      in_session: bool) -> Answer | Failure:
+        """The response to the call; ``lines``, the call's own headers (an answer to a
+        request of the upstream's goes with them)."""
         status = response.status
-        if status == 404 and "mcp-session-id" in headers:
+        if status == 404 and in_session:
             raise SessionLost()
         if 300 <= status < 400:
             raise Unreachable(f"HTTP {status} redirect was not followed")
         kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
         if kind == "text/event-stream" and status == 200:
-            return await self._from_stream(response, request_id, headers)
+            return await self._from_stream(response, request_id, lines=lines)
         if kind == "application/json":
             # A JSON-RPC error may come with a 4xx status (the SDK's servers do so).
             body = await _read_bounded(response)
@@ -174,8 +193,8 @@ class HttpCaller:
         raise Unreachable(f"HTTP {status}" if status >= 400
                           else f"unexpected answer type {kind or 'none'!r}"[:80])
 
-    async def _from_stream(self, response: Response, request_id: int,
-                           headers: Mapping[str, str]) -> Answer | Failure:
+    async def _from_stream(self, response: Response, request_id: int, *,
+                           lines: str) -> Answer | Failure:
         decoder = SseDecoder()
         async for chunk in response.chunks():
             for event in decoder.feed(chunk):
@@ -183,19 +202,54 @@ class HttpCaller:
                     continue
                 meaning = classify(decode(event.data), request_id)
                 if isinstance(meaning, Request):
-                    await self._decline(meaning, headers)
+                    await self._decline(meaning, lines)
                 elif meaning is not None:
                     await _drain(response)
                     return meaning
         raise Unreachable("the answer ended without a result")
 
-    async def _decline(self, request: Request, headers: Mapping[str, str]) -> None:
+    async def _decline(self, request: Request, lines: str) -> None:
         """Answer the upstream's own request with an error: the gateway has nobody to
         sample, elicit or list roots for (the SDK's client session answers the same)."""
         reply = wire.response(request.id, wire.Reply(error=(
             _NOT_ANSWERED, f"the skillop gateway does not answer {request.method[:100]}")))
-        async with self._origin.post(reply, headers) as response:
+        async with self._origin.post(reply, lines=lines) as response:
             await _read_bounded(response)
+
+
+#: Call templates kept per caller (one per tool and session; a set's tools are few).
+_MAX_TEMPLATES: Final = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class _CallTemplate:
+    """A ``tools/call`` of one tool in one session as bytes, but for its id and
+    arguments: the header lines (checked once) and the body around them, so that a
+    call encodes only what is its own. ``body`` is exactly ``wire.request``'s."""
+
+    lines: str
+    head: bytes
+    tail: bytes
+    client_info: Mapping[str, Any] | None
+
+    @classmethod
+    def of(cls, name: str, meta: dict[str, Any] | None, headers: Mapping[str, str],
+           client_info: Mapping[str, Any] | None) -> _CallTemplate:
+        head = b',"method":"tools/call","params":{"name":' + _json(name) + b',"arguments":'
+        tail = (b',"_meta":' + _json(meta) if meta is not None else b"") + b"}}"
+        return cls(_checked(headers), head, tail, client_info)
+
+    def body(self, request_id: int, arguments: Mapping[str, Any]) -> bytes:
+        return (b'{"jsonrpc":"2.0","id":%d' % request_id + self.head + _json(arguments)
+                + self.tail)
+
+
+def _json(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _checked(headers: Mapping[str, str]) -> str:
+    return checked_headers(headers) if headers else ""
 
 
 def _envelope(version: str, client_info: Mapping[str, Any]) -> dict[str, Any]:
@@ -205,14 +259,10 @@ def _envelope(version: str, client_info: Mapping[str, Any]) -> dict[str, Any]:
 
 
 async def _read_bounded(response: Response) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.chunks():
-        size += len(chunk)
-        if size > MAX_MESSAGE_BYTES:
-            raise WireError(f"the answer is larger than {MAX_MESSAGE_BYTES} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
+    body = await response.read(MAX_MESSAGE_BYTES)
+    if body is None:
+        raise WireError(f"the answer is larger than {MAX_MESSAGE_BYTES} bytes")
+    return body
 
 
 async def _drain(response: Response) -> None:

@@ -44,13 +44,13 @@ def deadline_protocol(timeout: float) -> type[HttpToolsProtocol]:
     """uvicorn's httptools protocol, with ``timeout`` seconds for each request to
     arrive and its head bounded."""
 
-    class _Deadline(_DeadlineProtocol):
+    class _Deadline(DeadlineProtocol):
         request_timeout = timeout
 
     return _Deadline
 
 
-class _DeadlineProtocol(HttpToolsProtocol):
+class DeadlineProtocol(HttpToolsProtocol):
     request_timeout: float = 10.0
     _timer: asyncio.TimerHandle | None = None
     #: Bytes of the head being read (None: no head is being read).

@@ -40,7 +40,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, cast
 
@@ -64,7 +64,6 @@ from mcp_types.version import (
     LATEST_HANDSHAKE_VERSION,
     MODERN_PROTOCOL_VERSIONS,
 )
-from starlette.datastructures import Headers
 from starlette.requests import Request
 
 from skillop.gateway import wire
@@ -159,8 +158,20 @@ class Answerer(Protocol):
                      client: Client) -> wire.Reply | None:
         """The answer to a request, or None for the SDK."""
 
-    def input_schema(self, name: str) -> dict[str, Any] | None:
-        """A tool's input schema (its ``Mcp-Param-*`` headers are checked against it)."""
+    def routed_schema(self, name: str) -> dict[str, Any] | None:
+        """A tool's input schema when it carries arguments in ``Mcp-Param-*`` headers
+        too (``x-mcp-header``): a call's headers are checked against it. None: no
+        argument of the tool is a header, so the SDK's check has nothing to compare."""
+
+
+@dataclass(frozen=True, slots=True)
+class Direct:
+    """An answer the front gives itself: status, headers (besides the server's own:
+    ``date``) and the JSON body."""
+
+    status: int
+    headers: list[tuple[bytes, bytes]]
+    body: bytes
 
 
 class Front:
@@ -180,6 +191,35 @@ class Front:
         self._path = path
         self._security = TransportSecurityMiddleware(security)
         self._max_body = max_body_bytes
+
+    @property
+    def max_body_bytes(self) -> int:
+        """The largest request body served (the SDK's limit; a larger one is 413)."""
+        return self._max_body
+
+    async def direct(self, scope: Scope, body: bytes) -> Direct | None:
+        """The answer to a POST that arrived whole (``body``), when the front gives it
+        itself; None when the app must serve it (``__call__``: the SDK's checks and
+        errors, the session's bookkeeping). The same requests get the same answers
+        as through ``__call__``; ``protocol`` calls this before any app runs."""
+        if scope["path"] != self._path or scope["method"] != "POST":
+            return None
+        headers = _headers(scope)
+        session_id = headers.get("mcp-session-id")
+        if session_id is None:
+            if (self._modern is None or headers.get("mcp-protocol-version")
+                    not in MODERN_PROTOCOL_VERSIONS
+                    or not await self._may_answer(headers, modern=True)):
+                return None
+            return await self._reply(body, None, None, headers)
+        client = self._sessions.get(session_id)
+        if client is None or not await self._may_answer(headers):
+            return None
+        self._sessions.begin(session_id)
+        try:
+            return await self._reply(body, client, session_id, headers)
+        finally:
+            self._sessions.end(session_id, time.monotonic())
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] != self._path:
@@ -218,34 +258,40 @@ class Front:
         await _run(self._inner, scope, receive, send)
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send,
-                     headers: dict[str, str], client: Client | None) -> int | None:
+                     headers: _HeaderMap, client: Client | None) -> int | None:
         """A request in a session: answered here (a known one), or by the SDK; its status."""
-        if scope["method"] == "POST" and await self._may_answer(scope, headers):
+        if scope["method"] == "POST" and await self._may_answer(headers):
             body = await self._whole_body(receive, send)
             if body is None:
                 return None
             session_id = headers.get("mcp-session-id")
-            if client is not None and await self._answered(body, client, session_id, send):
-                return 200
+            if client is not None:
+                direct = await self._reply(body, client, session_id, headers)
+                if direct is not None:
+                    await _send_direct(send, direct)
+                    return direct.status
             receive = _replay(body, receive)
             if client is None and session_id is not None and _is_initialized(body):
                 return await self._initialized(scope, receive, send, session_id)
         return await _run(self._inner, scope, receive, send)
 
     async def _serve_modern(self, scope: Scope, receive: Receive, send: Send,
-                            headers: dict[str, str], modern: ASGIApp) -> None:
+                            headers: _HeaderMap, modern: ASGIApp) -> None:
         """A 2026-07-28 request: answered here when the SDK would accept it and the
         answerer can answer it (no session: the envelope says who asks), else by the
         SDK's app for that revision (in JSON mode when the client takes both, as the
         gateway's own SDK app demands; else that app, to say why not)."""
-        if scope["method"] != "POST" or not await self._may_answer(scope, headers, modern=True):
+        if scope["method"] != "POST" or not await self._may_answer(headers, modern=True):
             await self._inner(scope, receive, send)
             return
         body = await self._whole_body(receive, send)
         if body is None:
             return
-        if not await self._answered(body, None, None, send, scope=scope, headers=headers):
+        direct = await self._reply(body, None, None, headers)
+        if direct is None:
             await modern(scope, _replay(body, receive), send)
+        else:
+            await _send_direct(send, direct)
 
     async def _whole_body(self, receive: Receive, send: Send) -> bytes | None:
         """The request's whole body; None when there is none to serve: the client went
@@ -284,7 +330,7 @@ class Front:
             await send(message)
         return status
 
-    async def _may_answer(self, scope: Scope, headers: dict[str, str], *,
+    async def _may_answer(self, headers: _HeaderMap, *,
                           modern: bool = False) -> bool:
         """Whether the SDK would accept this request's headers (else it must say why):
         its own checks (DNS rebinding: Host and Origin; Content-Type; Accept; for a
@@ -300,51 +346,47 @@ class Front:
         if not (has_json and has_sse):
             return False
         if modern:
-            return find_duplicated_routing_header(Headers(scope=scope).items()) is None
+            return find_duplicated_routing_header(headers.lines) is None
         version = headers.get("mcp-protocol-version")
         return version is None or version in HANDSHAKE_PROTOCOL_VERSIONS
 
-    async def _answered(self, body: bytes, client: Client | None, session_id: str | None,
-                        send: Send, *, scope: Scope | None = None,
-                        headers: dict[str, str] | None = None) -> bool:
-        """Answer ``body`` here if it is a request the answerer takes: in ``client``'s
-        session, or (``client`` None) a 2026-07-28 request with its ``headers``."""
+    async def _reply(self, body: bytes, client: Client | None, session_id: str | None,
+                     headers: _HeaderMap) -> Direct | None:
+        """The answer to ``body`` if it is a request the answerer takes (None: the SDK
+        answers it): in ``client``'s session, or (``client`` None) a 2026-07-28
+        request with its ``headers``."""
         try:
             message = json.loads(body)
         except (ValueError, RecursionError):
-            return False
+            return None
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-            return False
+            return None
         method, ident, params = message.get("method"), message.get("id"), message.get("params")
         if method not in _FAST_METHODS or not wire.is_id(ident):
-            return False
+            return None
         if params is None:
             params = {}
         if not isinstance(params, dict):
-            return False
+            return None
         if client is None:
-            assert headers is not None and scope is not None
-            client = self._envelope_client(message, params, headers, scope)
+            client = self._envelope_client(message, params, headers)
             if client is None:
-                return False
+                return None
         reply = await self._answerer.answer(method, params, client)
         if reply is None:
-            return False
+            return None
         payload = wire.response(ident, reply)
         response_headers = [(b"content-type", b"application/json"),
-                            (b"content-length", str(len(payload)).encode())]
+                            (b"content-length", b"%d" % len(payload))]
         if session_id is not None:
             response_headers.append((b"mcp-session-id", session_id.encode()))
         # A 2026-07-28 error has the HTTP status the SDK's table gives its code.
         status = 200 if reply.error is None or client.session is not None else (
             ERROR_CODE_HTTP_STATUS.get(reply.error[0], 200))
-        await send({"type": "http.response.start", "status": status,
-                    "headers": response_headers})
-        await send({"type": "http.response.body", "body": payload})
-        return True
+        return Direct(status, response_headers, payload)
 
     def _envelope_client(self, message: dict[str, Any], params: dict[str, Any],
-                         headers: dict[str, str], scope: Scope) -> Client | None:
+                         headers: _HeaderMap) -> Client | None:
         """Who asks a 2026-07-28 request, by the SDK's own reading of its envelope
         (None: the SDK must answer, with its error). The ``Mcp-Param-*`` check reads
         every header as sent, as the SDK's transport gives it them (a repeated one is
@@ -353,11 +395,14 @@ class Front:
         if not isinstance(route, InboundModernRoute):
             return None
         arguments = params.get("arguments") or {}
-        if message["method"] == "tools/call" and (
-                not isinstance(arguments, dict) or not isinstance(params.get("name"), str)
-                or validate_mcp_param_headers(self._answerer.input_schema(params["name"]),
-                                              arguments, Headers(scope=scope)) is not None):
-            return None
+        if message["method"] == "tools/call":
+            name = params.get("name")
+            if not isinstance(arguments, dict) or not isinstance(name, str):
+                return None
+            schema = self._answerer.routed_schema(name)
+            if schema is not None and validate_mcp_param_headers(
+                    schema, arguments, cast(Mapping[str, str], _Pairs(headers.lines))) is not None:
+                return None
         # It may be asked to approve: by the SDK's input-required flow, not here.
         return Client(session=None, can_elicit=True, last_seen=0.0,
                       protocol_version=route.protocol_version)
@@ -434,13 +479,33 @@ def _is_initialized(body: bytes) -> bool:
     return isinstance(message, dict) and message.get("method") == "notifications/initialized"
 
 
-def _headers(scope: Scope) -> dict[str, str]:
-    """The request's headers by (lower-case) name; of a repeated header, the first,
-    as Starlette's ``Headers.get`` (and so the SDK) reads it."""
-    headers: dict[str, str] = {}
-    for name, value in reversed(scope["headers"]):
-        headers[name.decode("latin-1")] = value.decode("latin-1")
-    return headers
+class _HeaderMap(dict[str, str]):
+    """A request's headers by (lower-case) name; of a repeated header, the first, as
+    Starlette's ``Headers.get`` (and so the SDK) reads it. ``lines``: every header
+    line as sent (repeats too), as Starlette's ``Headers.items`` gives them."""
+
+    __slots__ = ("lines",)
+
+    def __init__(self, lines: list[tuple[str, str]]) -> None:
+        super().__init__(reversed(lines))
+        self.lines = lines
+
+
+def _headers(scope: Scope) -> _HeaderMap:
+    """The request's headers, each decoded once."""
+    return _HeaderMap([(name.decode("latin-1"), value.decode("latin-1"))
+                       for name, value in scope["headers"]])
+
+
+@dataclass(frozen=True, slots=True)
+class _Pairs:
+    """What ``validate_mcp_param_headers`` reads of a header map: ``items()``, every
+    line as sent."""
+
+    lines: list[tuple[str, str]]
+
+    def items(self) -> list[tuple[str, str]]:
+        return self.lines
 
 
 @dataclass(frozen=True, slots=True)
@@ -450,6 +515,12 @@ class _HeaderView:
     front has the headers already: a ``Request`` per call would parse them again."""
 
     headers: dict[str, str]
+
+
+async def _send_direct(send: Send, direct: Direct) -> None:
+    await send({"type": "http.response.start", "status": direct.status,
+                "headers": direct.headers})
+    await send({"type": "http.response.body", "body": direct.body})
 
 
 async def _plain(send: Send, status: int, text: bytes) -> None:

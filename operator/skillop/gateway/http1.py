@@ -31,7 +31,8 @@ import ssl
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
+from types import TracebackType
 from typing import Final, cast
 from urllib.parse import urlsplit
 
@@ -96,20 +97,44 @@ class Response:
         """The body's chunks until its end; ``Lost`` if it does not end whole."""
         while True:
             while self._chunks:
-                chunk = self._chunks.popleft()
-                self._buffered -= len(chunk)
-                if self._buffered < _HIGH_WATER and self.resume is not None:
-                    self.resume()
-                yield chunk
+                yield self._take()
             if self.complete:
                 return
-            if self.error is not None:
-                raise Lost(self.error)
-            self._waiter = self._loop.create_future()
-            try:
-                await self._waiter
-            finally:
-                self._waiter = None
+            await self._more()
+
+    async def read(self, limit: int) -> bytes | None:
+        """The whole body, or None as soon as it is larger than ``limit`` bytes (the
+        rest is not read: the connection is not reused); ``Lost`` if it does not
+        end whole. (No generator: the forward's every answer is read so.)"""
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            while self._chunks:
+                chunk = self._take()
+                size += len(chunk)
+                if size > limit:
+                    return None
+                chunks.append(chunk)
+            if self.complete:
+                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+            await self._more()
+
+    def _take(self) -> bytes:
+        chunk = self._chunks.popleft()
+        self._buffered -= len(chunk)
+        if self._buffered < _HIGH_WATER and self.resume is not None:
+            self.resume()
+        return chunk
+
+    async def _more(self) -> None:
+        """Wait for more of the body (or its end); ``Lost`` if it ended short."""
+        if self.error is not None:
+            raise Lost(self.error)
+        self._waiter = self._loop.create_future()
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
 
     # -- fed by the connection ----------------------------------------------------
 
@@ -280,30 +305,25 @@ class Origin:
         self._idle: list[_Connection] = []
         self._closed = False
 
-    @asynccontextmanager
-    async def post(self, body: bytes, headers: Mapping[str, str]) -> AsyncIterator[Response]:
+    def post(self, body: bytes, headers: Mapping[str, str] | None = None, *,
+             lines: str = "") -> AbstractAsyncContextManager[Response]:
         """The answer to a POST of ``body`` with ``headers`` besides the fixed ones, its
         head read; the connection goes back to the pool only if the answer was read
-        to its end (the caller reads it whole, or it is closed)."""
-        request = (self._start + checked_headers(headers)
+        to its end (the caller reads it whole, or it is closed). ``lines``: more
+        headers, already checked (``checked_headers``: a caller that sends the same
+        ones with every call checks them once)."""
+        extra = checked_headers(headers) if headers else ""
+        request = (self._start + lines + extra
                    + f"content-length: {len(body)}\r\n\r\n").encode() + body
-        loop = asyncio.get_running_loop()
-        conn = await self._connection(loop)
-        reused = False
-        try:
-            response = conn.send(request, loop)
-            await conn.head(response)
-            if response.headers.get("content-encoding", "identity").lower() != "identity":
-                raise Lost("the answer is compressed (content-encoding), which was not asked for")
-            yield response
-            reused = conn.reusable()
-        finally:
-            conn.finish()
-            if reused and not self._closed:
-                conn.idle_since = time.monotonic()
-                self._idle.append(conn)
-            else:
-                conn.close()
+        return _Exchange(self, request)
+
+    def _release(self, conn: _Connection, *, reused: bool) -> None:
+        conn.finish()
+        if reused and not self._closed:
+            conn.idle_since = time.monotonic()
+            self._idle.append(conn)
+        else:
+            conn.close()
 
     async def _connection(self, loop: asyncio.AbstractEventLoop) -> _Connection:
         now = time.monotonic()
@@ -329,3 +349,35 @@ class Origin:
         for conn in self._idle:
             conn.close()
         self._idle.clear()
+
+
+class _Exchange:
+    """One POST and its answer (``Origin.post``): a connection taken for it, given
+    back when the block ends (kept only if the answer was read whole and the block
+    raised nothing). A class, not a generator: one of these is every call's."""
+
+    __slots__ = ("_conn", "_origin", "_request")
+
+    def __init__(self, origin: Origin, request: bytes) -> None:
+        self._origin = origin
+        self._request = request
+        self._conn: _Connection | None = None
+
+    async def __aenter__(self) -> Response:
+        loop = asyncio.get_running_loop()
+        conn = self._conn = await self._origin._connection(loop)
+        try:
+            response = conn.send(self._request, loop)
+            await conn.head(response)
+            if response.headers.get("content-encoding", "identity").lower() != "identity":
+                raise Lost("the answer is compressed (content-encoding), which was not asked for")
+        except BaseException:
+            self._origin._release(conn, reused=False)
+            raise
+        return response
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                        trace: TracebackType | None) -> None:
+        conn = self._conn
+        assert conn is not None
+        self._origin._release(conn, reused=kind is None and conn.reusable())

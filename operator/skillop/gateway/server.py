@@ -54,6 +54,7 @@ from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import x_mcp_header_map
 from mcp_types import SERVER_INFO_META_KEY
 from mcp_types.methods import SERVER_RESULTS, serialize_server_result
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -180,6 +181,7 @@ class Gateway:
         self.url: str | None = None
         self._front: Front | None = None
         self._listing_json: tuple[ServedSet, str, bytes] | None = None
+        self._routed: tuple[ServedSet, dict[str, dict[str, Any] | None]] = (self.served, {})
         self._tickets = approval.Tickets()
         #: ``list_changed`` for 2026-07-28 clients, who listen with ``subscriptions/listen``.
         self._bus = InMemorySubscriptionBus()
@@ -228,6 +230,7 @@ class Gateway:
         import uvicorn
 
         from skillop.gateway.deadline import deadline_protocol
+        from skillop.gateway.direct import front_protocol
 
         # Sessions expire by the front's clock: the SDK's cannot see what the front answers.
         app = self.server.streamable_http_app(host=host, session_idle_timeout=None)
@@ -239,13 +242,17 @@ class Gateway:
         self._front = Front(app, self.sessions, self, security=manager.security_settings,
                             max_body_bytes=manager.max_request_body_size,
                             modern=modern.handle_request if self.options.fast_path else None)
+        # The front's answers are written by the protocol itself, before any app runs
+        # (off: every request through the apps, the reference for the fast path).
+        protocol = (front_protocol(self.options.request_timeout, self._front)
+                    if self.options.fast_path else deadline_protocol(self.options.request_timeout))
         sock = _listener(host, port)
         actual = sock.getsockname()[1]
         # No proxy stands before the gateway: X-Forwarded-* from a loopback client (the
         # agent) is not believed; no Server header names what serves it.
         config = uvicorn.Config(self._front, log_level="warning", access_log=False, lifespan="on",
                                 log_config=None, timeout_graceful_shutdown=1,
-                                http=deadline_protocol(self.options.request_timeout),
+                                http=protocol,
                                 proxy_headers=False, server_header=False)
         shown = f"[{host}]" if ":" in host else host
         self.url = f"http://{shown}:{actual}/mcp"
@@ -343,6 +350,22 @@ class Gateway:
         """A served tool's input schema (the SDK checks a call's Mcp-Param headers)."""
         tool = self.served.tools.get(name)
         return tool.definition.input_schema if tool is not None else None
+
+    def routed_schema(self, name: str) -> dict[str, Any] | None:
+        """A served tool's input schema if any of its arguments is carried as an
+        ``Mcp-Param-*`` header too (else the SDK's header check compares nothing);
+        found once per tool and set."""
+        served = self.served
+        if self._routed[0] is not served:
+            self._routed = (served, {})
+        known = self._routed[1]
+        if name not in known:
+            tool = served.tools.get(name)
+            if tool is None:
+                return None  # not cached: any name may be asked for
+            schema = tool.definition.input_schema
+            known[name] = schema if x_mcp_header_map(schema) else None
+        return known[name]
 
     async def _list_tools(self, ctx: ServerRequestContext[Any],
                           params: types.PaginatedRequestParams | None) -> types.ListToolsResult:

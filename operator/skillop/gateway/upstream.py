@@ -132,6 +132,9 @@ class Connection:
     digests: Mapping[str, str] = field(default_factory=dict)
     #: The live definitions by name (their output schemas validate results).
     tools: Mapping[str, types.Tool] = field(default_factory=dict)
+    #: Of the tools above, those with ``x-mcp-header`` arguments: their header maps
+    #: (a 2026-07-28 call carries those arguments as headers too), made per listing.
+    header_maps: Mapping[str, Mapping[tuple[str, ...], str]] = field(default_factory=dict)
     #: Streamable HTTP only: what ``HttpCaller`` needs to call in the session's name.
     caller: HttpCaller | None = None
     session_id: str | None = None
@@ -248,7 +251,8 @@ class Link:
             raw = await caller.call(name, arguments, session_id=conn.session_id,
                                     protocol_version=conn.protocol_version,
                                     client_info=_CLIENT_INFO_WIRE,
-                                    param_headers=_param_headers(conn.tools.get(name), arguments))
+                                    param_headers=_param_headers(conn.header_maps.get(name),
+                                                                 arguments))
         except SessionLost:
             self.drop(conn.session)
             raise
@@ -353,7 +357,7 @@ class Link:
                     bounds = Wire(self.upstream.url, _transport(self.upstream),
                                   self._settings.guard, _LIMITS, tls, per_response=True)
                 async with self._open(conn, bounds, tls) as (session, caller, version):
-                    conn.tools, conn.digests = await _listing(session, bounds)
+                    await _listing(session, bounds, conn)
                     if caller is not None and version in HANDSHAKE_PROTOCOL_VERSIONS:
                         assert isinstance(bounds, Wire)
                         conn.caller, conn.session_id = caller, bounds.session_id
@@ -374,7 +378,7 @@ class Link:
                         if not conn.closed:
                             # Told of a change, or the interval is over (a change not told).
                             changes = conn.changes
-                            conn.tools, conn.digests = await _listing(session, bounds)
+                            await _listing(session, bounds, conn)
                             if conn.changes == changes:  # else listed again at once (woken)
                                 conn.current.set()
         except Exception as exc:
@@ -519,22 +523,21 @@ class _RedactedStderr:
                 sys.stderr.flush()
 
 
-def _param_headers(tool: types.Tool | None, arguments: Mapping[str, Any]) -> dict[str, str]:
-    """The ``Mcp-Param-*`` headers a 2026-07-28 call of ``tool`` carries (its input
-    schema's ``x-mcp-header`` arguments), as the SDK's client sends them."""
-    if tool is None:
-        return {}
-    header_map = x_mcp_header_map(tool.input_schema)
+def _param_headers(header_map: Mapping[tuple[str, ...], str] | None,
+                   arguments: Mapping[str, Any]) -> dict[str, str]:
+    """The ``Mcp-Param-*`` headers a 2026-07-28 call carries (its tool's input
+    schema's ``x-mcp-header`` arguments, ``header_map``), as the SDK's client sends them."""
     return mcp_param_headers(header_map, arguments) if header_map else {}
 
 
-async def _listing(session: ClientSession, bounds: Wire | Unfenced,
-                   ) -> tuple[dict[str, types.Tool], dict[str, str]]:
-    """Every tool the server lists, by name, and its ``info_digest``: discovery's
-    listing (``list_pages``: its page, tool and cursor checks), digested as
-    discovery digests what the ToolSet was resolved from."""
+async def _listing(session: ClientSession, bounds: Wire | Unfenced, conn: Connection) -> None:
+    """Every tool the server lists, by name, its ``info_digest`` and its header map,
+    into ``conn``: discovery's listing (``list_pages``: its page, tool and cursor
+    checks), digested as discovery digests what the ToolSet was resolved from."""
     tools, _ = await list_pages(session, bounds, _LIMITS)
-    return tools, {name: info_digest(tool_info(tool)) for name, tool in tools.items()}
+    maps = {name: x_mcp_header_map(tool.input_schema) for name, tool in tools.items()}
+    conn.tools, conn.header_maps = tools, {name: m for name, m in maps.items() if m}
+    conn.digests = {name: info_digest(tool_info(tool)) for name, tool in tools.items()}
 
 
 _UNTRUSTED: Final = ("TLS: the server's certificate is not trusted (trust its CA with the"

@@ -194,7 +194,8 @@ def request(ident: RequestId, method: str, params: Any) -> bytes:
 
 def response(ident: RequestId, reply: Reply) -> bytes:
     """The JSON-RPC response to ``ident`` carrying ``reply``."""
-    head = b'{"jsonrpc":"2.0","id":' + json.dumps(ident).encode()
+    head = b'{"jsonrpc":"2.0","id":' + (b"%d" % ident if isinstance(ident, int)
+                                        else json.dumps(ident).encode())
     if reply.result is not None:
         return head + b',"result":' + reply.result + b"}"
     code, message = reply.error or (-32603, "Internal error")
