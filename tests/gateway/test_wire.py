@@ -143,3 +143,19 @@ def test_a_body_over_the_bound_is_not_parsed() -> None:
     with pytest.raises(WireError, match="larger than"):
         decode(b" " * (16 * 1024 * 1024 + 1))
     assert decode(json.dumps({"a": 1})) == {"a": 1}
+
+
+@given(st.binary(max_size=64) | st.text(max_size=32).map(lambda t: ("{" + t).encode())
+       | st.text(max_size=32).map(lambda t: ("{" + t).encode("utf-16-le")))
+def test_loads_reads_any_bytes_as_json_loads_does(data: bytes) -> None:
+    """The shortcut for bytes that open an object decodes exactly what json.loads
+    decodes (UTF-16 too), and fails where it fails."""
+    from skillop.gateway.wire import loads
+
+    def outcome(read: Any) -> object:
+        try:
+            return ("ok", read(data))
+        except (ValueError, RecursionError) as exc:
+            return ("error", type(exc))
+
+    assert repr(outcome(loads)) == repr(outcome(json.loads))

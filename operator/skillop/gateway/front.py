@@ -191,6 +191,8 @@ class Front:
         self._path = path
         self._security = TransportSecurityMiddleware(security)
         self._max_body = max_body_bytes
+        #: Header values the SDK's checks passed (``_accepted``).
+        self._passed: set[tuple[str | None, ...]] = set()
 
     @property
     def max_body_bytes(self) -> int:
@@ -335,6 +337,24 @@ class Front:
         """Whether the SDK would accept this request's headers (else it must say why):
         its own checks (DNS rebinding: Host and Origin; Content-Type; Accept; for a
         2026-07-28 request, each routing header once)."""
+        if not await self._accepted(headers):
+            return False
+        if modern:
+            return find_duplicated_routing_header(headers.lines) is None
+        version = headers.get("mcp-protocol-version")
+        return version is None or version in HANDSHAKE_PROTOCOL_VERSIONS
+
+    async def _accepted(self, headers: _HeaderMap) -> bool:
+        """Whether the SDK's header checks pass (``TransportSecurityMiddleware``: Host,
+        Origin, Content-Type; ``check_accept_headers``; its transport's exact
+        content type). They read these four values alone, against settings fixed for
+        the front's life: a combination that passed is remembered (a few: a client
+        sends the same ones with every request); one that failed is checked again
+        each time, so the SDK, which answers it, says why."""
+        key = (headers.get("host"), headers.get("origin"), headers.get("content-type"),
+               headers.get("accept"))
+        if key in self._passed:
+            return True
         request = cast(Request, _HeaderView(headers))  # all the two checks read
         if await self._security.validate_request(request, is_post=True) is not None:
             return False
@@ -345,10 +365,10 @@ class Front:
         has_json, has_sse = check_accept_headers(request)
         if not (has_json and has_sse):
             return False
-        if modern:
-            return find_duplicated_routing_header(headers.lines) is None
-        version = headers.get("mcp-protocol-version")
-        return version is None or version in HANDSHAKE_PROTOCOL_VERSIONS
+        if len(self._passed) >= _MAX_PASSED:
+            self._passed.clear()
+        self._passed.add(key)
+        return True
 
     async def _reply(self, body: bytes, client: Client | None, session_id: str | None,
                      headers: _HeaderMap) -> Direct | None:
@@ -356,7 +376,7 @@ class Front:
         answers it): in ``client``'s session, or (``client`` None) a 2026-07-28
         request with its ``headers``."""
         try:
-            message = json.loads(body)
+            message = wire.loads(body)
         except (ValueError, RecursionError):
             return None
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
@@ -463,6 +483,9 @@ class _Watched:
         return (isinstance(error, dict) and body.get("id") is None
                 and error.get("code") == types.INVALID_REQUEST)
 
+
+#: Header combinations remembered as passing the SDK's checks (more: forgotten, all).
+_MAX_PASSED: Final = 64
 
 #: How long the answer to ``notifications/initialized`` waits for the session to be
 #: registered (its handler runs within milliseconds; this only bounds a stuck one).

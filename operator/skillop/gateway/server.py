@@ -41,6 +41,7 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any, Final
 
@@ -56,8 +57,9 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Too
 from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import x_mcp_header_map
 from mcp_types import SERVER_INFO_META_KEY
-from mcp_types.methods import SERVER_RESULTS, serialize_server_result
+from mcp_types.methods import SERVER_RESULTS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import TypeAdapter
 
 from skillop import __version__
 from skillop.gateway import approval, wire
@@ -613,18 +615,27 @@ class Gateway:
 
 def _shaped(method: str, version: str, result: types.Result,
             server_info: dict[str, Any]) -> bytes:
-    """``result`` as the SDK's server puts it on the wire for ``version``: only the
-    fields that revision defines (its own serializer, so both paths answer alike);
-    a 2026-07-28 result also says it is complete and names the server, as the SDK's
-    runner stamps it."""
-    dumped = serialize_server_result(
-        method, version, result.model_dump(by_alias=True, mode="json", exclude_none=True))
+    """``result`` as the SDK's server puts it on the wire for ``version``: a
+    2026-07-28 result also says it is complete and names the server, as the SDK's
+    runner stamps it; then validated by the revision's own surface model and only
+    the fields that revision defines written, as the SDK's serializer does
+    (``serialize_server_result``), straight to JSON (its model writes it)."""
+    dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
     if version in MODERN_PROTOCOL_VERSIONS:
         dumped.setdefault("resultType", "complete")
         meta = dumped.get("_meta")
         dumped["_meta"] = {**(meta if isinstance(meta, dict) else {}),
                            SERVER_INFO_META_KEY: server_info}
-    return json.dumps(dumped, ensure_ascii=False, separators=(",", ":")).encode()
+    surface = _surface(method, version)
+    return surface.dump_json(surface.validate_python(dumped, by_name=False), by_alias=True,
+                             exclude_none=True)
+
+
+@cache
+def _surface(method: str, version: str) -> TypeAdapter[Any]:
+    """The SDK's model of ``method``'s result in ``version`` (its serializer's)."""
+    surface: Any = SERVER_RESULTS[(method, version)]  # a model or a union of models
+    return TypeAdapter(surface)
 
 
 def _approval_prompt(actor: str, binding: str, arguments: dict[str, Any]) -> str:

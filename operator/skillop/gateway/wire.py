@@ -138,9 +138,18 @@ def decode(text: str | bytes) -> Any:
     if len(text) > MAX_MESSAGE_BYTES:
         raise WireError(f"the answer is larger than {MAX_MESSAGE_BYTES} bytes")
     try:
-        return json.loads(text)
+        return loads(text)
     except (ValueError, RecursionError):
         raise WireError("the answer is not JSON") from None
+
+
+def loads(data: str | bytes) -> Any:
+    """``json.loads``, the same for any input: bytes that begin with ``{`` are UTF-8
+    by its own detection (no byte-order mark, no zero byte among the first two), so
+    they are decoded as it would decode them, without the detour."""
+    if isinstance(data, bytes) and data[:1] == b"{" and (len(data) < 2 or data[1]):
+        return json.loads(data.decode("utf-8", "surrogatepass"))
+    return json.loads(data)
 
 
 def classify(message: Any, request_id: int) -> Meaning:
