@@ -27,7 +27,8 @@ then ``--clients`` clients per path call at once, the paths alternating over
 Printed per path and concurrency: the number of calls, p50 and p99 latency of one
 call (ms) and calls per second (all clients), then the two ratios against their
 targets, and the CPU time each process used per call (agents and upstream over
-every call, the gateway over the calls through it). Audit lines go to a file, as
+every call, the gateway over the calls through it; and the gateway's in each
+measured phase alone, without the clients' set-up and warm-up). Audit lines go to a file, as
 a sidecar's stdout would.
 
     .venv/bin/python bench/gateway.py [--calls 400] [--clients 50] [--warmup 20]
@@ -42,7 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -190,9 +191,11 @@ Figures = dict[tuple[str, int], tuple[list[float], float]]
 
 
 async def measure(urls: dict[str, str], *, era: str, clients: int, calls: int, warmup: int,
-                  rounds: int) -> tuple[Figures, dict[str, int]]:
+                  rounds: int, gateway_cpu: Callable[[], float] | None = None,
+                  ) -> tuple[Figures, dict[str, int]]:
     """Latencies and wall time by (path, clients), and the calls made per path
-    (warm-up included), by clients of ``era``."""
+    (warm-up included), by clients of ``era``. With ``gateway_cpu`` (the gateway's
+    CPU seconds so far), also the gateway's CPU per call in each measured phase."""
     CALLS.clear()
     async with AsyncExitStack() as stack:
         paths: Paths = {path: [await stack.enter_async_context(client(url, era))
@@ -200,15 +203,45 @@ async def measure(urls: dict[str, str], *, era: str, clients: int, calls: int, w
         await many_clients(paths, calls=warmup, rounds=1)
         figures: Figures = {}
         start = time.perf_counter()
+        phases = _Phases(paths["gateway"], gateway_cpu)
         for path, latencies in (await one_client(paths, calls=calls)).items():
             figures[(path, 1)] = (latencies, sum(latencies))
+        phases.mark("1 client")
         for path, result in (await many_clients(paths, calls=max(1, calls // rounds // 5),
                                                 rounds=rounds)).items():
             figures[(path, clients)] = result
+        phases.mark(f"{clients} clients")
         print(f"(measured in {time.perf_counter() - start:.1f} s)")
+        phases.print()
         made = {path: sum(CALLS.get(id(s), 0) for s in sessions)
                 for path, sessions in paths.items()}
         return figures, made
+
+
+class _Phases:
+    """The gateway's CPU per call in each measured phase (no session set-up or
+    warm-up in it: what a call costs once clients are connected)."""
+
+    def __init__(self, sessions: list[ClientSession], cpu: Callable[[], float] | None) -> None:
+        self._sessions = sessions
+        self._cpu = cpu
+        self._figures: list[str] = []
+        self._last = (cpu() if cpu else 0.0, self._calls())
+
+    def _calls(self) -> int:
+        return sum(CALLS.get(id(s), 0) for s in self._sessions)
+
+    def mark(self, phase: str) -> None:
+        if self._cpu is None:
+            return
+        now = (self._cpu(), self._calls())
+        used, calls = now[0] - self._last[0], now[1] - self._last[1]
+        self._figures.append(f"{phase} {used / max(calls, 1) * 1000:.2f} ms")
+        self._last = now
+
+    def print(self) -> None:
+        if self._figures:
+            print("gateway CPU per call, measured phases only: " + ", ".join(self._figures))
 
 
 CALLS: dict[int, int] = {}  # by session id: calls made, for CPU per call
@@ -249,7 +282,7 @@ def report(era: str, urls: dict[str, str], args: argparse.Namespace,
     try:
         measured, made = asyncio.run(measure(
             urls, era=era, clients=args.clients, calls=args.calls, warmup=args.warmup,
-            rounds=args.rounds))
+            rounds=args.rounds, gateway_cpu=lambda: _cpu(gateway.pid)))
     except Exception as exc:
         print(f"the run failed: {_root(exc)!r}; gateway stderr:\n"
               + (work / "gateway.stderr").read_text()[-2000:])

@@ -21,7 +21,6 @@ link was made and never changes.
 from __future__ import annotations
 
 import itertools
-import json
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -245,7 +244,7 @@ class _CallTemplate:
 
 
 def _json(value: Any) -> bytes:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    return wire.compact(value).encode()
 
 
 def _checked(headers: Mapping[str, str]) -> str:
