@@ -12,7 +12,7 @@ import copy
 from typing import Any
 
 import kopf
-from skillkit import actor, ref, skill
+from skillkit import actor, anon, ref, skill, tool
 
 from skillop.operator.handlers import StatuslessDiffBaseStorage
 from skillop.operator.store import Store
@@ -114,3 +114,58 @@ def test_the_statusless_diff_base_is_kopfs_essence() -> None:
     assert (ours.build(body=_actor_body(status), extra_fields=fields)
             == kopfs.build(body=_actor_body(status), extra_fields=fields))
     assert "status" not in ours.build(body=_actor_body(status))
+
+
+# -- registry Tools and inline tools --------------------------------------------------
+def _shared_store() -> Store:
+    store = Store()
+    store.upsert(tool("lint", inputSchema={"type": "object", "properties": {
+        "path": {"type": "string"}}}))
+    store.upsert(skill("review", tools=[{"ref": "lint"}], anonymousTools=[anon("note")]))
+    store.upsert(skill("ci", tools=[{"ref": "lint", "overrides": {
+        "capabilities": {"requiresApproval": True}}}]))
+    store.upsert(actor("dev", skills=["review"]))
+    store.upsert(actor("bot", skills=["ci"]))
+    return store
+
+
+def _tool_of(store: Store, actor_name: str, name: str) -> Any:
+    resolution = Resolver(store.catalog).resolve_actor(ref(f"team-a/{actor_name}"))
+    assert resolution is not None
+    return next(t.entry.tool for t in resolution.tools if t.name == name)
+
+
+def test_registry_and_inline_tool_defs_are_reused_across_batches() -> None:
+    store = _shared_store()
+    lint, note = _tool_of(store, "dev", "lint"), _tool_of(store, "dev", "note")
+    assert _tool_of(store, "dev", "lint") is lint
+    assert _tool_of(store, "dev", "note") is note
+    # The overriding skill gets its own view, built on the same definition.
+    approved = _tool_of(store, "bot", "lint")
+    assert approved is not lint and approved.capabilities.requires_approval
+    assert lint.capabilities.requires_approval is None
+
+
+def test_a_changed_tool_spec_gives_a_new_def_and_a_deleted_tool_is_forgotten() -> None:
+    store = _shared_store()
+    before = _tool_of(store, "dev", "lint")
+    store.upsert(tool("lint", description="lint harder"))
+    after = _tool_of(store, "dev", "lint")
+    assert after is not before and after.description == "lint harder"
+    kept = len(store.catalog.defs)
+    store.remove("Tool", "team-a", "lint")
+    assert len(store.catalog.defs) == kept - 1
+    resolution = Resolver(store.catalog).resolve_actor(ref("team-a/dev"))
+    assert resolution is not None and "lint" not in {t.name for t in resolution.tools}
+
+
+def test_a_changed_inline_tool_gives_a_new_def() -> None:
+    store = _shared_store()
+    before = _tool_of(store, "dev", "note")
+    store.upsert(skill("review", tools=[{"ref": "lint"}],
+                       anonymousTools=[anon("note", description="write it down")]))
+    after = _tool_of(store, "dev", "note")
+    assert after is not before and after.description == "write it down"
+    store.remove("Skill", "team-a", "review")
+    store.upsert(skill("review", anonymousTools=[anon("note")]))
+    assert _tool_of(store, "dev", "note").description == "inline note"

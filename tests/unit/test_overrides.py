@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from skillkit import (
     P,
     actor,
@@ -20,7 +22,10 @@ from skillkit import (
     tool,
 )
 
+from skillop.model.capabilities import Capabilities
 from skillop.model.names import ObjectRef
+from skillop.model.specs import Override
+from skillop.model.tooldef import ToolDef
 from skillop.resolve.resolver import Resolver
 
 
@@ -311,3 +316,39 @@ def test_an_override_of_a_filtered_out_tool_says_the_filter_left_it_out() -> Non
     assert resolution.ok and names(resolution) == ["push"]
     [warning] = [w for w in resolution.warnings if "overrides.pull" in w]
     assert warning.endswith("server docker its toolFilter leaves out tool pull")
+
+
+_FLAGS = st.sampled_from(["readOnly", "writes", "destructive", "idempotent", "openWorld",
+                          "sideEffects", "unsafe", "requiresApproval"])
+_CAPS = st.dictionaries(_FLAGS, st.booleans(), max_size=4)
+_TEXT = st.text(max_size=12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(caps=_CAPS, description=st.none() | _TEXT, title=st.none() | _TEXT,
+       override_caps=st.none() | _CAPS, warm=st.booleans(), twice=st.booleans())
+def test_an_overridden_tool_has_the_json_of_the_same_tool_built_afresh(
+        caps: dict[str, bool], description: str | None, title: str | None,
+        override_caps: dict[str, bool] | None, warm: bool, twice: bool) -> None:
+    """Overriding carries the source's canonical JSON for every field it leaves
+    as it is: what a carried fragment says is what a fresh ToolDef says."""
+    base = ToolDef(identity="tool:team-a/t", name="t", source="tool", description="base",
+                   input_schema={"type": "object", "properties": {"p": {"type": "string"}}},
+                   capabilities=Capabilities.model_validate(caps), title="T",
+                   runtime={"image": "x"})
+    if warm:
+        base.fragments()
+    override = Override.model_validate({
+        "description": description, "title": title,
+        "capabilities": override_caps})
+    seen = base.with_override(override)
+    if twice:
+        if warm:
+            seen.fragments()
+        seen = seen.with_override(override)
+    fresh = ToolDef(identity=base.identity, name=base.name, source=base.source,
+                    description=seen.description, input_schema=dict(base.input_schema),
+                    capabilities=Capabilities.model_validate(seen.capabilities.to_dict()),
+                    title=seen.title, runtime=dict(base.runtime or {}))
+    assert dict(seen.fragments()) == dict(fresh.fragments())
+    assert seen.digest() == fresh.digest()

@@ -26,12 +26,14 @@ from skillkit import (
     resolver,
     skill,
     skill_policy,
+    tool,
 )
 from test_properties import SETTINGS, World, worlds
 
 from skillop.cli.load import load_text
 from skillop.model.names import ObjectRef
 from skillop.model.policies import url_host
+from skillop.operator.store import Store
 from skillop.resolve.catalog import Catalog
 from skillop.resolve.explain import explain
 from skillop.resolve.resolver import Resolver
@@ -400,3 +402,35 @@ def test_the_order_of_policies_changes_nothing(
     rnd.shuffle(shuffled)
     a, b = _resolve_governed(world, [*policies, extra]), _resolve_governed(world, shuffled)
     assert a.text == b.text and a.pruned == b.pruned and a.problems == b.problems
+
+
+def test_a_long_lived_tool_follows_every_policy_edit_and_keeps_few_verdicts() -> None:
+    """A registry Tool's ToolDef outlives resolutions (the operator keeps it while
+    its spec is unchanged), and so do the policy verdicts memoized on it: after
+    each edit of a policy the Actor gets the new policy's verdict, and the
+    definition keeps verdicts for a bounded number of rule sets."""
+    store = Store()
+    store.upsert(tool("deploy", capabilities={"destructive": True, "openWorld": True}))
+    store.upsert(skill("ops", tools=[{"ref": "deploy"}]))
+    store.upsert(actor("dev", skills=["ops"]))
+    definitions = set()
+    for edit in range(40):
+        denies = ["destructive"] if edit % 2 else []
+        # Each edit is a new rule set (the MCP host glob); denyCapabilities decides.
+        store.upsert(cluster_policy("guard", denyCapabilities=denies,
+                                    requireApproval=["openWorld"],
+                                    mcpServers={"allow": [f"h{edit}.svc"]}))
+        resolution = Resolver(store.catalog).resolve_actor(ObjectRef("team-a", "dev"))
+        assert resolution is not None
+        if edit % 2:
+            assert names(resolution) == []
+            assert "has denied capability destructive" in resolution.pruned[0].reason
+        else:
+            assert names(resolution) == ["deploy"]
+            assert resolution.tools[0].entry.tool.capabilities.requires_approval
+        definitions.add(id(store.catalog.tools[ObjectRef("team-a", "deploy")].spec))
+    assert len(definitions) == 1  # the Tool itself never changed
+    lint = Resolver(store.catalog).view(ObjectRef("team-a", "ops"))
+    assert lint is not None
+    kept = [key for key in lint.own[0].tool.memo if key[0] == "policy-verdict"]
+    assert len(kept) == 32  # 40 rule sets seen, the 32 latest kept

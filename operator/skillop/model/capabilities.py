@@ -79,10 +79,24 @@ class Capabilities(BaseModel):
         # A cached_property is not a field: equality, hashing and dumps ignore it.
         return self.model_dump(by_alias=True, exclude_none=True, mode="json")
 
+    @cached_property
+    def true_flags(self) -> frozenset[str]:
+        """The boolean capabilities declared true (camelCase): all that a rule on
+        capabilities looks at, so verdicts can be shared by every tool with the
+        same ones (``resolve.policy``)."""
+        return frozenset(k for k, v in self._set_fields.items() if v is True)
+
+    @cached_property
+    def requiring_approval(self) -> Capabilities:
+        """These capabilities with ``requiresApproval`` set: what a policy's
+        ``requireApproval`` makes of them, once per (frozen) instance."""
+        return self.overlay(_REQUIRES_APPROVAL)
+
     def model_copy(self, *, update: Mapping[str, Any] | None = None,
                    deep: bool = False) -> Self:
         copy = super().model_copy(update=update, deep=deep)
-        copy.__dict__.pop("_set_fields", None)  # ``update`` may have changed fields
+        for derived in _DERIVED:  # ``update`` may have changed fields
+            copy.__dict__.pop(derived, None)
         return copy
 
     @field_validator("write_scope", "tags", mode="before")
@@ -163,6 +177,10 @@ class Capabilities(BaseModel):
                 loosened.append(key)
         return loosened
 
+
+_REQUIRES_APPROVAL = Capabilities(requires_approval=True)
+#: The cached properties derived from the fields (dropped by ``model_copy``).
+_DERIVED = ("_set_fields", "true_flags", "requiring_approval")
 
 #: What MCP 2025-11-25 ``ToolAnnotations`` assumes when a hint is absent: a tool
 #: that says nothing may write, destroy and reach the outside world.

@@ -59,26 +59,37 @@ class ToolDef:
         caps = self.capabilities
         if override.capabilities is not None:
             caps = caps.overlay(override.capabilities)
-        return replace(
-            self,
-            description=self.description if override.description is None else override.description,
-            title=self.title if override.title is None else override.title,
-            capabilities=caps,
-        )
+        description = self.description if override.description is None else override.description
+        return self.overlaid(description=description,
+                             title=self.title if override.title is None else override.title,
+                             capabilities=caps)
+
+    def overlaid(self, *, description: str, title: str | None,
+                 capabilities: Capabilities) -> ToolDef:
+        """This tool with the three fields an override may change. The canonical
+        JSON of every field left as it is comes along: the schemas' is the
+        costly part of a definition's ToolSet JSON and of its token count."""
+        out = replace(self, description=description, title=title, capabilities=capabilities)
+        if self._fragments:
+            out._fragments.update(self._fragments)
+            for key, before, after in (("description", self.description, description),
+                                       ("title", self.title, title),
+                                       ("capabilities", self.capabilities, capabilities)):
+                if after is not before:
+                    out._fragments.pop(key, None)
+        return out
 
     def fragments(self) -> Mapping[str, str]:
         """Canonical JSON (sorted keys, no spaces) of each definition field, by its
         camelCase document key; computed once, as a ToolDef is shared by every
         actor that reaches it and its schemas are never mutated."""
         cached = self._fragments
-        if not cached:
-            cached.update({key: canonical_fragment(value) for key, value in (
-                ("name", self.name), ("title", self.title), ("description", self.description),
-                ("inputSchema", self.input_schema), ("outputSchema", self.output_schema),
-                ("capabilities", self.capabilities.to_dict()), ("runtime", self.runtime),
-                ("source", self.source), ("mcpServer", self.mcp_server),
-                ("execution", self.execution),
-            )})
+        if len(cached) < len(_FIELDS):  # none yet, or some not carried by ``overlaid``
+            for key, attribute in _FIELDS:
+                if key not in cached:
+                    value = getattr(self, attribute)
+                    cached[key] = canonical_fragment(
+                        value.to_dict() if key == "capabilities" else value)
         return cached
 
     def digest(self) -> str:
@@ -93,6 +104,13 @@ class ToolDef:
         return self._digest
 
 
+#: Each definition field's document key and attribute, in ``fragments()``.
+_FIELDS = (
+    ("name", "name"), ("title", "title"), ("description", "description"),
+    ("inputSchema", "input_schema"), ("outputSchema", "output_schema"),
+    ("capabilities", "capabilities"), ("runtime", "runtime"), ("source", "source"),
+    ("mcpServer", "mcp_server"), ("execution", "execution"),
+)
 #: The fields ``digest`` covers, in sorted order.
 _DIGESTED = ("capabilities", "description", "inputSchema", "name", "outputSchema", "title")
 #: With ``execution``, only when a tool has it, so that digests of tools without

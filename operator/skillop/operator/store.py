@@ -163,6 +163,8 @@ class Store:
             self.deps.remove(k)
         if kind == "Skill":
             self.catalog.tool_defs.forget(ref)
+        if kind in ("Tool", "Skill"):
+            self.catalog.defs.forget((kind, ref))
         return ({k} | governed) if existed else set()
 
     def checkpoint(self) -> int:

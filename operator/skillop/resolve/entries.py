@@ -133,7 +133,8 @@ def combine(first: Entry, second: Entry, warnings: list[str]) -> Entry:
         f" from the first path"
     )
     return Entry(
-        tool=replace(first.tool, capabilities=caps),
+        tool=first.tool.overlaid(description=first.tool.description, title=first.tool.title,
+                                 capabilities=caps),
         skill=first.skill,
         overrides=(*first.overrides, *second.overrides),
         merged=True,

@@ -22,13 +22,12 @@ import functools
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from skillop.model.capabilities import Capabilities
 from skillop.model.manifest import PolicyResource
 from skillop.model.names import ObjectRef
 from skillop.model.policies import host_matches
-from skillop.model.specs import AccessPolicy, Override
+from skillop.model.specs import AccessPolicy
 from skillop.model.tooldef import ToolDef
 from skillop.resolve.entries import AppliedOverride, Entry
 
@@ -219,6 +218,14 @@ class Floor:
     #: The override each approval requirement applies (one object, shared).
     _marks: dict[str, AppliedOverride] = field(init=False, compare=False, hash=False,
                                                repr=False)
+    #: The verdict on each denied source's tools.
+    _sources: dict[str, Verdict] = field(init=False, compare=False, hash=False, repr=False)
+    #: Capability verdicts by a tool's true boolean capabilities (``_flags_verdict``).
+    _by_flags: dict[frozenset[str], Verdict] = field(default_factory=dict, compare=False,
+                                                     hash=False, repr=False)
+    #: Approval-marked entries by the id of the entry marked (``marked``).
+    _marked: dict[int, tuple[Entry, Entry]] = field(default_factory=dict, compare=False,
+                                                    hash=False, repr=False)
     #: MCP servers' verdicts by (server name, host): every tool of a server has one.
     _servers: dict[tuple[str | None, str | None], Refusal | None] = field(
         default_factory=dict, compare=False, hash=False, repr=False)
@@ -228,6 +235,10 @@ class Floor:
                  self.require_capabilities, self.approval)
         object.__setattr__(self, "key", ("policy-verdict", _token(rules)))
         object.__setattr__(self, "gate", SkillGate(self.globs))
+        object.__setattr__(self, "_sources", {
+            source: (_refusal(f"source {source} is denied", who, "sources.deny"), False, None,
+                     None)
+            for source, who in reversed(self.deny_sources)})  # the first policy named
         object.__setattr__(self, "_marks", {cap: AppliedOverride(
             f"{who} requireApproval [{cap}]", ("capabilities.requiresApproval",))
             for cap, who in self.approval})
@@ -243,30 +254,53 @@ class Floor:
         tool = entry.tool
         found: Verdict | None = tool.memo.get(self.key)
         if found is None:
-            found = tool.memo[self.key] = self._verdict(tool, entry, host)
+            found = _remember(tool, self.key, self._verdict(tool, entry, host))
         return found
 
     def _verdict(self, tool: ToolDef, entry: Entry, host: HostOf) -> Verdict:
-        # Runs once per tool definition reached in the namespace, most of them
-        # built afresh by each Resolver.
-        for source, who in self.deny_sources:
-            if tool.source == source:
-                return _refusal(f"source {source} is denied", who, "sources.deny"), False, \
-                    None, None
+        # Runs once per tool definition reached in the namespace (most of them
+        # built afresh by each Resolver), so it only looks up what every tool with
+        # the same source and capabilities shares.
+        refused = self._sources.get(tool.source)
+        if refused is not None:
+            return refused
         if tool.source == "mcp" and self.server_hosts:
             refusal = self._server_refusal(tool.mcp_server, host(entry))
             if refusal is not None:
                 return refusal, False, None, None
-        refusal, at_require = _capability_refusal(tool.capabilities, self.deny_capabilities,
+        caps = tool.capabilities
+        flags = caps.true_flags
+        found = self._by_flags.get(flags)
+        if found is None:
+            found = self._by_flags[flags] = self._flags_verdict(flags)
+        mark = found[3]
+        if mark is None:  # kept as it is, or refused
+            return found
+        return None, False, _with_approval(tool), mark
+
+    def _flags_verdict(self, flags: frozenset[str]) -> Verdict:
+        """The verdict on a tool whose true boolean capabilities are ``flags``; one
+        that marks for approval carries the mark but no definition (each tool's
+        own, made by ``_verdict``)."""
+        refusal, at_require = _capability_refusal(flags, self.deny_capabilities,
                                                   self.require_capabilities)
         if refusal is not None:
             return refusal, at_require, None, None
-        flag = tool.capabilities.flag
-        if self.approval and not flag("requiresApproval"):
+        if self.approval and "requiresApproval" not in flags:
             for cap, mark in self._marks.items():  # in self.approval's order
-                if flag(cap):
-                    return None, False, _with_approval(tool), mark
+                if cap in flags:
+                    return None, False, None, mark
         return KEEP
+
+    def marked(self, entry: Entry, tool: ToolDef, mark: AppliedOverride) -> Entry:
+        """``entry`` with its approval-marked ``tool`` and the ``mark``, made once
+        for every Actor of the namespace that reaches the entry."""
+        found = self._marked.get(id(entry))
+        # The memo holds the entry itself, so no other entry can take its id.
+        if found is None or found[0] is not entry:
+            found = self._marked[id(entry)] = (
+                entry, Entry(tool, entry.skill, (*entry.overrides, mark), entry.merged))
+        return found[1]
 
     def _server_refusal(self, server: str | None, host: str | None) -> Refusal | None:
         slot = (server, host)
@@ -285,15 +319,15 @@ class Floor:
         return found
 
 
-def _capability_refusal(caps: Capabilities, deny: Sequence[tuple[str, str]],
+def _capability_refusal(flags: frozenset[str], deny: Sequence[tuple[str, str]],
                         require: Sequence[tuple[str, str]]) -> tuple[Refusal | None, bool]:
-    """The first denied capability the tool has, else the first required one it
-    lacks (True: the refusal is a required capability's)."""
+    """The first denied capability a tool with the true ``flags`` has, else the
+    first required one it lacks (True: the refusal is a required capability's)."""
     for cap, who in deny:
-        if caps.flag(cap):
+        if cap in flags:
             return _refusal(f"has denied capability {cap}", who, "denyCapabilities"), False
     for cap, who in require:
-        if not caps.flag(cap):
+        if cap not in flags:
             return (_refusal(f"lacks required capability {cap}", who, "requireCapabilities"),
                     True)
     return None, False
@@ -358,7 +392,7 @@ class EffectivePolicy:
             elif marked is None or mark is None:
                 kept.append(entry)
             else:
-                kept.append(Entry(marked, entry.skill, (*entry.overrides, mark), entry.merged))
+                kept.append(floor.marked(entry, marked, mark))
         return kept, dropped
 
     def _own_refusal(self, tool: ToolDef, floor: Refusal | None) -> Refusal | None:
@@ -366,14 +400,32 @@ class EffectivePolicy:
         denied capability comes before the floor's required ones."""
         found: tuple[Refusal | None, Refusal | None] | None = tool.memo.get(self._own_key)
         if found is None:
-            found = tool.memo[self._own_key] = (
-                _capability_refusal(tool.capabilities, self.own_deny, ())[0],
-                _capability_refusal(tool.capabilities, (), self.own_require)[0])
+            flags = tool.capabilities.true_flags
+            found = _remember(tool, self._own_key, (
+                _capability_refusal(flags, self.own_deny, ())[0],
+                _capability_refusal(flags, (), self.own_require)[0]))
         deny, require = found
         return deny or floor or require
 
 
 _TOKENS: dict[Any, int] = {}
+#: Rule sets whose verdicts a ToolDef keeps at most: registry and MCP ToolDefs
+#: live as long as their specs, across every policy edit meanwhile.
+_KEPT_RULE_SETS = 32
+#: ``ToolDef.memo`` key of the rule-set keys it holds verdicts under, oldest first.
+_RULE_SET_KEYS = ("policy-rule-sets",)
+_V = TypeVar("_V")
+
+
+def _remember(tool: ToolDef, key: tuple[str, int], verdict: _V) -> _V:
+    """Keep ``verdict`` in ``tool.memo`` under ``key``, forgetting the oldest rule
+    set's beyond ``_KEPT_RULE_SETS`` (a forgotten one is computed again)."""
+    keys: list[tuple[str, int]] = tool.memo.setdefault(_RULE_SET_KEYS, [])
+    keys.append(key)
+    if len(keys) > _KEPT_RULE_SETS:
+        tool.memo.pop(keys.pop(0), None)
+    tool.memo[key] = verdict
+    return verdict
 
 
 def _token(rules: Any) -> int:
@@ -387,16 +439,18 @@ def _refusal(what: str, who: str, rule: str) -> Refusal:
     return Refusal(f"{what} ({who}: {rule})", who, rule)
 
 
-_APPROVAL = Override(capabilities=Capabilities(requires_approval=True))
 _APPROVAL_KEY = ("requireApproval",)
 
 
 def _with_approval(tool: ToolDef) -> ToolDef:
-    """``tool`` with requiresApproval set, kept on the tool: every Actor under the
-    policy shares one definition (and its cached JSON)."""
+    """``tool`` with requiresApproval set (as an override setting only it), kept on
+    the tool: every Actor under the policy shares one definition (and its cached
+    JSON)."""
     found = tool.memo.get(_APPROVAL_KEY)
     if found is None:
-        found = tool.memo[_APPROVAL_KEY] = tool.with_override(_APPROVAL)
+        found = tool.memo[_APPROVAL_KEY] = tool.overlaid(
+            description=tool.description, title=tool.title,
+            capabilities=tool.capabilities.requiring_approval)
     assert isinstance(found, ToolDef)
     return found
 

@@ -9,13 +9,14 @@ included skill's flattened set and live in ``flatten``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from skillop.model import problems as P
 from skillop.model.capabilities import EMPTY, Capabilities, Origins, mcp_capabilities
 from skillop.model.credentials import credential_query_names, looks_like_credential
-from skillop.model.manifest import SkillResource
+from skillop.model.manifest import SkillResource, ToolResource
 from skillop.model.names import ObjectRef, RefError, parse_ref
 from skillop.model.problems import Problem
 from skillop.model.serverkeys import ServerKey
@@ -177,7 +178,9 @@ def skill_view(skill: SkillResource, catalog: Catalog) -> SkillView:
     for i, group in enumerate(spec.builtins):
         _builtin(b, group, f"spec.builtins[{i}]")
     for i, tool in enumerate(spec.anonymous_tools):
-        b.add(_anonymous(skill, tool), f"spec.anonymousTools[{i}]")
+        field = f"spec.anonymousTools[{i}]"
+        b.add(catalog.defs.tool_def(("Skill", skill.ref), field, tool,
+                                    functools.partial(_anonymous, skill, tool)), field)
     _check_unique_names(b)
     edges = [edge for i, (inc, parsed) in enumerate(zip(spec.includes, refs.includes, strict=True))
              if (edge := _include(b, i, parsed, inc.overrides)) is not None]
@@ -199,13 +202,19 @@ def _registry_tool(b: _Builder, parsed: ParsedRef, override: Override | None,
                   f"tool {ref} is not shared with namespace {b.ns} (it needs label"
                   f" skillop.dev/shared=true)")
         return
+    b.add(b.catalog.defs.tool_def(("Tool", tool.ref), "", tool.spec,
+                                  lambda: _registry_def(tool)),
+          field, override, tighten_only=True)
+
+
+def _registry_def(tool: ToolResource) -> ToolDef:
     spec = tool.spec
-    b.add(ToolDef(
-        identity=f"tool:{ref}", name=spec.name or tool.meta.name, source="tool",
+    return ToolDef(
+        identity=f"tool:{tool.ref}", name=spec.name or tool.meta.name, source="tool",
         description=spec.description, input_schema=spec.input_schema,
         capabilities=spec.capabilities, title=spec.title, output_schema=spec.output_schema,
         runtime=spec.runtime,
-    ), field, override, tighten_only=True)
+    )
 
 
 def _mcp_server(b: _Builder, server: McpServer, server_key: ServerKey | None,
