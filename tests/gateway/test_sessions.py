@@ -208,6 +208,51 @@ def test_half_sent_requests_are_answered_408_and_closed(
     assert all(a.startswith(b"HTTP/1.1 408 ") for a in answers)
 
 
+def test_each_request_on_a_kept_alive_connection_has_its_own_deadline(
+        tmp_path: Path, upstream: ServerHandle) -> None:
+    """The deadline counts from a request's first byte: a second request, half sent
+    on a kept-alive connection after the first was answered, is answered 408 once
+    its own time is over, not sooner (the connection's timer, set for the first,
+    fires before and finds it not yet late)."""
+    timeout = 0.6
+
+    async def main() -> tuple[bytes, bytes, float]:
+        async with serving(tmp_path, upstream, request_timeout=timeout) as gateway:
+            assert gateway.url is not None
+            port = int(gateway.url.rsplit(":", 1)[1].split("/")[0])
+            body = (b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":'
+                    b'{"io.modelcontextprotocol/protocolVersion":"2026-07-28",'
+                    b'"io.modelcontextprotocol/clientCapabilities":{}}}}')
+            head = (f"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\n"
+                    "content-type: application/json\r\n"
+                    "accept: application/json, text/event-stream\r\n"
+                    "mcp-protocol-version: 2026-07-28\r\nmcp-method: tools/list\r\n"
+                    f"content-length: {len(body)}\r\n\r\n").encode()
+            stream = await anyio.connect_tcp("127.0.0.1", port)
+            async with stream:
+                await stream.send(head + body)
+                first = b""
+                with anyio.fail_after(5):
+                    while b'"tools"' not in first:
+                        first += await stream.receive()
+                await anyio.sleep(timeout * 0.7)
+                await stream.send(head[:40])
+                sent = anyio.current_time()
+                second = b""
+                with anyio.fail_after(5):
+                    try:
+                        while True:
+                            second += await stream.receive()
+                    except (anyio.EndOfStream, anyio.BrokenResourceError):
+                        pass
+                return first, second, anyio.current_time() - sent
+
+    first, second, waited = anyio.run(main)
+    assert first.startswith(b"HTTP/1.1 200 ")
+    assert second.startswith(b"HTTP/1.1 408 ")
+    assert timeout * 0.9 <= waited < timeout + 1.5
+
+
 def test_a_request_head_without_end_is_answered_431_and_closed(
         tmp_path: Path, upstream: ServerHandle) -> None:
     """Headers sent without end (256 KiB here), well within the request deadline, are

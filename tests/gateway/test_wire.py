@@ -146,16 +146,18 @@ def test_a_body_over_the_bound_is_not_parsed() -> None:
 
 
 @given(st.binary(max_size=64) | st.text(max_size=32).map(lambda t: ("{" + t).encode())
-       | st.text(max_size=32).map(lambda t: ("{" + t).encode("utf-16-le")))
+       | st.text(max_size=32).map(lambda t: ("{" + t).encode("utf-16-le"))
+       | st.text(" \t\n\r}x", max_size=6).map(lambda t: ('{"a": [1, 2.5]}' + t).encode()))
 def test_loads_reads_any_bytes_as_json_loads_does(data: bytes) -> None:
     """The shortcut for bytes that open an object decodes exactly what json.loads
-    decodes (UTF-16 too), and fails where it fails."""
+    decodes (UTF-16 too, whitespace after the value), and fails where and as it
+    fails."""
     from skillop.gateway.wire import loads
 
     def outcome(read: Any) -> object:
         try:
             return ("ok", read(data))
         except (ValueError, RecursionError) as exc:
-            return ("error", type(exc))
+            return ("error", type(exc), str(exc))
 
     assert repr(outcome(loads)) == repr(outcome(json.loads))

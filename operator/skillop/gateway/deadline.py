@@ -52,7 +52,11 @@ def deadline_protocol(timeout: float) -> type[HttpToolsProtocol]:
 
 class DeadlineProtocol(HttpToolsProtocol):
     request_timeout: float = 10.0
+    #: The connection's one timer: set for the earliest time the request being read
+    #: may be late (it may fire early: then it is set again for what is left).
     _timer: asyncio.TimerHandle | None = None
+    #: When the request being read began (None: none is being read).
+    _since: float | None = None
     #: Bytes of the head being read (None: no head is being read).
     _head: int | None = None
     #: The head was too large: the connection is ending, nothing more is parsed.
@@ -60,7 +64,7 @@ class DeadlineProtocol(HttpToolsProtocol):
 
     def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)
-        self._arm()
+        self._begin()
 
     def data_received(self, data: bytes) -> None:
         if self._discarding:
@@ -76,6 +80,7 @@ class DeadlineProtocol(HttpToolsProtocol):
         """Answer 431 and end the connection; what the client still sends meanwhile is
         read and dropped for a moment, so that it reads the answer (closing with its
         bytes unread would reset the connection, the answer with it)."""
+        self._since = None
         self._disarm()
         self._head = None
         self._discarding = True
@@ -86,8 +91,8 @@ class DeadlineProtocol(HttpToolsProtocol):
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self._head = 0
-        if self._timer is None:
-            self._arm()  # the first byte of the next request on a kept-alive connection
+        if self._since is None:
+            self._begin()  # the first byte of the next request on a kept-alive connection
 
     def on_headers_complete(self) -> None:
         self._head = None
@@ -95,15 +100,20 @@ class DeadlineProtocol(HttpToolsProtocol):
 
     def on_message_complete(self) -> None:
         super().on_message_complete()
-        self._disarm()  # arrived whole
+        self._since = None  # arrived whole (its timer, if set, finds nothing late)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self._since = None
         self._disarm()
         super().connection_lost(exc)
 
-    def _arm(self) -> None:
-        self._disarm()
-        self._timer = self.loop.call_later(self.request_timeout, self._expired)
+    def _begin(self) -> None:
+        """A request begins: it has ``request_timeout`` from now. The timer is set only
+        if none is (one set for an earlier request fires, finds this one not yet
+        late, and is set again): no timer made and cancelled per request."""
+        self._since = self.loop.time()
+        if self._timer is None:
+            self._timer = self.loop.call_later(self.request_timeout, self._expired)
 
     def _disarm(self) -> None:
         if self._timer is not None:
@@ -111,10 +121,17 @@ class DeadlineProtocol(HttpToolsProtocol):
             self._timer = None
 
     def _expired(self) -> None:
-        """Answer 408 and close; only close while an answer to an earlier request is
-        being written (a 408 would cut into it): a pipelined request waits in
-        ``pipeline`` for that one, or is the current ``cycle`` itself."""
+        """The request being read is late: answer 408 and close; only close while an
+        answer to an earlier request is being written (a 408 would cut into it): a
+        pipelined request waits in ``pipeline`` for that one, or is the current
+        ``cycle`` itself. A request not yet late sets the timer again for its rest."""
         self._timer = None
+        if self._since is None:
+            return  # nothing is being read
+        left = self._since + self.request_timeout - self.loop.time()
+        if left > 0:
+            self._timer = self.loop.call_later(left, self._expired)
+            return
         if self.transport.is_closing() or self._discarding:
             return
         cycle = self.cycle

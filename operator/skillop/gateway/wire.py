@@ -21,9 +21,11 @@ Everything here is bounded (an event, a pending line, a body) and fails with
 from __future__ import annotations
 
 import json
+import json.scanner
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final, TypeGuard
+from typing import Any, Final, TypeGuard, cast
 
 #: A result is a ConfigMap-sized thing in practice; anything far larger is refused.
 MAX_MESSAGE_BYTES: Final = 16 * 1024 * 1024
@@ -146,10 +148,26 @@ def decode(text: str | bytes) -> Any:
 def loads(data: str | bytes) -> Any:
     """``json.loads``, the same for any input: bytes that begin with ``{`` are UTF-8
     by its own detection (no byte-order mark, no zero byte among the first two), so
-    they are decoded as it would decode them, without the detour."""
-    if isinstance(data, bytes) and data[:1] == b"{" and (len(data) < 2 or data[1]):
-        return json.loads(data.decode("utf-8", "surrogatepass"))
-    return json.loads(data)
+    they are decoded as it would decode them and scanned by its own (C) scanner,
+    without the Python layers around it (only whitespace may follow the value)."""
+    if not (isinstance(data, bytes) and data[:1] == b"{" and (len(data) < 2 or data[1])):
+        return json.loads(data)
+    text = data.decode("utf-8", "surrogatepass")
+    try:
+        value, end = _scan(text, 0)
+    except StopIteration as err:  # as JSONDecoder.raw_decode says it
+        raise json.JSONDecodeError("Expecting value", text, err.value) from None
+    if end != len(text):
+        rest = text[end:]
+        after = rest.lstrip(" \t\n\r")  # json's whitespace
+        if after:
+            raise json.JSONDecodeError("Extra data", text, end + len(rest) - len(after))
+    return value
+
+
+#: ``json.loads``'s own scanner (its default decoder's settings).
+_scan: Final[Callable[[str, int], tuple[Any, int]]] = cast(
+    Any, json.scanner.make_scanner)(json.JSONDecoder())  # (typeshed types it as a class)
 
 
 def classify(message: Any, request_id: int) -> Meaning:
