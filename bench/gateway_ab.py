@@ -1,0 +1,198 @@
+"""Benchmark: the gateway's CPU per call, two builds side by side (A/B), with a cheap client.
+
+`bench/gateway.py` measures what a call through the gateway costs against a direct
+call, with SDK clients: its ratios are the targets, but on a shared machine they
+move with whatever else runs (the SDK clients cost several times the gateway, and
+all of it competes for the same cores). This script isolates the gateway: two
+`skillop gateway` processes (``--a`` and ``--b``: checkouts with their own
+``.venv``, e.g. ``main`` at some commit and a branch), serving the same ToolSet
+of the same upstream (bench/gateway.py's trivial SDK server), called by a raw
+HTTP/1.1 client (pre-built requests on kept-alive sockets: next to no CPU of its
+own) in blocks that alternate between the two (A B, B A, ...), so that a busy
+machine slows both alike. Printed per build: the gateway process's CPU per call
+(user + system, from /proc) and the median call latency (sequential) or block
+time (``--connections`` > 1, threads on their own connections).
+
+    .venv/bin/python bench/gateway_ab.py --a /path/to/base --b . [--era modern]
+        [--blocks 20] [--calls 500] [--connections 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+for _path in (ROOT / "bench", ROOT / "tests", ROOT / "tests" / "unit", ROOT / "tests" / "gateway"):
+    sys.path.insert(0, str(_path))
+
+import gateway as bench  # noqa: E402
+
+_MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+                "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+class RawClient:
+    """One kept-alive connection to a gateway, calling ``ping`` as an MCP client of
+    ``era`` would (a session opened first for the handshake era)."""
+
+    def __init__(self, url: str, era: str) -> None:
+        authority = url.split("//", 1)[1].split("/", 1)[0]
+        host, port = authority.rsplit(":", 1)
+        self._authority = authority
+        self._sock = socket.create_connection((host, int(port)))
+        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._era = era
+        self._extra: dict[str, str] = {"mcp-protocol-version": "2026-07-28"}
+        if era == "handshake":
+            headers, _ = self._post({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                                     "params": {"protocolVersion": "2025-11-25",
+                                                "capabilities": {},
+                                                "clientInfo": {"name": "raw", "version": "0"}}},
+                                    {"mcp-protocol-version": "2025-11-25"}, stream=True)
+            self._extra = {"mcp-session-id": headers["mcp-session-id"],
+                           "mcp-protocol-version": "2025-11-25"}
+            self._post({"jsonrpc": "2.0", "method": "notifications/initialized"}, self._extra)
+
+    def call(self, ident: int) -> None:
+        params: dict[str, Any] = {"name": "ping", "arguments": {}}
+        routing: dict[str, str] = {}
+        if self._era == "modern":
+            params["_meta"] = _MODERN_META
+            routing = {"mcp-method": "tools/call", "mcp-name": "ping"}
+        _, body = self._post({"jsonrpc": "2.0", "id": ident, "method": "tools/call",
+                              "params": params}, {**self._extra, **routing})
+        if b'"pong"' not in body:
+            raise RuntimeError(f"ping failed: {body[:200]!r}")
+
+    def _post(self, message: dict[str, Any], headers: dict[str, str], *,
+              stream: bool = False) -> tuple[dict[str, str], bytes]:
+        body = json.dumps(message).encode()
+        lines = {"host": self._authority, "content-type": "application/json",
+                 "accept": "application/json, text/event-stream", **headers,
+                 "content-length": str(len(body))}
+        self._sock.sendall(("POST /mcp HTTP/1.1\r\n"
+                            + "".join(f"{k}: {v}\r\n" for k, v in lines.items())
+                            + "\r\n").encode() + body)
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += self._recv()
+        head, _, rest = data.partition(b"\r\n\r\n")
+        answer = {name.strip().lower(): value.strip() for name, _, value in
+                  (line.decode("latin-1").partition(":") for line in head.split(b"\r\n")[1:])}
+        if "content-length" in answer:
+            while len(rest) < int(answer["content-length"]):
+                rest += self._recv()
+        elif stream:  # the SDK's event stream (chunked), ended by its last chunk
+            while not rest.endswith(b"0\r\n\r\n"):
+                rest += self._recv()
+        return answer, rest
+
+    def _recv(self) -> bytes:
+        chunk = self._sock.recv(65536)
+        if not chunk:
+            raise RuntimeError("the gateway closed the connection")
+        return chunk
+
+
+def _cpu(pid: int) -> float:
+    return bench._cpu(pid)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--a", type=Path, required=True, help="checkout A (with its .venv)")
+    parser.add_argument("--b", type=Path, required=True, help="checkout B (with its .venv)")
+    parser.add_argument("--era", choices=("modern", "handshake"), default="modern")
+    parser.add_argument("--blocks", type=int, default=20, help="blocks per build, alternating")
+    parser.add_argument("--calls", type=int, default=500, help="calls per block")
+    parser.add_argument("--connections", type=int, default=1,
+                        help="connections calling at once (threads)")
+    parser.add_argument("--warmup", type=int, default=300, help="unmeasured calls per build")
+    args = parser.parse_args()
+    upstream = subprocess.Popen([sys.executable, str(ROOT / "bench" / "gateway.py"), "--upstream"],
+                                stdout=subprocess.PIPE, text=True)
+    gateways: list[subprocess.Popen[bytes]] = []
+    try:
+        url = bench._read_line(upstream)
+        with tempfile.TemporaryDirectory() as tmp:
+            clients: dict[str, tuple[int, list[RawClient]]] = {}
+            for name, checkout in (("A", args.a), ("B", args.b)):
+                bench.SKILLOP = str(checkout.resolve() / ".venv" / "bin" / "skillop")
+                work = Path(tmp) / name
+                work.mkdir()
+                proc, gateway_url = bench.start_gateway(url, work)
+                gateways.append(proc)
+                clients[name] = (proc.pid, [RawClient(gateway_url, args.era)
+                                            for _ in range(args.connections)])
+            for _, (_, raws) in clients.items():
+                for n in range(args.warmup):
+                    raws[0].call(n)
+            print(f"{args.era} era, {args.blocks} blocks of {args.calls} calls per build,"
+                  f" {args.connections} connection(s); load average {os.getloadavg()[0]:.2f}")
+            results = _measure(clients, blocks=args.blocks, calls=args.calls)
+            for name, checkout in (("A", args.a), ("B", args.b)):
+                cpu, calls, times = results[name]
+                times.sort()
+                label = "call p50" if args.connections == 1 else "block p50"
+                print(f"  {name} {checkout}: gateway CPU {cpu / calls * 1000:.3f} ms a call,"
+                      f" {label} {times[len(times) // 2] * 1000:.3f} ms")
+            print(f"load average at the end {os.getloadavg()[0]:.2f}")
+    finally:
+        for proc in (*gateways, upstream):
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    return 0
+
+
+def _measure(clients: dict[str, tuple[int, list[RawClient]]], *, blocks: int, calls: int,
+             ) -> dict[str, tuple[float, int, list[float]]]:
+    """CPU seconds, calls and times (per call, or per block with several
+    connections) of each build, the builds alternating block by block."""
+    out: dict[str, tuple[float, int, list[float]]] = {name: (0.0, 0, []) for name in clients}
+    order = list(clients)
+    for block in range(blocks):
+        for name in order if block % 2 == 0 else order[::-1]:
+            pid, raws = clients[name]
+            cpu, made, times = out[name]
+            before = _cpu(pid)
+            if len(raws) == 1:
+                for n in range(calls):
+                    start = time.perf_counter()
+                    raws[0].call(n)
+                    times.append(time.perf_counter() - start)
+                made += calls
+            else:
+                each = max(1, calls // len(raws))
+                threads = [threading.Thread(target=_calls, args=(raw, each)) for raw in raws]
+                start = time.perf_counter()
+                for thread in threads:
+                    thread.start()
+                for thread in threads:
+                    thread.join()
+                times.append(time.perf_counter() - start)
+                made += each * len(raws)
+            out[name] = (cpu + _cpu(pid) - before, made, times)
+    return out
+
+
+def _calls(raw: RawClient, count: int) -> None:
+    for n in range(count):
+        raw.call(n)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
