@@ -43,7 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -342,14 +342,18 @@ def main() -> int:
                 if not report(era, urls, args, gateway, upstream, Path(tmp)):
                     return 1
     finally:
-        for proc in (gateway, upstream):
-            if proc is not None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+        stop(proc for proc in (gateway, upstream) if proc is not None)
     return 0
+
+
+def stop(procs: Iterable[subprocess.Popen[Any]]) -> None:
+    """Terminate each process, killing one that has not exited after 10 s."""
+    for proc in procs:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 if __name__ == "__main__":

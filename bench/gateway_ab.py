@@ -149,12 +149,7 @@ def main() -> int:
                       f" {label} {times[len(times) // 2] * 1000:.3f} ms")
             print(f"load average at the end {os.getloadavg()[0]:.2f}")
     finally:
-        for proc in (*gateways, upstream):
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        bench.stop((*gateways, upstream))
     return 0
 
 
