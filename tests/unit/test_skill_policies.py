@@ -375,7 +375,7 @@ def _resolve_governed(world: World, policies: list[dict[str, Any]]) -> Any:
 
 
 def _approval(resolution: Any) -> dict[str, bool]:
-    return {t.entry.tool.identity: t.entry.tool.capabilities.flag("requiresApproval")
+    return {t.entry.tool.identity: "requiresApproval" in t.entry.tool.capabilities.true_flags
             for t in resolution.tools}
 
 

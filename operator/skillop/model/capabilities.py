@@ -113,10 +113,6 @@ class Capabilities(BaseModel):
             return fields.copy()
         return {k: list(v) if isinstance(v, list) else v for k, v in fields.items()}
 
-    def flag(self, name: str) -> bool:
-        """Whether a boolean capability (camelCase name) is declared true."""
-        return self._set_fields.get(name) is True
-
     def overlay(self, override: Capabilities) -> Capabilities:
         """This, with every field the override sets replaced."""
         if not override._set_fields:

@@ -11,10 +11,11 @@ the live list (see ``skillop.operator.pinning``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from skillop.model.kept import Kept
 from skillop.model.manifest import (
     POLICY_KINDS,
     ActorResource,
@@ -33,38 +34,6 @@ from skillop.model.tooldef import ToolDef
 from skillop.sources.mcp_tools import McpToolInfo, ToolDefMemo
 
 SHARED_LABEL = "skillop.dev/shared"
-
-
-class DefMemo:
-    """ToolDefs of registry Tools and inline tools kept from one resolution to
-    the next, as ``ToolDefMemo`` keeps MCP servers'. Each depends on one spec
-    object alone (a Tool's spec, a Skill's ``anonymousTools[i]``; the operator
-    keeps those objects while the spec is unchanged), so it is reused while that
-    is the very same object. Reused, a ToolDef keeps what is memoized on it
-    (canonical JSON, token count, ToolSet templates, policy verdicts) for every
-    Skill and Actor that reaches it, in every batch."""
-
-    def __init__(self) -> None:
-        #: By owner (kind and reference), then field: the ToolDef and its source.
-        self._owners: dict[tuple[str, ObjectRef], dict[str, tuple[object, ToolDef]]] = {}
-
-    def tool_def(self, owner: tuple[str, ObjectRef], field: str, source: object,
-                 build: Callable[[], ToolDef]) -> ToolDef:
-        """``build()``, or what it gave before for this very ``source`` object."""
-        entries = self._owners.setdefault(owner, {})
-        found = entries.get(field)
-        if found is not None and found[0] is source:
-            return found[1]
-        made = build()
-        entries[field] = (source, made)
-        return made
-
-    def forget(self, owner: tuple[str, ObjectRef]) -> None:
-        """Drop what was kept for an object that is gone."""
-        self._owners.pop(owner, None)
-
-    def __len__(self) -> int:
-        return sum(len(entries) for entries in self._owners.values())
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 
@@ -88,9 +57,12 @@ class Catalog:
     #: MCP servers' ToolDefs, kept while their inputs are unchanged (a cache:
     #: never part of what the catalog says).
     tool_defs: ToolDefMemo = field(default_factory=ToolDefMemo, compare=False, repr=False)
-    #: Registry Tools' and inline tools' ToolDefs, kept while their specs are
-    #: unchanged (a cache too).
-    defs: DefMemo = field(default_factory=DefMemo, compare=False, repr=False)
+    #: Registry Tools' ToolDefs by ("Tool", ref) and inline tools' by ("Skill",
+    #: ref) and field, kept while the Tool's spec, or the Skill's
+    #: ``anonymousTools[i]``, is the very same object (a cache too): what is
+    #: memoized on them (canonical JSON, token count, ToolSet templates, policy
+    #: verdicts) then serves every batch.
+    defs: Kept[ToolDef] = field(default_factory=Kept, compare=False, repr=False)
 
     @classmethod
     def of(cls, objects: Iterable[Parsed]) -> Catalog:

@@ -179,8 +179,8 @@ def skill_view(skill: SkillResource, catalog: Catalog) -> SkillView:
         _builtin(b, group, f"spec.builtins[{i}]")
     for i, tool in enumerate(spec.anonymous_tools):
         field = f"spec.anonymousTools[{i}]"
-        b.add(catalog.defs.tool_def(("Skill", skill.ref), field, tool,
-                                    functools.partial(_anonymous, skill, tool)), field)
+        b.add(catalog.defs.get(("Skill", skill.ref), field,
+                               functools.partial(_anonymous, skill, tool), tool), field)
     _check_unique_names(b)
     edges = [edge for i, (inc, parsed) in enumerate(zip(spec.includes, refs.includes, strict=True))
              if (edge := _include(b, i, parsed, inc.overrides)) is not None]
@@ -202,8 +202,8 @@ def _registry_tool(b: _Builder, parsed: ParsedRef, override: Override | None,
                   f"tool {ref} is not shared with namespace {b.ns} (it needs label"
                   f" skillop.dev/shared=true)")
         return
-    b.add(b.catalog.defs.tool_def(("Tool", tool.ref), "", tool.spec,
-                                  lambda: _registry_def(tool)),
+    b.add(b.catalog.defs.get(("Tool", tool.ref), "", functools.partial(_registry_def, tool),
+                             tool.spec),
           field, override, tighten_only=True)
 
 

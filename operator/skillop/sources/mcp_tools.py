@@ -16,6 +16,7 @@ from typing import Any
 
 from skillop.model.canonical import json_digest, sha256_digest
 from skillop.model.capabilities import Capabilities, mcp_capabilities
+from skillop.model.kept import Kept
 from skillop.model.specs import McpServer
 from skillop.model.tooldef import ToolDef
 
@@ -60,41 +61,19 @@ def mcp_tool_defs(server: McpServer, infos: Iterable[McpToolInfo]) -> tuple[Tool
     )
 
 
-class ToolDefMemo:
-    """``mcp_tool_defs`` results kept from one resolution to the next.
-
-    A server's ToolDefs depend only on its spec object and its tool list. The
-    operator keeps both objects until they change (a Skill is parsed once per
-    change, a server's list replaced only when it differs), so a result is
-    reused while both are the very same objects, and recomputed otherwise.
-    Reused ToolDefs keep their cached fragments, digests and JSON templates: a
-    batch touching 30 Actors of 300 tools each does not rebuild 9,000
-    definitions. One entry per (owner, field): a changed Skill replaces its
-    entries rather than adding to them.
+class ToolDefMemo(Kept[tuple[ToolDef, ...]]):
+    """``mcp_tool_defs`` results kept from one resolution to the next
+    (``model.kept``): a server's ToolDefs depend only on its spec object and its
+    tool list, so they are reused while both are the very same objects. Reused
+    ToolDefs keep their cached fragments, digests and JSON templates: a batch
+    touching 30 Actors of 300 tools each does not rebuild 9,000 definitions.
     """
-
-    def __init__(self) -> None:
-        #: By owner (a Skill), then field: what was computed, and from which objects.
-        self._owners: dict[object, dict[str, tuple[McpServer, object,
-                                                    tuple[ToolDef, ...]]]] = {}
 
     def tool_defs(self, owner: object, field: str, server: McpServer,
                   infos: tuple[McpToolInfo, ...] | None) -> tuple[ToolDef, ...]:
         """``mcp_tool_defs(server, infos)``; ``infos`` None means the declared tools."""
-        entries = self._owners.setdefault(owner, {})
-        found = entries.get(field)
-        if found is not None and found[0] is server and found[1] is infos:
-            return found[2]
-        defs = mcp_tool_defs(server, declared_infos(server) if infos is None else infos)
-        entries[field] = (server, infos, defs)
-        return defs
-
-    def forget(self, owner: object) -> None:
-        """Drop what was kept for an owner that is gone."""
-        self._owners.pop(owner, None)
-
-    def __len__(self) -> int:
-        return sum(len(entries) for entries in self._owners.values())
+        return self.get(owner, field, lambda: mcp_tool_defs(
+            server, declared_infos(server) if infos is None else infos), server, infos)
 
 
 def _tool_def(server: McpServer, info: McpToolInfo) -> ToolDef:
