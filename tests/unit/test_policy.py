@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from skillkit import (
     P,
     actor,
@@ -22,8 +24,10 @@ from skillkit import (
     skill_md,
     tool,
 )
+from test_properties import SETTINGS
 
 from skillop.model.serverkeys import ServerKey
+from skillop.resolve.policy import OWN, GlobRules, SkillGate
 from skillop.resolve.resolver import Resolver
 from skillop.sources.mcp_tools import McpToolInfo
 
@@ -306,3 +310,30 @@ def test_includes_inside_a_shared_skill_are_checked_from_its_own_namespace() -> 
     resolution = resolve_actor(docs, "team-a/a")
     assert resolution.ok
     assert by_name(resolution)["inner"]["path"] == ["platform/lib", "platform/base"]
+
+
+_GLOBS = st.sampled_from(["*", "*/*", "team-a/*", "*/web-*", "team-?/db", "[tu]*/x",
+                          "other/*", "*/*-prod", "team-a/web-1"])
+_RULES = st.builds(
+    GlobRules,
+    st.sampled_from([OWN, "ClusterSkillPolicy a", "SkillPolicy team-a/b"]),
+    st.none() | st.lists(_GLOBS, max_size=3).map(tuple),
+    st.lists(_GLOBS, max_size=3).map(tuple))
+_NAMES = st.sampled_from(["team-a/web-1", "team-a/db", "team-b/db", "other/web-x",
+                          "u/x", "team-a/api-prod", "t/x"])
+
+
+@SETTINGS
+@given(st.lists(_RULES, max_size=5), st.integers(0, 5), st.lists(_NAMES, max_size=6))
+def test_a_gate_names_the_first_rule_that_refuses_a_skill(
+        rules: list[GlobRules], split: int, names_: list[str]) -> None:
+    """A gate checks its rules together (one pattern for all deny lists), yet
+    refuses exactly what the rules refuse one by one, naming the first that does,
+    with or without a base gate (a namespace's policies) asked first."""
+    base = SkillGate(tuple(rules[:split]))
+    gates = (SkillGate(tuple(rules)), SkillGate(tuple(rules), base=base))
+    for name in names_:
+        expected = next((r for rule in rules if (r := rule.refusal(name)) is not None), None)
+        for gate in gates:
+            assert gate.verdict(name) == expected
+            assert gate.admits_every([name]) is (expected is None)

@@ -432,5 +432,6 @@ def test_a_long_lived_tool_follows_every_policy_edit_and_keeps_few_verdicts() ->
     assert len(definitions) == 1  # the Tool itself never changed
     lint = Resolver(store.catalog).view(ObjectRef("team-a", "ops"))
     assert lint is not None
-    kept = [key for key in lint.own[0].tool.memo if key[0] == "policy-verdict"]
+    kept = [key for key in lint.own[0].tool.memo
+            if getattr(key, "kind", None) == "policy-verdict"]
     assert len(kept) == 32  # 40 rule sets seen, the 32 latest kept

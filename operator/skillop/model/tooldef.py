@@ -8,7 +8,7 @@ Schemas are plain JSON objects and are never mutated after construction.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -55,7 +55,11 @@ class ToolDef:
     memo: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def with_override(self, override: Override) -> ToolDef:
-        """This tool as an includer sees it (the source object is untouched)."""
+        """This tool as an includer sees it (the source object is untouched); the
+        same ToolDef for the same override object (``derived``)."""
+        return self.derived(_OVERRIDDEN, override, lambda: self._overridden(override))
+
+    def _overridden(self, override: Override) -> ToolDef:
         caps = self.capabilities
         if override.capabilities is not None:
             caps = caps.overlay(override.capabilities)
@@ -63,6 +67,36 @@ class ToolDef:
         return self.overlaid(description=description,
                              title=self.title if override.title is None else override.title,
                              capabilities=caps)
+
+    def merged_with(self, other: ToolDef) -> ToolDef:
+        """This tool, reached by a second path as ``other``: the most restrictive
+        capabilities of the two, this one's description and title (``derived``)."""
+        return self.derived(_MERGED, other, lambda: self.overlaid(
+            description=self.description, title=self.title,
+            capabilities=self.capabilities.most_restrictive(other.capabilities)))
+
+    def derived(self, kind: str, made_from: object, build: Callable[[], ToolDef]) -> ToolDef:
+        """``build()``, a ToolDef made from this one and ``made_from`` alone, kept
+        on this one while ``made_from`` is the very same object (at most
+        ``_KEPT_DERIVED`` of each kind, the latest).
+
+        A kept ToolDef (a registry Tool's, an MCP server's: ``model.kept``) and an
+        unchanged spec's override object then give the same overridden ToolDef
+        from one resolution to the next, and with it everything memoized on it:
+        canonical JSON, token counts, a policy's verdicts.
+        """
+        kept: dict[int, tuple[object, ToolDef]] | None = self.memo.get(kind)
+        if kept is None:
+            kept = self.memo[kind] = {}
+        found = kept.get(id(made_from))
+        if found is not None and found[0] is made_from:  # the object itself: never stale
+            return found[1]
+        made = build()
+        kept.pop(id(made_from), None)  # an id reused by a new object goes to the end
+        kept[id(made_from)] = (made_from, made)
+        if len(kept) > _KEPT_DERIVED:
+            del kept[next(iter(kept))]
+        return made
 
     def overlaid(self, *, description: str, title: str | None,
                  capabilities: Capabilities) -> ToolDef:
@@ -103,6 +137,13 @@ class ToolDef:
         assert self._digest is not None
         return self._digest
 
+
+#: ``ToolDef.memo`` keys of the ToolDefs ``derived`` from one.
+_OVERRIDDEN = "derived:override"
+_MERGED = "derived:merged"
+#: Derived ToolDefs kept per kind on one ToolDef: a registry Tool's lives as long
+#: as its spec, across every edit of the skills that override it meanwhile.
+_KEPT_DERIVED = 32
 
 #: Each definition field's document key and attribute, in ``fragments()``.
 _FIELDS = (

@@ -126,15 +126,13 @@ def combine(first: Entry, second: Entry, warnings: list[str]) -> Entry:
     """One tool reached by two paths: most restrictive capabilities, first description."""
     if same_view(first.tool, second.tool):
         return first
-    caps = first.tool.capabilities.most_restrictive(second.tool.capabilities)
     warnings.append(
         f"tool {first.tool.name} ({first.tool.identity}) is reached by several paths with"
         f" different overrides; capabilities merged to the most restrictive, description"
         f" from the first path"
     )
     return Entry(
-        tool=first.tool.overlaid(description=first.tool.description, title=first.tool.title,
-                                 capabilities=caps),
+        tool=first.tool.merged_with(second.tool),
         skill=first.skill,
         overrides=(*first.overrides, *second.overrides),
         merged=True,

@@ -111,6 +111,23 @@ class SkillGate:
     #: Verdicts by canonical name: a pure function of the globs, so never stale.
     _verdicts: dict[str, Refusal | None] = field(default_factory=dict, compare=False,
                                                  hash=False, repr=False)
+    #: The rules after the base's, and what they say together: one pattern for
+    #: every deny list, and the allow lists that do not allow every skill. Most
+    #: names pass both, and only a refused one is looked up rule by rule (for
+    #: the rule to name).
+    _rest: tuple[GlobRules, ...] = field(init=False, compare=False, hash=False, repr=False)
+    _deny: re.Pattern[str] | None = field(init=False, compare=False, hash=False, repr=False)
+    _allow: tuple[re.Pattern[str], ...] = field(init=False, compare=False, hash=False,
+                                                repr=False)
+    _admits_all: bool = field(init=False, compare=False, hash=False, repr=False)
+
+    def __post_init__(self) -> None:
+        rest = self.rules if self.base is None else self.rules[len(self.base.rules):]
+        object.__setattr__(self, "_rest", rest)
+        object.__setattr__(self, "_deny", _any_of(tuple(g for r in rest for g in r.deny)))
+        object.__setattr__(self, "_allow", tuple(
+            r._allow for r in rest if r._allow is not None and not r.admits_all))
+        object.__setattr__(self, "_admits_all", all(r.admits_all for r in self.rules))
 
     @classmethod
     def of(cls, policy: AccessPolicy) -> SkillGate:
@@ -118,7 +135,7 @@ class SkillGate:
 
     @property
     def admits_all(self) -> bool:
-        return all(r.admits_all for r in self.rules)
+        return self._admits_all
 
     def refusal(self, ref: ObjectRef) -> Refusal | None:
         """Why the skill is pruned, or None when every source allows it."""
@@ -126,20 +143,21 @@ class SkillGate:
 
     def verdict(self, name: str) -> Refusal | None:
         """``refusal`` by canonical name."""
-        try:
-            return self._verdicts[name]
-        except KeyError:
-            pass
-        found = None
-        sources = self.rules
-        if self.base is not None:
-            found = self.base.verdict(name)
-            sources = sources[len(self.base.rules):]
-        if found is None:
-            found = next((r for rules in sources if (r := rules.refusal(name)) is not None),
+        found = self._verdicts.get(name, _UNSEEN)
+        if found is not _UNSEEN:
+            return found
+        found = None if self.base is None else self.base.verdict(name)
+        if found is None and not self._admits(name):
+            found = next((r for rules in self._rest if (r := rules.refusal(name)) is not None),
                          None)
         self._verdicts[name] = found
         return found
+
+    def _admits(self, name: str) -> bool:
+        """Whether the rules after the base's pass ``name`` (what their refusals say)."""
+        if self._deny is not None and self._deny.match(name):
+            return False
+        return all(allow.match(name) for allow in self._allow)
 
     def admits_every(self, names: Iterable[str]) -> bool:
         """Whether no skill of ``names`` (canonical) is refused: a loop, not
@@ -213,8 +231,8 @@ class Floor:
     gate: SkillGate = field(init=False, compare=False, hash=False, repr=False)
     #: Key of the tool verdicts in ``ToolDef.memo``: a ToolDef is reached from
     #: many entries and Actors (and a registry Tool's outlives a Resolver), so
-    #: each is judged once per distinct rule set (``_token``).
-    key: tuple[str, int] = field(init=False, compare=False, hash=False, repr=False)
+    #: each is judged once per distinct rule set (``memo_key``).
+    key: MemoKey = field(init=False, compare=False, hash=False, repr=False)
     #: The override each approval requirement applies (one object, shared).
     _marks: dict[str, AppliedOverride] = field(init=False, compare=False, hash=False,
                                                repr=False)
@@ -233,7 +251,7 @@ class Floor:
     def __post_init__(self) -> None:
         rules = (self.deny_sources, self.server_hosts, self.deny_capabilities,
                  self.require_capabilities, self.approval)
-        object.__setattr__(self, "key", ("policy-verdict", _token(rules)))
+        object.__setattr__(self, "key", memo_key("policy-verdict", rules))
         object.__setattr__(self, "gate", SkillGate(self.globs))
         object.__setattr__(self, "_sources", {
             source: (_refusal(f"source {source} is denied", who, "sources.deny"), False, None,
@@ -353,12 +371,11 @@ class EffectivePolicy:
     max_tools: Ceiling | None = None
     #: maxToolTokens: the least of the Actor's and every policy's, as max_tools.
     max_tool_tokens: Ceiling | None = None
-    _own_key: tuple[str, int] = field(default=("", 0), compare=False, hash=False,
-                                      repr=False)
+    _own_key: MemoKey = field(init=False, compare=False, hash=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_own_key",
-                           ("own-refusal", _token((self.own_deny, self.own_require))))
+                           memo_key("own-refusal", (self.own_deny, self.own_require)))
 
     @property
     def applied(self) -> tuple[AppliedPolicy, ...]:
@@ -408,7 +425,7 @@ class EffectivePolicy:
         return deny or floor or require
 
 
-_TOKENS: dict[Any, int] = {}
+_KEYS: dict[tuple[str, Any], MemoKey] = {}
 #: Rule sets whose verdicts a ToolDef keeps at most: registry and MCP ToolDefs
 #: live as long as their specs, across every policy edit meanwhile.
 _KEPT_RULE_SETS = 32
@@ -417,10 +434,10 @@ _RULE_SET_KEYS = ("policy-rule-sets",)
 _V = TypeVar("_V")
 
 
-def _remember(tool: ToolDef, key: tuple[str, int], verdict: _V) -> _V:
+def _remember(tool: ToolDef, key: MemoKey, verdict: _V) -> _V:
     """Keep ``verdict`` in ``tool.memo`` under ``key``, forgetting the oldest rule
     set's beyond ``_KEPT_RULE_SETS`` (a forgotten one is computed again)."""
-    keys: list[tuple[str, int]] = tool.memo.setdefault(_RULE_SET_KEYS, [])
+    keys: list[MemoKey] = tool.memo.setdefault(_RULE_SET_KEYS, [])
     keys.append(key)
     if len(keys) > _KEPT_RULE_SETS:
         tool.memo.pop(keys.pop(0), None)
@@ -428,9 +445,26 @@ def _remember(tool: ToolDef, key: tuple[str, int], verdict: _V) -> _V:
     return verdict
 
 
-def _token(rules: Any) -> int:
-    """A small number standing for a (hashable) rule set, the same for equal ones."""
-    return _TOKENS.setdefault(rules, len(_TOKENS) + 1)
+class MemoKey:
+    """The ``ToolDef.memo`` key of one rule set's verdicts: one object for equal
+    rule sets (``memo_key``), so verdicts outlive a Resolver, hashed by identity,
+    so the lookup made for every tool of every Actor hashes no tuple."""
+
+    __slots__ = ("kind", "number")
+
+    def __init__(self, kind: str, number: int) -> None:
+        self.kind, self.number = kind, number
+
+    def __repr__(self) -> str:
+        return f"MemoKey({self.kind!r}, {self.number})"
+
+
+def memo_key(kind: str, rules: Any) -> MemoKey:
+    """The key of a (hashable) rule set's verdicts, the same object for equal ones."""
+    found = _KEYS.get((kind, rules))
+    if found is None:
+        found = _KEYS[(kind, rules)] = MemoKey(kind, len(_KEYS) + 1)
+    return found
 
 
 def _refusal(what: str, who: str, rule: str) -> Refusal:
@@ -514,9 +548,12 @@ def effective_policy(own: AccessPolicy, policies: Sequence[PolicyResource] | Flo
     # A capability a policy already names stays the policy's (the first source).
     own_deny = dict.fromkeys(c for c in own.deny_capabilities if c not in denied)
     own_require = dict.fromkeys(c for c in own.require_capabilities if c not in required)
+    rules = GlobRules(OWN, tuple(own.allow), tuple(own.deny))
+    # Own globs that admit every skill add nothing to the floor's: the namespace's
+    # gate is then the Actor's, with the verdicts (and flattenings) it already has.
+    gate = floor.gate if rules.admits_all else SkillGate((*floor.globs, rules), base=floor.gate)
     return EffectivePolicy(
-        gate=SkillGate((*floor.globs, GlobRules(OWN, tuple(own.allow), tuple(own.deny))),
-                       base=floor.gate),
+        gate=gate,
         floor=floor,
         own_deny=tuple((cap, OWN) for cap in own_deny),
         own_require=tuple((cap, OWN) for cap in own_require),

@@ -234,7 +234,9 @@ class Resolver:
             skills.update(dict.fromkeys(flat.skills))
             warnings.update(dict.fromkeys(flat.warnings))
         warnings.update(dict.fromkeys(f"{actor.subject}: {w}" for w in merged))
-        if not gate.admits_all:
+        # Skills below the roots are pruned only where a root is refused or a
+        # flattening is not the full one; otherwise there is nothing to report.
+        if pruned or any(flat is not self.flattener.full.get(flat.skill) for flat in flats):
             pruned += self._pruned_skills(roots, skills, gate, pruned)
         kept, refused = policy.screen(entries.values(), self._host)
         dropped = [(entry, refusal.reason) for entry, refusal in refused]

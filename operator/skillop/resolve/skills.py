@@ -262,15 +262,23 @@ def _agent_skill(b: _Builder, inline: str | None, cm: ObjectRef | None, cm_ref: 
     if text is None:
         return
     try:
-        doc = parse_skill_md(text)
+        # Kept while the text is the very same string (the spec's, or the
+        # ConfigMap's): parsed once, not by every resolution.
+        tool = b.catalog.defs.get(("Skill", b.skill.ref), field,
+                                  functools.partial(_agent_skill_def, b.skill.ref, text), text)
     except AgentSkillError as err:
         b.problem(field, P.INVALID_AGENT_SKILL, str(err))
         return
-    b.add(ToolDef(
-        identity=f"agentskill:{b.skill.ref}#{doc.name}", name=doc.name, source="agent_skill",
+    b.add(tool, field)
+
+
+def _agent_skill_def(skill: ObjectRef, text: str) -> ToolDef:
+    doc = parse_skill_md(text)
+    return ToolDef(
+        identity=f"agentskill:{skill}#{doc.name}", name=doc.name, source="agent_skill",
         description=doc.description, input_schema=OBJECT_SCHEMA, capabilities=READ_ONLY,
         body=doc.body,
-    ), field)
+    )
 
 
 def _configmap_text(b: _Builder, ref: ObjectRef, cm_ref: object, field: str) -> str | None:
