@@ -241,9 +241,11 @@ class Floor:
     #: Capability verdicts by a tool's true boolean capabilities (``_flags_verdict``).
     _by_flags: dict[frozenset[str], Verdict] = field(default_factory=dict, compare=False,
                                                      hash=False, repr=False)
-    #: Approval-marked entries by the id of the entry marked (``marked``).
-    _marked: dict[int, tuple[Entry, Entry]] = field(default_factory=dict, compare=False,
-                                                    hash=False, repr=False)
+    #: Approval-marked entries by the ids of the entry and the mark (``marked``):
+    #: the Resolver's, shared by the floors of all its namespaces, as a
+    #: ClusterSkillPolicy marks the same entries in each namespace it governs.
+    _marked: dict[tuple[int, int], tuple[Entry, AppliedOverride, Entry]] = field(
+        default_factory=dict, compare=False, hash=False, repr=False)
     #: MCP servers' verdicts by (server name, host): every tool of a server has one.
     _servers: dict[tuple[str | None, str | None], Refusal | None] = field(
         default_factory=dict, compare=False, hash=False, repr=False)
@@ -257,9 +259,8 @@ class Floor:
             source: (_refusal(f"source {source} is denied", who, "sources.deny"), False, None,
                      None)
             for source, who in reversed(self.deny_sources)})  # the first policy named
-        object.__setattr__(self, "_marks", {cap: AppliedOverride(
-            f"{who} requireApproval [{cap}]", ("capabilities.requiresApproval",))
-            for cap, who in self.approval})
+        object.__setattr__(self, "_marks", {cap: _approval_mark(who, cap)
+                                            for cap, who in self.approval})
 
     @property
     def screens(self) -> bool:
@@ -312,13 +313,14 @@ class Floor:
 
     def marked(self, entry: Entry, tool: ToolDef, mark: AppliedOverride) -> Entry:
         """``entry`` with its approval-marked ``tool`` and the ``mark``, made once
-        for every Actor of the namespace that reaches the entry."""
-        found = self._marked.get(id(entry))
-        # The memo holds the entry itself, so no other entry can take its id.
-        if found is None or found[0] is not entry:
-            found = self._marked[id(entry)] = (
-                entry, Entry(tool, entry.skill, (*entry.overrides, mark), entry.merged))
-        return found[1]
+        for every Actor that reaches the entry under the same mark."""
+        slot = (id(entry), id(mark))
+        found = self._marked.get(slot)
+        # The memo holds the entry and the mark, so no other object can take an id.
+        if found is None or found[0] is not entry or found[1] is not mark:
+            found = self._marked[slot] = (
+                entry, mark, Entry(tool, entry.skill, (*entry.overrides, mark), entry.merged))
+        return found[2]
 
     def _server_refusal(self, server: str | None, host: str | None) -> Refusal | None:
         slot = (server, host)
@@ -476,6 +478,13 @@ def _refusal(what: str, who: str, rule: str) -> Refusal:
 _APPROVAL_KEY = ("requireApproval",)
 
 
+@functools.lru_cache(maxsize=1024)
+def _approval_mark(who: str, cap: str) -> AppliedOverride:
+    """The override a policy's ``requireApproval`` applies: one object for every
+    floor naming it (``Floor.marked`` shares marked entries by it)."""
+    return AppliedOverride(f"{who} requireApproval [{cap}]", ("capabilities.requiresApproval",))
+
+
 def _with_approval(tool: ToolDef) -> ToolDef:
     """``tool`` with requiresApproval set (as an override setting only it), kept on
     the tool: every Actor under the policy shares one definition (and its cached
@@ -497,9 +506,12 @@ def applied_policy(policy: PolicyResource) -> AppliedPolicy:
     return AppliedPolicy(policy.kind, name, meta.generation)
 
 
-def floor_of(policies: Sequence[PolicyResource]) -> Floor:
+def floor_of(policies: Sequence[PolicyResource], *,
+             marked: dict[tuple[int, int], tuple[Entry, AppliedOverride, Entry]] | None = None,
+             ) -> Floor:
     """Every rule of ``policies`` (those that apply to a namespace, in order):
-    where two policies say the same, the first is named."""
+    where two policies say the same, the first is named. ``marked``: where
+    approval-marked entries are kept (a Resolver shares one between its floors)."""
     globs: list[GlobRules] = []
     deny_caps: dict[str, str] = {}
     require_caps: dict[str, str] = {}
@@ -530,7 +542,8 @@ def floor_of(policies: Sequence[PolicyResource]) -> Floor:
         tokens = _least(tokens, spec.max_tool_tokens, who)
     return Floor(tuple(globs), tuple(deny_caps.items()), tuple(require_caps.items()),
                  tuple(deny_sources.items()), tuple(hosts), tuple(approval.items()),
-                 ceiling, tokens, tuple(applied))
+                 ceiling, tokens, tuple(applied),
+                 _marked={} if marked is None else marked)
 
 
 def effective_policy(own: AccessPolicy, policies: Sequence[PolicyResource] | Floor,

@@ -29,7 +29,7 @@ from skillop.model.specs import ApprovalSettings, Disclosure, McpServer
 from skillop.model.toolset import MAX_CONFIGMAP_BYTES, Owner, ServerEntry, ToolSetDocument
 from skillop.resolve import graph
 from skillop.resolve.catalog import Catalog
-from skillop.resolve.entries import Entry, Flat, merge_into
+from skillop.resolve.entries import AppliedOverride, Entry, Flat, merge_into
 from skillop.resolve.flatten import Flattener
 from skillop.resolve.naming import binding_names, effective_names
 from skillop.resolve.policy import (
@@ -138,6 +138,8 @@ class Resolver:
         self._policy_memos: dict[SkillGate, dict[ObjectRef, Flat]] = {}
         self._effective: dict[tuple[Any, ...], EffectivePolicy] = {}
         self._floors: dict[str, Floor] = {}
+        #: Approval-marked entries, shared by every floor (``Floor.marked``).
+        self._marked: dict[tuple[int, int], tuple[Entry, AppliedOverride, Entry]] = {}
         self._names: dict[ObjectRef, tuple[str, ...]] = {}
         self._unreached_memo: dict[tuple[SkillGate, ObjectRef],
                                    tuple[tuple[ObjectRef, PrunedItem], ...]] = {}
@@ -263,7 +265,8 @@ class Resolver:
         if found is None:
             floor = self._floors.get(ns)
             if floor is None:
-                floor = self._floors[ns] = floor_of(self.catalog.policies_for(ns))
+                floor = self._floors[ns] = floor_of(self.catalog.policies_for(ns),
+                                                    marked=self._marked)
             found = self._effective[slot] = effective_policy(own, floor)
         return found
 
