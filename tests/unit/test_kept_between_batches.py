@@ -12,7 +12,7 @@ import copy
 from typing import Any
 
 import kopf
-from skillkit import actor, anon, ref, skill, tool
+from skillkit import actor, anon, cluster_policy, namespace, ref, skill, skill_md, tool
 
 from skillop.operator.handlers import StatuslessDiffBaseStorage
 from skillop.operator.store import Store
@@ -169,3 +169,40 @@ def test_a_changed_inline_tool_gives_a_new_def() -> None:
     store.remove("Skill", "team-a", "review")
     store.upsert(skill("review", anonymousTools=[anon("note")]))
     assert _tool_of(store, "dev", "note").description == "inline note"
+
+
+def test_overridden_and_skill_md_tool_defs_are_reused_until_their_spec_changes() -> None:
+    store = _shared_store()
+    store.upsert(skill("docs", agentSkills=[{"inline": skill_md("style")}]))
+    store.upsert(actor("writer", skills=["docs"]))
+    approved, style = _tool_of(store, "bot", "lint"), _tool_of(store, "writer", "style")
+    assert _tool_of(store, "bot", "lint") is approved  # the override's ToolDef, kept
+    assert _tool_of(store, "writer", "style") is style  # SKILL.md parsed once
+    store.upsert(skill("ci", tools=[{"ref": "lint", "overrides": {
+        "description": "lint, then ask"}}]))
+    changed = _tool_of(store, "bot", "lint")
+    assert changed is not approved and changed.description == "lint, then ask"
+    assert changed.capabilities.requires_approval is None
+    store.upsert(skill("docs", agentSkills=[{"inline": skill_md("style", "house style")}]))
+    assert _tool_of(store, "writer", "style").description == "house style"
+
+
+def test_a_namespaces_floor_is_kept_until_its_policies_change() -> None:
+    store = _shared_store()
+    store.upsert(namespace("team-a"))
+    floor = store.catalog.floor("team-a")
+    assert store.catalog.floor("team-a") is floor  # no policy: kept all the same
+    store.upsert(cluster_policy("tenants", namespaceSelector={"matchLabels": {"tier": "t"}},
+                                denyCapabilities=["sideEffects"]))
+    assert store.catalog.floor("team-a") is floor  # the selector does not match yet
+    store.upsert(namespace("team-a", tier="t"))
+    governed = store.catalog.floor("team-a")
+    assert governed is not floor and store.catalog.floor("team-a") is governed
+    assert _tool_of(store, "dev", "note")  # the inline note declares no side effects
+    store.upsert(cluster_policy("tenants", namespaceSelector={"matchLabels": {"tier": "t"}},
+                                requireCapabilities=["readOnly"]))
+    edited = store.catalog.floor("team-a")
+    assert edited is not governed
+    resolution = Resolver(store.catalog).resolve_actor(ref("team-a/dev"))
+    assert resolution is not None and resolution.tools == ()
+    assert {p.name for p in resolution.pruned} == {"lint", "note"}

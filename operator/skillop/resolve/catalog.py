@@ -31,6 +31,7 @@ from skillop.model.names import ObjectRef
 from skillop.model.policies import ClusterSkillPolicySpec
 from skillop.model.serverkeys import ServerKey
 from skillop.model.tooldef import ToolDef
+from skillop.resolve.policy import AppliedPolicy, Floor, applied_policy, floor_of
 from skillop.sources.mcp_tools import McpToolInfo, ToolDefMemo
 
 SHARED_LABEL = "skillop.dev/shared"
@@ -63,6 +64,9 @@ class Catalog:
     #: memoized on them (canonical JSON, token count, ToolSet templates, policy
     #: verdicts) then serves every batch.
     defs: Kept[ToolDef] = field(default_factory=Kept, compare=False, repr=False)
+    #: Each namespace's Floor (``floor``) and what it was made from (a cache too).
+    floors: dict[str, tuple[tuple[tuple[object, AppliedPolicy], ...], Floor]] = field(
+        default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, objects: Iterable[Parsed]) -> Catalog:
@@ -103,6 +107,26 @@ class Catalog:
         first, then its SkillPolicies, each by name (the order refusals name them in)."""
         out = [p for p in self.policies.values() if self.governs(p, namespace)]
         return tuple(sorted(out, key=lambda p: (p.meta.namespace != "", p.meta.name)))
+
+    def floor(self, namespace: str) -> Floor:
+        """``floor_of`` the policies governing ``namespace``, kept while they are
+        the very same spec objects at the same generations, so that the verdicts
+        it memoizes (a skill's, a tool's by its capabilities, an MCP server's)
+        serve every batch until a policy, or the namespace's labels, change.
+        Its skill verdicts are by name, a pure function of the globs; a floor
+        holding many more than there are skills (skills came and went) is made
+        afresh."""
+        policies = self.policies_for(namespace)
+        made_from = tuple((p.spec, applied_policy(p)) for p in policies)
+        found = self.floors.get(namespace)
+        if (found is not None and len(found[0]) == len(made_from)
+                and all(a[0] is b[0] and a[1] == b[1]
+                        for a, b in zip(found[0], made_from, strict=True))
+                and found[1].gate.known <= 4 * len(self.skills) + 1024):
+            return found[1]
+        floor = floor_of(policies)
+        self.floors[namespace] = (made_from, floor)
+        return floor
 
     def governs(self, policy: PolicyResource, namespace: str) -> bool:
         """Whether ``policy`` applies to the Actors of ``namespace``: a SkillPolicy to

@@ -137,6 +137,11 @@ class SkillGate:
     def admits_all(self) -> bool:
         return self._admits_all
 
+    @property
+    def known(self) -> int:
+        """How many names the gate has a verdict on."""
+        return len(self._verdicts)
+
     def refusal(self, ref: ObjectRef) -> Refusal | None:
         """Why the skill is pruned, or None when every source allows it."""
         return self.verdict(ref.canonical)
@@ -241,11 +246,6 @@ class Floor:
     #: Capability verdicts by a tool's true boolean capabilities (``_flags_verdict``).
     _by_flags: dict[frozenset[str], Verdict] = field(default_factory=dict, compare=False,
                                                      hash=False, repr=False)
-    #: Approval-marked entries by the ids of the entry and the mark (``marked``):
-    #: the Resolver's, shared by the floors of all its namespaces, as a
-    #: ClusterSkillPolicy marks the same entries in each namespace it governs.
-    _marked: dict[tuple[int, int], tuple[Entry, AppliedOverride, Entry]] = field(
-        default_factory=dict, compare=False, hash=False, repr=False)
     #: MCP servers' verdicts by (server name, host): every tool of a server has one.
     _servers: dict[tuple[str | None, str | None], Refusal | None] = field(
         default_factory=dict, compare=False, hash=False, repr=False)
@@ -311,16 +311,6 @@ class Floor:
                     return None, False, None, mark
         return KEEP
 
-    def marked(self, entry: Entry, tool: ToolDef, mark: AppliedOverride) -> Entry:
-        """``entry`` with its approval-marked ``tool`` and the ``mark``, made once
-        for every Actor that reaches the entry under the same mark."""
-        slot = (id(entry), id(mark))
-        found = self._marked.get(slot)
-        # The memo holds the entry and the mark, so no other object can take an id.
-        if found is None or found[0] is not entry or found[1] is not mark:
-            found = self._marked[slot] = (
-                entry, mark, Entry(tool, entry.skill, (*entry.overrides, mark), entry.merged))
-        return found[2]
 
     def _server_refusal(self, server: str | None, host: str | None) -> Refusal | None:
         slot = (server, host)
@@ -383,10 +373,12 @@ class EffectivePolicy:
     def applied(self) -> tuple[AppliedPolicy, ...]:
         return self.floor.applied
 
-    def screen(self, entries: Iterable[Entry], host: HostOf,
+    def screen(self, entries: Iterable[Entry], host: HostOf, marks: Marks,
                ) -> tuple[list[Entry], list[tuple[Entry, Refusal]]]:
         """The entries kept (marked for approval where a policy requires it), and
-        those dropped with why, in the order given."""
+        those dropped with why, in the order given. ``marks`` keeps the marked
+        entries made (``marked``): one per Resolver, shared by its namespaces, as
+        a ClusterSkillPolicy marks the same entries in each namespace it governs."""
         floor, own = self.floor, bool(self.own_deny or self.own_require)
         screens = floor.screens
         if not screens and not own:
@@ -411,7 +403,7 @@ class EffectivePolicy:
             elif marked is None or mark is None:
                 kept.append(entry)
             else:
-                kept.append(floor.marked(entry, marked, mark))
+                kept.append(_marked(entry, marked, mark, marks))
         return kept, dropped
 
     def _own_refusal(self, tool: ToolDef, floor: Refusal | None) -> Refusal | None:
@@ -476,6 +468,20 @@ def _refusal(what: str, who: str, rule: str) -> Refusal:
 
 
 _APPROVAL_KEY = ("requireApproval",)
+#: Approval-marked entries by the ids of the entry and the mark (``_marked``).
+Marks = dict[tuple[int, int], tuple[Entry, AppliedOverride, Entry]]
+
+
+def _marked(entry: Entry, tool: ToolDef, mark: AppliedOverride, marks: Marks) -> Entry:
+    """``entry`` with its approval-marked ``tool`` and the ``mark``, made once for
+    every Actor that reaches the entry under the same mark."""
+    slot = (id(entry), id(mark))
+    found = marks.get(slot)
+    # The memo holds the entry and the mark, so no other object can take an id.
+    if found is None or found[0] is not entry or found[1] is not mark:
+        found = marks[slot] = (
+            entry, mark, Entry(tool, entry.skill, (*entry.overrides, mark), entry.merged))
+    return found[2]
 
 
 @functools.lru_cache(maxsize=1024)
@@ -506,12 +512,9 @@ def applied_policy(policy: PolicyResource) -> AppliedPolicy:
     return AppliedPolicy(policy.kind, name, meta.generation)
 
 
-def floor_of(policies: Sequence[PolicyResource], *,
-             marked: dict[tuple[int, int], tuple[Entry, AppliedOverride, Entry]] | None = None,
-             ) -> Floor:
+def floor_of(policies: Sequence[PolicyResource]) -> Floor:
     """Every rule of ``policies`` (those that apply to a namespace, in order):
-    where two policies say the same, the first is named. ``marked``: where
-    approval-marked entries are kept (a Resolver shares one between its floors)."""
+    where two policies say the same, the first is named."""
     globs: list[GlobRules] = []
     deny_caps: dict[str, str] = {}
     require_caps: dict[str, str] = {}
@@ -542,8 +545,7 @@ def floor_of(policies: Sequence[PolicyResource], *,
         tokens = _least(tokens, spec.max_tool_tokens, who)
     return Floor(tuple(globs), tuple(deny_caps.items()), tuple(require_caps.items()),
                  tuple(deny_sources.items()), tuple(hosts), tuple(approval.items()),
-                 ceiling, tokens, tuple(applied),
-                 _marked={} if marked is None else marked)
+                 ceiling, tokens, tuple(applied))
 
 
 def effective_policy(own: AccessPolicy, policies: Sequence[PolicyResource] | Floor,

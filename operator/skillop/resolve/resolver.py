@@ -29,7 +29,7 @@ from skillop.model.specs import ApprovalSettings, Disclosure, McpServer
 from skillop.model.toolset import MAX_CONFIGMAP_BYTES, Owner, ServerEntry, ToolSetDocument
 from skillop.resolve import graph
 from skillop.resolve.catalog import Catalog
-from skillop.resolve.entries import AppliedOverride, Entry, Flat, merge_into
+from skillop.resolve.entries import Entry, Flat, merge_into
 from skillop.resolve.flatten import Flattener
 from skillop.resolve.naming import binding_names, effective_names
 from skillop.resolve.policy import (
@@ -37,10 +37,10 @@ from skillop.resolve.policy import (
     Ceiling,
     EffectivePolicy,
     Floor,
+    Marks,
     Refusal,
     SkillGate,
     effective_policy,
-    floor_of,
 )
 from skillop.resolve.skills import SkillView, skill_view
 from skillop.resolve.tokens import ENCODING
@@ -138,8 +138,8 @@ class Resolver:
         self._policy_memos: dict[SkillGate, dict[ObjectRef, Flat]] = {}
         self._effective: dict[tuple[Any, ...], EffectivePolicy] = {}
         self._floors: dict[str, Floor] = {}
-        #: Approval-marked entries, shared by every floor (``Floor.marked``).
-        self._marked: dict[tuple[int, int], tuple[Entry, AppliedOverride, Entry]] = {}
+        #: Approval-marked entries, shared by every namespace (``screen``).
+        self._marks: Marks = {}
         self._names: dict[ObjectRef, tuple[str, ...]] = {}
         self._unreached_memo: dict[tuple[SkillGate, ObjectRef],
                                    tuple[tuple[ObjectRef, PrunedItem], ...]] = {}
@@ -240,7 +240,7 @@ class Resolver:
         # flattening is not the full one; otherwise there is nothing to report.
         if pruned or any(flat is not self.flattener.full.get(flat.skill) for flat in flats):
             pruned += self._pruned_skills(roots, skills, gate, pruned)
-        kept, refused = policy.screen(entries.values(), self._host)
+        kept, refused = policy.screen(entries.values(), self._host, self._marks)
         dropped = [(entry, refusal.reason) for entry, refusal in refused]
         pruned += [PrunedItem.of("Tool", entry.tool.name, refusal, entry.skill.canonical)
                    for entry, refusal in refused]
@@ -265,8 +265,7 @@ class Resolver:
         if found is None:
             floor = self._floors.get(ns)
             if floor is None:
-                floor = self._floors[ns] = floor_of(self.catalog.policies_for(ns),
-                                                    marked=self._marked)
+                floor = self._floors[ns] = self.catalog.floor(ns)
             found = self._effective[slot] = effective_policy(own, floor)
         return found
 
