@@ -13,8 +13,15 @@ machine slows both alike. Printed per build: the gateway process's CPU per call
 (user + system, from /proc) and the median call latency (sequential) or block
 time (``--connections`` > 1, threads on their own connections).
 
+Calls back to back keep the gateway's caches warm, which ``bench/gateway.py``'s
+one-client phase does not: there each call through the gateway follows a whole
+direct call (the client and the upstream running meanwhile), so it finds the
+gateway idle, and costs it about twice the CPU. ``--pause`` (ms) waits that
+long between one connection's calls, for the same case: what a call costs a
+gateway that was idle (the latency target's case).
+
     .venv/bin/python bench/gateway_ab.py --a /path/to/base --b . [--era modern]
-        [--blocks 20] [--calls 500] [--connections 1]
+        [--blocks 20] [--calls 500] [--connections 1] [--pause 2]
 """
 
 from __future__ import annotations
@@ -119,6 +126,8 @@ def main() -> int:
     parser.add_argument("--connections", type=int, default=1,
                         help="connections calling at once (threads)")
     parser.add_argument("--warmup", type=int, default=300, help="unmeasured calls per build")
+    parser.add_argument("--pause", type=float, default=0.0,
+                        help="ms between one connection's calls (0: back to back)")
     args = parser.parse_args()
     upstream = subprocess.Popen([sys.executable, str(ROOT / "bench" / "gateway.py"), "--upstream"],
                                 stdout=subprocess.PIPE, text=True)
@@ -139,8 +148,10 @@ def main() -> int:
                 for n in range(args.warmup):
                     raws[0].call(n)
             print(f"{args.era} era, {args.blocks} blocks of {args.calls} calls per build,"
-                  f" {args.connections} connection(s); load average {os.getloadavg()[0]:.2f}")
-            results = _measure(clients, blocks=args.blocks, calls=args.calls)
+                  f" {args.connections} connection(s), {args.pause:g} ms between calls;"
+                  f" load average {os.getloadavg()[0]:.2f}")
+            results = _measure(clients, blocks=args.blocks, calls=args.calls,
+                               pause=args.pause / 1000)
             for name, checkout in (("A", args.a), ("B", args.b)):
                 cpu, calls, times = results[name]
                 times.sort()
@@ -154,7 +165,7 @@ def main() -> int:
 
 
 def _measure(clients: dict[str, tuple[int, list[RawClient]]], *, blocks: int, calls: int,
-             ) -> dict[str, tuple[float, int, list[float]]]:
+             pause: float = 0.0) -> dict[str, tuple[float, int, list[float]]]:
     """CPU seconds, calls and times (per call, or per block with several
     connections) of each build, the builds alternating block by block."""
     out: dict[str, tuple[float, int, list[float]]] = {name: (0.0, 0, []) for name in clients}
@@ -169,10 +180,13 @@ def _measure(clients: dict[str, tuple[int, list[RawClient]]], *, blocks: int, ca
                     start = time.perf_counter()
                     raws[0].call(n)
                     times.append(time.perf_counter() - start)
+                    if pause:
+                        time.sleep(pause)
                 made += calls
             else:
                 each = max(1, calls // len(raws))
-                threads = [threading.Thread(target=_calls, args=(raw, each)) for raw in raws]
+                threads = [threading.Thread(target=_calls, args=(raw, each, pause))
+                           for raw in raws]
                 start = time.perf_counter()
                 for thread in threads:
                     thread.start()
@@ -184,9 +198,11 @@ def _measure(clients: dict[str, tuple[int, list[RawClient]]], *, blocks: int, ca
     return out
 
 
-def _calls(raw: RawClient, count: int) -> None:
+def _calls(raw: RawClient, count: int, pause: float) -> None:
     for n in range(count):
         raw.call(n)
+        if pause:
+            time.sleep(pause)
 
 
 if __name__ == "__main__":

@@ -270,9 +270,20 @@ def test_approval_by_elicitation_accepted_declined_and_unsupported(
     assert [a["outcome"] for a in audit] == ["ok", "refused", "refused", "refused"]
 
 
-def test_timeout_seconds_is_enforced_per_call(upstream: ServerHandle, mounts: Mounts) -> None:
-    mounts.toolset(_docs(upstream.url))
-    upstream.call_delay = 5
+@pytest.mark.parametrize("transport", ["streamable-http", "sse"])
+def test_timeout_seconds_is_enforced_per_call(mounts: Mounts, transport: str) -> None:
+    """Both ways a call goes upstream: the gateway's own POST (streamable HTTP) and
+    the SDK session (SSE)."""
+    with ServerHandle(tools=[make_tool(n) for n in ("echo", "slow", "guarded")],
+                      transport=transport) as upstream:
+        docs = _docs(upstream.url)
+        docs[0]["spec"]["mcpServers"][0]["transport"] = transport
+        mounts.toolset(docs)
+        upstream.call_delay = 5
+        _timeout_is_enforced(upstream, mounts)
+
+
+def _timeout_is_enforced(upstream: ServerHandle, mounts: Mounts) -> None:
 
     async def calls() -> tuple[types.CallToolResult, float, types.CallToolResult]:
         async with agent(gw.url) as session:
