@@ -10,6 +10,7 @@ vanished meanwhile.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -175,10 +176,15 @@ def test_a_leader_paused_past_its_lease_writes_nothing_when_it_resumes(
         wait_for(lambda: "lost" in a.output(), timeout=10, interval=0.1,
                  message="the old leader notices it lost the Lease")
         wait_quiet(real.plane, quiet=1.0)
-        late = [(w["verb"], w["objectRef"].get("resource"), w["objectRef"].get("name"))
+        # What the old leader sent after it resumed: at most a write that had passed
+        # its gate as it was paused, which the API server refuses, as it asserts the
+        # resourceVersion the new leader has written past (HTTP 409).
+        late = [(w["verb"], w["objectRef"].get("resource"), w["objectRef"].get("name"),
+                 (w.get("responseStatus") or {}).get("code"))
                 for w in writes_by(real.plane, "paused-a", resumed, leases=False)]
-        assert late == []
-        assert configmap_hashes(real, ns) == v3
+        assert [w for w in late if not w[3] or w[3] < 400] == []
+        assert all(w[:2] == ("update", "configmaps") and w[3] == 409 for w in late)
+        assert configmap_hashes(real, ns) == v3  # nothing the new leader wrote is undone
 
 
 # -- hand-written status, labels and owners ---------------------------------------------
@@ -458,3 +464,39 @@ def test_an_api_server_restart_loses_no_tool_and_keeps_no_revoked_one(
           flush=True)
     assert "Traceback" not in output
     assert "lost (held by" not in output  # it kept the Lease through the restart
+
+
+def test_a_configmap_rewrite_asserts_the_version_it_was_made_from(
+        real: RealCluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fence behind the test above, without its timing: a rewrite whose body
+    names a resourceVersion the ConfigMap has moved past is refused by the API
+    server and changes nothing; one naming the current version is written."""
+    import kubernetes
+
+    from skillop.operator.kube import Kube, WriteFailed
+
+    ns, name = "realapi-fence", "fence-tools"
+    real.namespace(ns)
+    # As KUBECONFIG names it in a pod (the client reads the variable at import).
+    monkeypatch.setattr(kubernetes.config.kube_config, "KUBE_CONFIG_DEFAULT_LOCATION",
+                        str(real.plane.admin_kubeconfig))
+    before = kubernetes.client.Configuration.get_default_copy()
+    kube = Kube(threads=1)
+    try:
+        body: dict[str, Any] = {"metadata": {"namespace": ns, "name": name},
+                                "data": {"k": "ours"}}
+        first = asyncio.run(kube.apply_configmap(body, exists=False))
+        assert first is not None
+        real.core.patch_namespaced_config_map(name, ns, {"data": {"k": "theirs"}})
+        stale = {**body, "metadata": {**body["metadata"], "resourceVersion": first}}
+        with pytest.raises(WriteFailed, match="409"):
+            asyncio.run(kube.apply_configmap(stale, exists=True))
+        assert real.configmap(ns, name).data == {"k": "theirs"}
+        current = real.configmap(ns, name).metadata.resource_version
+        fresh = {**body, "metadata": {**body["metadata"], "resourceVersion": current}}
+        written = asyncio.run(kube.apply_configmap(fresh, exists=True))
+        assert written not in (None, first, current)
+        assert real.configmap(ns, name).data == {"k": "ours"}
+    finally:
+        kube.close()
+        kubernetes.client.Configuration.set_default(before)

@@ -403,3 +403,38 @@ def test_a_configmap_seen_deleted_is_recreated_only_for_an_actor_that_still_exis
     calls = writer.take()
     assert calls[0] == ("uid", "Actor", "team-a/ops")
     assert [c[1] for c in calls if c[0] == "configmap"] == ["team-a/ops-tools"]
+
+
+class _Versioned(Recorder):
+    """Answers each ConfigMap write with a new resourceVersion, as the API does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.versions = 0
+
+    async def apply_configmap(self, body: dict[str, Any], *, exists: bool) -> str | None:
+        await super().apply_configmap(body, exists=exists)
+        self.versions += 1
+        return f"rv-{self.versions}"
+
+
+def test_a_configmap_rewrite_asserts_the_resource_version_last_seen() -> None:
+    """A rewrite names the version the operator last saw (the answer to its own
+    write, or a newer one the watch showed), so the API server refuses it if the
+    ConfigMap moved on meanwhile (a new leader wrote it while this one was paused)."""
+    store, writer = Store(), _Versioned()
+    changed: set[Key] = set()
+    for doc in _world():
+        changed |= store.upsert(doc)
+    rec = Reconciler(store, writer, clock=_clock())
+    asyncio.run(rec.process(changed))
+    created = [c for c in writer.take() if c[0] == "configmap"]
+    assert all("resourceVersion" not in c[3]["metadata"] for c in created)
+    answered = {c[1]: f"rv-{i}" for i, c in enumerate(created, start=1)}
+    seen = copy.deepcopy(next(c[3] for c in created if c[1] == _cm("dev")))
+    seen["metadata"]["resourceVersion"] = "rv-77"  # the watch: dev's moved on since
+    assert store.upsert(seen) == set()  # the same ConfigMap all the same: no news
+    asyncio.run(rec.process(store.upsert(_world(extra_base_tool=True)[0])))
+    rewrites = {c[1]: c[3]["metadata"].get("resourceVersion")
+                for c in writer.take() if c[0] == "configmap"}
+    assert rewrites == {_cm("dev"): "rv-77", _cm("ops"): answered[_cm("ops")]}

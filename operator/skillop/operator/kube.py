@@ -216,24 +216,38 @@ class Kube:
 
         await self._write("ToolCallApproval", f"delete toolcallapproval {ref}", delete)
 
-    async def apply_configmap(self, body: Mapping[str, Any], *, exists: bool) -> None:
+    async def apply_configmap(self, body: Mapping[str, Any], *, exists: bool) -> str | None:
+        """Create or replace a ConfigMap; the resourceVersion it now has (None if
+        the answer does not say). A replace whose body asserts a resourceVersion
+        fails if the ConfigMap changed since (HTTP 409, not retried): a replica
+        that lost the Lease while the write was on its way then overwrites
+        nothing the new leader wrote."""
         meta = body["metadata"]
         ns, name = meta["namespace"], meta["name"]
+        version = meta.get("resourceVersion")
+        fresh = body if version is None else {
+            **body, "metadata": {k: v for k, v in meta.items() if k != "resourceVersion"}}
 
         def write() -> bytes:
             raw = {"_preload_content": False}
             try:
                 if exists:
                     return _drained(self.core.replace_namespaced_config_map(name, ns, body, **raw))
-                return _drained(self.core.create_namespaced_config_map(ns, body, **raw))
+                return _drained(self.core.create_namespaced_config_map(ns, fresh, **raw))
             except self._client.ApiException as err:
                 if err.status == 404 and exists:
-                    return _drained(self.core.create_namespaced_config_map(ns, body, **raw))
+                    return _drained(self.core.create_namespaced_config_map(ns, fresh, **raw))
+                if err.status == 409 and exists and version is not None:
+                    raise WriteFailed(f"write configmap {ns}/{name}: changed since resourceVersion"
+                                      f" {version} (HTTP 409); written again once the change"
+                                      " is seen") from None
                 if err.status == 409 and not exists:
-                    return _drained(self.core.replace_namespaced_config_map(name, ns, body, **raw))
+                    return _drained(self.core.replace_namespaced_config_map(name, ns, fresh,
+                                                                            **raw))
                 raise
 
-        await self._write("ConfigMap", f"write configmap {ns}/{name}", write)
+        return _resource_version(
+            await self._write("ConfigMap", f"write configmap {ns}/{name}", write))
 
     async def post_event(self, kind: str, ref: ObjectRef, uid: str, type_: str, reason: str,
                          message: str) -> None:
@@ -409,6 +423,16 @@ def _network(err: Exception) -> str:
     reason = getattr(err, "reason", None)
     return f"{type(err).__name__} ({type(reason).__name__})" if reason is not None \
         else type(err).__name__
+
+
+def _resource_version(data: bytes) -> str | None:
+    """The resourceVersion of a written object, from the API's answer."""
+    try:
+        meta = json.loads(data).get("metadata") or {}
+    except (ValueError, AttributeError):
+        return None
+    version = meta.get("resourceVersion") if isinstance(meta, dict) else None
+    return str(version) if version else None
 
 
 def _drained(response: Any) -> bytes:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from skillop.model import problems as P
@@ -101,6 +101,11 @@ class ObservedConfigMap:
     owner_uid: str | None = None
     #: Both labels (managed-by, and the Actor's name) are as written.
     labelled: bool = True
+    #: The resourceVersion seen (a watch event's, or the answer to its own
+    #: write): a rewrite asserts it, so a replica that lost the Lease while its
+    #: write was on the way cannot overwrite what the new leader wrote since.
+    #: Not part of what the ConfigMap says: an echo of its own write is no news.
+    resource_version: str | None = field(default=None, compare=False)
 
     def needs_rewrite(self, actor: ActorResource, data: str, tools_hash: str) -> bool:
         """Whether the ConfigMap differs from the one ``actor`` should have."""
@@ -139,7 +144,8 @@ def observe_configmap(body: Mapping[str, Any]) -> ObservedConfigMap:
         data_digest=data_digest(body.get("data") or {}),
         owner_uid=str(owner_ref.get("uid")) if owner_ref is not None else None,
         labelled=(_managed_label(labels) and owner is not None
-                  and labels.get(ACTOR_LABEL) == owner))
+                  and labels.get(ACTOR_LABEL) == owner),
+        resource_version=str(meta["resourceVersion"]) if meta.get("resourceVersion") else None)
 
 
 def data_digest(data: Mapping[str, str]) -> str:

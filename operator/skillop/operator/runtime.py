@@ -61,7 +61,7 @@ class Writer(Protocol):
     async def patch_status(self, kind: str, ref: ObjectRef, new: dict[str, Any],
                            old: dict[str, Any]) -> None: ...
 
-    async def apply_configmap(self, body: dict[str, Any], *, exists: bool) -> None: ...
+    async def apply_configmap(self, body: dict[str, Any], *, exists: bool) -> str | None: ...
 
     async def post_event(self, kind: str, ref: ObjectRef, uid: str, type_: str, reason: str,
                          message: str) -> None: ...
@@ -332,7 +332,8 @@ class Reconciler:
                           observed=observed, now=self.clock(),
                           extra_warnings=self.actor_warnings(actor, resolution.skills),
                           credentials=credentials)
-        return await self._write("Actor", ref, actor.meta.uid, plan, exists=observed is not None)
+        return await self._write("Actor", ref, actor.meta.uid, plan, exists=observed is not None,
+                                 version=observed.resource_version if observed else None)
 
     async def _exists(self, kind: str, ref: ObjectRef, uid: str) -> bool:
         """Whether the object the store holds still exists, asked of the API before
@@ -383,15 +384,23 @@ class Reconciler:
         return await self._write(kind, ref, "", Plan(status=status))
 
     async def _write(self, kind: str, ref: ObjectRef, uid: str, plan: Plan, *,
-                     exists: bool = False) -> Staged:
+                     exists: bool = False, version: str | None = None) -> Staged:
         """Write the plan's ConfigMap; stage its status (and events) for after the
-        window's ConfigMaps. A failed ConfigMap stages nothing: the key is retried."""
+        window's ConfigMaps. A failed ConfigMap stages nothing: the key is retried.
+        A rewrite asserts the ``version`` last seen (docs/operations.md, High
+        availability): changed meanwhile, it fails and is made again from what
+        the watch then shows."""
         if plan.configmap is not None:
-            failed = await self._attempt(kind, ref, self.writer.apply_configmap(
-                plan.configmap, exists=exists))
+            body = _versioned(plan.configmap, version if exists else None)
+            written: list[str | None] = []
+
+            async def write() -> None:
+                written.append(await self.writer.apply_configmap(body, exists=exists))
+
+            failed = await self._attempt(kind, ref, write())
             if failed is not None:
                 return failed
-            self.store.record_configmap(plan.configmap)
+            self.store.record_configmap(_versioned(plan.configmap, written[0]))
         # Only what is still to write is kept: a window holds statuses, not ConfigMaps.
         return _StatusWrite(kind, ref, uid, plan.status, plan.events)
 
@@ -421,6 +430,13 @@ class Reconciler:
             log.warning("%s %s: %s; will retry", kind, ref, err)
             return key(kind, ref)
         return None
+
+
+def _versioned(body: dict[str, Any], version: str | None) -> dict[str, Any]:
+    """``body`` asserting ``version`` (None: as it is)."""
+    if version is None:
+        return body
+    return {**body, "metadata": {**body["metadata"], "resourceVersion": version}}
 
 
 @dataclass(frozen=True, slots=True)
