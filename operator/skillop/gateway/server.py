@@ -44,7 +44,7 @@ from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, Final, get_args
+from typing import Any, Final
 
 import anyio
 import mcp_types as types
@@ -60,7 +60,7 @@ from mcp.shared.inbound import x_mcp_header_map
 from mcp_types import SERVER_INFO_META_KEY
 from mcp_types.methods import SERVER_RESULTS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import TypeAdapter, ValidationError
+from pydantic import TypeAdapter
 
 from skillop import __version__
 from skillop.gateway import approval, wire
@@ -675,14 +675,6 @@ def _shaped(method: str, version: str, result: types.Result,
         meta = dumped.get("_meta")
         dumped["_meta"] = {**(meta if isinstance(meta, dict) else {}),
                            SERVER_INFO_META_KEY: server_info}
-    member = _member(method, version, type(result).__name__)
-    if member is not None:
-        # The union's member of the result's own kind, alone: the union's answer
-        # whenever it validates (the union is asked only when it does not), with
-        # none of the other members' work on every call.
-        with suppress(ValidationError):
-            return member.dump_json(member.validate_python(dumped, by_name=False),
-                                    by_alias=True, exclude_none=True)
     surface = _surface(method, version)
     return surface.dump_json(surface.validate_python(dumped, by_name=False), by_alias=True,
                              exclude_none=True)
@@ -693,16 +685,6 @@ def _surface(method: str, version: str) -> TypeAdapter[Any]:
     """The SDK's model of ``method``'s result in ``version`` (its serializer's)."""
     surface: Any = SERVER_RESULTS[(method, version)]  # a model or a union of models
     return TypeAdapter(surface)
-
-
-@cache
-def _member(method: str, version: str, kind: str) -> TypeAdapter[Any] | None:
-    """The member named ``kind`` of ``method``'s result union in ``version`` (a
-    2026-07-28 ``tools/call`` is a ``CallToolResult`` or an ``InputRequiredResult``),
-    or None when the result is one model, or has no such member."""
-    members = [m for m in get_args(SERVER_RESULTS[(method, version)])
-               if getattr(m, "__name__", None) == kind]
-    return TypeAdapter(members[0]) if len(members) == 1 else None
 
 
 def _approval_prompt(actor: str, binding: str, arguments: dict[str, Any]) -> str:
