@@ -387,8 +387,8 @@ class Reconciler:
                      exists: bool = False, version: str | None = None) -> Staged:
         """Write the plan's ConfigMap; stage its status (and events) for after the
         window's ConfigMaps. A failed ConfigMap stages nothing: the key is retried.
-        A rewrite asserts the ``version`` last seen (docs/operations.md, High
-        availability): changed meanwhile, it fails and is made again from what
+        A rewrite asserts the ``version`` last seen (docs/operations.md,
+        Faults): changed meanwhile, it fails and is made again from what
         the watch then shows."""
         if plan.configmap is not None:
             body = _versioned(plan.configmap, version if exists else None)

@@ -377,7 +377,7 @@ class EffectivePolicy:
                ) -> tuple[list[Entry], list[tuple[Entry, Refusal]]]:
         """The entries kept (marked for approval where a policy requires it), and
         those dropped with why, in the order given. ``marks`` keeps the marked
-        entries made (``marked``): one per Resolver, shared by its namespaces, as
+        entries made (``_marked``): one per Resolver, shared by its namespaces, as
         a ClusterSkillPolicy marks the same entries in each namespace it governs."""
         floor, own = self.floor, bool(self.own_deny or self.own_require)
         screens = floor.screens
@@ -487,7 +487,7 @@ def _marked(entry: Entry, tool: ToolDef, mark: AppliedOverride, marks: Marks) ->
 @functools.lru_cache(maxsize=1024)
 def _approval_mark(who: str, cap: str) -> AppliedOverride:
     """The override a policy's ``requireApproval`` applies: one object for every
-    floor naming it (``Floor.marked`` shares marked entries by it)."""
+    floor naming it (``_marked`` shares marked entries by it)."""
     return AppliedOverride(f"{who} requireApproval [{cap}]", ("capabilities.requiresApproval",))
 
 
