@@ -31,7 +31,14 @@ every call, the gateway over the calls through it; and the gateway's in each
 measured phase alone, without the clients' set-up and warm-up). Audit lines go to a file, as
 a sidecar's stdout would.
 
+Reference hops (``--hops``, bench/hops.py) take the same turns: the same calls
+through a forwarder that checks nothing (``python``: asyncio, uvloop and
+httptools, as the gateway; ``nginx`` when installed). Their ratios are what one
+more hop costs on this machine whatever runs in it; the gateway's ratio over
+theirs is what its own work adds.
+
     .venv/bin/python bench/gateway.py [--calls 400] [--clients 50] [--warmup 20]
+        [--eras handshake,modern] [--hops python,nginx]
 """
 
 from __future__ import annotations
@@ -44,14 +51,15 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack, ExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-for _path in (ROOT / "tests", ROOT / "tests" / "unit", ROOT / "tests" / "gateway"):
+for _path in (ROOT / "bench", ROOT / "tests", ROOT / "tests" / "unit", ROOT / "tests" / "gateway"):
     sys.path.insert(0, str(_path))
 
+import hops  # noqa: E402
 import httpx2  # noqa: E402
 from gatewaykit import SKILLOP, Volume, toolset_files  # noqa: E402
 from mcp.client.session import ClientSession  # noqa: E402
@@ -304,7 +312,13 @@ def report(era: str, urls: dict[str, str], args: argparse.Namespace,
     print(f"{era}: p50 through the gateway / direct (1 client): {one:.2f}x (target <= 1.3x)")
     print(f"{era}: throughput through the gateway / direct ({args.clients} clients):"
           f" {many:.2f}x (target >= 0.9x)")
-    total = made["direct"] + made["gateway"]
+    for hop in [path for path in urls if path not in ("direct", "gateway")]:
+        hop_one = figures[(hop, 1)][0] / figures[("direct", 1)][0]
+        hop_many = figures[(hop, args.clients)][2] / figures[("direct", args.clients)][2]
+        print(f"{era}: the {hop} hop alone (forwards, checks nothing): p50 {hop_one:.2f}x,"
+              f" throughput {hop_many:.2f}x; the gateway's own share: p50"
+              f" {one / hop_one:.2f}x, throughput {many / hop_many:.2f}x")
+    total = sum(made.values())
     print(f"CPU per call ({total} calls, warm-up included): agents"
           f" {cpu['agents'] / total * 1000:.2f} ms, upstream"
           f" {cpu['upstream'] / total * 1000:.2f} ms, gateway"
@@ -322,6 +336,10 @@ def main() -> int:
     parser.add_argument("--eras", default=",".join(ERAS),
                         help="the clients' protocol eras, measured one after the other"
                         " (default: %(default)s)")
+    parser.add_argument("--hops", default=",".join(hops.HOPS),
+                        help="reference hops measured in the same turns (bench/hops.py;"
+                        " one not installed is skipped, saying why; '' for none;"
+                        " default: %(default)s)")
     parser.add_argument("--upstream", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.upstream:
@@ -332,12 +350,18 @@ def main() -> int:
     gateway: subprocess.Popen[bytes] | None = None
     try:
         upstream_url = _read_line(upstream)
-        with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory() as tmp, ExitStack() as references:
             gateway, gateway_url = start_gateway(upstream_url, Path(tmp))
             print(f"trivial tool `ping`, {os.cpu_count()} CPUs; {args.calls} measured calls"
                   f" per client after {args.warmup} warm-up calls; upstream, gateway and"
                   " clients in 3 processes on loopback")
             urls = {"direct": upstream_url, "gateway": gateway_url}
+            for hop in filter(None, args.hops.split(",")):
+                missing = hops.available(hop)
+                if missing is not None:
+                    print(f"the {hop} hop is skipped: {missing}")
+                    continue
+                urls[hop] = references.enter_context(hops.running(hop, upstream_url))[1]
             for era in args.eras.split(","):
                 if not report(era, urls, args, gateway, upstream, Path(tmp)):
                     return 1
