@@ -33,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,8 @@ from urllib.parse import urlsplit
 HOPS = ("python", "nginx")
 #: What the python hop sends back of an answer's head (besides its length).
 _ANSWER_HEADERS = (b"content-type", b"mcp-session-id")
+#: What the python hop writes itself of a request's head (the rest is sent on).
+_REQUEST_HEADERS_MADE = (b"host", b"content-length", b"connection")
 
 
 def available(hop: str) -> str | None:
@@ -71,10 +73,12 @@ def running(hop: str, upstream_url: str) -> Iterator[tuple[subprocess.Popen[Any]
         authority = urlsplit(upstream_url).netloc
         conf = Path(tmp) / "nginx.conf"
         conf.write_text(_NGINX.replace("@UPSTREAM@", authority).replace("@PORT@", str(port)))
-        proc = subprocess.Popen(["nginx", "-c", str(conf), "-p", tmp],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        log = Path(tmp) / "nginx.stderr"
+        with log.open("wb") as stderr:  # a file: a pipe nobody reads could fill and stall it
+            proc = subprocess.Popen(["nginx", "-c", str(conf), "-p", tmp],
+                                    stdout=subprocess.DEVNULL, stderr=stderr)
         try:
-            _wait_for(port, proc)
+            _wait_for(port, proc, log)
             yield proc, f"http://127.0.0.1:{port}{urlsplit(upstream_url).path}"
         finally:
             _stop(proc)
@@ -107,12 +111,11 @@ def _free_port() -> int:
         return port
 
 
-def _wait_for(port: int, proc: subprocess.Popen[Any]) -> None:
+def _wait_for(port: int, proc: subprocess.Popen[Any], log: Path) -> None:
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            stderr = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-            raise RuntimeError(f"nginx exited: {stderr[-500:]}")
+            raise RuntimeError(f"nginx exited: {log.read_text(errors='replace')[-500:]}")
         with socket.socket() as sock:
             if sock.connect_ex(("127.0.0.1", port)) == 0:
                 return
@@ -141,10 +144,12 @@ def serve(upstream_url: str) -> None:
     start = f" {parts.path or '/'} HTTP/1.1\r\nhost: {parts.netloc}\r\n".encode()
     idle: list[_Upstream] = []
 
-    class _Upstream(asyncio.Protocol):
-        def __init__(self) -> None:
-            self.parser = httptools.HttpResponseParser(self)
-            self.answer: asyncio.Future[tuple[int, bytes, bytes, bool]] | None = None
+    class _Message(asyncio.Protocol):
+        """One side's connection: its parser's body and the headers it keeps."""
+
+        def __init__(self, parser: Any, kept: Callable[[bytes], bool]) -> None:
+            self.parser = parser
+            self._kept = kept  # of a header's lower-cased name: whether it is sent on
             self.transport: Any = None
             self._body: list[bytes] = []
             self._headers: list[bytes] = []
@@ -155,44 +160,37 @@ def serve(upstream_url: str) -> None:
         def data_received(self, data: bytes) -> None:
             self.parser.feed_data(data)
 
-        def on_message_begin(self) -> None:
-            self._body, self._headers = [], []
-
         def on_header(self, name: bytes, value: bytes) -> None:
-            if name.lower() in _ANSWER_HEADERS:
+            if self._kept(name.lower()):
                 self._headers += [name, b": ", value, b"\r\n"]
 
         def on_body(self, body: bytes) -> None:
             self._body.append(bytes(body))
+
+        def _taken(self) -> tuple[bytes, bytes]:
+            """The message's headers and body, the buffers emptied for the next one."""
+            taken = b"".join(self._headers), b"".join(self._body)
+            self._headers, self._body = [], []
+            return taken
+
+    class _Upstream(_Message):
+        def __init__(self) -> None:
+            super().__init__(httptools.HttpResponseParser(self), _ANSWER_HEADERS.__contains__)
+            self.answer: asyncio.Future[tuple[int, bytes, bytes, bool]] | None = None
 
         def on_message_complete(self) -> None:
             assert self.answer is not None
-            self.answer.set_result((self.parser.get_status_code(), b"".join(self._headers),
-                                    b"".join(self._body), self.parser.should_keep_alive()))
+            headers, body = self._taken()
+            self.answer.set_result((self.parser.get_status_code(), headers, body,
+                                    self.parser.should_keep_alive()))
 
-    class _Front(asyncio.Protocol):
+    class _Front(_Message):
         def __init__(self) -> None:
-            self.parser = httptools.HttpRequestParser(self)
-            self.transport: Any = None
-            self._body: list[bytes] = []
-            self._headers: list[bytes] = []
-
-        def connection_made(self, transport: Any) -> None:
-            self.transport = transport
-
-        def data_received(self, data: bytes) -> None:
-            self.parser.feed_data(data)
-
-        def on_header(self, name: bytes, value: bytes) -> None:
-            if name.lower() not in (b"host", b"content-length", b"connection"):
-                self._headers += [name, b": ", value, b"\r\n"]
-
-        def on_body(self, body: bytes) -> None:
-            self._body.append(bytes(body))
+            super().__init__(httptools.HttpRequestParser(self),
+                             lambda name: name not in _REQUEST_HEADERS_MADE)
 
         def on_message_complete(self) -> None:
-            body, headers = b"".join(self._body), b"".join(self._headers)
-            self._body, self._headers = [], []
+            headers, body = self._taken()
             method = self.parser.get_method()
             asyncio.get_running_loop().create_task(self._forward(method, body, headers))
 

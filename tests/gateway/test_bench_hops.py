@@ -8,12 +8,9 @@ against the benchmark's own upstream.
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
-from types import ModuleType
 
 import anyio
 import httpx2
@@ -21,19 +18,9 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from benchload import BENCH, bench_module
 
-
-def _hops() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_hops", BENCH / "hops.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-hops = _hops()
+hops = bench_module("hops")
 
 
 @pytest.fixture(scope="module")

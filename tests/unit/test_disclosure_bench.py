@@ -3,22 +3,9 @@ and queries whose labels name tools of the set (bench/disclosure.py)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
-from types import ModuleType
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
-
-
-def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("disclosure_bench", BENCH / "disclosure.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+from benchload import BENCH, bench_module
 
 
 def test_every_recording_names_its_package_version_and_licence() -> None:
@@ -37,7 +24,7 @@ def test_every_recording_names_its_package_version_and_licence() -> None:
 
 
 def test_the_set_has_500_tools_and_every_label_is_one_of_them() -> None:
-    bench = _bench()
+    bench = bench_module("disclosure")
     keys = {f"{short}/{tool['name']}" for short, stem in bench.SERVERS.items()
             for tool in bench.load(stem)}
     assert len(keys) >= 500
