@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -246,3 +247,41 @@ def test_an_actor_too_large_for_its_configmap_fails_as_in_the_operator(tmp_path:
     # The same skill flattened alone has no ConfigMap, so no limit.
     assert run("flatten", "s", "-f", str(path), "-o", "json").returncode == 0
     assert run("validate", "-f", str(_big_actor(tmp_path, 200))).returncode == 0
+
+
+def test_a_number_too_long_for_python_is_read_as_kubectl_reads_it(tmp_path: Path) -> None:
+    # Python's int() refuses decimals of over 4,300 digits (a bare ValueError, once a
+    # traceback); go-yaml keeps a number past any float as its text.
+    digits = "9" * 5000
+    skill_md = f"---\\nname: big\\ndescription: d\\nlicense: {digits}\\n---\\nb"
+    path = _write(tmp_path, "big", TOOL + "metadata: {name: t}\nspec: {description: d,"
+                  f" inputSchema: {{type: object, maximum: {digits}}}}}\n---\n" + SKILL
+                  + "metadata: {name: s}\nspec:\n  tools: [{ref: t}]\n  agentSkills:\n"
+                  f'  - inline: "{skill_md}"\n')
+    result = run("validate", "-f", str(path))
+    assert (result.returncode, result.stderr) == (0, "")
+    flattened = run("flatten", "s", "-f", str(path), "-o", "json")
+    big, tool = json.loads(flattened.stdout)["tools"]
+    assert (big["name"], tool["inputSchema"]["maximum"]) == ("big", digits)
+
+
+@pytest.mark.parametrize("args", [
+    ("tools", "a", "-f", "{dir}", "--discover", "--timeout", "0"),
+    ("tools", "a", "-f", "{dir}", "--discover", "--timeout", "nan"),
+    ("tools", "a", "-f", "{dir}", "--discover", "--timeout", "-1"),
+    ("tools", "a", "-f", "{dir}", "--discover", "--allow", ""),
+    ("tools", "a", "-f", "{dir}", "--discover", "--allow", "ftp://x.svc"),
+    ("validate", "-f", ""),
+    ("discover", "http://mcp.tools.svc/mcp", "--timeout", "0"),
+    ("discover", "http://mcp.tools.svc/mcp", "--allow", " "),
+    ("inject", "-f", ""),
+    ("gateway", "--allow", ""),
+    ("gateway", "--poll", "0"),
+])
+def test_a_bad_flag_value_is_a_usage_error_naming_it(tmp_path: Path,
+                                                       args: tuple[str, ...]) -> None:
+    _write(tmp_path, "ok", SKILL + "metadata: {name: s}\nspec: {builtins: [git_operations]}\n")
+    result = run(*(arg.format(dir=tmp_path) for arg in args))
+    assert "Traceback" not in result.stderr, result.stderr
+    assert (result.returncode, result.stdout) == (2, "")
+    assert f"argument {args[-2]}" in result.stderr.splitlines()[-1]

@@ -59,6 +59,11 @@ def test_unquoted_checkpoint_no_is_refused_with_a_hint_to_quote_it() -> None:
     ("1e400", "1e400"),                           # out of a float's range: go-yaml's text
     ("y", True),                                  # YAML 1.1 booleans, as go-yaml reads them
     ("n", False),
+    ("18446744073709551615", 2**64 - 1),          # go-yaml: int64, then uint64
+    ("-9223372036854775809", -(2**63)),          # past both: a float, whole, as Go prints it
+    ("1" + "0" * 30, 1e30),
+    ("9" * 4301, "9" * 4301),                     # past any float: text (Python: ValueError)
+    ("0x1" + "0" * 16, "0x1" + "0" * 16),         # past uint64, not decimal: text
 ])
 def test_scalars_are_read_as_kubectl_reads_them(written: str, value: object) -> None:
     got = _schema_default(written)

@@ -20,6 +20,7 @@ import yaml
 from skillop.cli.load import Loaded, load_paths
 from skillop.model.manifest import DEFAULT_NAMESPACE
 from skillop.model.names import ObjectRef
+from skillop.model.settings import flag_type, manifest_path
 from skillop.resolve.catalog import Catalog
 from skillop.resolve.inject import (
     Refused,
@@ -40,8 +41,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                        " into Pods and pod templates labelled skillop.dev/actor, as the"
                        " mutating webhook would (docs/gateway.md, Injection).")
     p.add_argument("-f", "--filename", action="append", default=[], metavar="PATH",
+                   type=flag_type(manifest_path),
                    help="manifests to inject and print (repeatable; '-' for stdin)")
     p.add_argument("--catalog", action="append", default=[], metavar="PATH",
+                   type=flag_type(manifest_path),
                    help="more manifests (Skills, Actors, Tools, policies) to resolve the"
                    " Actors' credentials with; not printed")
     p.add_argument("-n", "--namespace", default=DEFAULT_NAMESPACE,

@@ -27,6 +27,7 @@ from skillop.gateway.command import gateway_command
 from skillop.model.manifest import DEFAULT_NAMESPACE, Resource
 from skillop.model.names import ObjectRef, RefError, parse_ref
 from skillop.model.problems import Problem
+from skillop.model.settings import flag_type, host_pattern, manifest_path, seconds
 from skillop.resolve.catalog import Catalog
 from skillop.resolve.explain import explain
 from skillop.resolve.resolver import Resolution, Resolver
@@ -46,6 +47,7 @@ class _Parser(argparse.ArgumentParser):
 def _parser() -> argparse.ArgumentParser:
     common = _Parser(add_help=False)
     common.add_argument("-f", "--filename", action="append", default=[], metavar="PATH",
+                        type=flag_type(manifest_path),
                         help="manifest file or directory (repeatable; '-' for stdin)")
     common.add_argument("-n", "--namespace", default=DEFAULT_NAMESPACE,
                         help="namespace for names without one (default: default)")
@@ -54,8 +56,9 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--discover", action="store_true",
                         help="list url MCP servers live (tools/list) instead of declared tools")
     common.add_argument("--allow", action="append", default=[], metavar="HOST_GLOB",
+                        type=flag_type(host_pattern),
                         help=f"hosts discovery may contact (default: {_DEFAULT_ALLOW})")
-    common.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
+    common.add_argument("--timeout", type=flag_type(seconds()), default=10.0, metavar="SECONDS",
                         help="discovery timeout per server (default 10)")
     common.add_argument("--ca-file", metavar="PATH",
                         help="PEM CA certificates to trust for https servers (private CAs)")
@@ -77,9 +80,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("url")
     p.add_argument("--transport", choices=("streamable-http", "sse"), default="streamable-http")
     p.add_argument("--allow", action="append", default=[], metavar="HOST_GLOB",
+                   type=flag_type(host_pattern),
                    help=f"hosts that may be contacted (default: {_DEFAULT_ALLOW})")
     p.add_argument("--header", action="append", default=[], metavar="NAME=VALUE")
-    p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS")
+    p.add_argument("--timeout", type=flag_type(seconds()), default=10.0, metavar="SECONDS")
     p.add_argument("--ca-file", metavar="PATH",
                    help="PEM CA certificates to trust for an https server (private CAs)")
     sub.add_parser("operator", help="run the operator (kopf) with the project's settings")

@@ -34,20 +34,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     mode.add_argument("--stdio", action="store_true",
                       help="serve MCP on stdin/stdout instead (audit lines go to stderr)")
     p.add_argument(env.MCP_ALLOW.flag or "", action="append", metavar="HOST_GLOB",
+                   type=env.flag_type(env.host_pattern),
                    help=_help(env.MCP_ALLOW) + "; repeat for more")
     for seconds in (env.GATEWAY_POLL, env.GATEWAY_TIMEOUT, env.GATEWAY_RELIST_INTERVAL,
                     env.GATEWAY_REQUEST_TIMEOUT):
-        p.add_argument(seconds.flag or "", type=_positive, metavar="SECONDS",
+        p.add_argument(seconds.flag or "", type=env.flag_type(env.seconds()), metavar="SECONDS",
                        help=_help(seconds))
 
 
 def _help(setting: Setting[Any]) -> str:
     return (f"{setting.description.replace('`', '')} (default: {setting.env}, else"
             f" {setting.default_text.replace('`', '')})").replace("%", "%%")
-
-
-def _positive(text: str) -> float:
-    return env.seconds()("the value", text)
 
 
 def gateway_command(args: argparse.Namespace) -> int:

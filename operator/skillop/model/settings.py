@@ -14,6 +14,7 @@ silently falling back to the default would run with a setting nobody chose.
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -21,6 +22,8 @@ import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeVar
+
+from skillop.model.hostpatterns import HostPattern
 
 T = TypeVar("T")
 
@@ -106,6 +109,45 @@ def globs(env: str, raw: str) -> tuple[str, ...]:
     if not found:
         raise SettingsError(f"{env}={raw!r} names no host glob")
     return found
+
+
+def host_patterns(env: str, raw: str) -> tuple[str, ...]:
+    """``globs`` that are each an egress pattern (``model.hostpatterns``)."""
+    found = globs(env, raw)
+    for pattern in found:
+        try:
+            HostPattern.parse(pattern)
+        except ValueError as exc:
+            raise SettingsError(f"{env}: {exc}") from None
+    return found
+
+
+def host_pattern(env: str, raw: str) -> str:
+    """One egress pattern (a flag's value), as written."""
+    try:
+        HostPattern.parse(raw)
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
+    return raw
+
+
+def manifest_path(env: str, raw: str) -> str:
+    """A file, a directory or ``-`` (a flag's value): an empty one would read the
+    current directory without saying so."""
+    if not raw.strip():
+        raise SettingsError("an empty path (give a file, a directory or - for stdin)")
+    return raw
+
+
+def flag_type(parse: Callable[[str, str], T]) -> Callable[[str], T]:
+    """``parse`` as an argparse ``type``: a value it refuses is the flag's one usage
+    line (exit 2), its reason said, not argparse's bare "invalid value"."""
+    def convert(raw: str) -> T:
+        try:
+            return parse("value", raw)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return convert
 
 
 def boolean(env: str, raw: str) -> bool:
@@ -195,7 +237,7 @@ NAMESPACES: Setting[tuple[str, ...]] = Setting(
 MCP_DISCOVERY = Setting("SKILLOP_MCP_DISCOVERY", True, boolean,
                         "list `url` MCP servers live; `false`: declared tools only, no"
                         " connection made", helm="mcp.discovery")
-MCP_ALLOW = Setting("SKILLOP_MCP_ALLOW", DEFAULT_EGRESS_PATTERNS, globs,
+MCP_ALLOW = Setting("SKILLOP_MCP_ALLOW", DEFAULT_EGRESS_PATTERNS, host_patterns,
                     "host globs (comma-separated) MCP discovery and the gateway may contact;"
                     " blank means the default (`SKILLOP_MCP_DISCOVERY=false` contacts none)",
                     helm="mcp.allow", flag="--allow")

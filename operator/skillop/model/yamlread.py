@@ -96,9 +96,32 @@ class Loader(_Base):  # type: ignore[misc]
             return str(node.value)  # out of a float's range: go-yaml keeps the text
         return value
 
+    def construct_go_int(self, node: yaml.ScalarNode) -> int | float | str:
+        # go-yaml parses an int as int64, then as uint64; past both, a decimal is
+        # a float while one can hold it and anything else stays text. (Python's
+        # int() would also refuse a decimal of over 4,300 digits, a bare ValueError.)
+        text = str(node.value)
+        digits = text.replace("_", "").lstrip("+-")
+        if digits[:2] in ("0x", "0b") or (len(digits) > 1 and digits[0] == "0"):
+            based: int = self.construct_yaml_int(node)  # powers of two: no digit limit
+            return based if _INT_MIN <= based <= _UINT_MAX else text
+        if len(digits) > _MAX_FLOAT_DIGITS:
+            return text
+        value: int = self.construct_yaml_int(node)
+        if _INT_MIN <= value <= _UINT_MAX:
+            return value
+        try:
+            return float(value)
+        except OverflowError:
+            return text
+
+
+#: go-yaml's integer range (int64 and uint64); a decimal of more digits is past any float.
+_INT_MIN, _UINT_MAX, _MAX_FLOAT_DIGITS = -(2**63), 2**64 - 1, 400
 
 Loader.add_constructor(_TIMESTAMP, Loader.construct_timestamp_as_text)
 Loader.add_constructor(_FLOAT, Loader.construct_go_float)
+Loader.add_constructor(_INT, Loader.construct_go_int)
 
 
 def load_all(text: str) -> list[Any]:

@@ -15,11 +15,10 @@ default in its help without needing the MCP extra.
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
+from skillop.model.hostpatterns import DEFAULT_PORTS, HostPattern
 from skillop.model.settings import DEFAULT_EGRESS_PATTERNS
 from skillop.sources.mcp_discovery import DiscoveryError
 
@@ -28,8 +27,6 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_EGRESS_PATTERNS", "EgressGuard", "display_url"]
 
-
-_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 
 
 def _parse(url: str | httpx2.URL) -> httpx2.URL | None:
@@ -60,49 +57,12 @@ def _target(url: str | httpx2.URL) -> tuple[str, str, int] | None:
         host = parsed.raw_host.decode("ascii").lower()  # IDNA form: the name resolved
     except UnicodeDecodeError:
         return None
-    if scheme not in _DEFAULT_PORTS or not host:
+    if scheme not in DEFAULT_PORTS or not host:
         return None
-    port = parsed.port if parsed.port is not None else _DEFAULT_PORTS[scheme]
+    port = parsed.port if parsed.port is not None else DEFAULT_PORTS[scheme]
     if not 0 < port < 65536:
         return None
     return scheme, host, port
-
-
-@dataclass(frozen=True)
-class _Pattern:
-    scheme: str | None
-    host: str
-    port: str | None
-
-    @classmethod
-    def parse(cls, text: str) -> _Pattern:
-        raw = text.strip().lower()
-        scheme, sep, rest = raw.partition("://")
-        if not sep:
-            scheme, rest = "", raw
-        if scheme and scheme not in _DEFAULT_PORTS:
-            raise ValueError(f"egress pattern {text!r}: scheme must be http or https")
-        host, port = _split_host_port(rest.rstrip("/"))
-        if not host:
-            raise ValueError(f"egress pattern {text!r} has no host")
-        return cls(scheme or None, host, port)
-
-    def matches(self, scheme: str, host: str, port: int) -> bool:
-        if self.scheme is not None and self.scheme != scheme:
-            return False
-        if self.port is not None and not fnmatch.fnmatchcase(str(port), self.port):
-            return False
-        return fnmatch.fnmatchcase(host, self.host)
-
-
-def _split_host_port(text: str) -> tuple[str, str | None]:
-    if text.startswith("["):  # IPv6 literal, e.g. [::1]:8080
-        host, _, tail = text[1:].partition("]")
-        return host, (tail[1:] or None) if tail.startswith(":") else None
-    host, sep, port = text.rpartition(":")
-    if sep and ":" not in host:
-        return host, port or None
-    return text, None
 
 
 class EgressGuard:
@@ -128,7 +88,7 @@ class EgressGuard:
         if isinstance(patterns, str):
             raise TypeError("EgressGuard takes a sequence of patterns, not one string")
         self.patterns: tuple[str, ...] = tuple(patterns)
-        self._compiled = tuple(_Pattern.parse(p) for p in self.patterns)
+        self._compiled = tuple(HostPattern.parse(p) for p in self.patterns)
 
     def __repr__(self) -> str:
         return f"EgressGuard({list(self.patterns)!r})"
