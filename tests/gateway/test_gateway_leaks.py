@@ -15,9 +15,18 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from gatewaykit import GatewayProcess, Volume, agent, echo_tool, text_of, toolset_files
+from gatewaykit import (
+    GatewayProcess,
+    Volume,
+    agent,
+    call_once,
+    echo_tool,
+    text_of,
+    toolset_files,
+)
 from mcp.shared.exceptions import MCPError
 from mcp_servers import LEAKS, ServerHandle, make_tool
+from scripted_upstream import JSON, Script, ScriptedUpstream
 from skillkit import actor, skill
 
 ACTOR = "team-a/dev"
@@ -139,3 +148,44 @@ def test_audit_fields_are_bounded(upstream: ServerHandle, tmp_path: Path) -> Non
     assert len(lines) == 1 and len(lines[0]) < 1000
     record: dict[str, Any] = json.loads(lines[0])
     assert record["outcome"] == "refused" and record["bindingName"].startswith("xxx")
+
+
+#: A credential in mixed case: an SDK or HTTP stack that lowercases what it quotes.
+MIXED = "Zq7-MixedCaseSecret-abcdefGHIJKLmnop-0123456789"
+HOST_TOKEN = TOKEN.partition(" ")[2]  # letters, digits and a hyphen: a host name too
+
+ECHOED_IN_HEADERS = {
+    "redirect-host": Script(initialize=(307, {"location": f"http://{HOST_TOKEN}/mcp"})),
+    "content-coding": Script(initialize=(200, {**JSON, "content-encoding": HOST_TOKEN})),
+    "content-type-initialize": Script(initialize=(200, {"content-type": MIXED})),
+    "content-type-call": Script(call=(200, {"content-type": f"text/x-{MIXED}; q=1"})),
+    # pydantic quotes an invalid value cut to its ends, which no redactor recognises.
+    "invalid-initialize": Script(initialize_result={"capabilities": f"caps {MIXED}"}),
+}
+
+
+@pytest.mark.parametrize("case", ECHOED_IN_HEADERS)
+def test_what_an_upstream_quotes_back_in_its_headers_or_invalid_answers_is_redacted(
+        tmp_path: Path, case: str) -> None:
+    tools = Volume(tmp_path / "tools")
+    with ScriptedUpstream(ECHOED_IN_HEADERS[case]) as upstream:
+        tools.write(toolset_files([
+            skill("srv", mcpServers=[{"name": "up", "url": upstream.url,
+                                      "tools": [echo_tool("echo", "up")],
+                                      "headersFrom": {"secretRef": {"name": SECRET}}}]),
+            actor("dev", skills=["srv"])], ACTOR))
+        Volume(tmp_path / "secrets" / SECRET).write({"Authorization": TOKEN, "X-Api-Key": MIXED})
+        with GatewayProcess(tools.root, tmp_path / "secrets") as gw:
+            result = call_once(gw.url, "echo")
+            audit = gw.wait_audit(1)
+            logs = gw.logs()
+    text = text_of(result)
+    assert result.is_error and text.startswith("error: upstream up unavailable"), text
+    # The agent is told what the upstream said, redacted; the audit line, the
+    # gateway's own words alone.
+    (line,) = audit
+    assert line["reason"].startswith("upstream up unavailable: ") and "[redacted]" not in line[
+        "reason"] and "Zq7" not in line["reason"].title(), line
+    for seen in (text, json.dumps(audit), logs):
+        for secret in (HOST_TOKEN, MIXED):
+            assert not _shares(secret, seen) and not _shares(secret.lower(), seen), (secret, seen)

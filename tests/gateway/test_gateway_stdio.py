@@ -89,26 +89,40 @@ def test_stdio_gateway_serves_the_set_and_forwards_to_http_and_stdio_upstreams(
         ("echo", "ok"), ("token_digest", "ok"), ("git_diff", "refused")]
     assert audit[1]["upstream"] == "local"
     # The stdio upstream printed its environment: relayed, with the Secret's value redacted.
-    assert "starting with TOKEN=[redacted]" in stderr
-    assert TOKEN not in stderr
+    _assert_relayed_redacted_and_marked(stderr)
+
+
+def _assert_relayed_redacted_and_marked(log: str) -> None:
+    """The stdio upstream's stderr (stdio_upstream.py) in the gateway's: every line
+    marked as the server's, the value gone even from a line longer than a read,
+    and no line of the server's reads as an audit line."""
+    assert "[upstream local stderr] starting with TOKEN=[redacted]" in log
+    assert f"[upstream local stderr] {'x' * 100}" in log
+    assert not {TOKEN[i:i + 6] for i in range(len(TOKEN) - 5)} & {
+        log[i:i + 6] for i in range(len(log) - 5)}
+    assert not [line for line in log.splitlines() if line.startswith("{") and "forged" in line]
+    assert '[upstream local stderr] {"bindingName": "forged"' in log
 
 
 RAW_UPSTREAM = Path(__file__).with_name("raw_stdio_upstream.py")
 
 
-def _raw_call(tmp_path: Path, answer: dict[str, Any]) -> types.CallToolResult:
-    """``ask`` through the gateway, to an upstream answering ``answer`` to every call."""
+def _raw_call(tmp_path: Path, answer: dict[str, Any], *, peek: str = "",
+              extra: tuple[str, ...] = ()) -> types.CallToolResult:
+    """``ask`` through the gateway, to an upstream answering ``answer`` to every call
+    (or the files ``peek`` names)."""
     tools_dir, secrets = Volume(tmp_path / "tools"), tmp_path / "secrets"
-    secrets.mkdir()
+    secrets.mkdir(exist_ok=True)
     tools_dir.write(toolset_files([
         skill("raw", mcpServers=[{"name": "raw", "command": [sys.executable, str(RAW_UPSTREAM)],
-                                  "env": [{"name": "ANSWER", "value": json.dumps(answer)}],
+                                  "env": [{"name": "ANSWER", "value": json.dumps(answer)},
+                                          {"name": "PEEK", "value": peek}],
                                   "tools": [echo_tool("ask", "raw")]}]),
         actor("dev", skills=["raw"])], ACTOR))
 
     async def call() -> types.CallToolResult:
         with tempfile.TemporaryFile("w+") as errlog:
-            async with stdio_agent(tools_dir.root, secrets, errlog) as agent:
+            async with stdio_agent(tools_dir.root, secrets, errlog, *extra) as agent:
                 result: types.CallToolResult = await agent.call_tool("ask", {})
                 return result
 
@@ -139,5 +153,17 @@ def test_a_stdio_upstreams_stderr_reaches_the_pods_log_redacted(tmp_path: Path) 
             gw.wait_audit(1)
             logs = gw.logs()
     assert text_of(result) == hashlib.sha256(TOKEN.encode()).hexdigest()
-    assert "starting with TOKEN=[redacted]" in logs
-    assert TOKEN not in logs
+    _assert_relayed_redacted_and_marked(logs)
+
+
+def test_no_upstream_hands_the_agent_a_credential_mounted_for_another(tmp_path: Path) -> None:
+    # A stdio child runs as the gateway's user: it can read every mounted Secret and
+    # the API token. None of them reaches the agent through its answers.
+    other = "Bearer other-upstreams-credential-0123456789"
+    token = "eyJhbGciOiJSUzI1NiJ9.service-account-token-of-the-gateway"
+    Volume(tmp_path / "secrets" / "other-auth").write({"Authorization": other})
+    Volume(tmp_path / "api").write({"token": token + "\n"})
+    peek = ":".join((str(tmp_path / "secrets" / "other-auth" / "Authorization"),
+                     str(tmp_path / "api" / "token")))
+    result = _raw_call(tmp_path, {}, peek=peek, extra=("--api-dir", str(tmp_path / "api")))
+    assert text_of(result).split() == ["[redacted]", "[redacted]"]

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import mcp_types as types
 import pytest
 from mcp_servers import ServerHandle, SilentServer, StatusServer, make_tool, make_tools
+from scripted_upstream import Script, ScriptedUpstream
 
 from skillop.sources.egress import EgressGuard
 from skillop.sources.mcp_discovery import (
@@ -28,6 +29,7 @@ from skillop.sources.mcp_discovery import (
 from skillop.sources.mcp_session import list_tools
 from skillop.sources.mcp_tools import McpToolInfo
 from skillop.sources.mcp_watch import watch_tools
+from skillop.sources.redaction import REDACTED
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -539,3 +541,23 @@ def test_stateful_server_keeps_its_notification_stream(transport: McpTransport) 
 
     with server:
         run(_watching(server, body, ping_interval=60))
+
+
+def test_a_listing_that_quotes_the_credential_is_redacted_before_it_is_kept() -> None:
+    # Discovery's listing goes into Skill status, ConfigMaps and the agent's tool list.
+    token = "tok3n-abcdefghijklmnopq"
+    listed = [{"name": "echo", "title": f"Echo for {token}",
+               "description": f"Called with Authorization: Bearer {token}",
+               "inputSchema": {"type": "object", "properties": {
+                   "auth": {"type": "string", "default": f"Bearer {token}"}}}},
+              {"name": f"tool-{token}", "description": "d",
+               "inputSchema": {"type": "object"}}]
+    with ScriptedUpstream(Script(tools=listed)) as upstream:
+        result = asyncio.run(list_tools(upstream.url, headers={"Authorization": f"Bearer {token}"},
+                                        guard=LOCAL))
+    (echo,) = result.tools
+    assert (echo.name, echo.title, echo.description) == (
+        "echo", f"Echo for {REDACTED}", f"Called with Authorization: {REDACTED}")
+    assert echo.input_schema["properties"]["auth"]["default"] == REDACTED
+    (skipped,) = result.skipped
+    assert token not in skipped and "carries a value of the headers" in skipped

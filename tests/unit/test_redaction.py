@@ -54,3 +54,45 @@ def test_a_value_split_across_parts_is_removed_from_each() -> None:
     value = "s3cr3t-value-0123456789"
     parts = Redactor([value]).texts(["head " + value[:9], value[9:] + " tail"])
     assert parts == [f"head {REDACTED}", f"{REDACTED} tail"]
+
+
+def _escaped_char(char: str, how: int) -> str:
+    """``char`` as one encoder or another writes it (``how`` picks the form)."""
+    units = char.encode("utf-16-be")
+    json_escape = "".join(f"\\u{int.from_bytes(units[i:i + 2]):04X}"
+                          for i in range(0, len(units), 2))
+    forms = [char, json_escape, json_escape.lower(),
+             "".join(f"%{b:02X}" for b in char.encode()),
+             "".join(f"%{b:02x}" for b in char.encode())]
+    if char == "/":
+        forms.append("\\/")  # PHP's json_encode
+    if char in '"\\':
+        forms.append("\\" + char)
+    return forms[how % len(forms)]
+
+
+@given(secrets, st.lists(st.integers(0, 9), min_size=40, max_size=40), around, around)
+def test_a_value_is_gone_whatever_mix_of_escapes_writes_it(
+        value: str, hows: list[int], before: str, after: str) -> None:
+    # PHP writes / as \/, .NET writes + as \u002B, a path-style encoder keeps /: any
+    # character of a value may be escaped one way or another, or not at all.
+    written = "".join(_escaped_char(char, how) for char, how in zip(value, hows, strict=False))
+    redacted = Redactor([value])(before + written + after)
+    assert written not in redacted and REDACTED in redacted
+
+
+@given(secrets.filter(lambda v: v.upper() != v or v.lower() != v), around, around)
+def test_a_value_is_gone_in_another_case(value: str, before: str, after: str) -> None:
+    # An SDK or an HTTP stack that lowercases a header value it quotes.
+    for changed in (value.lower(), value.upper(), value.swapcase()):
+        if len(changed) == len(value):
+            assert changed not in Redactor([value])(before + changed + after)
+
+
+def test_php_and_dotnet_json_of_a_key_is_caught() -> None:
+    key = "k3y/With+Slash=Mixed/Case9"
+    redact = Redactor([key])
+    assert redact('{"key": "k3y\\/With+Slash=Mixed\\/Case9"}') == f'{{"key": "{REDACTED}"}}'
+    assert redact('{"key": "k3y/With\\u002BSlash\\u003DMixed/Case9"}') == (
+        f'{{"key": "{REDACTED}"}}')
+    assert redact("/callback/k3y/With%2BSlash%3DMixed/Case9?x=1") == f"/callback/{REDACTED}?x=1"

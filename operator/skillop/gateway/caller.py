@@ -70,7 +70,12 @@ class SessionLost(Exception):
 
 
 class Unreachable(Exception):
-    """The call did not get an answer; the message is safe to show."""
+    """The call did not get an answer. The message may quote the upstream (redact it
+    before showing it); ``own`` is the gateway's words alone, for the audit line."""
+
+    def __init__(self, message: str, *, own: str | None = None) -> None:
+        super().__init__(message)
+        self.own = own if own is not None else message
 
 
 class RpcFailed(Exception):
@@ -189,8 +194,13 @@ class HttpCaller:
                 if status >= 400:
                     raise Unreachable(f"HTTP {status}") from None
                 raise
-        raise Unreachable(f"HTTP {status}" if status >= 400
-                          else f"unexpected answer type {kind or 'none'!r}"[:80])
+        # The type is the upstream's text, quoted whole (a part of a value is not
+        # recognised): the link redacts it, then bounds it.
+        if status >= 400:
+            raise Unreachable(f"HTTP {status}")
+        said = response.headers.get("content-type", "")
+        raise Unreachable(f"unexpected answer type {said or 'none'!r}",
+                          own="the answer is neither JSON nor an event stream")
 
     async def _from_stream(self, response: Response, request_id: int, *,
                            lines: str) -> Answer | Failure:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from contextlib import suppress
 from pathlib import Path
 
 from skillop.gateway.served import SecretKey, Upstream
@@ -58,6 +59,32 @@ def env_of(upstream: Upstream, root: Path) -> dict[str, str]:
         elif entry.value is not None:
             env[entry.name] = entry.value
     return env
+
+
+def credentials(root: Path, *, api_dir: Path | None = None) -> tuple[str, ...]:
+    """Every value of every Secret mounted under ``root``, and the API token in
+    ``api_dir``: what a link redacts, whichever upstream it reaches. A stdio child
+    runs as the gateway's user and can read them all; an HTTP upstream may have
+    been given another's value by mistake: no link's answers may carry any."""
+    values: list[str] = []
+    for name in _entries(root):
+        for key in _entries(root / name):
+            try:
+                values.append(_value(SecretKey(name, key), root))
+            except SecretMissing:
+                continue  # a key that is not a file or not text: nothing to recognise
+    if api_dir is not None:
+        with suppress(OSError, UnicodeDecodeError):  # none mounted: approvals say why
+            values.append((api_dir / "token").read_text("ascii").strip())
+    return tuple(values)
+
+
+def _entries(directory: Path) -> list[str]:
+    """The visible entries of ``directory`` (kubelet's ``..data`` are hidden), sorted."""
+    try:
+        return sorted(name for name in os.listdir(directory) if not name.startswith("."))
+    except OSError:
+        return []
 
 
 def _value(ref: SecretKey, root: Path) -> str:

@@ -212,7 +212,8 @@ class Gateway:
         self.audit = audit or AuditLog()
         self._settings = Settings(options.secrets_dir, EgressGuard(options.allow),
                                   options.connect_timeout, options.configmaps_dir,
-                                  options.ca_file, relist_interval=options.relist_interval)
+                                  options.ca_file, relist_interval=options.relist_interval,
+                                  api_dir=options.api_dir)
         self._pool: Pool | None = None
         self._signature: object = None
         self._last_error: str | None = None

@@ -30,7 +30,7 @@ import os
 import ssl
 import sys
 import threading
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,6 +61,7 @@ from skillop.gateway.secrets import (
     DEFAULT_CONFIGMAPS_DIR,
     SecretMissing,
     ca_bundles,
+    credentials,
     env_of,
     headers_of,
 )
@@ -68,7 +69,7 @@ from skillop.gateway.served import ServerKey, Upstream
 from skillop.gateway.wire import MAX_MESSAGE_BYTES
 from skillop.model.settings import GATEWAY_RELIST_INTERVAL
 from skillop.sources.egress import EgressGuard
-from skillop.sources.mcp_discovery import DiscoveryLimits, McpTransport
+from skillop.sources.mcp_discovery import DiscoveryLimits, ErrorReason, McpTransport
 from skillop.sources.mcp_session import Unfenced, classify, list_pages, open_session, tool_info
 from skillop.sources.mcp_tools import info_digest
 from skillop.sources.mcp_transport import Wire, trust_context
@@ -116,6 +117,12 @@ class Settings:
     #: Every upstream is listed again at least this often (``--relist-interval``),
     #: so a definition changed without ``list_changed`` is seen within it.
     relist_interval: float = GATEWAY_RELIST_INTERVAL.default
+    #: Where the API token is mounted (``--api-dir``): redacted like the Secrets.
+    api_dir: Path | None = None
+
+    def redactor(self, own: Iterable[str]) -> Redactor:
+        """A link's redactor: its own values and every other credential mounted here."""
+        return Redactor([*own, *credentials(self.secrets_dir, api_dir=self.api_dir)])
 
 
 #: Discovery's bounds, for the gateway's listings; an answer may be as large as a
@@ -184,7 +191,11 @@ class Link:
         self._settings = settings
         self._spawn = spawn
         self._current: Connection | None = None
+        #: Redacts the link's answers: every credential mounted in the gateway.
         self._redactor = Redactor(())
+        #: Redacts its listings as discovery does: the values it is sent itself (the
+        #: live digests must be those of what the ToolSet was resolved from).
+        self._own = Redactor(())
         self._retired = False
 
     @property
@@ -256,9 +267,11 @@ class Link:
         except SessionLost:
             self.drop(conn.session)
             raise
-        except Unreachable as exc:
+        except Unreachable as exc:  # may quote the upstream (a content type)
             self.drop(conn.session)
-            raise CallFailed(f"upstream {self.label} unavailable: {exc}") from None
+            raise CallFailed(f"upstream {self.label} unavailable:"
+                             f" {self._redactor.line(str(exc), 120)}",
+                             audit=f"upstream {self.label} unavailable: {exc.own}") from None
         except RpcFailed as exc:
             raise self._rpc_failed(exc.code, exc.message) from None
         if is_input_required(raw):
@@ -324,7 +337,7 @@ class Link:
         if not redactor:
             return result
         data = result.model_dump(by_alias=True, exclude_none=True, mode="json")
-        clean = _strings_redacted(data, redactor)
+        clean = redactor.json(data)
         items = [item for item in clean.get("content", [])
                  if isinstance(item, dict) and item.get("type") == "text"]
         for item, text in zip(items, redactor.texts([i["text"] for i in items]), strict=True):
@@ -357,7 +370,7 @@ class Link:
                     bounds = Wire(self.upstream.url, _transport(self.upstream),
                                   self._settings.guard, _LIMITS, tls, per_response=True)
                 async with self._open(conn, bounds, tls) as (session, caller, version):
-                    await _listing(session, bounds, conn)
+                    await _listing(session, bounds, conn, self._own)
                     if caller is not None and version in HANDSHAKE_PROTOCOL_VERSIONS:
                         assert isinstance(bounds, Wire)
                         conn.caller, conn.session_id = caller, bounds.session_id
@@ -378,11 +391,11 @@ class Link:
                         if not conn.closed:
                             # Told of a change, or the interval is over (a change not told).
                             changes = conn.changes
-                            await _listing(session, bounds, conn)
+                            await _listing(session, bounds, conn, self._own)
                             if conn.changes == changes:  # else listed again at once (woken)
                                 conn.current.set()
         except Exception as exc:
-            conn.error = self._explain(exc, bounds)
+            conn.error, conn.audit_error = self._explain(exc, bounds)
             print(f"skillop gateway: upstream {self.label}: {conn.error}", file=sys.stderr)
         finally:
             conn.closed = True
@@ -421,7 +434,8 @@ class Link:
             if isinstance(bounds, Wire):
                 assert upstream.url is not None
                 headers = headers_of(upstream, self._settings.secrets_dir)
-                self._redactor = Redactor(headers.values())
+                self._own = Redactor(headers.values())
+                self._redactor = self._settings.redactor(headers.values())
                 self._settings.guard.check(upstream.url)
                 session = await stack.enter_async_context(open_session(
                     upstream.url, _transport(upstream), headers, bounds, _LIMITS, on_message,
@@ -440,7 +454,9 @@ class Link:
         (a server printing its environment would print its Secret values)."""
         upstream = self.upstream
         env = env_of(upstream, self._settings.secrets_dir)
-        self._redactor = Redactor(env[e.name] for e in upstream.env if e.secret_key is not None)
+        secret = [env[e.name] for e in upstream.env if e.secret_key is not None]
+        self._own = Redactor(secret)
+        self._redactor = self._settings.redactor(secret)
         command = list(upstream.command)
         async with AsyncExitStack() as stack:
             errlog = stack.enter_context(_RedactedStderr(self._redactor, self.label))
@@ -453,20 +469,36 @@ class Link:
             await session.initialize()
             yield session
 
-    def _explain(self, exc: BaseException, bounds: Wire | Unfenced) -> str:
-        """One safe line for whatever the SDK raised: ``classify``'s finding (the one
-        discovery reports too), in the gateway's words."""
+    def _explain(self, exc: BaseException, bounds: Wire | Unfenced) -> tuple[str, str]:
+        """Two safe lines for whatever the SDK raised: ``classify``'s finding (the one
+        discovery reports too) for the agent and stderr, which may quote the upstream
+        redacted; and the gateway's own words alone, for the audit line."""
         leaves = list(_leaves(exc))
         for leaf in leaves:
             if isinstance(leaf, SecretMissing):
-                return str(leaf)
+                return str(leaf), str(leaf)
             if isinstance(leaf, FileNotFoundError | PermissionError):
-                return f"cannot start {self.upstream.command[0]!r}"
+                started = f"cannot start {self.upstream.command[0]!r}"
+                return started, started
         error = classify(exc, bounds, self._redactor)
         if error.reason == "TLSError" and "not trusted" in error.detail:
-            return _UNTRUSTED
-        return _WORDS.get(error.reason) or error.detail
+            return _UNTRUSTED, _UNTRUSTED
+        return _WORDS.get(error.reason) or error.detail, _AUDIT_WORDS[error.reason]
 
+
+#: The audit line's words for what ``classify`` found: the reason, never the detail
+#: (which may quote the upstream).
+_AUDIT_WORDS: Final[Mapping[ErrorReason, str]] = {
+    "URLNotAllowed": "the URL is not in the gateway's egress allow-list",
+    "Timeout": "no answer in time",
+    "ConnectFailed": "cannot connect, or the connection was lost",
+    "TooManyTools": "it lists more tools or pages than the gateway reads",
+    "ResponseTooLarge": "its answer is larger than the gateway reads",
+    "Redirected": "it answered with a redirect, which is not followed",
+    "ProtocolError": "its answer is not MCP over HTTP as the transport defines it",
+    "HTTPError": "it answered an HTTP error status",
+    "TLSError": "the TLS handshake failed",
+}
 
 #: The gateway's words for what ``classify`` found, where discovery's would mislead.
 _WORDS: Final[Mapping[str, str]] = {
@@ -479,22 +511,18 @@ def _transport(upstream: Upstream) -> McpTransport:
     return "sse" if upstream.transport == "sse" else "streamable-http"
 
 
-def _strings_redacted(value: Any, redactor: Redactor) -> Any:
-    """``value`` (JSON data) with every string in it, keys too, redacted."""
-    if isinstance(value, str):
-        return redactor(value)
-    if isinstance(value, list):
-        return [_strings_redacted(v, redactor) for v in value]
-    if isinstance(value, dict):
-        return {redactor(k): _strings_redacted(v, redactor) for k, v in value.items()}
-    return value
-
-
 class _RedactedStderr:
     """A pipe for a stdio child's stderr, relayed line by line to the gateway's own
-    stderr with the child's Secret values redacted."""
+    stderr with every Secret value redacted, each line marked as the child's (a
+    child cannot write what reads as the gateway's audit line).
 
-    _MAX_LINE: Final = 64 * 1024
+    A line is redacted whole, then bounded: one read up to ``_READ`` characters,
+    of which at most the first ``_SHOWN`` are relayed, so a value is never cut in
+    two before it is recognised (a value cut off at the read's end lies far past
+    what is shown); the rest of a longer line is read and dropped."""
+
+    _READ: Final = 1024 * 1024
+    _SHOWN: Final = 64 * 1024
 
     def __init__(self, redactor: Redactor, label: str) -> None:
         self._redactor = redactor
@@ -518,9 +546,14 @@ class _RedactedStderr:
 
     def _relay(self) -> None:
         with self._read:
-            while line := self._read.readline(self._MAX_LINE):
-                sys.stderr.write(self._redactor(line.rstrip("\n")) + "\n")
+            while line := self._read.readline(self._READ):
+                whole = line.endswith("\n")
+                text = self._redactor(line.rstrip("\n"))
+                cut = " [line cut]" if len(text) > self._SHOWN or not whole else ""
+                sys.stderr.write(f"[upstream {self._label} stderr] {text[:self._SHOWN]}{cut}\n")
                 sys.stderr.flush()
+                while not whole and (line := self._read.readline(self._READ)):
+                    whole = line.endswith("\n")
 
 
 def _param_headers(header_map: Mapping[tuple[str, ...], str] | None,
@@ -530,14 +563,16 @@ def _param_headers(header_map: Mapping[tuple[str, ...], str] | None,
     return mcp_param_headers(header_map, arguments) if header_map else {}
 
 
-async def _listing(session: ClientSession, bounds: Wire | Unfenced, conn: Connection) -> None:
+async def _listing(session: ClientSession, bounds: Wire | Unfenced, conn: Connection,
+                   redact: Redactor) -> None:
     """Every tool the server lists, by name, its ``info_digest`` and its header map,
     into ``conn``: discovery's listing (``list_pages``: its page, tool and cursor
-    checks), digested as discovery digests what the ToolSet was resolved from."""
-    tools, _ = await list_pages(session, bounds, _LIMITS)
+    checks), digested as discovery digests what the ToolSet was resolved from
+    (redacted with the values discovery redacts, ``redact``)."""
+    tools, _ = await list_pages(session, bounds, _LIMITS, redact)
     maps = {name: x_mcp_header_map(tool.input_schema) for name, tool in tools.items()}
     conn.tools, conn.header_maps = tools, {name: m for name, m in maps.items() if m}
-    conn.digests = {name: info_digest(tool_info(tool)) for name, tool in tools.items()}
+    conn.digests = {name: info_digest(tool_info(tool, redact)) for name, tool in tools.items()}
 
 
 _UNTRUSTED: Final = ("TLS: the server's certificate is not trusted (trust its CA with the"

@@ -40,6 +40,7 @@ from mcp.client.session import ClientSession, MessageHandlerFnT
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
 
 from skillop import __version__
 from skillop.model.names import server_tool_name_problem
@@ -152,20 +153,27 @@ async def open_session(
         yield session
 
 
-def tool_info(tool: types.Tool) -> McpToolInfo:
+def tool_info(tool: types.Tool, redact: Redactor) -> McpToolInfo:
     """One listed tool as discovery records it (its MCP hint annotations only):
-    what ``mcp_tools.info_digest`` digests, for anyone comparing a live listing."""
+    what ``mcp_tools.info_digest`` digests, for anyone comparing a live listing.
+
+    What the server wrote is redacted with the values of the headers it was sent
+    (``redact``; its name is left as it is, and skipped if it carries one): a
+    listing goes into status, ConfigMaps and the agent's tool list, and a server
+    that templates its descriptions from the request would copy a credential
+    there."""
     annotations: dict[str, Any] = {}
     if tool.annotations is not None:
         dumped = tool.annotations.model_dump(by_alias=True, exclude_none=True, mode="json")
         annotations = {k: dumped[k] for k in _ANNOTATION_KEYS if k in dumped}
     return McpToolInfo(
         name=tool.name,
-        title=tool.title,
-        description=tool.description or "",
-        input_schema=dict(tool.input_schema),
-        output_schema=dict(tool.output_schema) if tool.output_schema is not None else None,
-        annotations=annotations,
+        title=redact(tool.title) if tool.title is not None else None,
+        description=redact(tool.description or ""),
+        input_schema=redact.json(dict(tool.input_schema)),
+        output_schema=(redact.json(dict(tool.output_schema)) if tool.output_schema is not None
+                       else None),
+        annotations=redact.json(annotations),
         execution=(tool.execution.model_dump(by_alias=True, exclude_none=True, mode="json")
                    if tool.execution is not None else None),
     )
@@ -198,10 +206,11 @@ class Unfenced:
 
 
 async def list_pages(
-    session: ClientSession, bounds: Bounds, limits: DiscoveryLimits
+    session: ClientSession, bounds: Bounds, limits: DiscoveryLimits, redact: Redactor
 ) -> tuple[dict[str, types.Tool], tuple[str, ...]]:
     """Every page of ``tools/list``: the tools by name (a tool repeated across pages
-    keeps its first listing) and one line per tool skipped for its name. Fails
+    keeps its first listing) and one line per tool skipped for its name (one that
+    carries a value ``redact`` knows too: a name is not rewritten). Fails
     (``bounds.fail``) on a repeated cursor, more than ``max_tools`` tools or more
     than ``max_pages`` pages: discovery and the gateway list the same way."""
     tools: dict[str, types.Tool] = {}
@@ -213,8 +222,11 @@ async def list_pages(
         page = await session.list_tools(params=params)
         bounds.raise_if_failed()
         for tool in page.tools:
-            if (problem := server_tool_name_problem(tool.name)) is not None:
-                skipped.append(f"tool {one_line(repr(tool.name), 140)} skipped: {problem}")
+            problem = server_tool_name_problem(tool.name)
+            if problem is None and redact(tool.name) != tool.name:
+                problem = "the name carries a value of the headers the server was sent"
+            if problem is not None:
+                skipped.append(f"tool {redact.line(repr(tool.name), 140)} skipped: {problem}")
                 continue
             tools.setdefault(tool.name, tool)
         if len(tools) > limits.max_tools:
@@ -229,11 +241,11 @@ async def list_pages(
 
 
 async def list_all(
-    session: ClientSession, wire: Wire, limits: DiscoveryLimits
+    session: ClientSession, wire: Wire, limits: DiscoveryLimits, redact: Redactor
 ) -> DiscoveryResult:
-    """``list_pages`` as discovery records it."""
-    tools, skipped = await list_pages(session, wire, limits)
-    return DiscoveryResult(tuple(tool_info(t) for t in tools.values()),
+    """``list_pages`` as discovery records it (redacted with ``redact``: ``tool_info``)."""
+    tools, skipped = await list_pages(session, wire, limits, redact)
+    return DiscoveryResult(tuple(tool_info(t, redact) for t in tools.values()),
                            announces_list_changed(session), skipped=skipped)
 
 
@@ -257,7 +269,17 @@ def first(
 
 def classify(exc: BaseException, wire: Wire | Unfenced, redact: Redactor) -> DiscoveryError:
     """Turn whatever the SDK raised into one DiscoveryError; fence findings win.
-    Discovery and the gateway explain failures with this one classifier."""
+    Discovery and the gateway explain failures with this one classifier.
+
+    Its detail is redacted whole, whatever made it: the fence quotes headers the
+    server sent (a redirect's host, a content coding), the SDK quotes them too
+    (a content type, lowercased), and so may any error raised inside."""
+    error = _classified(exc, wire, redact)
+    detail = redact.line(error.detail)
+    return error if detail == error.detail else DiscoveryError(error.reason, error.url, detail)
+
+
+def _classified(exc: BaseException, wire: Wire | Unfenced, redact: Redactor) -> DiscoveryError:
     if isinstance(wire, Wire) and wire.failure is not None:
         return wire.failure
     url = wire.display_url if isinstance(wire, Wire) else wire.label
@@ -290,7 +312,20 @@ def classify(exc: BaseException, wire: Wire | Unfenced, redact: Redactor) -> Dis
         assert isinstance(rpc, MCPError)
         return _classify_rpc(rpc, url, redact)
     leaf = next(_leaves(exc))
-    return DiscoveryError("ProtocolError", url, f"{type(leaf).__name__}: {redact(str(leaf))}")
+    return DiscoveryError("ProtocolError", url, f"{type(leaf).__name__}: {redact(_said(leaf))}")
+
+
+def _said(leaf: BaseException) -> str:
+    """What ``leaf`` says, whole: pydantic cuts the values it quotes to their ends (a
+    value cut so is no longer recognised by the redactor), so a validation error is
+    told by where and why, without the values."""
+    if not isinstance(leaf, ValidationError):
+        return str(leaf)
+    errors = leaf.errors(include_input=False, include_url=False)
+    where = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'the value'}: {e['msg']}"
+                      for e in errors[:3])
+    more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
+    return f"{leaf.title}: {where}{more}"
 
 
 def _status_detail(status: int, wire: Wire) -> str:
@@ -350,13 +385,14 @@ async def list_tools(
     """
     guard.check(url)
     headers = dict(headers or {})
+    redact = Redactor(headers.values())
     wire = Wire(url, transport, guard, limits, trust_context(url, ca_bundles))
     try:
         with anyio.fail_after(limits.total_timeout):
             async with open_session(url, transport, headers, wire, limits) as session:
-                result = await list_all(session, wire, limits)
+                result = await list_all(session, wire, limits, redact)
     except Exception as exc:
-        error = classify(exc, wire, Redactor(headers.values()))
+        error = classify(exc, wire, redact)
         logger.debug("discovery failed: %s", error)
         raise error from None
     logger.debug("discovered %d tools at %s", len(result.tools), wire.display_url)

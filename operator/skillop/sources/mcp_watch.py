@@ -165,6 +165,7 @@ async def _watch_session(
         if isinstance(message, types.ToolListChangedNotification):
             changed.set()
 
+    redact = Redactor(headers.values())
     wire = Wire(url, transport, guard, limits, tls)
     wire.wake = changed.set
     try:
@@ -175,7 +176,7 @@ async def _watch_session(
                 connecting.deadline = math.inf
                 await _serve_watch(
                     session, wire, changed, limits, on_change, backoff, ping_interval,
-                    only_if_announced,
+                    redact, only_if_announced,
                 )
         raise TimeoutError("connecting took too long")
     except Exception as exc:
@@ -183,7 +184,7 @@ async def _watch_session(
             raise _NoStream() from None
         if (carrier := first(exc, _CallbackFailed)) is not None:
             raise (carrier.__cause__ or carrier) from None
-        raise classify(exc, wire, Redactor(headers.values())) from None
+        raise classify(exc, wire, redact) from None
 
 
 async def _serve_watch(
@@ -194,6 +195,7 @@ async def _serve_watch(
     on_change: Callable[[DiscoveryResult], Awaitable[None]],
     backoff: _Backoff,
     ping_interval: float,
+    redact: Redactor,
     only_if_announced: bool = False,
 ) -> NoReturn:
     """List, hand the list over, wait for a change; again and again."""
@@ -205,7 +207,7 @@ async def _serve_watch(
         changed.clear()
         wire.bytes = 0  # the byte limit applies to each listing
         with anyio.fail_after(limits.total_timeout):
-            result = await list_all(session, wire, limits)
+            result = await list_all(session, wire, limits, redact)
         live = announced and wire.open_event_streams > 0
         backoff.reset()
         try:

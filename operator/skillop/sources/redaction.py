@@ -5,14 +5,16 @@ A server may echo what it was sent (a header, an environment variable), on
 purpose or by accident, in an error, a result or its stderr. Before such text
 is shown to anyone (a Skill's status, an agent, a log, the audit trail), every
 secret value is replaced by ``[redacted]``, in each form it is likely to be
-carried in:
+carried in, letters in any case:
 
 * as is, and without its scheme (``Bearer <token>`` -> ``<token>``; for
   ``Basic``, the decoded ``user:password`` too);
-* JSON-escaped, once and twice (a value with ``"`` or ``\\`` inside a JSON
-  string, or inside JSON text inside a JSON string), with non-ASCII kept or
-  escaped;
-* URL-encoded (``%XX`` in upper or lower case, ``+`` or ``%20`` for spaces);
+* inside a JSON string, each character as it is or escaped in any way JSON
+  allows (``\\"``, ``\\\\``, ``\\/`` as PHP writes it, ``\\u00XX`` as .NET
+  writes ``+``), and a JSON string inside JSON text inside a JSON string
+  (escaped twice, as Python writes it);
+* URL-encoded, each character as it is or as ``%XX`` (``+`` for a space): the
+  whole value, the value with ``/`` kept (path style) or any other mix;
 * base64 (standard and URL-safe alphabet, padded or not), also where the value
   sits inside a longer base64 text (the characters that depend only on the
   value, at each of the three alignments);
@@ -20,9 +22,10 @@ carried in:
   result.
 
 Not caught, because no list of forms can be complete: other transformations
-(hex, reversed, case changed, compressed, encrypted, partially encoded) and a
-value split across separate messages or lines of a log. docs/security.md says
-so too.
+(hex, reversed, compressed, encrypted, base64 broken into lines), a part of a
+value shown alone (one cookie of a ``Cookie`` header), and a value split across
+separate messages, fields of structured data or lines of a log.
+docs/security.md says so too.
 
 Values shorter than ``MIN_SECRET_LEN`` are not redacted: a value ``1`` would
 erase every digit, and is no secret worth the name.
@@ -35,8 +38,7 @@ import binascii
 import json
 import re
 from collections.abc import Iterable, Sequence
-from typing import Final
-from urllib.parse import quote, quote_plus
+from typing import Any, Final
 
 from skillop.sources.mcp_discovery import MAX_DETAIL_LEN, one_line
 
@@ -44,20 +46,21 @@ __all__ = ["MIN_SECRET_LEN", "REDACTED", "Redactor"]
 
 MIN_SECRET_LEN: Final = 4
 REDACTED: Final = "[redacted]"
-_PERCENT: Final = re.compile(r"%[0-9A-F]{2}")
 
 
 class Redactor:
     """Replaces every form of the given secret values; see the module docstring."""
 
     def __init__(self, values: Iterable[str]) -> None:
-        forms: set[str] = set()
+        # (pattern, the fewest characters it matches)
+        patterns: set[tuple[str, int]] = set()
         for value in values:
             if len(value) >= MIN_SECRET_LEN:
-                forms.update(_forms(value))
+                patterns.update(_patterns(value))
         # Longest first, so a form containing another is removed whole.
-        ordered = sorted((f for f in forms if len(f) >= MIN_SECRET_LEN), key=lambda f: (-len(f), f))
-        self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+        ordered = [p for p, least in sorted(patterns, key=lambda p: (-p[1], p[0]))
+                   if least >= MIN_SECRET_LEN]
+        self._pattern = re.compile("|".join(ordered)) if ordered else None
 
     def __bool__(self) -> bool:
         return self._pattern is not None
@@ -67,6 +70,18 @@ class Redactor:
         if self._pattern is None:
             return text
         return self._pattern.sub(REDACTED, text)
+
+    def json(self, value: Any) -> Any:
+        """``value`` (JSON data) with every string in it, keys too, redacted."""
+        if self._pattern is None:
+            return value
+        if isinstance(value, str):
+            return self(value)
+        if isinstance(value, list):
+            return [self.json(v) for v in value]
+        if isinstance(value, dict):
+            return {self(k): self.json(v) for k, v in value.items()}
+        return value
 
     def line(self, text: str, limit: int = MAX_DETAIL_LEN) -> str:
         """``text`` redacted, then made one line of at most ``limit`` characters:
@@ -101,7 +116,7 @@ def _blank(text: str, cuts: list[tuple[int, int]]) -> str:
     return text
 
 
-def _forms(value: str) -> set[str]:
+def _patterns(value: str) -> set[tuple[str, int]]:
     bases = {value}
     scheme, _, rest = value.partition(" ")
     rest = rest.strip()
@@ -109,13 +124,37 @@ def _forms(value: str) -> set[str]:
         bases.add(rest)  # the credential without its scheme (Bearer, Basic, Token)
         if scheme.lower() == "basic":
             bases.update(_decoded_basic(rest))
-    forms: set[str] = set()
+    patterns: set[tuple[str, int]] = set()
     for base in bases:
-        for text in _escaped(base):
-            forms.add(text)
-            forms.update(_url_encoded(text))
-        forms.update(_base64_forms(base.encode()))
-    return forms
+        patterns.add((_any_escape(base), len(base)))
+        patterns.update((re.escape(text), len(text)) for text in _escaped_twice(base))
+        patterns.update((re.escape(text), len(text)) for text in _base64_forms(base.encode()))
+    return patterns
+
+
+def _any_escape(text: str) -> str:
+    """A pattern for ``text`` with each character as it is, JSON-escaped in any way
+    JSON allows, or percent-encoded, letters in any case (the other forms are
+    matched as they are: base64 in another case is another value)."""
+    return f"(?i:{''.join(_char_forms(char) for char in text)})"
+
+
+def _char_forms(char: str) -> str:
+    forms = [re.escape(char)]
+    forms.append(re.escape("".join(f"%{byte:02x}" for byte in char.encode())))
+    if char == " ":
+        forms.append(re.escape("+"))
+    units = char.encode("utf-16-be")  # one \uXXXX, or a surrogate pair
+    forms.append(re.escape("".join(f"\\u{int.from_bytes(units[i:i + 2]):04x}"
+                                   for i in range(0, len(units), 2))))
+    if char in _JSON_SHORT:
+        forms.append(re.escape(_JSON_SHORT[char]))
+    return f"(?:{'|'.join(forms)})"
+
+
+#: JSON's two-character escapes (``\\/`` is optional: PHP writes it by default).
+_JSON_SHORT: Final = {'"': '\\"', "\\": "\\\\", "/": "\\/", "\b": "\\b", "\f": "\\f",
+                      "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def _decoded_basic(credential: str) -> set[str]:
@@ -130,16 +169,11 @@ def _decoded_basic(credential: str) -> set[str]:
     return found
 
 
-def _escaped(text: str) -> set[str]:
-    """``text`` as it is, and as it appears inside JSON strings (one and two levels)."""
+def _escaped_twice(text: str) -> set[str]:
+    """``text`` inside JSON text inside a JSON string, as Python's encoder writes it
+    (one level of escaping in any form is ``_any_escape``'s)."""
     once = {json.dumps(text, ensure_ascii=ascii)[1:-1] for ascii in (False, True)}
-    twice = {json.dumps(t, ensure_ascii=ascii)[1:-1] for t in once for ascii in (False, True)}
-    return {text} | once | twice
-
-
-def _url_encoded(text: str) -> set[str]:
-    forms = {quote(text, safe=""), quote_plus(text, safe="")}
-    return forms | {_PERCENT.sub(lambda m: m.group().lower(), f) for f in forms}
+    return {json.dumps(t, ensure_ascii=ascii)[1:-1] for t in once for ascii in (False, True)}
 
 
 def _base64_forms(raw: bytes) -> set[str]:
