@@ -229,6 +229,21 @@ def test_tools_default_output_is_the_table() -> None:
     assert result.stdout.splitlines()[-1].startswith("24 tools from 8 skills, ")
 
 
+def test_tools_table_lists_what_the_actors_own_policy_removed() -> None:
+    # The reviewer's own skillAccessPolicy prunes devops-toolkit and drops every
+    # writing tool; no SkillPolicy names them, and the table still shows each one.
+    out = run("tools", "team-a/reviewer", "-f", EX).stdout.splitlines()
+    assert ("pruned Skill team-a/devops-toolkit: denied by skillAccessPolicy.deny"
+            " '*/devops-*'") in out
+    assert "pruned Skill team-a/deploy: reached only through pruned skills" in out
+    assert "pruned Tool write_file (team-a/file-ops): has denied capability writes" in out
+    resolution = Resolver(Catalog.of(load_paths([EX]).objects)).resolve_actor(
+        ObjectRef("team-a", "reviewer"))
+    assert resolution is not None
+    assert len([line for line in out if line.startswith("pruned ")]) == len(
+        resolution.pruned) == 11
+
+
 def test_tools_prints_nothing_on_stdout_when_the_input_has_problems(bad: Path) -> None:
     for output in ("json", "table"):
         result = run("tools", "team-a/act", "-f", str(bad), "-o", output)
