@@ -179,11 +179,10 @@ def _meta(doc: Mapping[str, Any], subject: Subject, origin: str | None,
     elif (raw_ns is not None and not isinstance(raw_ns, str)) or not NAMESPACE_RE.fullmatch(ns):
         problems.append(Problem(subject, "metadata.namespace", P.INVALID_SPEC,
                                 "must be a DNS-1123 label of at most 63 characters", origin))
-    labels = _string_map(raw.get("labels"))
-    annotations = _string_map(raw.get("annotations"))
-    if labels is None or annotations is None:
-        problems.append(Problem(subject, "metadata.labels", P.INVALID_SPEC,
-                                "labels and annotations must map strings to strings", origin))
+    labels, annotations = _string_map(raw.get("labels")), _string_map(raw.get("annotations"))
+    problems += [_map_problem(raw.get(key), f"metadata.{key}", subject, origin)
+                 for key, value in (("labels", labels), ("annotations", annotations))
+                 if value is None]
     if problems or not isinstance(name, str):
         return None, problems
     generation = raw.get("generation", 0)
@@ -200,6 +199,24 @@ def _string_map(value: Any) -> dict[str, str] | None:
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
         return None
     return dict(value)
+
+
+def _map_problem(value: Any, field: str, subject: Subject, origin: str | None) -> Problem:
+    """``field`` (labels, annotations, data) is not a map of strings to strings: the
+    problem names it and the first value that is not a string."""
+    if not isinstance(value, Mapping):
+        why = f"not {_json_type(value)}"
+    else:
+        key, item = next((k, v) for k, v in value.items()
+                         if not (isinstance(k, str) and isinstance(v, str)))
+        if not isinstance(key, str):
+            why = f"key {_json_type(key)} is not a string"
+        else:
+            why = f"key {_shown(key)!r} is {_json_type(item)}"
+            why += _QUOTE_HINT if isinstance(item, bool) else ""
+    what = field.rsplit(".", 1)[-1]
+    return Problem(subject, field, P.INVALID_SPEC,
+                   f"{what} must map strings to strings: {why}", origin)
 
 
 def _identify(doc: Mapping[str, Any], default_namespace: str) -> Subject:
@@ -290,8 +307,7 @@ def _parse_configmap(doc: Mapping[str, Any], subject: Subject, origin: str | Non
     meta, problems = _meta(doc, subject, origin)
     data = _string_map(doc.get("data"))
     if data is None:
-        problems.append(Problem(subject, "data", P.INVALID_SPEC,
-                                "data must map strings to strings", origin))
+        problems.append(_map_problem(doc.get("data"), "data", subject, origin))
     if meta is None or data is None:
         return ParseResult(None, tuple(problems))
     return ParseResult(ConfigMapData(meta, data, origin))
