@@ -23,7 +23,7 @@ from typing import Any
 from skillop.model import problems as P
 from skillop.model.manifest import POLICY_KINDS, ActorResource
 from skillop.model.names import ObjectRef, RefError, parse_ref
-from skillop.model.policies import url_host
+from skillop.model.policies import ServerHost, server_host
 from skillop.model.problems import Problem, Subject
 from skillop.model.specs import ApprovalSettings, Disclosure, McpServer
 from skillop.model.toolset import MAX_CONFIGMAP_BYTES, Owner, ServerEntry, ToolSetDocument
@@ -143,7 +143,7 @@ class Resolver:
         self._names: dict[ObjectRef, tuple[str, ...]] = {}
         self._unreached_memo: dict[tuple[SkillGate, ObjectRef],
                                    tuple[tuple[ObjectRef, PrunedItem], ...]] = {}
-        self._hosts: dict[tuple[ObjectRef, str], str | None] = {}
+        self._hosts: dict[tuple[ObjectRef, str], ServerHost] = {}
         #: Each MCP server's ToolSet entry, built once for every Actor that uses it.
         self._server_entries: dict[tuple[ObjectRef, str], ServerEntry] = {}
 
@@ -285,16 +285,16 @@ class Resolver:
     def _refusal(gate: SkillGate, ref: ObjectRef) -> Refusal | None:
         return gate.refusal(ref)  # memoized by the gate
 
-    def _host(self, entry: Entry) -> str | None:
+    def _host(self, entry: Entry) -> ServerHost:
         """The host of an MCP tool's server URL, for ``mcpServers.allow``."""
         server = entry.tool.mcp_server
         if server is None:
-            return None
+            return server_host(None)  # no server, no URL: no host
         slot = (entry.skill, server)
         if slot not in self._hosts:
             view = self.view(entry.skill)
             url = next((s.url for s in view.servers if s.name == server), None) if view else None
-            self._hosts[slot] = url_host(url)
+            self._hosts[slot] = server_host(url)
         return self._hosts[slot]
 
     def _actor_roots(self, actor: ActorResource) -> tuple[list[Problem], list[ObjectRef]]:
