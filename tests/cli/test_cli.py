@@ -119,6 +119,39 @@ spec: {builtins: [file_operations]}
     assert "readOnly" in messages[("Skill team-a/top", "ForbiddenOverride")]
 
 
+def test_tools_reports_a_cycle_on_every_skill_on_it_as_validate_does(tmp_path: Path) -> None:
+    # The Actor reaches the cycle a -> b -> a through another skill, top.
+    (tmp_path / "m.yaml").write_text("""\
+apiVersion: skillop.dev/v1alpha1
+kind: Skill
+metadata: {name: top}
+spec: {includes: [{skill: a}]}
+---
+apiVersion: skillop.dev/v1alpha1
+kind: Skill
+metadata: {name: a}
+spec: {includes: [{skill: b}]}
+---
+apiVersion: skillop.dev/v1alpha1
+kind: Skill
+metadata: {name: b}
+spec: {includes: [{skill: a}]}
+---
+apiVersion: skillop.dev/v1alpha1
+kind: Actor
+metadata: {name: act}
+spec: {skills: [top]}
+""")
+    validate, tools = (run(*args, "-f", str(tmp_path)) for args in (("validate",),
+                                                                     ("tools", "act")))
+    assert (validate.returncode, tools.returncode) == (1, 1)
+    lines = [(m["subject"], m["message"]) for m in problem_lines(tools.stderr)]
+    assert lines == [
+        ("Skill default/a", "include cycle: default/a -> default/b -> default/a"),
+        ("Skill default/b", "include cycle: default/b -> default/a -> default/b")]
+    assert tools.stderr == validate.stderr
+
+
 def test_validate_refuses_erased_risk_and_globs_that_never_match(tmp_path: Path) -> None:
     (tmp_path / "m.yaml").write_text("""\
 apiVersion: skillop.dev/v1alpha1

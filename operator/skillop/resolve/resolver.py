@@ -244,7 +244,7 @@ class Resolver:
         dropped = [(entry, refusal.reason) for entry, refusal in refused]
         pruned += [PrunedItem.of("Tool", entry.tool.name, refusal, entry.skill.canonical)
                    for entry, refusal in refused]
-        problems += self._closure_problems(tuple(skills))
+        problems += self._closure_problems(tuple(skills), gate)
         problems += self._policy_problems(actor)
         return self._finish(actor.subject, "actor", flats, kept, tuple(skills), problems,
                             list(warnings), pruned, dropped, budget=policy,
@@ -385,11 +385,25 @@ class Resolver:
                 for ref in (full.skills if full is not None else ()) if ref not in inside)
         return found
 
-    def _closure_problems(self, skills: Sequence[ObjectRef]) -> list[Problem]:
+    def _closure_problems(self, skills: Sequence[ObjectRef], gate: SkillGate | None = None,
+                          ) -> list[Problem]:
+        """The problems of every skill reached (what ``gate`` prunes is not reached)."""
+        if self._cyclic.intersection(skills):
+            skills = self._through_cycles(skills, gate)
         out: dict[Problem, None] = {}
         for ref in skills:
             out.update(dict.fromkeys(self.skill_problems(ref)))
         return list(out)
+
+    def _through_cycles(self, skills: Sequence[ObjectRef], gate: SkillGate | None,
+                        ) -> list[ObjectRef]:
+        """``skills`` and what their includes reach beyond them: flattening skips the
+        edges of an include cycle, so it leaves out the rest of the cycle, and every
+        skill on it is in error (docs/api.md, Semantics 8) as ``validate`` says."""
+        def edges(ref: ObjectRef) -> list[ObjectRef]:
+            return [t for t in self._targets(ref) if gate is None or gate.refusal(t) is None]
+
+        return [*skills, *sorted(graph.reachable(skills, edges).difference(skills))]
 
     def _finish(self, subject: Subject, owner_kind: Owner, flats: Sequence[Flat],
                 entries: list[Entry], skills: tuple[ObjectRef, ...], problems: list[Problem],
