@@ -415,6 +415,49 @@ def test_several_files_and_a_directory(tmp_path: Path) -> None:
         _expected_document("team-a/developer"))["tools"]
 
 
+def _tool(name: str, description: str) -> str:
+    return (f"apiVersion: skillop.dev/v1alpha1\nkind: Tool\nmetadata: {{name: {name}}}\n"
+            f"spec: {{description: {description}}}\n")
+
+
+def test_an_object_defined_twice_is_a_warning_naming_both_files(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(_tool("t", "first") + "---\n" + _tool("u", "one")
+                                     + "---\n" + _tool("u", "two"))
+    (tmp_path / "b.yaml").write_text(_tool("t", "second"))
+    (tmp_path / "s.yaml").write_text("""\
+apiVersion: skillop.dev/v1alpha1
+kind: Skill
+metadata: {name: s}
+spec: {tools: [{ref: t}, {ref: u}]}
+""")
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    result = run("flatten", "s", "-f", str(tmp_path), "-o", "json")
+    assert result.returncode == 0
+    assert result.stderr.splitlines() == [
+        f"warning: Tool default/u is defined twice in {a}: the later one is used,"
+        " as kubectl apply in the order read would leave it",
+        f"warning: Tool default/t is defined in {a} and again in {b}: the one in {b}"
+        " is used, as kubectl apply in the order read would leave it"]
+    descriptions = {t["name"]: t["description"] for t in json.loads(result.stdout)["tools"]}
+    assert descriptions == {"t": "second", "u": "two"}
+    validate = run("validate", "-f", str(b), "-f", str(a))
+    assert (validate.returncode, validate.stderr.count("warning: Tool default/t")) == (0, 1)
+    assert f"the one in {a} is used" in validate.stderr
+
+
+def test_a_file_named_twice_is_read_once(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    a.write_text(_tool("t", "first"))
+    b.write_text(_tool("t", "second"))
+    # a.yaml again, twice: no warning of its own, nor a third definition of t.
+    result = run("validate", "-f", str(tmp_path), "-f", str(a), "-f", f"{tmp_path}/./a.yaml")
+    assert result.returncode == 0
+    assert result.stderr == (f"warning: Tool default/t is defined in {a} and again in {b}:"
+                             f" the one in {b} is used, as kubectl apply in the order read"
+                             " would leave it\n")
+    assert result.stdout == "valid: 1 tools, 0 skills, 0 actors\n"
+
+
 def test_namespace_flag_and_default_namespace(tmp_path: Path) -> None:
     (tmp_path / "m.yaml").write_text("""\
 apiVersion: skillop.dev/v1alpha1
