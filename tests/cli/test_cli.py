@@ -119,6 +119,39 @@ spec: {builtins: [file_operations]}
     assert "readOnly" in messages[("Skill team-a/top", "ForbiddenOverride")]
 
 
+def test_tools_reports_a_cycle_on_every_skill_on_it_as_validate_does(tmp_path: Path) -> None:
+    # The Actor reaches the cycle a -> b -> a through another skill, top.
+    (tmp_path / "m.yaml").write_text("""\
+apiVersion: skillop.dev/v1alpha1
+kind: Skill
+metadata: {name: top}
+spec: {includes: [{skill: a}]}
+---
+apiVersion: skillop.dev/v1alpha1
+kind: Skill
+metadata: {name: a}
+spec: {includes: [{skill: b}]}
+---
+apiVersion: skillop.dev/v1alpha1
+kind: Skill
+metadata: {name: b}
+spec: {includes: [{skill: a}]}
+---
+apiVersion: skillop.dev/v1alpha1
+kind: Actor
+metadata: {name: act}
+spec: {skills: [top]}
+""")
+    validate, tools = (run(*args, "-f", str(tmp_path)) for args in (("validate",),
+                                                                     ("tools", "act")))
+    assert (validate.returncode, tools.returncode) == (1, 1)
+    lines = [(m["subject"], m["message"]) for m in problem_lines(tools.stderr)]
+    assert lines == [
+        ("Skill default/a", "include cycle: default/a -> default/b -> default/a"),
+        ("Skill default/b", "include cycle: default/b -> default/a -> default/b")]
+    assert tools.stderr == validate.stderr
+
+
 def test_validate_refuses_erased_risk_and_globs_that_never_match(tmp_path: Path) -> None:
     (tmp_path / "m.yaml").write_text("""\
 apiVersion: skillop.dev/v1alpha1
@@ -227,6 +260,21 @@ spec: {{skills: [{'s' * 60}]}}
 def test_tools_default_output_is_the_table() -> None:
     result = run("tools", "team-a/developer", "-f", EX)
     assert result.stdout.splitlines()[-1].startswith("24 tools from 8 skills, ")
+
+
+def test_tools_table_lists_what_the_actors_own_policy_removed() -> None:
+    # The reviewer's own skillAccessPolicy prunes devops-toolkit and drops every
+    # writing tool; no SkillPolicy names them, and the table still shows each one.
+    out = run("tools", "team-a/reviewer", "-f", EX).stdout.splitlines()
+    assert ("pruned Skill team-a/devops-toolkit: denied by skillAccessPolicy.deny"
+            " '*/devops-*'") in out
+    assert "pruned Skill team-a/deploy: reached only through pruned skills" in out
+    assert "pruned Tool write_file (team-a/file-ops): has denied capability writes" in out
+    resolution = Resolver(Catalog.of(load_paths([EX]).objects)).resolve_actor(
+        ObjectRef("team-a", "reviewer"))
+    assert resolution is not None
+    assert len([line for line in out if line.startswith("pruned ")]) == len(
+        resolution.pruned) == 11
 
 
 def test_tools_prints_nothing_on_stdout_when_the_input_has_problems(bad: Path) -> None:
@@ -365,6 +413,49 @@ def test_several_files_and_a_directory(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["tools"] == json.loads(
         _expected_document("team-a/developer"))["tools"]
+
+
+def _tool(name: str, description: str) -> str:
+    return (f"apiVersion: skillop.dev/v1alpha1\nkind: Tool\nmetadata: {{name: {name}}}\n"
+            f"spec: {{description: {description}}}\n")
+
+
+def test_an_object_defined_twice_is_a_warning_naming_both_files(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(_tool("t", "first") + "---\n" + _tool("u", "one")
+                                     + "---\n" + _tool("u", "two"))
+    (tmp_path / "b.yaml").write_text(_tool("t", "second"))
+    (tmp_path / "s.yaml").write_text("""\
+apiVersion: skillop.dev/v1alpha1
+kind: Skill
+metadata: {name: s}
+spec: {tools: [{ref: t}, {ref: u}]}
+""")
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    result = run("flatten", "s", "-f", str(tmp_path), "-o", "json")
+    assert result.returncode == 0
+    assert result.stderr.splitlines() == [
+        f"warning: Tool default/u is defined twice in {a}: the later one is used,"
+        " as kubectl apply in the order read would leave it",
+        f"warning: Tool default/t is defined in {a} and again in {b}: the one in {b}"
+        " is used, as kubectl apply in the order read would leave it"]
+    descriptions = {t["name"]: t["description"] for t in json.loads(result.stdout)["tools"]}
+    assert descriptions == {"t": "second", "u": "two"}
+    validate = run("validate", "-f", str(b), "-f", str(a))
+    assert (validate.returncode, validate.stderr.count("warning: Tool default/t")) == (0, 1)
+    assert f"the one in {a} is used" in validate.stderr
+
+
+def test_a_file_named_twice_is_read_once(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    a.write_text(_tool("t", "first"))
+    b.write_text(_tool("t", "second"))
+    # a.yaml again, twice: no warning of its own, nor a third definition of t.
+    result = run("validate", "-f", str(tmp_path), "-f", str(a), "-f", f"{tmp_path}/./a.yaml")
+    assert result.returncode == 0
+    assert result.stderr == (f"warning: Tool default/t is defined in {a} and again in {b}:"
+                             f" the one in {b} is used, as kubectl apply in the order read"
+                             " would leave it\n")
+    assert result.stdout == "valid: 1 tools, 0 skills, 0 actors\n"
 
 
 def test_namespace_flag_and_default_namespace(tmp_path: Path) -> None:

@@ -65,7 +65,24 @@ def test_an_actor_reaching_a_cycle_is_not_ok(root: str) -> None:
             actor("act", skills=[root])]
     resolution = resolve_actor(docs, "team-a/act")
     assert not resolution.ok
-    assert P.CYCLE_DETECTED in {p.reason for p in resolution.problems}
+    # Every skill on the cycle, as validate says, whichever one the Actor reaches first.
+    assert {p.subject.name for p in resolution.problems
+            if p.reason == P.CYCLE_DETECTED} == {"a", "b"}
+
+
+def test_a_skill_including_a_cycle_reports_every_skill_on_it() -> None:
+    docs = [skill("a", includes=[{"skill": "b"}]), skill("b", includes=[{"skill": "c"}]),
+            skill("c", includes=[{"skill": "a"}]), skill("entry", includes=[{"skill": "a"}])]
+    resolution = resolve_skill(docs, "team-a/entry")
+    assert {p.subject.name: p.message for p in resolution.problems} == {
+        name: message for name, (_, message) in cycle_lines(docs).items()}
+
+
+def test_a_skill_on_the_cycle_the_actors_policy_prunes_is_not_reported() -> None:
+    docs = [skill("a", includes=[{"skill": "b"}]), skill("b", includes=[{"skill": "a"}]),
+            actor("act", skills=["a"], skillAccessPolicy={"deny": ["*/b"]})]
+    resolution = resolve_actor(docs, "team-a/act")
+    assert [p.subject.name for p in resolution.problems] == ["a"]
 
 
 def test_a_10000_skill_cycle_is_reported_quickly_and_briefly() -> None:

@@ -187,13 +187,36 @@ def test_other_names_are_sanitised_with_a_hash(name: str) -> None:
     assert binding_name(name) == bound
 
 
-def test_binding_names_unique_even_when_sanitised_forms_collide() -> None:
+def test_a_name_spelling_anothers_hashed_binding_name_does_not_take_it() -> None:
     qualified = "team-a/s.x"
-    clash = binding_name(qualified)
+    clash = binding_name(qualified)  # team-a_s_x_<8 hex>: a valid tool name too
     out = binding_names([qualified, clash])
-    assert out[clash] == clash
-    assert out[qualified] != clash
-    assert BINDING_RE.match(out[qualified])
+    assert out[qualified] == clash
+    assert out[clash] != clash
+    assert re.fullmatch(re.escape(clash) + r"_[0-9a-f]{8}", out[clash])
+
+
+def test_two_names_hashing_alike_both_take_longer_hashes() -> None:
+    # Both sanitise to a_b, and their sha256 both begin 38b21e24 (found by search).
+    first, second = "a:  ~/~ b", "a..//~/:/b"
+    assert binding_name(first) == binding_name(second) == "a_b_38b21e24"
+    out = binding_names([first, second])
+    assert re.fullmatch(r"a_b_[0-9a-f]{12}", out[first])
+    assert re.fullmatch(r"a_b_[0-9a-f]{12}", out[second])
+    assert out[first] != out[second]
+    # Nobody hashed keeps the contested form, so a valid name spelling it keeps itself.
+    assert binding_names([first, second, "a_b_38b21e24"]) == {
+        **out, "a_b_38b21e24": "a_b_38b21e24"}
+
+
+def test_adding_a_tool_named_like_a_binding_name_moves_no_other_tool() -> None:
+    alone = resolve_actor([skill("s", anonymousTools=[anon("a.b")]),
+                           actor("a", skills=["s"])], "team-a/a")
+    assert {t.name: t.binding_name for t in alone.tools} == {"a.b": "a_b_2e7336dc"}
+    both = resolve_actor([skill("s", anonymousTools=[anon("a.b"), anon("a_b_2e7336dc")]),
+                          actor("a", skills=["s"])], "team-a/a")
+    assert {t.name: t.binding_name for t in both.tools} == {
+        "a.b": "a_b_2e7336dc", "a_b_2e7336dc": "a_b_2e7336dc_eb002823"}
 
 
 def test_binding_names_in_a_resolution() -> None:

@@ -270,6 +270,23 @@ def test_bad_metadata(metadata: dict[str, Any], field: str) -> None:
     assert len(problem.line()) < 400
 
 
+@pytest.mark.parametrize(("metadata", "field", "message"), [
+    ({"name": "t6", "annotations": {"a": 1}}, "metadata.annotations",
+     "annotations must map strings to strings: key 'a' is the number 1"),
+    ({"name": "t6", "labels": {"a": "b"}, "annotations": ["a"]}, "metadata.annotations",
+     "annotations must map strings to strings: not a list"),
+    ({"name": "t6", "labels": {"tier": True}}, "metadata.labels",
+     "labels must map strings to strings: key 'tier' is the boolean true (YAML reads"),
+])
+def test_labels_and_annotations_are_named_with_what_was_given(
+        metadata: dict[str, Any], field: str, message: str) -> None:
+    doc = {"apiVersion": "skillop.dev/v1alpha1", "kind": "Tool", "metadata": metadata,
+           "spec": {"description": "x"}}
+    problem = _only(doc)
+    assert (problem.field, problem.reason) == (field, P.INVALID_SPEC)
+    assert problem.message.startswith(message)
+
+
 def test_missing_metadata() -> None:
     problem = _only({"apiVersion": "skillop.dev/v1alpha1", "kind": "Skill", "metadata": 7,
                      "spec": {}})

@@ -238,6 +238,27 @@ def test_mcp_servers_outside_the_allowed_hosts_contribute_no_tools() -> None:
     assert reasons["stdio_tool"].startswith("MCP server local has no host (stdio)")
 
 
+def test_a_url_server_whose_host_cannot_be_read_is_refused_as_a_url_server() -> None:
+    # A local stdio server of the same name beside them: each is told apart.
+    docs = [skill("remote", mcpServers=[
+                {"name": "m4", "url": "http://[::1]/mcp", "tools": [anon("v6_tool")]},
+                {"name": "m5", "url": "http://evil.com\\.svc.cluster.local/",
+                 "tools": [anon("slash_tool")]}]),
+            skill("local", mcpServers=[
+                {"name": "m4", "command": ["srv"], "tools": [anon("stdio_tool")]}]),
+            actor("dev", skills=["remote", "local"]),
+            cluster_policy("in-cluster", mcpServers={"allow": ["*.svc.cluster.local"]})]
+    resolution = resolve_actor(docs, "team-a/dev")
+    assert names(resolution) == []
+    reasons = {p.name: p.reason for p in resolution.pruned}
+    unreadable = ("has a URL whose host cannot be read (not a plain DNS name or IPv4"
+                  " address), matched by no allowed host (ClusterSkillPolicy in-cluster:"
+                  " mcpServers.allow)")
+    assert reasons["v6_tool"] == f"MCP server m4 {unreadable}"
+    assert reasons["slash_tool"] == f"MCP server m5 {unreadable}"
+    assert reasons["stdio_tool"].startswith("MCP server m4 has no host (stdio)")
+
+
 def test_a_server_must_match_every_policys_hosts() -> None:
     resolution = resolve_actor([*MCP, cluster_policy("a", mcpServers={"allow": ["*"]}),
                                 cluster_policy("b", mcpServers={"allow": ["*.example.com"]})],

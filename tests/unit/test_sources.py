@@ -101,6 +101,21 @@ def test_invalid_frontmatter(front: dict[str, Any], why: str) -> None:
         parse_skill_md(text)
 
 
+@pytest.mark.parametrize(("front", "message"), [
+    ("name: x\ndescription: yes", "frontmatter field 'description' must be a string, not the"
+     " boolean true (YAML reads unquoted yes/no"),
+    ("name: 123\ndescription: d", "frontmatter field 'name' must be a string, not the number 123"),
+    ("name: [x]\ndescription: d", "frontmatter field 'name' must be a string, not a list"),
+    ("name: x", "frontmatter field 'description' is required"),
+    ("name: x\ndescription:", "frontmatter field 'description' is required"),
+])
+def test_a_frontmatter_field_that_is_not_text_says_what_was_given(front: str,
+                                                                   message: str) -> None:
+    with pytest.raises(AgentSkillError) as err:
+        parse_skill_md(f"---\n{front}\n---\nbody\n")
+    assert str(err.value).startswith(message)
+
+
 def test_description_of_1024_characters_and_optional_fields_are_fine() -> None:
     doc = parse_skill_md(skill_md("x", "d" * 1024, license="MIT", compatibility="any",
                                   metadata={"owner": "me"}, **{"allowed-tools": "Read"}))

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from skillop.cli.load import Loaded, load_paths
+from skillop.cli.load import Loaded, load_paths, print_warnings
 from skillop.model.manifest import DEFAULT_NAMESPACE
 from skillop.model.names import ObjectRef
 from skillop.model.settings import flag_type, manifest_path
@@ -73,6 +73,7 @@ def inject_command(args: argparse.Namespace) -> int:
                         into=Loaded(documents=[]))
     printed = list(loaded.documents or [])
     load_paths(args.catalog, namespace=args.namespace, into=loaded)
+    print_warnings(loaded)
     unreadable = [p for p in loaded.problems if p.subject.kind == "<file>"]
     if unreadable:
         for problem in unreadable:

@@ -20,7 +20,7 @@ from skillop.cli.approvals import add_parsers as approvals_parsers
 from skillop.cli.approvals import approvals_command
 from skillop.cli.inject import add_parser as inject_parser
 from skillop.cli.inject import inject_command
-from skillop.cli.load import Loaded, load_paths
+from skillop.cli.load import Loaded, load_paths, print_warnings
 from skillop.cli.render import tools_table, tree
 from skillop.gateway.command import add_parser as gateway_parser
 from skillop.gateway.command import gateway_command
@@ -134,6 +134,7 @@ def _load(args: argparse.Namespace) -> Loaded:
         from skillop.cli.cluster import load_cluster
 
         load_cluster(loaded)
+    print_warnings(loaded)
     return loaded
 
 

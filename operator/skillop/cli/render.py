@@ -64,13 +64,13 @@ def tools_table(resolution: Resolution) -> str:
 
 
 def policy_lines(resolution: Resolution) -> list[str]:
-    """The policies in force and what each removed (the Actor's own decisions are
-    in ``tree`` and ``explain``)."""
+    """The policies in force and everything pruned or dropped, each with its reason:
+    a policy's and the Actor's own ``skillAccessPolicy``'s alike (docs/api.md,
+    Semantics 6: everything pruned is reported)."""
     lines = applied_lines(resolution)
     for p in resolution.pruned:
-        if p.policy is not None:
-            of = f" ({p.skill})" if p.skill else ""
-            lines.append(f"pruned {p.kind} {p.name}{of}: {p.reason}")
+        of = f" ({p.skill})" if p.skill else ""
+        lines.append(f"pruned {p.kind} {p.name}{of}: {p.reason}")
     return lines
 
 

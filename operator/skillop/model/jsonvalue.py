@@ -123,6 +123,27 @@ def _number(value: float) -> float | int:
     return value
 
 
+def json_type(value: Any) -> str:
+    """What a JSON value is, for a message saying a field holds the wrong type."""
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, (int, float)):
+        return f"the number {value}"
+    if isinstance(value, str):
+        return f"the string {value[:40]!r}" + ("…" if len(value) > 40 else "")
+    if value is None:
+        return "null"
+    return "a list" if isinstance(value, list) else "a mapping"
+
+
+def quote_hint(value: Any) -> str:
+    """For a boolean where text belongs, how it came to be one (else nothing)."""
+    if not isinstance(value, bool):
+        return ""
+    return (" (YAML reads unquoted yes/no, on/off, y/n and true/false as booleans;"
+            " quote the text, e.g. \"no\")")
+
+
 def _kind_of(value: Any) -> str:
     if isinstance(value, (bytes, bytearray)):
         return "binary data (!!binary)"

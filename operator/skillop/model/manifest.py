@@ -15,7 +15,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from skillop.model import problems as P
-from skillop.model.jsonvalue import NotJson, json_value
+from skillop.model.jsonvalue import NotJson, json_type, json_value, quote_hint
 from skillop.model.names import (
     GROUP_VERSION,
     NAMESPACE_RE,
@@ -123,22 +123,6 @@ _TYPED_ERRORS = frozenset({"bool_type", "int_type", "string_type", "literal_erro
                            "int_from_float", "float_type", "model_attributes_type"})
 
 
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return f"the boolean {str(value).lower()}"
-    if isinstance(value, (int, float)):
-        return f"the number {value}"
-    if isinstance(value, str):
-        return f"the string {value[:40]!r}" + ("…" if len(value) > 40 else "")
-    if value is None:
-        return "null"
-    return "a list" if isinstance(value, list) else "a mapping"
-
-
-_QUOTE_HINT = (" (YAML reads unquoted yes/no, on/off, y/n and true/false as booleans;"
-               " quote the text, e.g. \"no\")")
-
-
 def validation_problems(
     err: ValidationError, subject: Subject, *, origin: str | None, prefix: str = "spec"
 ) -> list[Problem]:
@@ -151,9 +135,9 @@ def validation_problems(
             msg = "required field is missing"
         elif e["type"] in _TYPED_ERRORS:
             msg = msg.replace("valid tuple", "valid list")  # tuples are lists in JSON
-            msg = f"{msg}, not {_json_type(e['input'])}"
-            if e["type"] in ("string_type", "literal_error") and isinstance(e["input"], bool):
-                msg += _QUOTE_HINT
+            msg = f"{msg}, not {json_type(e['input'])}"
+            if e["type"] in ("string_type", "literal_error"):
+                msg += quote_hint(e["input"])
         path = field_path(e["loc"], prefix=prefix)
         if e["type"] == "forbidden_override":
             path += f".{e.get('ctx', {}).get('key')}"
@@ -179,11 +163,10 @@ def _meta(doc: Mapping[str, Any], subject: Subject, origin: str | None,
     elif (raw_ns is not None and not isinstance(raw_ns, str)) or not NAMESPACE_RE.fullmatch(ns):
         problems.append(Problem(subject, "metadata.namespace", P.INVALID_SPEC,
                                 "must be a DNS-1123 label of at most 63 characters", origin))
-    labels = _string_map(raw.get("labels"))
-    annotations = _string_map(raw.get("annotations"))
-    if labels is None or annotations is None:
-        problems.append(Problem(subject, "metadata.labels", P.INVALID_SPEC,
-                                "labels and annotations must map strings to strings", origin))
+    labels, annotations = _string_map(raw.get("labels")), _string_map(raw.get("annotations"))
+    problems += [_map_problem(raw.get(key), f"metadata.{key}", subject, origin)
+                 for key, value in (("labels", labels), ("annotations", annotations))
+                 if value is None]
     if problems or not isinstance(name, str):
         return None, problems
     generation = raw.get("generation", 0)
@@ -200,6 +183,23 @@ def _string_map(value: Any) -> dict[str, str] | None:
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
         return None
     return dict(value)
+
+
+def _map_problem(value: Any, field: str, subject: Subject, origin: str | None) -> Problem:
+    """``field`` (labels, annotations, data) is not a map of strings to strings: the
+    problem names it and the first value that is not a string."""
+    if not isinstance(value, Mapping):
+        why = f"not {json_type(value)}"
+    else:
+        key, item = next((k, v) for k, v in value.items()
+                         if not (isinstance(k, str) and isinstance(v, str)))
+        if not isinstance(key, str):
+            why = f"key {json_type(key)} is not a string"
+        else:
+            why = f"key {_shown(key)!r} is {json_type(item)}{quote_hint(item)}"
+    what = field.rsplit(".", 1)[-1]
+    return Problem(subject, field, P.INVALID_SPEC,
+                   f"{what} must map strings to strings: {why}", origin)
 
 
 def _identify(doc: Mapping[str, Any], default_namespace: str) -> Subject:
@@ -290,8 +290,7 @@ def _parse_configmap(doc: Mapping[str, Any], subject: Subject, origin: str | Non
     meta, problems = _meta(doc, subject, origin)
     data = _string_map(doc.get("data"))
     if data is None:
-        problems.append(Problem(subject, "data", P.INVALID_SPEC,
-                                "data must map strings to strings", origin))
+        problems.append(_map_problem(doc.get("data"), "data", subject, origin))
     if meta is None or data is None:
         return ParseResult(None, tuple(problems))
     return ParseResult(ConfigMapData(meta, data, origin))

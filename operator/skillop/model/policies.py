@@ -16,6 +16,7 @@ the CRDs (the API server), as for Actors.
 
 from __future__ import annotations
 
+import enum
 import fnmatch
 import re
 from typing import Annotated
@@ -79,9 +80,28 @@ def url_host(url: str | None) -> str | None:
     return host
 
 
-def host_matches(host: str | None, globs: tuple[str, ...]) -> bool:
-    """Whether a server's host (None: it has none, a stdio server) matches a glob."""
-    return host is not None and any(fnmatch.fnmatchcase(host, g) for g in globs)
+class NoHost(enum.Enum):
+    """Why a server has no host a glob may match; the value says it in a refusal."""
+
+    STDIO = "no host (stdio)"
+    UNREADABLE = "a URL whose host cannot be read (not a plain DNS name or IPv4 address)"
+
+
+#: A server's host as ``mcpServers.allow`` reads it.
+ServerHost = str | NoHost
+
+
+def server_host(url: str | None) -> ServerHost:
+    """The host of a server with ``url`` (None: a stdio server), or why it has none."""
+    if url is None:
+        return NoHost.STDIO
+    host = url_host(url)
+    return NoHost.UNREADABLE if host is None else host
+
+
+def host_matches(host: ServerHost, globs: tuple[str, ...]) -> bool:
+    """Whether a server's host matches a glob; a server without one matches none."""
+    return isinstance(host, str) and any(fnmatch.fnmatchcase(host, g) for g in globs)
 
 
 class McpServerRules(SpecModel):

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from skillop.model.manifest import PolicyResource
 from skillop.model.names import ObjectRef
-from skillop.model.policies import host_matches
+from skillop.model.policies import NoHost, ServerHost, host_matches
 from skillop.model.specs import AccessPolicy
 from skillop.model.tooldef import ToolDef
 from skillop.resolve.entries import AppliedOverride, Entry
@@ -201,7 +201,7 @@ class AppliedPolicy:
         return f"{self.kind} {self.name}"
 
 
-HostOf = Callable[[Entry], str | None]
+HostOf = Callable[[Entry], ServerHost]
 #: A ToolDef's verdict under a Floor: the refusal, whether it came from a
 #: required capability (an Actor's own denied capabilities are checked before
 #: every required one), and, for a tool kept, the definition marked for
@@ -247,7 +247,7 @@ class Floor:
     _by_flags: dict[frozenset[str], Verdict] = field(default_factory=dict, compare=False,
                                                      hash=False, repr=False)
     #: MCP servers' verdicts by (server name, host): every tool of a server has one.
-    _servers: dict[tuple[str | None, str | None], Refusal | None] = field(
+    _servers: dict[tuple[str | None, ServerHost], Refusal | None] = field(
         default_factory=dict, compare=False, hash=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -312,7 +312,7 @@ class Floor:
         return KEEP
 
 
-    def _server_refusal(self, server: str | None, host: str | None) -> Refusal | None:
+    def _server_refusal(self, server: str | None, host: ServerHost) -> Refusal | None:
         slot = (server, host)
         try:
             return self._servers[slot]
@@ -321,7 +321,7 @@ class Floor:
         found = None
         for who, globs in self.server_hosts:
             if not host_matches(host, globs):
-                where = f"host {host}" if host is not None else "no host (stdio)"
+                where = host.value if isinstance(host, NoHost) else f"host {host}"
                 found = _refusal(f"MCP server {server} has {where}, matched by no"
                                  " allowed host", who, "mcpServers.allow")
                 break

@@ -23,7 +23,7 @@ from typing import Any
 from skillop.model import problems as P
 from skillop.model.manifest import POLICY_KINDS, ActorResource
 from skillop.model.names import ObjectRef, RefError, parse_ref
-from skillop.model.policies import url_host
+from skillop.model.policies import ServerHost, server_host
 from skillop.model.problems import Problem, Subject
 from skillop.model.specs import ApprovalSettings, Disclosure, McpServer
 from skillop.model.toolset import MAX_CONFIGMAP_BYTES, Owner, ServerEntry, ToolSetDocument
@@ -143,7 +143,7 @@ class Resolver:
         self._names: dict[ObjectRef, tuple[str, ...]] = {}
         self._unreached_memo: dict[tuple[SkillGate, ObjectRef],
                                    tuple[tuple[ObjectRef, PrunedItem], ...]] = {}
-        self._hosts: dict[tuple[ObjectRef, str], str | None] = {}
+        self._hosts: dict[tuple[ObjectRef, str], ServerHost] = {}
         #: Each MCP server's ToolSet entry, built once for every Actor that uses it.
         self._server_entries: dict[tuple[ObjectRef, str], ServerEntry] = {}
 
@@ -244,7 +244,7 @@ class Resolver:
         dropped = [(entry, refusal.reason) for entry, refusal in refused]
         pruned += [PrunedItem.of("Tool", entry.tool.name, refusal, entry.skill.canonical)
                    for entry, refusal in refused]
-        problems += self._closure_problems(tuple(skills))
+        problems += self._closure_problems(tuple(skills), gate)
         problems += self._policy_problems(actor)
         return self._finish(actor.subject, "actor", flats, kept, tuple(skills), problems,
                             list(warnings), pruned, dropped, budget=policy,
@@ -285,16 +285,16 @@ class Resolver:
     def _refusal(gate: SkillGate, ref: ObjectRef) -> Refusal | None:
         return gate.refusal(ref)  # memoized by the gate
 
-    def _host(self, entry: Entry) -> str | None:
+    def _host(self, entry: Entry) -> ServerHost:
         """The host of an MCP tool's server URL, for ``mcpServers.allow``."""
         server = entry.tool.mcp_server
         if server is None:
-            return None
+            return server_host(None)  # no server, no URL: no host
         slot = (entry.skill, server)
         if slot not in self._hosts:
             view = self.view(entry.skill)
             url = next((s.url for s in view.servers if s.name == server), None) if view else None
-            self._hosts[slot] = url_host(url)
+            self._hosts[slot] = server_host(url)
         return self._hosts[slot]
 
     def _actor_roots(self, actor: ActorResource) -> tuple[list[Problem], list[ObjectRef]]:
@@ -385,11 +385,25 @@ class Resolver:
                 for ref in (full.skills if full is not None else ()) if ref not in inside)
         return found
 
-    def _closure_problems(self, skills: Sequence[ObjectRef]) -> list[Problem]:
+    def _closure_problems(self, skills: Sequence[ObjectRef], gate: SkillGate | None = None,
+                          ) -> list[Problem]:
+        """The problems of every skill reached (what ``gate`` prunes is not reached)."""
+        if self._cyclic.intersection(skills):
+            skills = self._through_cycles(skills, gate)
         out: dict[Problem, None] = {}
         for ref in skills:
             out.update(dict.fromkeys(self.skill_problems(ref)))
         return list(out)
+
+    def _through_cycles(self, skills: Sequence[ObjectRef], gate: SkillGate | None,
+                        ) -> list[ObjectRef]:
+        """``skills`` and what their includes reach beyond them: flattening skips the
+        edges of an include cycle, so it leaves out the rest of the cycle, and every
+        skill on it is in error (docs/api.md, Semantics 8) as ``validate`` says."""
+        def edges(ref: ObjectRef) -> list[ObjectRef]:
+            return [t for t in self._targets(ref) if gate is None or gate.refusal(t) is None]
+
+        return [*skills, *sorted(graph.reachable(skills, edges).difference(skills))]
 
     def _finish(self, subject: Subject, owner_kind: Owner, flats: Sequence[Flat],
                 entries: list[Entry], skills: tuple[ObjectRef, ...], problems: list[Problem],

@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from skillop.model import yamlread
+from skillop.model.jsonvalue import json_type, quote_hint
 
 NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 OPTIONAL_FIELDS = {"license", "compatibility", "metadata", "allowed-tools"}
@@ -59,17 +60,13 @@ def _check_fields(meta: dict[str, Any]) -> None:
     unknown = sorted(str(k) for k in meta if k not in {"name", "description", *OPTIONAL_FIELDS})
     if unknown:
         raise AgentSkillError(f"frontmatter has unknown field(s): {', '.join(unknown)}")
-    name = meta.get("name")
-    if not isinstance(name, str) or not name:
-        raise AgentSkillError("frontmatter field 'name' is required")
+    name = _text(meta, "name")
     if len(name) > 64 or not NAME_RE.fullmatch(name):
         raise AgentSkillError(
             f"frontmatter name {name[:80]!r} must be 1-64 lowercase letters, digits and"
             " hyphens, with no leading, trailing or double hyphen"
         )
-    desc = meta.get("description")
-    if not isinstance(desc, str) or not desc.strip():
-        raise AgentSkillError("frontmatter field 'description' is required")
+    desc = _text(meta, "description")
     if len(desc) > 1024:
         raise AgentSkillError(f"frontmatter description is {len(desc)} characters; at most 1024")
     compat = meta.get("compatibility")
@@ -81,6 +78,18 @@ def _check_fields(meta: dict[str, Any]) -> None:
         not isinstance(extra, dict) or not all(isinstance(v, str) for v in extra.values())
     ):
         raise AgentSkillError("frontmatter metadata must map strings to strings")
+
+
+def _text(meta: dict[str, Any], field: str) -> str:
+    """A required text field: absent (or empty) is missing, anything else that is not
+    a string is said as what was given (``description: yes`` is a YAML boolean)."""
+    value = meta.get(field)
+    if value is not None and not isinstance(value, str):
+        raise AgentSkillError(f"frontmatter field {field!r} must be a string, not"
+                              f" {json_type(value)}{quote_hint(value)}")
+    if not value or not value.strip():
+        raise AgentSkillError(f"frontmatter field {field!r} is required")
+    return value
 
 
 def _first_line(err: Exception) -> str:
