@@ -38,7 +38,7 @@ import binascii
 import json
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from skillop.sources.mcp_discovery import MAX_DETAIL_LEN, one_line
 
@@ -52,15 +52,18 @@ class Redactor:
     """Replaces every form of the given secret values; see the module docstring."""
 
     def __init__(self, values: Iterable[str]) -> None:
-        # (pattern, the fewest characters it matches)
-        patterns: set[tuple[str, int]] = set()
+        forms: set[_Form] = set()
         for value in values:
             if len(value) >= MIN_SECRET_LEN:
-                patterns.update(_patterns(value))
+                forms.update(_forms(value))
         # Longest first, so a form containing another is removed whole.
-        ordered = [p for p, least in sorted(patterns, key=lambda p: (-p[1], p[0]))
-                   if least >= MIN_SECRET_LEN]
-        self._pattern = re.compile("|".join(ordered)) if ordered else None
+        kept = sorted((f for f in forms if f.least >= MIN_SECRET_LEN),
+                      key=lambda f: (-f.least, f.pattern))
+        # A match starts only at a character some form starts with: the lookahead
+        # lets the engine skip every other position at once (about 3x faster).
+        starts = "".join(sorted({c for f in kept for c in f.starts}))
+        self._pattern = (re.compile(f"(?=[{re.escape(starts)}])(?:"
+                                    f"{'|'.join(f.pattern for f in kept)})") if kept else None)
 
     def __bool__(self) -> bool:
         return self._pattern is not None
@@ -116,7 +119,19 @@ def _blank(text: str, cuts: list[tuple[int, int]]) -> str:
     return text
 
 
-def _patterns(value: str) -> set[tuple[str, int]]:
+class _Form(NamedTuple):
+    pattern: str
+    #: The fewest characters it matches.
+    least: int
+    #: The characters a match can start with.
+    starts: str
+
+
+def _literal(text: str) -> _Form:
+    return _Form(re.escape(text), len(text), text[0])
+
+
+def _forms(value: str) -> set[_Form]:
     bases = {value}
     scheme, _, rest = value.partition(" ")
     rest = rest.strip()
@@ -124,19 +139,22 @@ def _patterns(value: str) -> set[tuple[str, int]]:
         bases.add(rest)  # the credential without its scheme (Bearer, Basic, Token)
         if scheme.lower() == "basic":
             bases.update(_decoded_basic(rest))
-    patterns: set[tuple[str, int]] = set()
+    forms: set[_Form] = set()
     for base in bases:
-        patterns.add((_any_escape(base), len(base)))
-        patterns.update((re.escape(text), len(text)) for text in _escaped_twice(base))
-        patterns.update((re.escape(text), len(text)) for text in _base64_forms(base.encode()))
-    return patterns
+        if base:
+            forms.add(_any_escape(base))
+        forms.update(_literal(text) for text in _escaped_twice(base) if text)
+        forms.update(_literal(text) for text in _base64_forms(base.encode()) if text)
+    return forms
 
 
-def _any_escape(text: str) -> str:
-    """A pattern for ``text`` with each character as it is, JSON-escaped in any way
-    JSON allows, or percent-encoded, letters in any case (the other forms are
-    matched as they are: base64 in another case is another value)."""
-    return f"(?i:{''.join(_char_forms(char) for char in text)})"
+def _any_escape(text: str) -> _Form:
+    """``text`` with each character as it is, JSON-escaped in any way JSON allows,
+    or percent-encoded, letters in any case (the other forms are matched as they
+    are: base64 in another case is another value)."""
+    first = text[0]
+    return _Form(f"(?i:{''.join(_char_forms(char) for char in text)})", len(text),
+                 "%\\+" + first + first.lower() + first.upper())
 
 
 def _char_forms(char: str) -> str:
