@@ -167,3 +167,32 @@ def test_read_configmap_returns_the_object_or_none(api: Kube) -> None:
     got = asyncio.run(api.read_configmap(ObjectRef("team-a", "pdf")))
     assert got == {"apiVersion": "v1", "kind": "ConfigMap", **body}
     assert asyncio.run(api.read_configmap(ObjectRef("team-a", "gone"))) is None
+
+
+def test_an_event_is_posted_once_even_when_its_answer_is_lost(api: Kube) -> None:
+    # An Event is created with generateName: a 5xx or a dropped connection may come
+    # after the API server stored it, and a retry would store a second one.
+    for error in (ApiException(status=500, reason="Internal Server Error"),
+                  ApiException(status=504, reason="Gateway Timeout"),
+                  ConnectionResetError("reset by peer")):
+        fn = Flaky(error)
+        with pytest.raises(WriteFailed):
+            asyncio.run(api._call("post event on Actor team-a/dev", fn, maybe_done=False))
+        assert fn.calls == 1
+    refused = Flaky(ApiException(status=429, reason="Too Many Requests"))
+    assert asyncio.run(api._call("post event", refused, maybe_done=False)) == "ok"
+    assert refused.calls == 2
+
+
+def test_post_event_sends_one_create_when_the_answer_is_a_server_error(api: Kube) -> None:
+    class Events:
+        calls = 0
+
+        def create_namespaced_event(self, namespace: str, body: Any, **kwargs: Any) -> Raw:
+            Events.calls += 1
+            raise ApiException(status=503, reason="Service Unavailable")
+
+    api.core = Events()
+    asyncio.run(api.post_event("Actor", ObjectRef("team-a", "dev"), "uid-1", "Normal",
+                               "ToolSetChanged", "3 tools"))
+    assert Events.calls == 1

@@ -143,7 +143,7 @@ class Kube:
             self.metrics.api_write(kind, outcome)
 
     async def _write(self, kind: str, what: str, fn: Callable[[], T], *,
-                     gone_on_404: bool = False) -> T:
+                     gone_on_404: bool = False, maybe_done: bool = True) -> T:
         """A gated, counted write (retried by ``_call``). The gate is asked again
         in the thread that sends, right before each attempt: a write that waited
         for a thread, or for its backoff, while this replica stopped leading is
@@ -156,7 +156,8 @@ class Kube:
             return fn()
 
         try:
-            result = await self._call(what, gated, gone_on_404=gone_on_404)
+            result = await self._call(what, gated, gone_on_404=gone_on_404,
+                                      maybe_done=maybe_done)
         except NotLeader:
             raise  # counted as refused by the gate: nothing was sent
         except WriteFailed:
@@ -165,8 +166,14 @@ class Kube:
         self._count(kind, "success")
         return result
 
-    async def _call(self, what: str, fn: Callable[[], T], *, gone_on_404: bool = False) -> T:
+    async def _call(self, what: str, fn: Callable[[], T], *, gone_on_404: bool = False,
+                    maybe_done: bool = True) -> T:
+        """``fn`` with retries. ``maybe_done=False``: only what the API server refused
+        before acting (429) is retried; a 5xx or a lost connection may come after it
+        acted, and a create with ``generateName`` sent again would make a second
+        object (an Event posted twice)."""
         loop = asyncio.get_running_loop()
+        retriable = RETRIABLE if maybe_done else {429}
         for attempt, delay in enumerate((*BACKOFF, None)):
             try:
                 return await loop.run_in_executor(self._pool, fn)
@@ -177,11 +184,11 @@ class Kube:
                     # Its namespace is being deleted: what is written there goes
                     # with it, so a retry (or a re-created ConfigMap) only adds noise.
                     raise Gone(f"{what}: its namespace is being deleted") from None
-                if err.status not in RETRIABLE or delay is None:
+                if err.status not in retriable or delay is None:
                     raise WriteFailed(f"{what}: HTTP {err.status} {err.reason}") from None
                 log.info("%s: HTTP %s, retry %d in %.2fs", what, err.status, attempt + 1, delay)
             except TRANSIENT as err:  # connection reset, refused, timeout
-                if delay is None:
+                if delay is None or not maybe_done:
                     raise WriteFailed(f"{what}: {_network(err)}") from None
                 log.info("%s: %s, retry %d in %.2fs", what, _network(err), attempt + 1, delay)
             await asyncio.sleep(delay)
@@ -263,7 +270,8 @@ class Kube:
         }
         try:
             await self._write("Event", f"post event on {kind} {ref}", lambda: _drained(
-                self.core.create_namespaced_event(ref.namespace, body, _preload_content=False)))
+                self.core.create_namespaced_event(ref.namespace, body, _preload_content=False)),
+                maybe_done=False)
         except NotLeader:
             pass  # stepped down mid-batch: the new leader reports what it finds
         except WriteFailed as err:
