@@ -456,3 +456,22 @@ def test_a_long_lived_tool_follows_every_policy_edit_and_keeps_few_verdicts() ->
     kept = [key for key in lint.own[0].tool.memo
             if getattr(key, "kind", None) == "policy-verdict"]
     assert len(kept) == 32  # 40 rule sets seen, the 32 latest kept
+
+
+def test_a_policy_requiring_approval_has_a_person_give_it_not_the_mcp_client() -> None:
+    # With via: Elicitation the client answers the prompt, and in a pod the client is
+    # the agent: the admin's requireApproval would be the agent's to grant.
+    elicit = {"via": "Elicitation", "timeoutSeconds": 60}
+    docs = [*SKILLS, actor("dev", skills=["files"], approval=elicit),
+            cluster_policy("tenants", requireApproval=["openWorld"])]
+    governed = resolve_actor(docs, "team-a/dev")
+    assert governed.toolset.as_dict()["approval"] == {"via": "Request", "timeoutSeconds": 60}
+    assert any("Elicitation is replaced by Request: ClusterSkillPolicy tenants requires"
+               " approval (openWorld)" in w for w in governed.warnings)
+    # Where no policy requires approval, the Actor's own choice stands.
+    free = resolve_actor([*SKILLS, actor("dev", "team-b", skills=["files"], approval=elicit),
+                          cluster_policy("tenants", requireApproval=["openWorld"],
+                                         namespaceSelector={"matchLabels": {"tier": "tenant"}})],
+                         "team-b/dev")
+    assert free.toolset.as_dict()["approval"] == {"via": "Elicitation", "timeoutSeconds": 60}
+    assert not any("Elicitation" in w for w in free.warnings)

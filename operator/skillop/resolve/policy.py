@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 from skillop.model.manifest import PolicyResource
 from skillop.model.names import ObjectRef
 from skillop.model.policies import NoHost, ServerHost, host_matches
-from skillop.model.specs import AccessPolicy
+from skillop.model.specs import AccessPolicy, ApprovalSettings
 from skillop.model.tooldef import ToolDef
 from skillop.resolve.entries import AppliedOverride, Entry
 
@@ -372,6 +372,21 @@ class EffectivePolicy:
     @property
     def applied(self) -> tuple[AppliedPolicy, ...]:
         return self.floor.applied
+
+    def approval(self, own: ApprovalSettings | None,
+                 ) -> tuple[ApprovalSettings | None, str | None]:
+        """How the Actor's calls are approved, and why not as it asked (or None).
+
+        A policy's ``requireApproval`` asks for a person: an Actor that would have
+        the MCP client answer (``via: Elicitation``; in a pod, the agent itself can)
+        gets approval by request instead, as the admin's rule cannot be loosened by
+        the Actor (docs/api.md, SkillPolicy and ClusterSkillPolicy)."""
+        if not self.floor.approval or own is None or own.via != "Elicitation":
+            return own, None
+        cap, who = self.floor.approval[0]
+        return own.model_copy(update={"via": "Request"}), (
+            f"spec.approval.via Elicitation is replaced by Request: {who} requires"
+            f" approval ({cap}), which a person gives, not the MCP client")
 
     def screen(self, entries: Iterable[Entry], host: HostOf, marks: Marks,
                ) -> tuple[list[Entry], list[tuple[Entry, Refusal]]]:

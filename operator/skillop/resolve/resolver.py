@@ -246,10 +246,13 @@ class Resolver:
                    for entry, refusal in refused]
         problems += self._closure_problems(tuple(skills), gate)
         problems += self._policy_problems(actor)
+        approval, replaced = policy.approval(actor.spec.approval)
+        if replaced is not None:
+            warnings[f"{actor.subject}: {replaced}"] = None
         return self._finish(actor.subject, "actor", flats, kept, tuple(skills), problems,
                             list(warnings), pruned, dropped, budget=policy,
                             policies=policy.applied,
-                            disclosure=actor.spec.disclosure, approval=actor.spec.approval)
+                            disclosure=actor.spec.disclosure, approval=approval)
 
     def effective_policy(self, actor: ActorResource) -> EffectivePolicy:
         """The Actor's own policy tightened by every policy governing its namespace:
