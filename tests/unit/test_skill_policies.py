@@ -475,3 +475,14 @@ def test_a_policy_requiring_approval_has_a_person_give_it_not_the_mcp_client() -
                          "team-b/dev")
     assert free.toolset.as_dict()["approval"] == {"via": "Elicitation", "timeoutSeconds": 60}
     assert not any("Elicitation" in w for w in free.warnings)
+
+
+def test_a_skill_reached_only_through_a_pruned_one_names_the_policy_and_rule() -> None:
+    docs = [*SKILLS, skill("inner", anonymousTools=[anon("i")]),
+            skill("shell-outer", includes=[{"skill": "inner"}]),
+            actor("dev", skills=["top", "shell-outer"]),
+            cluster_policy("tenants", deny=["*/shell-*"])]
+    items = pruned(resolve_actor(docs, "team-a/dev"))
+    assert items["team-a/inner"] == {
+        "kind": "Skill", "name": "team-a/inner", "reason": "reached only through pruned skills",
+        "policy": "ClusterSkillPolicy tenants", "rule": "deny"}

@@ -382,11 +382,24 @@ class Resolver:
                 self._unreached_memo[slot] = ()
                 return ()
             inside = set(kept.skills) if kept is not None else set()
+            closure = full.skills if full is not None else ()
+            unreached = [ref for ref in closure if ref not in inside]
+            refused = [(ref, why) for ref in unreached if (why := gate.refusal(ref)) is not None]
             found = self._unreached_memo[slot] = tuple(
                 (ref, PrunedItem.of("Skill", ref.canonical, gate.refusal(ref)
-                                    or Refusal("reached only through pruned skills")))
-                for ref in (full.skills if full is not None else ()) if ref not in inside)
+                                    or self._through(ref, refused)))
+                for ref in unreached)
         return found
+
+    def _through(self, ref: ObjectRef, refused: list[tuple[ObjectRef, Refusal]]) -> Refusal:
+        """Why ``ref`` is pruned though no rule names it: the first pruned skill it is
+        reached through, whose policy and rule it names too (docs/api.md: every
+        pruned skill names the policy and rule behind it)."""
+        for skill, why in refused:
+            below = self.flattener.flat(skill)
+            if below is not None and ref in below.skills:
+                return Refusal("reached only through pruned skills", why.policy, why.rule)
+        return Refusal("reached only through pruned skills")
 
     def _closure_problems(self, skills: Sequence[ObjectRef], gate: SkillGate | None = None,
                           ) -> list[Problem]:
