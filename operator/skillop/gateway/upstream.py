@@ -70,7 +70,14 @@ from skillop.gateway.wire import MAX_MESSAGE_BYTES
 from skillop.model.settings import GATEWAY_RELIST_INTERVAL
 from skillop.sources.egress import EgressGuard
 from skillop.sources.mcp_discovery import DiscoveryLimits, ErrorReason, McpTransport
-from skillop.sources.mcp_session import Unfenced, classify, list_pages, open_session, tool_info
+from skillop.sources.mcp_session import (
+    Unfenced,
+    classify,
+    first,
+    list_pages,
+    open_session,
+    tool_info,
+)
 from skillop.sources.mcp_tools import info_digest
 from skillop.sources.mcp_transport import Wire, trust_context
 from skillop.sources.redaction import Redactor
@@ -473,13 +480,12 @@ class Link:
         """Two safe lines for whatever the SDK raised: ``classify``'s finding (the one
         discovery reports too) for the agent and stderr, which may quote the upstream
         redacted; and the gateway's own words alone, for the audit line."""
-        leaves = list(_leaves(exc))
-        for leaf in leaves:
-            if isinstance(leaf, SecretMissing):
-                return str(leaf), str(leaf)
-            if isinstance(leaf, FileNotFoundError | PermissionError):
-                started = f"cannot start {self.upstream.command[0]!r}"
-                return started, started
+        found = first(exc, (SecretMissing, FileNotFoundError, PermissionError))
+        if isinstance(found, SecretMissing):
+            return str(found), str(found)
+        if found is not None:
+            started = f"cannot start {self.upstream.command[0]!r}"
+            return started, started
         error = classify(exc, bounds, self._redactor)
         if error.reason == "TLSError" and "not trusted" in error.detail:
             return _UNTRUSTED, _UNTRUSTED
@@ -577,14 +583,6 @@ async def _listing(session: ClientSession, bounds: Wire | Unfenced, conn: Connec
 
 _UNTRUSTED: Final = ("TLS: the server's certificate is not trusted (trust its CA with the"
                      " server's tls.caConfigMapRef or caSecretRef, or --ca-file)")
-
-
-def _leaves(exc: BaseException) -> Any:
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            yield from _leaves(inner)
-    else:
-        yield exc
 
 
 class Pool:
