@@ -24,6 +24,7 @@ from skillop.model.capabilities import BooleanCapability, Capabilities
 from skillop.model.credentials import USERINFO_PATTERN, has_userinfo
 from skillop.model.durations import DURATION_PATTERN, MAX_NANOS, duration_nanos
 from skillop.model.globs import SkillGlob
+from skillop.model.hostpatterns import HostPattern
 from skillop.model.names import (
     OBJECT_NAME_PATTERN,
     SERVER_TOOL_NAME_PATTERN,
@@ -588,6 +589,40 @@ class ApprovalSettings(SpecModel):
     """How long the gateway waits for a decision (not counted in timeoutSeconds)."""
 
 
+def _binding_host(text: str) -> str:
+    try:
+        HostPattern.parse_normal(text)
+    except ValueError as err:
+        raise PydanticCustomError("host_pattern", "{why}", {"why": str(err)}) from None
+    return text
+
+
+#: Where a Secret may go: ``[scheme://]host[:port]``, globs allowed (the egress
+#: allow-list's grammar, ``model.hostpatterns``); no path, query or userinfo.
+BindingHost = Annotated[
+    str, StringConstraints(min_length=1, max_length=300, pattern=r"^[^/?#@\s]+(://[^/?#@\s]+)?/?$"),
+    AfterValidator(_binding_host),
+]
+#: A stdio server's command line, exactly as its command and args joined by spaces.
+CommandLine = Annotated[str, StringConstraints(min_length=1, max_length=4096)]
+
+
+class CredentialBinding(SpecModel):
+    """A Secret of the Actor's namespace, and where a shared Skill may send it."""
+
+    secret_ref: SecretRef
+    """The Secret (in the Actor's namespace) a server of a Skill from another
+    namespace names in headersFrom or env[].valueFrom.secretKeyRef."""
+    hosts: list[BindingHost] = Field(default_factory=list, max_length=MAX_LIST)
+    """The URL servers it may be sent to: [scheme://]host[:port] globs (e.g.
+    https://mcp.example.com, *.team-b.svc:8080), matched against the server's
+    host in its one normal spelling (lowercase, no trailing dot, IDNA, IPv4 in
+    dotted decimal); no port: any port."""
+    commands: list[CommandLine] = Field(default_factory=list, max_length=MAX_LIST)
+    """The stdio servers it may be given to, by their exact command line
+    (command and args joined by single spaces)."""
+
+
 class ActorSpec(SpecModel):
     """An agent: the skills it uses and the policy on them."""
 
@@ -602,3 +637,8 @@ class ActorSpec(SpecModel):
     approval: ApprovalSettings | None = None
     """How calls to tools with requiresApproval are approved (default: a ToolCallApproval
     request, waiting 300 s)."""
+    credentials: list[CredentialBinding] = Field(default_factory=list, max_length=MAX_LIST)
+    """Where the Actor's own Secrets may go when a Skill from another namespace names
+    them: without an entry binding the Secret to the server's host (or stdio
+    command), the set is refused (CredentialNotBound). Servers of Skills in the
+    Actor's namespace need none."""

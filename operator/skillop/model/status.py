@@ -28,6 +28,7 @@ MAX_PRUNED = 1024
 MAX_SERVERS = 64
 MAX_POLICIES = 256
 MAX_OUTDATED_PODS = 64
+MAX_CREDENTIALS = 256
 MAX_TEXT = 4096
 MAX_MESSAGE = 32768
 Short = Annotated[str, StringConstraints(max_length=1024)]
@@ -118,6 +119,24 @@ class PrunedStatus(StatusModel):
     requireCapabilities, mcpServers.allow or sources.deny."""
 
 
+class CredentialStatus(StatusModel):
+    """One Secret of the Actor's namespace its tool set sends, and where (names only)."""
+
+    secret: Short
+    """The Secret's name, in the Actor's namespace."""
+    key: Short | None = None
+    """The key, for a stdio server's env var (a headersFrom Secret sends every key)."""
+    server: Short
+    """The MCP server's name in its skill's spec.mcpServers."""
+    skill: Short
+    """The skill declaring the server (namespace/name)."""
+    host: Short | None = None
+    """Where a URL server's requests go: scheme://host[:port], the host in its normal
+    spelling (a spec.credentials hosts entry matching exactly it)."""
+    command: Text | None = None
+    """A stdio server's command line (command and args)."""
+
+
 class AppliedPolicyStatus(StatusModel):
     """A SkillPolicy or ClusterSkillPolicy that applies to the Actor."""
 
@@ -163,6 +182,10 @@ class _RecordedServer(McpServerStatus):
 
 
 class _RecordedTool(StatusTool):
+    model_config = _READ
+
+
+class _RecordedCredential(CredentialStatus):
     model_config = _READ
 
 
@@ -213,6 +236,8 @@ class RecordedToolSet(_Recorded):
     tools_hash: Short | None = None
     tool_tokens: int | None = None
     tools: tuple[_RecordedTool, ...] | None = Field(default=None, max_length=MAX_STATUS_TOOLS)
+    credentials: tuple[_RecordedCredential, ...] | None = Field(
+        default=None, max_length=MAX_CREDENTIALS)
 
 
 def _without(status: Mapping[str, Any], err: ValidationError) -> dict[str, Any]:
@@ -298,6 +323,11 @@ class ActorStatus(CommonStatus):
     """Running pods of this Actor (label skillop.dev/actor) whose injected gateway
     lacks a Secret or CA bundle the current tool set names; restart them (kubectl
     rollout restart) to mount it. Absent when none is."""
+    credentials: list[CredentialStatus] | None = Field(default=None, max_length=MAX_CREDENTIALS)
+    """Which Secret of the Actor's namespace goes to which host (or stdio command),
+    and which server of which skill sends it: the ConfigMap's tool set's (the last
+    good one while Ready is False); names only, never values. Absent when the set
+    sends none."""
 
 
 class SkillStatus(CommonStatus):

@@ -20,7 +20,9 @@ the URL's own validation reports it).
 from __future__ import annotations
 
 import re
-from typing import Final
+from typing import Final, NamedTuple
+
+from skillop.model.hostpatterns import DEFAULT_PORTS, normal_host
 
 _PARTS: Final = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://([^/?#]*)([^?#]*)(\?[^#]*)?(#.*)?$", re.S)
 _PERCENT: Final = re.compile(r"%([0-9A-Fa-f]{2})")
@@ -43,6 +45,43 @@ def normal_url(url: str) -> str:
                  + (f":{port}" if port is not None else ""))
     return (f"{scheme}://{authority}{_percent(path) or '/'}"
             f"{_percent(query or '')}{_percent(fragment or '')}")
+
+
+class Target(NamedTuple):
+    """Where a request to an http(s) URL goes: what a host pattern matches."""
+
+    scheme: str
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        """``scheme://host[:port]`` (the scheme's default port left out): a host
+        pattern (``model.hostpatterns``) that matches exactly this target."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        port = "" if DEFAULT_PORTS.get(self.scheme) == self.port else f":{self.port}"
+        return f"{self.scheme}://{host}{port}"
+
+
+def url_target(url: str) -> Target | None:
+    """The scheme, host (``hostpatterns.normal_host``) and port (the scheme's
+    default when none is written) a request to ``url`` connects to; None for
+    anything else than http(s), a URL with userinfo, or a host or port that is
+    not plainly one (fail closed: what is None matches no pattern)."""
+    parts = _PARTS.match(url)
+    if parts is None:
+        return None
+    scheme, authority = parts.group(1).lower(), parts.group(2)
+    if scheme not in DEFAULT_PORTS or "@" in authority:
+        return None
+    host, port = _split_port(authority)
+    if port in (None, ""):
+        number = DEFAULT_PORTS[scheme]
+    elif port.isascii() and port.isdigit() and 0 < int(port) < 65536:
+        number = int(port)
+    else:
+        return None
+    name = normal_host(host) if host else None
+    return None if name is None else Target(scheme, name, number)
 
 
 def _split_port(hostport: str) -> tuple[str, str | None]:

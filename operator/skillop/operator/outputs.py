@@ -23,6 +23,7 @@ from skillop.model.names import ACTOR_LABEL, API_GROUP, GROUP_VERSION
 from skillop.model.problems import Problem
 from skillop.model.specs import McpServer
 from skillop.model.status import (
+    MAX_CREDENTIALS,
     MAX_MESSAGE,
     MAX_OUTDATED_PODS,
     MAX_POLICIES,
@@ -32,6 +33,7 @@ from skillop.model.status import (
     ActorStatus,
     AppliedPolicyStatus,
     Condition,
+    CredentialStatus,
     McpServerStatus,
     PolicyStatus,
     PrunedStatus,
@@ -235,6 +237,12 @@ def _warnings(warnings: Sequence[str]) -> list[str]:
     return [clip(w) for w in warnings[:MAX_WARNINGS]]
 
 
+def _credentials(resolution: Resolution) -> list[CredentialStatus] | None:
+    """Which Secret the set sends where (``resolve.credentials``); None when none."""
+    return [CredentialStatus.model_validate(use.to_dict())
+            for use in resolution.credentials[:MAX_CREDENTIALS]] or None
+
+
 def _pruned(resolution: Resolution) -> tuple[list[PrunedStatus], list[str]]:
     """The pruned items the status holds, and a warning when there are more."""
     items = [PrunedStatus.model_validate(p.to_dict()) for p in resolution.pruned[:MAX_PRUNED]]
@@ -387,13 +395,18 @@ def _actor_status(actor: ActorResource, resolution: Resolution, problems: list[P
         tools_part = ActorStatus(
             tool_count=kept_set.tool_count, tools_hash=kept_set.tools_hash,
             tool_tokens=kept_set.tool_tokens,
-            tools=list(kept_set.tools) if kept_set.tools is not None else None)
+            tools=list(kept_set.tools) if kept_set.tools is not None else None,
+            credentials=list(kept_set.credentials) if kept_set.credentials else None)
     else:
         stale = ""
         tools_part = ActorStatus(tool_count=len(resolution.tools), tools_hash=resolution.hash,
-                                 tool_tokens=resolution.tokens, tools=_status_tools(resolution))
+                                 tool_tokens=resolution.tokens, tools=_status_tools(resolution),
+                                 credentials=_credentials(resolution))
     ready_msg = f"{len(resolution.tools)} tools from {len(resolution.skills)} skills"
     pruned, cut = _pruned(resolution)
+    if len(resolution.credentials) > MAX_CREDENTIALS and not problems:
+        cut.append(f"the tool set sends {len(resolution.credentials)} Secrets;"
+                   f" status.credentials lists the first {MAX_CREDENTIALS}")
     return ActorStatus(
         observed_generation=gen,
         conditions=common_conditions(problems, generation=gen, old=recorded, now=now,
@@ -403,6 +416,7 @@ def _actor_status(actor: ActorResource, resolution: Resolution, problems: list[P
         tool_tokens=tools_part.tool_tokens,
         tools=tools_part.tools,
         config_map_name=cm_name,
+        credentials=tools_part.credentials,
         skills=[s.canonical for s in resolution.skills],
         pruned=pruned,
         policies=[AppliedPolicyStatus(kind=p.kind, name=p.name, generation=p.generation)

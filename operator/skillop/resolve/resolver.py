@@ -29,6 +29,7 @@ from skillop.model.specs import ApprovalSettings, Disclosure, McpServer
 from skillop.model.toolset import MAX_CONFIGMAP_BYTES, Owner, ServerEntry, ToolSetDocument
 from skillop.resolve import graph
 from skillop.resolve.catalog import Catalog
+from skillop.resolve.credentials import CredentialUse, check_credentials
 from skillop.resolve.entries import Entry, Flat, merge_into
 from skillop.resolve.flatten import Flattener
 from skillop.resolve.naming import binding_names, effective_names
@@ -105,6 +106,8 @@ class Resolution:
     #: The document's ``mcpServers`` (what the gateway connects to, and the Secrets
     #: and CA bundles its pod must mount), without building the whole document.
     servers: tuple[ServerEntry, ...] = field(default=(), repr=False, compare=False)
+    #: Which Secret the set sends where (an Actor's; ``resolve.credentials``).
+    credentials: tuple[CredentialUse, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -251,7 +254,7 @@ class Resolver:
             warnings[f"{actor.subject}: {replaced}"] = None
         return self._finish(actor.subject, "actor", flats, kept, tuple(skills), problems,
                             list(warnings), pruned, dropped, budget=policy,
-                            policies=policy.applied,
+                            policies=policy.applied, actor=actor,
                             disclosure=actor.spec.disclosure, approval=approval)
 
     def effective_policy(self, actor: ActorResource) -> EffectivePolicy:
@@ -426,6 +429,7 @@ class Resolver:
                 warnings: list[str], pruned: list[PrunedItem],
                 dropped: list[tuple[Entry, str]], *, budget: EffectivePolicy | None,
                 policies: tuple[AppliedPolicy, ...] = (),
+                actor: ActorResource | None = None,
                 disclosure: Disclosure | None = None,
                 approval: ApprovalSettings | None = None) -> Resolution:
         names = effective_names([(e.tool.name, e.qualified_name) for e in entries])
@@ -440,6 +444,11 @@ class Resolver:
         if budget is not None:
             problems += self._budget_problems(subject, budget, tools, tokens)
         servers = used_servers(tools, self._servers(skills), self._server_entries)
+        credentials: tuple[CredentialUse, ...] = ()
+        if actor is not None:
+            credentials, unbound = check_credentials(subject, actor.spec.credentials, servers,
+                                                     origin=actor.origin)
+            problems += unbound
         owner = f"{subject.namespace}/{subject.name}"
         shown, unknown = disclosure_entry(disclosure, tools)
         warnings += [f"{subject}: {w}" for w in unknown]
@@ -452,7 +461,7 @@ class Resolver:
                                      disclosure=shown, approval=approval)
         return Resolution(subject, tools, skills, tuple(problems), tuple(warnings),
                           tuple(pruned), digest, text, document, tuple(dropped), policies,
-                          tokens, servers)
+                          tokens, servers, credentials)
 
     def _budget_problems(self, subject: Subject, policy: EffectivePolicy,
                          tools: Sequence[EffectiveTool], tokens: int) -> list[Problem]:
