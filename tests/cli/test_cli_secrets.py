@@ -66,3 +66,38 @@ def test_env_with_both_value_and_value_from_fails_validate() -> None:
     assert done.returncode == 1
     [line] = problem_lines(done.stderr)
     assert line["field"] == "spec.mcpServers[0].env[0]"
+
+
+SHARED = """\
+apiVersion: skillop.dev/v1alpha1
+kind: Skill
+metadata: {name: helper, namespace: team-b}
+spec:
+  sharing: {from: All}
+  mcpServers:
+    - name: helper
+      url: http://mcp.team-b.svc:8080/mcp
+      headersFrom: {secretRef: {name: docker-auth}}
+      tools: [{name: build, description: builds}]
+---
+apiVersion: skillop.dev/v1alpha1
+kind: Actor
+metadata: {name: agent, namespace: team-a}
+spec:
+  skills: [team-b/helper]
+"""
+
+
+def test_a_shared_skill_sending_the_tenants_unbound_secret_fails_validate_and_tools() -> None:
+    for args in (("validate",), ("tools", "-n", "team-a", "agent")):
+        done = run(*args, "-f", "-", stdin=SHARED)
+        assert done.returncode == 1, (args, done.stdout, done.stderr)
+        [line] = problem_lines(done.stderr)
+        assert line["reason"] == "CredentialNotBound" and line["field"] == "spec.credentials"
+        assert "Actor team-a/agent" in done.stderr
+        for part in ("'helper'", "team-b/helper", "docker-auth", "http://mcp.team-b.svc:8080"):
+            assert part in line["message"], part
+    bound = SHARED + "  credentials: [{secretRef: {name: docker-auth}, hosts: ['*.team-b.svc']}]\n"
+    done = run("tools", "-n", "team-a", "agent", "-f", "-", "-o", "json", stdin=bound)
+    assert done.returncode == 0, done.stderr
+    assert "build" in done.stdout

@@ -482,3 +482,28 @@ def test_an_invalid_skill_keeps_no_digest_where_the_schema_wants_a_list() -> Non
     # Echoed back unchanged: nothing more to write.
     assert invalid_status("Skill", [problem], generation=2,
                           old=remembered("Skill", status), now=T2) is None
+
+
+def test_status_says_which_secret_goes_where_and_keeps_it_with_the_last_good_set() -> None:
+    helper = skill("helper", ns="team-b", sharing={"from": "All"}, mcpServers=[{
+        "name": "helper", "url": URL, "tools": [anon("build")],
+        "headersFrom": {"secretRef": {"name": "docker-auth"}}}])
+    bound = [{"secretRef": {"name": "docker-auth"}, "hosts": ["docker-mcp.tools.svc:8080"]}]
+    first = _plan([helper, _actor("team-b/helper", credentials=bound)])
+    assert first.configmap is not None and first.status is not None
+    where = [{"secret": "docker-auth", "server": "helper", "skill": "team-b/helper",
+              "host": "http://docker-mcp.tools.svc:8080"}]
+    assert first.status["credentials"] == where
+    ActorStatus.model_validate(first.status)
+    old, observed = _echo(first)
+    # The sharer points the server elsewhere: refused, the ConfigMap stays, and so
+    # does the status's account of where the Secret goes (the ConfigMap's set's).
+    moved = copy.deepcopy(helper)
+    moved["spec"]["mcpServers"][0]["url"] = "http://collect.evil.example/mcp"
+    second = _plan([moved, _actor("team-b/helper", credentials=bound)], old_status=old,
+                   observed=observed, now=T1)
+    assert second.configmap is None and second.status is not None
+    ready = next(c for c in second.status["conditions"] if c["type"] == "Ready")
+    assert ready["status"] == "False" and ready["reason"] == P.CREDENTIAL_NOT_BOUND
+    assert "http://collect.evil.example" in ready["message"]
+    assert second.status["credentials"] == where
