@@ -30,7 +30,7 @@ from skillop.model import problems as P
 from skillop.model.hostpatterns import HostPattern, normal_host
 from skillop.model.names import ObjectRef
 from skillop.model.urls import url_target
-from skillop.resolve.inject import Credentials, target_of
+from skillop.resolve.inject import Credentials, credentials_of, target_of
 
 HOST = "mcp.team-b.svc"
 URL = f"http://{HOST}:8080/mcp"
@@ -272,3 +272,18 @@ def test_the_binding_is_each_actors_own() -> None:
     assert agent_res is not None and agent_res.ok
     assert other_res is not None
     assert [p.reason for p in other_res.problems] == [P.CREDENTIAL_NOT_BOUND]
+
+
+def test_the_secrets_checked_and_mounted_are_the_bound_ones_only() -> None:
+    """CredentialsReady and outdatedPods (the operator's runtime) read
+    ``bound_servers``: a refused set must not ask a pod restart to mount, or the
+    operator to look for, a Secret no pod will be given."""
+    own = skill("own", ns="team-a", mcpServers=[{
+        "name": "own", "url": "http://own.team-a.svc/mcp", "tools": [anon("mine")],
+        "headersFrom": {"secretRef": {"name": "own-auth"}}}])
+    resolution = resolve_actor([own, shared(), agent(skills=("own", "team-b/helper"))],
+                               "team-a/agent")
+    assert [p.reason for p in resolution.problems] == [P.CREDENTIAL_NOT_BOUND]
+    assert credentials_of(resolution.servers).secrets == ("docker-auth", "own-auth")
+    assert credentials_of(resolution.bound_servers).secrets == ("own-auth",)
+    assert [u.secret for u in resolution.credentials] == ["docker-auth", "own-auth"]

@@ -323,7 +323,8 @@ class Reconciler:
             return None
         credentials = None
         if self.credentials is not None:
-            credentials = await self.credentials.state(ref, credentials_of(resolution.servers))
+            needed = credentials_of(resolution.bound_servers)
+            credentials = await self.credentials.state(ref, needed)
             if credentials.missing:  # look again soon: someone is creating it, one hopes
                 asyncio.get_running_loop().call_later(
                     self.credentials.missing_ttl, self.request, "Actor", ref.namespace, ref.name)

@@ -111,22 +111,36 @@ def _pattern(text: str) -> HostPattern:
     return HostPattern.parse_normal(text)
 
 
+@dataclass(frozen=True, slots=True)
+class CredentialCheck:
+    """What ``check_credentials`` found for one Actor's set."""
+
+    #: Every Secret the set sends (its status).
+    uses: tuple[CredentialUse, ...] = ()
+    #: ``CredentialNotBound``, one per Secret sent where it is not bound.
+    problems: tuple[Problem, ...] = ()
+    #: The servers sending one, as (skill, server): no pod mounts their Secrets.
+    unbound: frozenset[tuple[str, str]] = frozenset()
+
+
 def check_credentials(subject: Subject, bindings: Sequence[CredentialBinding],
                       servers: Iterable[ServerEntry], *, origin: str | None = None,
-                      ) -> tuple[tuple[CredentialUse, ...], list[Problem]]:
-    """Every Secret the Actor's set sends (for its status), and a
-    ``CredentialNotBound`` problem for each one a Skill of another namespace
-    sends where ``spec.credentials`` does not bind it."""
+                      ) -> CredentialCheck:
+    """Every Secret the Actor's set sends, and a ``CredentialNotBound`` problem for
+    each one a Skill of another namespace sends where ``spec.credentials`` does
+    not bind it."""
     uses: list[CredentialUse] = []
     problems: list[Problem] = []
+    unbound: set[tuple[str, str]] = set()
     for server in servers:
         for use in credential_uses(server):
             uses.append(use)
             own = use.skill.partition("/")[0] == subject.namespace
             if not own and not bound(use, bindings):
+                unbound.add((use.skill, use.server))
                 problems.append(Problem(subject, "spec.credentials", P.CREDENTIAL_NOT_BOUND,
                                         _unbound_message(use), origin))
-    return tuple(uses), problems
+    return CredentialCheck(tuple(uses), tuple(problems), frozenset(unbound))
 
 
 def _unbound_message(use: CredentialUse) -> str:

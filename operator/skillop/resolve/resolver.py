@@ -29,7 +29,7 @@ from skillop.model.specs import ApprovalSettings, Disclosure, McpServer
 from skillop.model.toolset import MAX_CONFIGMAP_BYTES, Owner, ServerEntry, ToolSetDocument
 from skillop.resolve import graph
 from skillop.resolve.catalog import Catalog
-from skillop.resolve.credentials import CredentialUse, check_credentials
+from skillop.resolve.credentials import CredentialCheck, CredentialUse, check_credentials
 from skillop.resolve.entries import Entry, Flat, merge_into
 from skillop.resolve.flatten import Flattener
 from skillop.resolve.naming import binding_names, effective_names
@@ -106,8 +106,22 @@ class Resolution:
     #: The document's ``mcpServers`` (what the gateway connects to, and the Secrets
     #: and CA bundles its pod must mount), without building the whole document.
     servers: tuple[ServerEntry, ...] = field(default=(), repr=False, compare=False)
-    #: Which Secret the set sends where (an Actor's; ``resolve.credentials``).
-    credentials: tuple[CredentialUse, ...] = ()
+    #: Which Secret the set sends where, and where unbound (an Actor's;
+    #: ``resolve.credentials``).
+    binding: CredentialCheck = field(default_factory=CredentialCheck)
+
+    @property
+    def credentials(self) -> tuple[CredentialUse, ...]:
+        """Every Secret of the Actor's namespace the set sends, and where."""
+        return self.binding.uses
+
+    @property
+    def bound_servers(self) -> tuple[ServerEntry, ...]:
+        """``servers`` without those sending a Secret where the Actor did not bind
+        it: what a pod may be given credentials for."""
+        unbound = self.binding.unbound
+        return tuple(s for s in self.servers if (s.skill, s.name) not in unbound) \
+            if unbound else self.servers
 
     @property
     def ok(self) -> bool:
@@ -444,11 +458,11 @@ class Resolver:
         if budget is not None:
             problems += self._budget_problems(subject, budget, tools, tokens)
         servers = used_servers(tools, self._servers(skills), self._server_entries)
-        credentials: tuple[CredentialUse, ...] = ()
+        binding = CredentialCheck()
         if actor is not None:
-            credentials, unbound = check_credentials(subject, actor.spec.credentials, servers,
-                                                     origin=actor.origin)
-            problems += unbound
+            binding = check_credentials(subject, actor.spec.credentials, servers,
+                                        origin=actor.origin)
+            problems += binding.problems
         owner = f"{subject.namespace}/{subject.name}"
         shown, unknown = disclosure_entry(disclosure, tools)
         warnings += [f"{subject}: {w}" for w in unknown]
@@ -461,7 +475,7 @@ class Resolver:
                                      disclosure=shown, approval=approval)
         return Resolution(subject, tools, skills, tuple(problems), tuple(warnings),
                           tuple(pruned), digest, text, document, tuple(dropped), policies,
-                          tokens, servers, credentials)
+                          tokens, servers, binding)
 
     def _budget_problems(self, subject: Subject, policy: EffectivePolicy,
                          tools: Sequence[EffectiveTool], tokens: int) -> list[Problem]:
