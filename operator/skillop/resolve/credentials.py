@@ -93,22 +93,47 @@ def credential_uses(server: ServerEntry) -> tuple[CredentialUse, ...]:
     return tuple(out)
 
 
-def bound(use: CredentialUse, bindings: Sequence[CredentialBinding]) -> bool:
-    """Whether an entry of ``spec.credentials`` sends ``use``'s Secret where it goes."""
-    for binding in bindings:
-        if binding.secret_ref.name != use.secret:
-            continue
-        if use.command is not None and use.command in binding.commands:
-            return True
+@dataclass(frozen=True, slots=True)
+class Bindings:
+    """An Actor's ``spec.credentials``, by Secret, patterns parsed once."""
+
+    hosts: dict[str, tuple[HostPattern, ...]]
+    commands: dict[str, frozenset[str]]
+
+    @classmethod
+    def of(cls, bindings: Sequence[CredentialBinding]) -> Bindings:
+        hosts: dict[str, tuple[HostPattern, ...]] = {}
+        commands: dict[str, frozenset[str]] = {}
+        for binding in bindings:
+            name = binding.secret_ref.name
+            hosts[name] = (*hosts.get(name, ()), *map(_pattern, binding.hosts))
+            commands[name] = commands.get(name, frozenset()).union(binding.commands)
+        return cls(hosts, commands)
+
+    def bound(self, use: CredentialUse) -> bool:
+        """Whether an entry sends ``use``'s Secret where it goes."""
+        if use.command is not None:
+            return use.command in self.commands.get(use.secret, ())
         target = use.target
-        if target is not None and any(_pattern(h).matches(*target) for h in binding.hosts):
-            return True
-    return False
+        return target is not None and any(p.matches(*target)
+                                          for p in self.hosts.get(use.secret, ()))
 
 
 @functools.lru_cache(maxsize=4096)
 def _pattern(text: str) -> HostPattern:
     return HostPattern.parse_normal(text)
+
+
+#: ``credential_uses`` by (skill, server), kept while the entry is the very same.
+UsesMemo = dict[tuple[str, str], tuple[ServerEntry, tuple[CredentialUse, ...]]]
+
+
+def _uses(server: ServerEntry, memo: UsesMemo) -> tuple[CredentialUse, ...]:
+    slot = (server.skill, server.name)
+    found = memo.get(slot)
+    if found is None or found[0] is not server:
+        found = memo[slot] = (server, credential_uses(server))
+    return found[1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,18 +150,21 @@ class CredentialCheck:
 
 def check_credentials(subject: Subject, bindings: Sequence[CredentialBinding],
                       servers: Iterable[ServerEntry], *, origin: str | None = None,
-                      ) -> CredentialCheck:
+                      memo: UsesMemo | None = None) -> CredentialCheck:
     """Every Secret the Actor's set sends, and a ``CredentialNotBound`` problem for
     each one a Skill of another namespace sends where ``spec.credentials`` does
     not bind it."""
     uses: list[CredentialUse] = []
     problems: list[Problem] = []
     unbound: set[tuple[str, str]] = set()
+    table: Bindings | None = None
     for server in servers:
-        for use in credential_uses(server):
+        for use in _uses(server, {} if memo is None else memo):
             uses.append(use)
-            own = use.skill.partition("/")[0] == subject.namespace
-            if not own and not bound(use, bindings):
+            if use.skill.partition("/")[0] == subject.namespace:
+                continue
+            table = table or Bindings.of(bindings)
+            if not table.bound(use):
                 unbound.add((use.skill, use.server))
                 problems.append(Problem(subject, "spec.credentials", P.CREDENTIAL_NOT_BOUND,
                                         _unbound_message(use), origin))

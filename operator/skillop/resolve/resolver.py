@@ -29,7 +29,12 @@ from skillop.model.specs import ApprovalSettings, Disclosure, McpServer
 from skillop.model.toolset import MAX_CONFIGMAP_BYTES, Owner, ServerEntry, ToolSetDocument
 from skillop.resolve import graph
 from skillop.resolve.catalog import Catalog
-from skillop.resolve.credentials import CredentialCheck, CredentialUse, check_credentials
+from skillop.resolve.credentials import (
+    CredentialCheck,
+    CredentialUse,
+    UsesMemo,
+    check_credentials,
+)
 from skillop.resolve.entries import Entry, Flat, merge_into
 from skillop.resolve.flatten import Flattener
 from skillop.resolve.naming import binding_names, effective_names
@@ -163,6 +168,7 @@ class Resolver:
         self._hosts: dict[tuple[ObjectRef, str], ServerHost] = {}
         #: Each MCP server's ToolSet entry, built once for every Actor that uses it.
         self._server_entries: dict[tuple[ObjectRef, str], ServerEntry] = {}
+        self._uses: UsesMemo = {}
 
     # -- per-skill facts ------------------------------------------------------------
     def view(self, ref: ObjectRef) -> SkillView | None:
@@ -461,7 +467,7 @@ class Resolver:
         binding = CredentialCheck()
         if actor is not None:
             binding = check_credentials(subject, actor.spec.credentials, servers,
-                                        origin=actor.origin)
+                                        origin=actor.origin, memo=self._uses)
             problems += binding.problems
         owner = f"{subject.namespace}/{subject.name}"
         shown, unknown = disclosure_entry(disclosure, tools)
