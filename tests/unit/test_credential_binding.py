@@ -287,3 +287,24 @@ def test_the_secrets_checked_and_mounted_are_the_bound_ones_only() -> None:
     assert credentials_of(resolution.servers).secrets == ("docker-auth", "own-auth")
     assert credentials_of(resolution.bound_servers).secrets == ("own-auth",)
     assert [u.secret for u in resolution.credentials] == ["docker-auth", "own-auth"]
+
+
+@given(st.text(max_size=40), st.sampled_from(["http", "https", "HTTP", "ftp"]))
+def test_any_authority_has_one_target_or_none_and_never_raises(authority: str,
+                                                               scheme: str) -> None:
+    target = url_target(f"{scheme}://{authority}/mcp")
+    if target is None:
+        return
+    # The target is a fixed point: its own spelling reads back as itself, and the
+    # status's host is a binding pattern that matches exactly it.
+    assert normal_host(target.host) == target.host
+    assert url_target(str(target)) == target
+    assert HostPattern.parse_normal(str(target)).matches(*target)
+
+
+@given(st.text(max_size=40))
+def test_binding_patterns_parse_or_say_why_in_one_value_error(text: str) -> None:
+    try:
+        HostPattern.parse_normal(text)
+    except ValueError as err:
+        assert "\n" not in str(err)
