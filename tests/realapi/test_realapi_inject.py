@@ -265,7 +265,7 @@ def test_a_pod_that_already_carries_the_gateway_is_checked_as_strictly(
                " upstream credential that only the gateway may hold")
     on_host = rendered(real, "pre-injected")
     on_host["spec"]["hostNetwork"] = True
-    refused_by(HOOK, dry_run(real, on_host), "spec.hostNetwork: refused in an actor pod")
+    refused_by(HOOK, dry_run(real, on_host), "spec.hostNetwork: the gateway listens on loopback")
     leaking = rendered(real, "pre-injected")
     leaking["spec"]["initContainers"][0]["command"] = ["sh", "-c", "cat /var/run/skillop/*/*/*"]
     refused_by(HOOK, dry_run(real, leaking), "container skillop-gateway: command must be"

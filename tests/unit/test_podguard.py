@@ -72,8 +72,7 @@ CREDS_MOUNT = {"name": "creds", "mountPath": "/creds"}
                                       " every container then reads the gateway's files"),
     ({"hostPID": True}, "spec.hostPID: refused in an actor pod"),
     ({"hostIPC": True}, "spec.hostIPC: refused in an actor pod"),
-    ({"hostNetwork": True}, "spec.hostNetwork: refused in an actor pod: the gateway listens"
-                            " on loopback"),
+    ({"hostNetwork": True}, "spec.hostNetwork: the gateway listens on loopback"),
     ({"volumes": [{"name": "node", "hostPath": {"path": "/"}}]},
      "spec.volumes[node].hostPath: refused in an actor pod"),
     ({"containers": [agent(securityContext={"privileged": True})]},

@@ -45,11 +45,13 @@ BASELINE_CAPABILITIES = frozenset({
     "NET_BIND_SERVICE", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT"})
 #: Host namespaces and the process namespace, and why each reaches the gateway.
 _SHARED = {
-    "shareProcessNamespace": "every container then reads the gateway's files and memory"
-                             " through /proc/<pid>/root and /proc/<pid>/mem",
-    "hostPID": "a container then sees the gateway's processes through the node's"
-               " process namespace (/proc/<pid>/root)",
-    "hostIPC": "a container then shares the node's IPC namespace (shared memory)",
+    "shareProcessNamespace": "refused in an actor pod: every container then reads the"
+                             " gateway's files and memory through /proc/<pid>/root and"
+                             " /proc/<pid>/mem",
+    "hostPID": "refused in an actor pod: a container then sees the gateway's processes"
+               " through the node's process namespace (/proc/<pid>/root)",
+    "hostIPC": "refused in an actor pod: a container then shares the node's IPC namespace"
+               " (shared memory)",
     "hostNetwork": "the gateway listens on loopback, which with hostNetwork is the"
                    " node's, open to every host-network pod on it",
 }
@@ -165,7 +167,7 @@ def check_isolation(spec: Mapping[str, Any], *, lists: Sequence[str] = ALL_CONTA
     """Nothing shares a namespace with the gateway or escapes its container."""
     for field, why in _SHARED.items():
         if spec.get(field) is True:
-            raise Refused(f"spec.{field}: refused in an actor pod: {why}")
+            raise Refused(f"spec.{field}: {why}")
     for volume in as_list(spec.get("volumes")):
         if isinstance(volume, Mapping) and "hostPath" in volume:
             raise Refused(f"spec.volumes[{volume.get('name')}].hostPath: refused in an actor"
