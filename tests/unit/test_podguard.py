@@ -13,6 +13,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from skillkit import actor, anon, resolver, skill
+from test_inject import _credentials, _pods
 
 from skillop.operator.webhook import check_pod_update
 from skillop.resolve.catalog import Catalog
@@ -30,6 +31,7 @@ from skillop.resolve.podguard import (
     check_isolation,
     check_update,
     gateway_container,
+    gateway_credential_volumes,
 )
 
 NS = "team-a"
@@ -317,3 +319,26 @@ def test_the_pods_own_service_account_token_is_not_the_gateways() -> None:
     for container in [*out["spec"]["initContainers"], *out["spec"]["containers"]]:
         container.setdefault("volumeMounts", []).append(mount)
     assert inject(out, TARGET, namespace=NS) == out
+
+
+@settings(max_examples=200, deadline=None)
+@given(_pods, _credentials)
+def test_an_admitted_pod_may_stay_as_it_is_and_never_lends_its_gateways_credentials(
+        p: dict[str, Any], credentials: Credentials) -> None:
+    target = Target("reviewer", "reviewer-tools", credentials)
+    try:
+        once = inject(p, target, namespace=NS)
+    except Refused:
+        return
+    check_update(once, copy.deepcopy(once), target.withheld)
+    private = gateway_credential_volumes(once)
+    opted_out = (p["metadata"]["annotations"] or {}).get("skillop.dev/inject") == "false"
+    if gateway_container(p) is None and not opted_out:
+        assert private  # a gateway injected here always has its API token
+    for volume in sorted(private):
+        mounted = changed(once, _ephemeral(volumeMounts=[{"name": volume, "mountPath": "/x"}]))
+        assert f"mounts volume {volume}" in refusal(check_update, once, mounted,
+                                                    target.withheld)
+    for secret in target.withheld:
+        held = changed(once, _ephemeral(envFrom=[{"secretRef": {"name": secret}}]))
+        assert f"holds Secret {secret}" in refusal(check_update, once, held, target.withheld)
