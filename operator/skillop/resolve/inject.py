@@ -192,7 +192,8 @@ def target_of(resolver: Resolver, namespace: str, actor: str) -> Target:
 
     An Actor that does not exist (yet) or does not resolve (not Ready) names no
     credentials: its pod still gets the gateway and the (optional) ConfigMap,
-    and serves no tools until the Actor resolves.
+    and serves no tools until the Actor resolves; meanwhile the Secrets its
+    namespace's Skills name are ``guarded`` (no agent may hold them).
     """
     found = resolver.catalog.actors.get(ObjectRef(namespace, actor))
     if found is None:
