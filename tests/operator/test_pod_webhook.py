@@ -100,3 +100,45 @@ def test_a_refused_pod_gets_one_line_and_an_unlabelled_one_no_patch() -> None:
     assert refused["status"]["message"].startswith(
         "spec.hostNetwork: the gateway listens on loopback")
     assert plain["allowed"] is True and "patch" not in plain
+
+
+def update_review(old: dict[str, Any], new: dict[str, Any], *,
+                  subresource: str | None = None) -> dict[str, Any]:
+    request = review(new)
+    request["request"].update(operation="UPDATE", oldObject=old,
+                              userInfo={"username": "tenant"})
+    if subresource is not None:
+        request["request"]["subResource"] = subresource
+    return request
+
+
+def test_changes_of_an_actor_pod_are_checked_on_the_old_object_too() -> None:
+    old = patched(pod(**{"skillop.dev/actor": "reviewer"}), run(_inject(
+        pod(**{"skillop.dev/actor": "reviewer"}))))
+    evil = json.loads(json.dumps(old))
+    evil["metadata"]["labels"] = {}  # dropping the label does not skip the check
+    evil["spec"]["initContainers"][0]["image"] = "evil/gw:1"
+    debug = json.loads(json.dumps(old))
+    debug["spec"]["ephemeralContainers"] = [{"name": "d", "image": "busybox",
+                                             "targetContainerName": "skillop-gateway"}]
+    agent = json.loads(json.dumps(old))
+    agent["spec"]["containers"][0]["image"] = "example/agent:2"
+
+    async def main() -> list[dict[str, Any]]:
+        async with serving(store()) as hook:
+            return [await hook.post(webhook.POD_UPDATE_WEBHOOK, update_review(old, new, **kw))
+                    for new, kw in ((evil, {}), (debug, {"subresource": "ephemeralcontainers"}),
+                                    (agent, {}))]
+
+    relabelled, debugged, allowed = run(main())
+    assert (relabelled["allowed"], relabelled["status"]["code"]) == (False, 403)
+    assert relabelled["status"]["message"].startswith(
+        "metadata.labels.skillop.dev/actor: an actor pod's label cannot change")
+    assert debugged["allowed"] is False
+    assert "targets skillop-gateway" in debugged["status"]["message"]
+    assert allowed["allowed"] is True and "patch" not in allowed
+
+
+async def _inject(obj: dict[str, Any]) -> dict[str, Any]:
+    async with serving(store()) as hook:
+        return dict(await hook.post(webhook.POD_WEBHOOK, review(obj)))

@@ -306,15 +306,39 @@ def registered(real: RealCluster, configuration: dict[str, Any]) -> Iterator[Non
         api.delete_validating_webhook_configuration(name)
 
 
+POLICY_KINDS = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
+
+
+@contextlib.contextmanager
+def chart_policies(real: RealCluster, values: Mapping[str, Any]) -> Iterator[list[str]]:
+    """The chart's ValidatingAdmissionPolicies and their bindings (rendered with
+    ``values``), created while in the block; yields the policies' names."""
+    import json
+
+    docs = [d for d in chart_objects(values) if d["kind"] in POLICY_KINDS]
+    made = real.kubectl("create", "-f", "-", stdin=json.dumps(
+        {"apiVersion": "v1", "kind": "List", "items": docs}))
+    assert made.returncode == 0, made.stderr
+    try:
+        yield [d["metadata"]["name"] for d in docs if d["kind"] == POLICY_KINDS[0]]
+    finally:
+        for doc in docs:
+            real.kubectl("delete", doc["kind"], doc["metadata"]["name"], "--wait=false")
+
+
 @contextlib.contextmanager
 def webhook_operator(real: RealCluster, folder: Path, *, kind: str, webhook: str,
                      values: Mapping[str, Any], env: Mapping[str, str],
-                     name: str) -> Iterator[OperatorProcess]:
+                     name: str, also: tuple[tuple[str, str], ...] = ()
+                     ) -> Iterator[OperatorProcess]:
     """The operator (process ``name``, settings ``env``) serving its webhooks with a
     certificate in ``folder``, and the chart's configuration ``kind`` named
-    ``<release>-<webhook>`` (rendered with ``values``) registered to call it."""
+    ``<release>-<webhook>`` (rendered with ``values``) registered to call it, and
+    those ``also`` names as (kind, webhook)."""
     serving = webhook_serving(folder)
-    configuration = chart_webhook(kind, webhook, values, serving)
+    configurations = [chart_webhook(k, w, values, serving) for k, w in ((kind, webhook), *also)]
     with operator_process(real.plane, env={**env, **serving.env}, name=name) as proc, \
-            registered(real, configuration):
+            contextlib.ExitStack() as stack:
+        for configuration in configurations:
+            stack.enter_context(registered(real, configuration))
         yield proc

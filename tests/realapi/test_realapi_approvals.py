@@ -27,7 +27,15 @@ import pytest
 from controlplane import free_port
 from gatewaykit import GatewayProcess, Volume, agent
 from mcp_servers import ServerHandle, make_tool
-from realkit import BIN, KUBECTL, SKILLOP, RealCluster, chart_objects, webhook_operator
+from realkit import (
+    BIN,
+    KUBECTL,
+    SKILLOP,
+    RealCluster,
+    chart_objects,
+    chart_policies,
+    webhook_operator,
+)
 from skillkit import actor, skill
 
 import chartkit
@@ -37,13 +45,16 @@ from skillop.model.toolset import default_configmap_name
 pytestmark = pytest.mark.realapi
 
 NS = "realapi-approvals"
+#: A namespace the approvals webhook does not cover (its namespaceSelector is NS):
+#: only the chart's ValidatingAdmissionPolicy stands between a user and a forgery.
+BARE = "realapi-approvals-bare"
 GATEWAY_SA, APPROVER_SA, BOTH_SA = "agent", "alice", "both"
 ROLE_NAMES = {f"{chartkit.RELEASE}-gateway", f"{chartkit.RELEASE}-approver",
               f"{chartkit.RELEASE}-approver-rules"}
 
 
-def user(sa: str) -> str:
-    return f"system:serviceaccount:{NS}:{sa}"
+def user(sa: str, namespace: str = NS) -> str:
+    return f"system:serviceaccount:{namespace}:{sa}"
 
 
 def roles() -> list[dict[str, Any]]:
@@ -51,20 +62,21 @@ def roles() -> list[dict[str, Any]]:
             and d["metadata"]["name"] in ROLE_NAMES]
 
 
-def binding(sa: str, role: str) -> dict[str, Any]:
+def binding(sa: str, role: str, namespace: str = NS) -> dict[str, Any]:
     return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-            "metadata": {"name": f"{sa}-{role}", "namespace": NS},
+            "metadata": {"name": f"{sa}-{role}", "namespace": namespace},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                         "name": f"{chartkit.RELEASE}-{role}"},
-            "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": NS}]}
+            "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": namespace}]}
 
 
-def token(real: RealCluster, sa: str) -> str:
+def token(real: RealCluster, sa: str, namespace: str = NS) -> str:
     from kubernetes import client
 
     request = client.AuthenticationV1TokenRequest(
         spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=3600))
-    return str(real.core.create_namespaced_service_account_token(sa, NS, request).status.token)
+    return str(real.core.create_namespaced_service_account_token(sa, namespace, request
+                                                                 ).status.token)
 
 
 class Stage:
@@ -75,6 +87,7 @@ class Stage:
         self.kubeconfigs: dict[str, Path] = {}
         self.tokens: dict[str, str] = {}
         self.metrics = ""  # the operator's /metrics
+        self.policies: list[str] = []  # the chart's ValidatingAdmissionPolicies
 
     def person(self, sa: str) -> None:
         self.tokens[sa] = token(self.real, sa)
@@ -124,10 +137,11 @@ def stage(real: RealCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterat
            "SKILLOP_WEBHOOK": "true"}
     tools = [make_tool("danger", input_schema={"type": "object", "properties": {
         "target": {"type": "string"}, "payload": {"type": "string"}}}), make_tool("safe")]
+    # The chart's policy for the whole module: the webhook's answers must pass it too.
     with ServerHandle(tools=tools) as upstream, webhook_operator(
             real, folder, kind="MutatingWebhookConfiguration", webhook="approvals",
             values={"webhook": {"enabled": True}, "namespaces": [NS]}, env=env,
-            name="approvals-operator"):
+            name="approvals-operator"), chart_policies(real, {}) as policies:
         for role in roles():
             rbac.create_cluster_role(role)
         try:
@@ -145,6 +159,7 @@ def stage(real: RealCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterat
             for name in ("agent", "hasty"):
                 real.wait_ready("Actor", NS, name, timeout=30)
             found = Stage(real, upstream, folder)
+            found.policies = policies
             found.metrics = f"http://127.0.0.1:{metrics_port}/metrics"
             for sa in (GATEWAY_SA, APPROVER_SA, BOTH_SA):
                 found.person(sa)
@@ -377,3 +392,71 @@ def test_time_from_approval_to_the_upstream(stage: Stage) -> None:
     figures.sort()
     print(f"\napproval -> upstream: median {figures[2] * 1000:.0f} ms,"
           f" max {figures[-1] * 1000:.0f} ms over {len(figures)} calls")
+
+
+def test_without_the_webhook_the_policy_keeps_the_requester_from_deciding(
+        stage: Stage) -> None:
+    """Where the approvals webhook does not run, a user holding both roles forges a
+    requester, then decides their own request, then an approver forges the decider:
+    the chart's ValidatingAdmissionPolicy refuses each from the request's user."""
+    from kubernetes import client
+
+    real = stage.real
+    (policy,) = stage.policies
+    checked = wait_for(lambda: (real.kubectl("get", "validatingadmissionpolicy", policy,
+                                             "-o", "json").stdout or None), timeout=10)
+    assert not (json.loads(checked).get("status") or {}).get("typeChecking", {}).get(
+        "expressionWarnings")
+    real.namespace(BARE)
+    rbac = client.RbacAuthorizationV1Api(real.api_client)
+    try:
+        people: dict[str, Path] = {}
+        for sa, granted in ((BOTH_SA, ("gateway", "approver")), (APPROVER_SA, ("approver",))):
+            real.core.create_namespaced_service_account(BARE, {"metadata": {"name": sa}})
+            for role in granted:
+                rbac.create_namespaced_role_binding(BARE, binding(sa, role, BARE))
+            people[sa] = real.plane.kubeconfig_for_token(token(real, sa, BARE), f"{sa}-bare")
+
+        def request(requester: str) -> dict[str, Any]:
+            return {"apiVersion": "skillop.dev/v1alpha1", "kind": "ToolCallApproval",
+                    "metadata": {"name": "mine", "namespace": BARE},
+                    "spec": {"actor": "agent", "tool": {"bindingName": "danger",
+                                                        "digest": "sha256:0"},
+                             "expiresAt": "2099-01-01T00:00:00Z", "requester": requester}}
+
+        def create(doc: dict[str, Any], *extra: str) -> subprocess.CompletedProcess[str]:
+            return real.kubectl("create", *extra, "-f", "-", stdin=json.dumps(doc),
+                                kubeconfig=people[BOTH_SA])
+
+        # The policy is in force once the API server has read it.
+        forged = wait_for(lambda: (done := create(request("someone-else"), "--dry-run=server"))
+                          .returncode == 1 and done, timeout=15, interval=0.2,
+                          message="the forged requester refused")
+        assert ("spec.requester: must be the user who creates the request"
+                f" ({user(BOTH_SA, BARE)})") in forged.stderr, forged.stderr
+        made = create(request(user(BOTH_SA, BARE)))
+        assert made.returncode == 0, made.stderr
+
+        def decide(sa: str, decided_by: str) -> subprocess.CompletedProcess[str]:
+            patch = json.dumps({"status": {"state": "Approved", "decidedBy": decided_by}})
+            return real.kubectl("patch", "toolcallapproval", "mine", "-n", BARE,
+                                "--subresource=status", "--type=merge", "-p", patch,
+                                kubeconfig=people[sa])
+
+        for claimed in ("the-boss", user(BOTH_SA, BARE)):
+            own = decide(BOTH_SA, claimed)
+            assert own.returncode == 1
+            assert f"{user(BOTH_SA, BARE)} asked for this call and may not decide it" in (
+                own.stderr), own.stderr
+        lied = decide(APPROVER_SA, "the-boss")
+        assert lied.returncode == 1
+        assert ("status.decidedBy: must be the user who decides"
+                f" ({user(APPROVER_SA, BARE)})") in lied.stderr, lied.stderr
+        kept = real.get("ToolCallApproval", BARE, "mine").get("status") or {}
+        assert kept.get("state") in (None, "Pending")
+        honest = decide(APPROVER_SA, user(APPROVER_SA, BARE))
+        assert honest.returncode == 0, honest.stderr
+        assert real.get("ToolCallApproval", BARE, "mine")["status"]["decidedBy"] == (
+            user(APPROVER_SA, BARE))
+    finally:
+        real.delete_namespaces(BARE)

@@ -29,6 +29,7 @@ pytestmark = pytest.mark.realapi
 
 NS = "realapi-inject"
 HOOK = "pods.inject.skillop.dev"
+UPDATE_HOOK = "pods.validate.skillop.dev"
 CATALOG = [
     skill("docker", NS, mcpServers=[{
         "name": "docker", "url": "https://docker.tools.svc/mcp",
@@ -68,8 +69,8 @@ def injecting(real: RealCluster, tmp_path_factory: pytest.TempPathFactory,
         # The chart's injection webhook (it has an approvals one too).
         with webhook_operator(real, tmp_path_factory.mktemp("inject"),
                               kind="MutatingWebhookConfiguration", webhook="inject",
-                              values={"namespaces": [NS]}, env=env,
-                              name="inject-operator") as proc:
+                              values={"namespaces": [NS]}, env=env, name="inject-operator",
+                              also=(("ValidatingWebhookConfiguration", "pods"),)) as proc:
             real.wait_ready("Actor", NS, "reviewer", timeout=30)
             # The namespace's ServiceAccount (pods need it) and the webhook, live.
             wait_for(lambda: "initContainers" in dry_run(real, agent_pod(
@@ -216,6 +217,125 @@ def test_offline_inject_and_the_webhook_give_the_same_pod(
     by_webhook = stored(raw)
     assert by_webhook == stored(json.loads(offline.stdout))
     assert_injected(json.loads(by_webhook))
+
+
+def refused_by(hook: str, done: subprocess.CompletedProcess[str], reason: str) -> None:
+    assert done.returncode == 1, done.stdout
+    assert f'admission webhook "{hook}" denied the request: {reason}' in done.stderr, (
+        done.stderr)
+
+
+@pytest.mark.parametrize(("spec", "reason"), [
+    ({"shareProcessNamespace": True},
+     "spec.shareProcessNamespace: refused in an actor pod: every container then reads the"
+     " gateway's files and memory through /proc/<pid>/root and /proc/<pid>/mem"),
+    ({"hostPID": True}, "spec.hostPID: refused in an actor pod"),
+    ({"hostIPC": True}, "spec.hostIPC: refused in an actor pod"),
+    ({"volumes": [{"name": "node", "hostPath": {"path": "/var/lib/kubelet"}}]},
+     "spec.volumes[node].hostPath: refused in an actor pod"),
+    ({"containers": [{"name": "agent", "image": "example/agent:1", "securityContext": {
+        "capabilities": {"add": ["SYS_PTRACE"]}}}]},
+     "container agent: capability SYS_PTRACE is refused in an actor pod"),
+])
+def test_a_pod_that_would_reach_the_gateways_files_or_memory_is_refused(
+        injecting: tuple[RealCluster, Any], spec: dict[str, Any], reason: str) -> None:
+    real, _ = injecting
+    doc = agent_pod("sharing", **{"skillop.dev/actor": "reviewer"})
+    doc["spec"].update(spec)
+    refused_by(HOOK, dry_run(real, doc), reason)
+
+
+def rendered(real: RealCluster, name: str) -> dict[str, Any]:
+    """The pod as injection renders it (what `skillop inject` writes for GitOps)."""
+    done = dry_run(real, agent_pod(name, **{"skillop.dev/actor": "reviewer"}))
+    assert done.returncode == 0, done.stderr
+    pod = json.loads(done.stdout)
+    for volatile in ("uid", "creationTimestamp", "managedFields"):
+        pod["metadata"].pop(volatile, None)
+    return dict(pod)
+
+
+def test_a_pod_that_already_carries_the_gateway_is_checked_as_strictly(
+        injecting: tuple[RealCluster, Any]) -> None:
+    real, _ = injecting
+    holding = rendered(real, "pre-injected")
+    holding["spec"]["volumes"].append({"name": "creds", "secret": {"secretName": "docker-auth"}})
+    holding["spec"]["containers"][0]["volumeMounts"] = [{"name": "creds", "mountPath": "/c"}]
+    refused_by(HOOK, dry_run(real, holding), "container agent: holds Secret docker-auth, an"
+               " upstream credential that only the gateway may hold")
+    on_host = rendered(real, "pre-injected")
+    on_host["spec"]["hostNetwork"] = True
+    refused_by(HOOK, dry_run(real, on_host), "spec.hostNetwork: the gateway listens on loopback")
+    leaking = rendered(real, "pre-injected")
+    leaking["spec"]["initContainers"][0]["command"] = ["sh", "-c", "cat /var/run/skillop/*/*/*"]
+    refused_by(HOOK, dry_run(real, leaking), "container skillop-gateway: command must be"
+               " [skillop, gateway, ...]")
+    assert dry_run(real, rendered(real, "pre-injected")).returncode == 0
+
+
+def test_neither_an_opted_out_pod_nor_one_of_an_actor_to_come_holds_a_credential(
+        injecting: tuple[RealCluster, Any]) -> None:
+    real, _ = injecting
+    off = agent_pod("opted-out", **{"skillop.dev/actor": "reviewer"})
+    off["metadata"]["annotations"] = {"skillop.dev/inject": "false"}
+    off["spec"]["containers"][0]["envFrom"] = [{"secretRef": {"name": "docker-auth"}}]
+    refused_by(HOOK, dry_run(real, off), "container agent: holds Secret docker-auth")
+    # The Actor does not exist yet; a Skill of its namespace names the Secret.
+    early = agent_pod("early-holder", **{"skillop.dev/actor": "to-come"})
+    early["spec"]["containers"][0]["env"] = [{"name": "T", "valueFrom": {
+        "secretKeyRef": {"name": "git-env", "key": "token"}}}]
+    refused_by(HOOK, dry_run(real, early), "container agent: holds Secret git-env")
+
+
+def test_a_running_actor_pods_gateway_label_and_credentials_stay_out_of_reach(
+        injecting: tuple[RealCluster, Any]) -> None:
+    from kubernetes.client.exceptions import ApiException
+
+    real, _ = injecting
+    made = real.kubectl("apply", "-f", "-", stdin=json.dumps(
+        agent_pod("running", **{"skillop.dev/actor": "reviewer"})))
+    assert made.returncode == 0, made.stderr
+
+    def set_image(container: str, image: str, *extra: str) -> subprocess.CompletedProcess[str]:
+        return real.kubectl("set", "image", "pod/running", "-n", NS, f"{container}={image}",
+                            *extra)
+
+    evil = wait_for(lambda: (done := set_image(SIDECAR_NAME, "evil/gw:1", "--dry-run=server"))
+                    .returncode == 1 and done, timeout=15, interval=0.2,
+                    message="the gateway's image change refused")
+    refused_by(UPDATE_HOOK, evil, "container skillop-gateway: cannot change in an actor pod")
+    # Dropping the label in the same change does not help.
+    patch = json.dumps({"metadata": {"labels": {"skillop.dev/actor": None}}, "spec": {
+        "initContainers": [{"name": SIDECAR_NAME, "image": "evil/gw:1"}]}})
+    refused_by(UPDATE_HOOK, real.kubectl("patch", "pod", "running", "-n", NS, "-p", patch),
+               "metadata.labels.skillop.dev/actor: an actor pod's label cannot change")
+    agent_image = set_image("agent", "example/agent:2")
+    assert agent_image.returncode == 0, agent_image.stderr
+
+    def debug(**fields: Any) -> str:
+        body = {"spec": {"ephemeralContainers": [
+            {"name": f"debug-{len(fields)}-{abs(hash(json.dumps(fields))) % 10**6}",
+             "image": "busybox:1", **fields}]}}
+        try:
+            real.core.patch_namespaced_pod_ephemeralcontainers("running", NS, body)
+        except ApiException as err:
+            assert err.status == 403, err.body
+            return str(json.loads(err.body)["message"])
+        return ""
+
+    assert "targets skillop-gateway, whose process namespace holds the credentials" in debug(
+        targetContainerName=SIDECAR_NAME)
+    assert "holds Secret docker-auth" in debug(envFrom=[{"secretRef": {"name": "docker-auth"}}])
+    pod = json.loads(real.kubectl("get", "pod", "running", "-n", NS, "-o", "json").stdout)
+    secret_volume = next(v["name"] for v in pod["spec"]["volumes"] if "secret" in v)
+    assert f"mounts volume {secret_volume}, the gateway's credentials" in debug(
+        volumeMounts=[{"name": secret_volume, "mountPath": "/s"}])
+    assert debug(targetContainerName="agent") == ""  # debugging the agent is fine
+    pod = json.loads(real.kubectl("get", "pod", "running", "-n", NS, "-o", "json").stdout)
+    (gateway,) = [c for c in pod["spec"]["initContainers"] if c["name"] == SIDECAR_NAME]
+    assert gateway["image"] == "example/skillop:test"
+    assert [c.get("targetContainerName") for c in pod["spec"]["ephemeralContainers"]] == [
+        "agent"]
 
 
 def credentials_condition(real: RealCluster) -> dict[str, Any] | None:

@@ -133,6 +133,8 @@ def test_defaults_render_the_expected_objects() -> None:
         "MutatingWebhookConfiguration",         # injection, on by default:
         "Service", "Secret",                    # its Service and TLS
         "MutatingWebhookConfiguration",         # approvals, wherever the server runs
+        "ValidatingWebhookConfiguration",       # changes of actor pods (injection)
+        "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",  # approvals
     ])
     labels = deployment()["metadata"]["labels"]
     assert labels["app.kubernetes.io/name"] == "skillop"
@@ -530,7 +532,8 @@ def approvals_configuration(docs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def webhook_configuration(docs: list[dict[str, Any]]) -> dict[str, Any]:
-    (vwc,) = of_kind(docs, "ValidatingWebhookConfiguration")
+    (vwc,) = [d for d in of_kind(docs, "ValidatingWebhookConfiguration")
+              if d["metadata"]["name"] == "skillop-webhook"]
     return vwc
 
 
@@ -1020,13 +1023,31 @@ def test_injection_webhook_matches_what_kopf_would_configure() -> None:
     register_injection(registry)
     service = {"name": "skillop-webhook", "namespace": "skillop-system", "port": 443}
     # As above: kopf's registry exposes its webhook handlers only privately.
-    (built,) = build_webhooks(registry._webhooks.get_all_handlers(),
-                              resources=[Resource("", "v1", "pods", namespaced=True)],
-                              name_suffix="", client_config={"service": service})
+    built, update = build_webhooks(registry._webhooks.get_all_handlers(),
+                                   resources=[Resource("", "v1", "pods", namespaced=True)],
+                                   name_suffix="", client_config={"service": service})
     hook = injection_hook(render())
     assert hook["objectSelector"] == built["objectSelector"]
     assert hook["clientConfig"]["service"]["path"] == built["clientConfig"]["service"]["path"]
     assert hook["rules"][0]["operations"] == built["rules"][0]["operations"]
+    # Changes of actor pods: kopf's path and operations; the chart selects by the
+    # label (old or new object), which kopf's handler cannot (it would test the new
+    # one only), and names the pod and its ephemeral containers (kopf: pods/*).
+    (pods,) = [d for d in of_kind(render(), "ValidatingWebhookConfiguration")
+               if d["metadata"]["name"] == "skillop-pods"]
+    (changes,) = pods["webhooks"]
+    assert changes["clientConfig"]["service"]["path"] == (
+        update["clientConfig"]["service"]["path"])
+    (rule,) = changes["rules"]
+    assert rule["operations"] == update["rules"][0]["operations"] == ["UPDATE"]
+    assert rule["resources"] == ["pods", "pods/ephemeralcontainers"]
+    assert changes["objectSelector"] == hook["objectSelector"]
+    assert changes["failurePolicy"] == "Fail"
+    assert changes["namespaceSelector"] == hook["namespaceSelector"]
+    # kopf's managed configuration gets no pod-update hook: it would select every pod.
+    managed = kopf.OperatorRegistry()
+    register_injection(managed, pod_updates=False)
+    assert len(managed._webhooks.get_all_handlers()) == 1
 
 
 def test_the_sidecar_settings_the_chart_sets_are_what_the_operator_reads(
@@ -1067,7 +1088,7 @@ def test_injection_lint_passes_with_the_validating_webhook_too() -> None:
     assert report["errors"] == []
     docs = render({"webhook": {"enabled": True}})
     assert len(of_kind(docs, "MutatingWebhookConfiguration")) == 2  # injection, approvals
-    assert len(of_kind(docs, "ValidatingWebhookConfiguration")) == 1
+    assert len(of_kind(docs, "ValidatingWebhookConfiguration")) == 2  # objects, pods
     assert len([s for s in of_kind(docs, "Service") if "webhook" in s["metadata"]["name"]]) == 1
 
 
@@ -1132,6 +1153,22 @@ def test_the_gateway_may_ask_but_never_decide_and_approvers_decide() -> None:
         render({"approvals": {"aggregateToAdmin": True}}), "ClusterRole")}
     assert admin["skillop-approver-rules"]["metadata"]["labels"][
         "rbac.authorization.k8s.io/aggregate-to-admin"] == "true"
+
+
+def test_the_approvals_policy_holds_who_asks_and_decides_without_the_webhook() -> None:
+    docs = render({"injection": {"enabled": False}})  # no admission server at all
+    (policy,) = of_kind(docs, "ValidatingAdmissionPolicy")
+    (binding,) = of_kind(docs, "ValidatingAdmissionPolicyBinding")
+    assert binding["spec"] == {"policyName": policy["metadata"]["name"],
+                               "validationActions": ["Deny"]}
+    assert policy["spec"]["failurePolicy"] == "Fail"
+    (rule,) = policy["spec"]["matchConstraints"]["resourceRules"]
+    assert rule["resources"] == ["toolcallapprovals", "toolcallapprovals/status"]
+    assert sorted(rule["operations"]) == ["CREATE", "UPDATE"]
+    off = render({"approvals": {"admissionPolicy": False}})
+    assert not [d for d in off if d["kind"].startswith("ValidatingAdmissionPolicy")]
+    with pytest.raises(helm.HelmValuesError):
+        _CHART.validate_schema(_CHART.merge_values({"approvals": {"admissionPolicy": "yes"}}))
 
 
 def test_the_approvals_webhook_is_there_whenever_the_admission_server_runs() -> None:

@@ -244,11 +244,15 @@ def test_the_credentials_are_those_the_actors_resolved_set_names() -> None:
     assert target == Target("reviewer", "rev-tools", Credentials(
         secrets=("docker-auth", "git-env"), configmaps=("corp-ca",),
         secret_keys=(("git-env", "token"),)))
-    # An Actor that does not exist (yet): its ConfigMap by the default name, nothing else.
-    assert target_of(resolver(docs), NS, "later") == Target("later", "later-tools")
-    # Not Ready (a reference missing): no credentials until it resolves.
+    # An Actor that does not exist (yet): its ConfigMap by the default name, no
+    # credentials, and every Secret its namespace's Skills name kept from the agent.
+    guarded = ("docker-auth", "git-env", "not-reached")
+    assert target_of(resolver(docs), NS, "later") == Target("later", "later-tools",
+                                                            guarded=guarded)
+    # Not Ready (a reference missing): no credentials until it resolves; guarded alike.
     broken = [*docs[:3], actor("reviewer", skills=["http", "missing"])]
     assert target_of(resolver(broken), NS, "reviewer").credentials == Credentials()
+    assert target_of(resolver(broken), NS, "reviewer").guarded == guarded
 
 
 def test_credentials_of_a_caSecretRef_name_the_key() -> None:

@@ -64,7 +64,8 @@ def register_webhook(config: OperatorConfig) -> None:
         if config.webhook:
             webhook.register()
         if config.injection:
-            webhook.register_injection()
+            # kopf's managed configuration cannot select pods by their old labels.
+            webhook.register_injection(pod_updates=not config.webhook_managed)
             _watch_pods()
 
 

@@ -6,7 +6,9 @@ the server runs) the ``@kopf.on.mutate`` handler of ToolCallApprovals (who asks,
 who decides: ``approvals.admit_request``/``admit_decision``); ``register_injection``
 (``SKILLOP_INJECTION=true``) the ``@kopf.on.mutate`` handler that injects the
 gateway into pods labelled ``skillop.dev/actor`` on CREATE (docs/gateway.md,
-Injection). ``configure`` sets kopf's webhook server, shared by all of them.
+Injection) and the ``@kopf.on.validate`` handler that keeps such pods' gateways
+out of reach on UPDATE (``podguard.check_update``). ``configure`` sets kopf's
+webhook server, shared by all of them.
 TLS comes from files (cert-manager or a chart-made CA: ``SKILLOP_WEBHOOK_CERT``/
 ``SKILLOP_WEBHOOK_KEY``) or, without them, from a self-signed certificate
 generated at startup with ``cryptography`` (kopf's own generator needs
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
-from collections.abc import Collection, MutableMapping
+from collections.abc import Collection, Mapping, MutableMapping
 from typing import Any, Literal
 
 import kopf
@@ -28,13 +30,22 @@ from skillop.operator import approvals
 from skillop.operator.admission import review
 from skillop.operator.settings import OperatorConfig
 from skillop.resolve.catalog import Catalog
-from skillop.resolve.inject import Refused, SidecarSettings, actor_of, inject, target_of
+from skillop.resolve.inject import (
+    Refused,
+    SidecarSettings,
+    actor_of,
+    inject,
+    mounted_credentials,
+    target_of,
+)
+from skillop.resolve.podguard import check_update
 from skillop.resolve.resolver import Resolver
 
 #: Handler ids; kopf serves each at ``https://<host>:<port>/<id>``.
 SKILL_WEBHOOK = "validate-skills"
 ACTOR_WEBHOOK = "validate-actors"
 POD_WEBHOOK = "inject-pods"
+POD_UPDATE_WEBHOOK = "validate-pods"
 APPROVAL_WEBHOOK = "mutate-toolcallapprovals"
 OPERATIONS: tuple[Literal["CREATE"], Literal["UPDATE"]] = ("CREATE", "UPDATE")
 
@@ -109,6 +120,30 @@ async def inject_pod(**kwargs: Any) -> None:
     patch.fns.append(_replace_with(pod))
 
 
+def check_pod_update(old: Any, new: Any, catalog: Catalog) -> None:
+    """Raise ``Refused`` when a change of an actor pod (labelled before or after)
+    would reach its gateway's credentials (``podguard.check_update``)."""
+    before = dict(old) if isinstance(old, Mapping) else {}
+    after = dict(new) if isinstance(new, Mapping) else {}
+    actor = actor_of(before) or actor_of(after)
+    if actor is None:
+        return
+    namespace = str((after.get("metadata") or before.get("metadata") or {}).get("namespace")
+                    or "")
+    target = target_of(Resolver(catalog), namespace, actor)
+    check_update(before, after, {*target.withheld, *mounted_credentials(before).secrets})
+
+
+async def validate_pod_update(**kwargs: Any) -> None:
+    metrics = getattr(kwargs.get("memo"), "metrics", None)
+    try:
+        check_pod_update(kwargs.get("old"), kwargs.get("new"), _catalog(kwargs.get("memo")))
+    except Refused as err:
+        if metrics is not None:
+            metrics.admission("Pod", allowed=False)
+        raise kopf.AdmissionError(str(err), code=403) from None
+
+
 def register_approvals(registry: kopf.OperatorRegistry | None = None) -> None:
     """Add the ToolCallApproval handler (who asks, who decides) to ``registry``: on
     whenever the admission server runs, as approvals need it (docs/gateway.md)."""
@@ -116,10 +151,25 @@ def register_approvals(registry: kopf.OperatorRegistry | None = None) -> None:
                    subresource="*", registry=registry)(mutate_approval)
 
 
-def register_injection(registry: kopf.OperatorRegistry | None = None) -> None:
-    """Add the mutating handler for actor pods to ``registry`` (kopf's default if None)."""
+def register_injection(registry: kopf.OperatorRegistry | None = None, *,
+                       pod_updates: bool = True) -> None:
+    """Add the mutating handler for actor pods to ``registry`` (kopf's default if None)
+    and, with ``pod_updates``, the validating one for their changes."""
     kopf.on.mutate("", "v1", "pods", id=POD_WEBHOOK, operations=["CREATE"],
                    labels={ACTOR_LABEL: kopf.PRESENT}, registry=registry)(inject_pod)
+    if pod_updates:
+        register_pod_updates(registry)
+
+
+def register_pod_updates(registry: kopf.OperatorRegistry | None = None) -> None:
+    """The validating handler for changes of actor pods. No label filter: kopf would
+    test the new object only, and a change that removes the label is one to check
+    (the chart's objectSelector sends a change when the old or the new object is
+    labelled). So it is not for kopf's managed configuration, whose objectSelector
+    comes from that filter: without it every pod change in the cluster would wait
+    on the operator."""
+    kopf.on.validate("", "v1", "pods", id=POD_UPDATE_WEBHOOK, operations=["UPDATE"],
+                     subresource="*", registry=registry)(validate_pod_update)
 
 
 async def mutate_approval(**kwargs: Any) -> None:

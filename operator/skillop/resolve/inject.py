@@ -26,8 +26,10 @@ What the pod gets (``examples/actor-pod.yaml`` is the hand-wired reference):
 
 A pod that already carries the sidecar (a container named ``skillop-gateway``
 running the gateway's image) is left as it is, so a second pass (the webhook on
-a pod ``skillop inject`` rendered) changes nothing. Everything else that would
-leave the pod without the boundary is refused, never admitted half-done.
+a pod ``skillop inject`` rendered) changes nothing; it is checked as strictly as
+a pod injected here (``podguard``), and so is a pod that opts out. Everything
+else that would leave the pod without the boundary is refused, never admitted
+half-done.
 """
 
 from __future__ import annotations
@@ -37,16 +39,33 @@ import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from skillop import __version__
 from skillop.model import settings as known
 from skillop.model.names import ACTOR_LABEL, OBJECT_NAME_RE, ObjectRef
-from skillop.model.toolset import ServerEntry, default_configmap_name
+from skillop.model.specs import EnvVar, HeadersFrom, McpTls
+from skillop.model.toolset import default_configmap_name
+from skillop.resolve.catalog import Catalog
+
+# Re-exported: callers (the webhook, the CLI, the store) read pods through here.
+from skillop.resolve.podguard import SIDECAR_NAME as SIDECAR_NAME
+from skillop.resolve.podguard import Refused as Refused
+from skillop.resolve.podguard import actor_of as actor_of
+from skillop.resolve.podguard import (
+    as_list,
+    check_gateway,
+    check_held,
+    check_isolation,
+    containers,
+    dig,
+    gateway_credential_volumes,
+    pod_spec,
+)
+from skillop.resolve.podguard import gateway_container as gateway_container
 from skillop.resolve.resolver import Resolver
 from skillop.resolve.toolset import configmap_name
 
-SIDECAR_NAME = "skillop-gateway"
 DEFAULT_IMAGE = f"ghcr.io/skillop/skillop:{__version__}"
 DEFAULT_PORT = known.INJECT_PORT.default
 
@@ -76,10 +95,6 @@ _WORKLOAD_TEMPLATES = {"Deployment": ("spec", "template"), "ReplicaSet": ("spec"
                        "StatefulSet": ("spec", "template"), "DaemonSet": ("spec", "template"),
                        "Job": ("spec", "template"),
                        "CronJob": ("spec", "jobTemplate", "spec", "template")}
-
-
-class Refused(ValueError):
-    """The pod cannot be injected; the message is one line naming field and reason."""
 
 
 @dataclass(frozen=True)
@@ -112,6 +127,15 @@ class Target:
     actor: str
     configmap: str
     credentials: Credentials = field(default_factory=Credentials)
+    #: Secrets no container but the gateway may hold besides the set's: for an
+    #: Actor not known or not Ready (its set is not known), those the Skills of
+    #: its namespace name as upstream credentials.
+    guarded: tuple[str, ...] = ()
+
+    @property
+    def withheld(self) -> frozenset[str]:
+        """Every Secret only the gateway may hold."""
+        return frozenset((*self.credentials.secrets, *self.guarded))
 
 
 @dataclass(frozen=True)
@@ -128,7 +152,18 @@ class SidecarSettings:
     limits: tuple[tuple[str, str], ...] = known.INJECT_RESOURCES.default["limits"]
 
 
-def credentials_of(servers: Iterable[ServerEntry]) -> Credentials:
+class _Server(Protocol):
+    """An MCP server as a set (``ServerEntry``) or a Skill (``McpServer``) names it."""
+
+    @property
+    def headers_from(self) -> HeadersFrom | None: ...
+    @property
+    def env(self) -> Sequence[EnvVar] | None: ...
+    @property
+    def tls(self) -> McpTls | None: ...
+
+
+def credentials_of(servers: Iterable[_Server]) -> Credentials:
     """The Secrets and CA ConfigMaps the servers of a set name (the document's
     ``mcpServers``; ``Resolution.servers``)."""
     secrets: set[str] = set()
@@ -157,34 +192,30 @@ def target_of(resolver: Resolver, namespace: str, actor: str) -> Target:
 
     An Actor that does not exist (yet) or does not resolve (not Ready) names no
     credentials: its pod still gets the gateway and the (optional) ConfigMap,
-    and serves no tools until the Actor resolves.
+    and serves no tools until the Actor resolves; meanwhile the Secrets its
+    namespace's Skills name are ``guarded`` (no agent may hold them).
     """
     found = resolver.catalog.actors.get(ObjectRef(namespace, actor))
     if found is None:
-        return Target(actor=actor, configmap=default_configmap_name(actor))
+        return Target(actor=actor, configmap=default_configmap_name(actor),
+                      guarded=namespace_secrets(resolver.catalog, namespace))
     resolution = resolver.resolve_actor(found.ref)
-    ok = resolution is not None and resolution.ok
+    if resolution is None or not resolution.ok:
+        return Target(actor=actor, configmap=configmap_name(found),
+                      guarded=namespace_secrets(resolver.catalog, namespace))
     return Target(actor=actor, configmap=configmap_name(found),
-                  credentials=credentials_of(resolution.servers) if resolution and ok
-                  else Credentials())
+                  credentials=credentials_of(resolution.servers))
 
 
-def _dig(value: Any, *path: str) -> Any:
-    for step in path:
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(step)
-    return value
+def namespace_secrets(catalog: Catalog, namespace: str) -> tuple[str, ...]:
+    """The Secrets the MCP servers of ``namespace``'s Skills name: what a set
+    there may come to mount, known before the Actor is."""
+    return credentials_of(server for ref, skill in catalog.skills.items()
+                          if ref.namespace == namespace
+                          for server in skill.spec.mcp_servers).secrets
 
 
 # -- reading a pod ---------------------------------------------------------------
-def actor_of(pod: Mapping[str, Any]) -> str | None:
-    """The ``skillop.dev/actor`` label's value (None: the pod is not an actor pod)."""
-    labels = _dig(pod, "metadata", "labels")
-    value = labels.get(ACTOR_LABEL) if isinstance(labels, Mapping) else None
-    return value if isinstance(value, str) else None
-
-
 def pod_templates(obj: Mapping[str, Any]) -> list[tuple[str, ...]]:
     """Where pods are in a manifest: ``()`` for a Pod, the template's path for a
     workload (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob)."""
@@ -192,15 +223,7 @@ def pod_templates(obj: Mapping[str, Any]) -> list[tuple[str, ...]]:
     if kind == "Pod":
         return [()]
     path = _WORKLOAD_TEMPLATES.get(str(kind))
-    return [path] if path is not None and isinstance(_dig(obj, *path), Mapping) else []
-
-
-def gateway_container(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The pod's ``skillop-gateway`` container (init or not), if any."""
-    for container in _containers(_spec(pod), "initContainers", "containers"):
-        if container.get("name") == SIDECAR_NAME:
-            return container
-    return None
+    return [path] if path is not None and isinstance(dig(obj, *path), Mapping) else []
 
 
 def mounted_credentials(pod: Mapping[str, Any]) -> Credentials:
@@ -209,21 +232,21 @@ def mounted_credentials(pod: Mapping[str, Any]) -> Credentials:
     gateway = gateway_container(pod)
     if gateway is None:
         return Credentials()
-    volumes = {v.get("name"): v for v in _list(_spec(pod).get("volumes"))
+    volumes = {v.get("name"): v for v in as_list(pod_spec(pod).get("volumes"))
                if isinstance(v, Mapping)}
     secrets: set[str] = set()
     configmaps: set[str] = set()
-    for mount in _list(gateway.get("volumeMounts")):
+    for mount in as_list(gateway.get("volumeMounts")):
         if not isinstance(mount, Mapping):
             continue
         volume = volumes.get(mount.get("name"))
         path = str(mount.get("mountPath") or "").rstrip("/")
         if not isinstance(volume, Mapping):
             continue
-        secret = _dig(volume, "secret", "secretName")
+        secret = dig(volume, "secret", "secretName")
         if isinstance(secret, str) and path.startswith(SECRETS_DIR + "/"):
             secrets.add(secret)
-        configmap = _dig(volume, "configMap", "name")
+        configmap = dig(volume, "configMap", "name")
         if isinstance(configmap, str) and path.startswith(CONFIGMAPS_DIR + "/"):
             configmaps.add(configmap)
     return Credentials(secrets=tuple(sorted(secrets)), configmaps=tuple(sorted(configmaps)))
@@ -237,35 +260,38 @@ def inject(pod: Mapping[str, Any], target: Target, *, namespace: str,
     ``namespace`` is the pod's (the request's, or the workload's for a template).
     """
     out = copy.deepcopy(dict(pod))
-    annotations = _dig(out, "metadata", "annotations") or {}
+    annotations = dig(out, "metadata", "annotations") or {}
     if not isinstance(annotations, Mapping):
         raise Refused("metadata.annotations: must be a mapping")
     _check_actor(out, target, namespace, annotations)
-    if str(annotations.get(INJECT_ANNOTATION, "")).lower() == "false":
-        return out
     spec = out.get("spec")
-    if not isinstance(spec, dict) or not _list(spec.get("containers")):
+    if not isinstance(spec, dict) or not as_list(spec.get("containers")):
         raise Refused("spec.containers: an actor pod needs at least one container")
     for list_name in ("containers", "initContainers", "volumes"):
         if spec.get(list_name) is not None and not all(
-                isinstance(c, dict) for c in _list(spec.get(list_name))):
+                isinstance(c, dict) for c in as_list(spec.get(list_name))):
             raise Refused(f"spec.{list_name}: must be a list of objects")
+    # Opted out or not, rendered by `skillop inject` or not: no agent holds a
+    # credential of the set, and an existing gateway is checked as a new one.
     existing = gateway_container(out)
     if existing is not None:
-        _check_existing(existing, settings)
+        _check_image(existing, settings)
+    check_held(spec, {*target.withheld, *mounted_credentials(out).secrets},
+               gateway_volumes=gateway_credential_volumes(out))
+    if str(annotations.get(INJECT_ANNOTATION, "")).lower() == "false":
         return out
-    if spec.get("hostNetwork") is True:
-        raise Refused("spec.hostNetwork: the gateway listens on loopback, which with"
-                      " hostNetwork is the node's, open to every host-network pod on it")
+    check_isolation(spec)
+    if existing is not None:
+        check_gateway(existing, spec)
+        return out
     port = _port(annotations, settings)
     _check_ports(spec, port)
-    _check_agent_mounts(spec, target.credentials)
     _drop_service_account_token(spec)
     volumes, mounts = _volumes(spec, target)
-    spec["volumes"] = [*_list(spec.get("volumes")), *volumes]
+    spec["volumes"] = [*as_list(spec.get("volumes")), *volumes]
     _add_mcp_url(spec, port, annotations)
     spec["initContainers"] = [_sidecar(target, settings, port, mounts),
-                              *_list(spec.get("initContainers"))]
+                              *as_list(spec.get("initContainers"))]
     return out
 
 
@@ -288,7 +314,7 @@ def _check_actor(pod: Mapping[str, Any], target: Target, namespace: str,
                       f" label {ACTOR_LABEL}={actor}")
 
 
-def _check_existing(container: Mapping[str, Any], settings: SidecarSettings) -> None:
+def _check_image(container: Mapping[str, Any], settings: SidecarSettings) -> None:
     image = container.get("image")
     if not isinstance(image, str) or _repository(image) != _repository(settings.image):
         raise Refused(f"container {SIDECAR_NAME}: already exists with image {image!r}, not the"
@@ -316,45 +342,12 @@ def _port(annotations: Mapping[str, Any], settings: SidecarSettings) -> int:
 
 
 def _check_ports(spec: Mapping[str, Any], port: int) -> None:
-    for container in _containers(spec, "initContainers", "containers"):
-        for declared in _list(container.get("ports")):
+    for container in containers(spec, "initContainers", "containers"):
+        for declared in as_list(container.get("ports")):
             if isinstance(declared, Mapping) and declared.get("containerPort") == port:
                 raise Refused(
                     f"container {container.get('name')}: already uses port {port}, the"
                     f" gateway's; set annotation {PORT_ANNOTATION} to another port")
-
-
-def _check_agent_mounts(spec: Mapping[str, Any], credentials: Credentials) -> None:
-    """No other container may hold a Secret the gateway holds for the agent."""
-    if not credentials.secrets:
-        return
-    volumes = {v.get("name"): v for v in _list(spec.get("volumes"))}
-    for container in _containers(spec, "initContainers", "containers"):
-        held = set(_env_secrets(container))
-        for mount in _list(container.get("volumeMounts")):
-            if isinstance(mount, Mapping):
-                held |= _volume_secrets(volumes.get(mount.get("name")))
-        for secret in sorted(held & set(credentials.secrets)):
-            raise Refused(f"container {container.get('name')}: holds Secret {secret}, an"
-                          " upstream credential that only the gateway may hold")
-
-
-def _env_secrets(container: Mapping[str, Any]) -> Iterable[str]:
-    for env in _list(container.get("env")):
-        name = _dig(env, "valueFrom", "secretKeyRef", "name")
-        if isinstance(name, str):
-            yield name
-    for source in _list(container.get("envFrom")):
-        name = _dig(source, "secretRef", "name")
-        if isinstance(name, str):
-            yield name
-
-
-def _volume_secrets(volume: Any) -> set[str]:
-    found = {_dig(volume, "secret", "secretName")}
-    for source in _list(_dig(volume, "projected", "sources")):
-        found.add(_dig(source, "secret", "name"))
-    return {s for s in found if isinstance(s, str)}
 
 
 def _drop_service_account_token(spec: dict[str, Any]) -> None:
@@ -362,16 +355,16 @@ def _drop_service_account_token(spec: dict[str, Any]) -> None:
     if spec.get("automountServiceAccountToken") is True:
         return
     spec["automountServiceAccountToken"] = False
-    added = {v["name"] for v in _list(spec.get("volumes"))
+    added = {v["name"] for v in as_list(spec.get("volumes"))
              if str(v.get("name", "")).startswith(_SA_VOLUME_PREFIX)
              and any(isinstance(s, Mapping) and "serviceAccountToken" in s
-                     for s in _list(_dig(v, "projected", "sources")))}
+                     for s in as_list(dig(v, "projected", "sources")))}
     if not added:
         return
-    spec["volumes"] = [v for v in _list(spec.get("volumes")) if v.get("name") not in added]
-    for container in _containers(spec, "initContainers", "containers"):
+    spec["volumes"] = [v for v in as_list(spec.get("volumes")) if v.get("name") not in added]
+    for container in containers(spec, "initContainers", "containers"):
         if "volumeMounts" in container:
-            container["volumeMounts"] = [m for m in _list(container["volumeMounts"])
+            container["volumeMounts"] = [m for m in as_list(container["volumeMounts"])
                                          if not (isinstance(m, Mapping)
                                                  and m.get("name") in added)]
 
@@ -381,9 +374,9 @@ def _volumes(spec: Mapping[str, Any], target: Target,
     """The gateway's volumes and its mounts, named clear of the pod's own volumes
     and of every name a container mounts: a mount naming a volume the pod lacks
     must not come to mean one of the gateway's Secrets."""
-    taken = {str(v.get("name")) for v in _list(spec.get("volumes"))}
-    taken |= {str(m.get("name")) for c in _containers(spec, "initContainers", "containers")
-              for m in _list(c.get("volumeMounts")) if isinstance(m, Mapping)}
+    taken = {str(v.get("name")) for v in as_list(spec.get("volumes"))}
+    taken |= {str(m.get("name")) for c in containers(spec, "initContainers", "containers")
+              for m in as_list(c.get("volumeMounts")) if isinstance(m, Mapping)}
     volumes: list[dict[str, Any]] = []
     mounts: list[dict[str, Any]] = []
 
@@ -433,10 +426,10 @@ def _add_mcp_url(spec: dict[str, Any], port: int, annotations: Mapping[str, Any]
     raw = annotations.get(ENV_ANNOTATION)
     chosen = None if raw is None else {p.strip() for p in str(raw).split(",") if p.strip()}
     url = f"http://127.0.0.1:{port}/mcp"
-    for container in _containers(spec, "initContainers", "containers"):
+    for container in containers(spec, "initContainers", "containers"):
         if chosen is not None and container.get("name") not in chosen:
             continue
-        env = _list(container.get("env"))
+        env = as_list(container.get("env"))
         if any(isinstance(e, Mapping) and e.get("name") == MCP_URL_ENV for e in env):
             continue  # the container's own choice
         container["env"] = [*env, {"name": MCP_URL_ENV, "value": url}]
@@ -479,16 +472,3 @@ def _sidecar(target: Target, settings: SidecarSettings, port: int,
         },
         "volumeMounts": mounts,
     }
-
-
-def _spec(pod: Mapping[str, Any]) -> Mapping[str, Any]:
-    spec = pod.get("spec")
-    return spec if isinstance(spec, Mapping) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return list(value) if isinstance(value, list) else []
-
-
-def _containers(spec: Mapping[str, Any], *lists: str) -> Sequence[dict[str, Any]]:
-    return [c for name in lists for c in _list(spec.get(name)) if isinstance(c, dict)]
