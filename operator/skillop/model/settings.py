@@ -351,6 +351,11 @@ GATEWAY_REQUEST_TIMEOUT = Setting(
     "SKILLOP_GATEWAY_REQUEST_TIMEOUT", 10.0, seconds(),
     "seconds an HTTP request has to arrive whole, headers and body (later: `408`, and"
     " its connection closed)", reader="gateway", flag="--request-timeout")
+SEARCH_CACHE_DIR = Setting(
+    "SKILLOP_SEARCH_CACHE_DIR", "/tmp/skillop-search", text,
+    "where `search_tools`' sentence vectors are cached by digest (an `emptyDir` keeps them"
+    " across restarts of the gateway's container; not writable: kept in memory only)",
+    reader="gateway", flag="--search-cache-dir")
 
 #: Every setting, in the docs' order.
 SETTINGS: Final[tuple[Setting[Any], ...]] = (
@@ -362,7 +367,7 @@ SETTINGS: Final[tuple[Setting[Any], ...]] = (
     INJECT_RESOURCES, SECRETS_READABLE,
     # The gateway's own, then the operator's that it reads too.
     TOOLSET_DIR, SECRETS_DIR, CONFIGMAPS_DIR, API_DIR, GATEWAY_LISTEN, GATEWAY_POLL,
-    GATEWAY_TIMEOUT, GATEWAY_RELIST_INTERVAL, GATEWAY_REQUEST_TIMEOUT,
+    GATEWAY_TIMEOUT, GATEWAY_RELIST_INTERVAL, GATEWAY_REQUEST_TIMEOUT, SEARCH_CACHE_DIR,
 )
 #: The operator's settings that the gateway reads as well (its ``--allow`` and
 #: ``--ca-file`` defaults).
