@@ -18,9 +18,9 @@ vectors are ready (gateway/vectors.py), the ranking is hybrid: each tool's score
 is ``SEMANTIC_WEIGHT`` times the cosine of the query's vector and the tool's plus
 the rest times its BM25 score squashed into [0, 1) as ``s / (s + BM25_HALF)``
 (a blend of scores rather than of ranks: a weak lexical match should not pull a
-tool up as far as a strong one). A query whose best blended score is under
-``ABSTAIN_BELOW`` is answered with "nothing fits" and the closest few, marked
-weak. The three constants were fitted on bench/mcp_tools/queries-v2-tuning.txt
+tool up as far as a strong one). A query whose best cosine with any tool is
+under ``ABSTAIN_BELOW`` is answered with "nothing fits" and the closest few,
+marked weak. The three constants were fitted on bench/mcp_tools/queries-v2-tuning.txt
 only (bench/disclosure.py reports them on the held-out part too).
 """
 
@@ -49,8 +49,10 @@ B = 0.75
 #: The hybrid blend: how much the cosine counts, and the BM25 score that counts half.
 SEMANTIC_WEIGHT = 0.75
 BM25_HALF = 8.0
-#: A best blended score under this means nothing in the set fits the query.
-ABSTAIN_BELOW = 0.31
+#: A query whose best cosine with any tool of the set is under this fits none of them.
+#: The cosine, not the blend: BM25's scores grow with the set (its idf), a cosine
+#: does not, so one threshold serves a set of 10 tools as well as one of 5,000.
+ABSTAIN_BELOW = 0.28
 #: A query longer than this is cut (a model's search is a sentence, not a document).
 MAX_QUERY_CHARS = 1000
 
@@ -96,6 +98,8 @@ class Found:
     weak: bool = False
     #: "hybrid" when the sentence model ranked too, else "lexical".
     ranking: str = "lexical"
+    #: Hybrid: the best cosine of the query with any tool of the set.
+    confidence: float | None = None
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -184,16 +188,19 @@ class SearchIndex:
         import numpy as np
 
         vectors, encode = self._semantic
-        blended = SEMANTIC_WEIGHT * (vectors @ encode(query[:MAX_QUERY_CHARS]))
+        cosines = vectors @ encode(query[:MAX_QUERY_CHARS])
+        blended = SEMANTIC_WEIGHT * cosines
         for number, score in self._scores(query).items():
             blended[number] += (1 - SEMANTIC_WEIGHT) * score / (score + BM25_HALF)
         count = min(limit, len(self._keys))
         if count == 0:
-            return Found((), weak=True, ranking="hybrid")
+            return Found((), weak=True, ranking="hybrid", confidence=0.0)
         best = np.argpartition(-blended, count - 1)[:count]
         best = best[np.lexsort((best, -blended[best]))]
         matches = tuple((self._keys[int(i)], float(blended[i])) for i in best)
-        return Found(matches, weak=matches[0][1] < ABSTAIN_BELOW, ranking="hybrid")
+        confidence = float(cosines.max())
+        return Found(matches, weak=confidence < ABSTAIN_BELOW, ranking="hybrid",
+                     confidence=confidence)
 
     def __len__(self) -> int:
         return len(self._keys)

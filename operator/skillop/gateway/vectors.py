@@ -22,6 +22,7 @@ gateway logs once that search is lexical only.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import threading
@@ -93,7 +94,8 @@ class VectorCache:
                 np.savez(out, digests=keys, vectors=rows)
             os.replace(temporary, self.path)
         except OSError as exc:
-            temporary.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                temporary.unlink(missing_ok=True)
             return f"cannot write {self.path}: {exc.strerror or exc}"
         return None
 
