@@ -483,7 +483,7 @@ class Gateway:
         down exactly the path a direct call of the tool it names takes."""
         served = self.served  # one call sees one set, whatever a reload does meanwhile
         if served.search is not None and name == SEARCH_TOOL:
-            return self._search(served, arguments)
+            return await self._search(served, arguments)
         if served.search is not None and name == CALL_TOOL:
             inner, inner_arguments = arguments.get("name"), arguments.get("arguments")
             if not isinstance(inner, str) or not isinstance(inner_arguments, dict | None):
@@ -495,7 +495,8 @@ class Gateway:
                                            approver=approver)
         return await self._call_member(served, name, arguments, approver=approver)
 
-    def _search(self, served: ServedSet, arguments: dict[str, Any]) -> types.CallToolResult:
+    async def _search(self, served: ServedSet,
+                      arguments: dict[str, Any]) -> types.CallToolResult:
         """``search_tools``: the best matches' definitions, exactly as a full listing
         would show them."""
         started = time.perf_counter()
@@ -507,7 +508,12 @@ class Gateway:
                         "malformed search_tools arguments")
             return _error_result(f"refused: {SEARCH_TOOL} takes query (a non-empty string)"
                                  f" and limit (1 to {MAX_MATCHES})")
-        found = served.search.find(query, limit=limit)
+        index = served.search
+        # The model's forward pass costs ~15 ms of CPU; numpy lets go of the GIL, so in
+        # a worker thread it does not hold up the loop's other requests. BM25 alone is
+        # well under a millisecond: answered in place.
+        found = (await anyio.to_thread.run_sync(lambda: index.find(query, limit=limit))
+                 if index.hybrid else index.find(query, limit=limit))
         definitions = [served.tools[key].definition.model_dump(mode="json", by_alias=True,
                                                                exclude_none=True)
                        for key, _ in found.matches]
