@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from skillop.gateway.embedding import Unavailable
 from skillop.gateway.search import ABSTAIN_BELOW, Document, SearchIndex
@@ -108,3 +110,16 @@ def test_without_a_model_the_index_stays_lexical_and_it_is_said_once() -> None:
 def test_vectors_must_match_the_documents() -> None:
     with pytest.raises(ValueError, match="2 vectors for 3 documents"):
         SearchIndex(DOCS).attach_vectors(np.zeros((2, 4), dtype=np.float32), lambda q: q)
+
+
+@settings(max_examples=200, deadline=None)
+@given(query=st.text(max_size=1200), limit=st.integers(min_value=1, max_value=20))
+def test_any_query_is_answered_within_the_limit(query: str, limit: int) -> None:
+    found = _HYBRID.find(query, limit=limit)
+    assert len(found.matches) == min(limit, len(DOCS))
+    assert found.weak == (found.confidence is not None and found.confidence < ABSTAIN_BELOW)
+    assert [s for _, s in found.matches] == sorted((s for _, s in found.matches), reverse=True)
+
+
+_HYBRID = SearchIndex(DOCS)
+_ranker(None, Counting(), []).prepare(_HYBRID)

@@ -190,8 +190,11 @@ class SearchIndex:
         vectors, encode = self._semantic
         cosines = vectors @ encode(query[:MAX_QUERY_CHARS])
         blended = SEMANTIC_WEIGHT * cosines
-        for number, score in self._scores(query).items():
-            blended[number] += (1 - SEMANTIC_WEIGHT) * score / (score + BM25_HALF)
+        lexical = self._scores(query)
+        if lexical:
+            numbers = np.fromiter(lexical.keys(), dtype=np.intp, count=len(lexical))
+            bm25 = np.fromiter(lexical.values(), dtype=np.float32, count=len(lexical))
+            blended[numbers] += (1 - SEMANTIC_WEIGHT) * bm25 / (bm25 + BM25_HALF)
         count = min(limit, len(self._keys))
         if count == 0:
             return Found((), weak=True, ranking="hybrid", confidence=0.0)
