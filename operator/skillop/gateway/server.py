@@ -86,6 +86,7 @@ from skillop.gateway.upstream import (
     Settings,
     UpstreamUnavailable,
 )
+from skillop.gateway.vectors import SemanticRanker
 from skillop.model.approval import visible
 from skillop.model.settings import API_DIR, GATEWAY_RELIST_INTERVAL
 from skillop.model.toolset import CALL_TOOL, SEARCH_TOOL, TOOLS_KEY
@@ -124,6 +125,10 @@ class Options:
     request_timeout: float = 10.0
     #: The projected ServiceAccount token, CA and namespace (approval requests).
     api_dir: Path = Path(API_DIR.default)
+    #: ``search_tools``: rank with the sentence model when it is installed (off:
+    #: lexical only), and where its vectors are cached (None: in memory only).
+    semantic_search: bool = True
+    search_cache_dir: Path | None = None
 
 
 class _Bound:
@@ -215,6 +220,8 @@ class Gateway:
                                   options.ca_file, relist_interval=options.relist_interval,
                                   api_dir=options.api_dir)
         self._pool: Pool | None = None
+        self._ranker = (SemanticRanker(options.search_cache_dir, _say)
+                        if options.semantic_search else None)
         self._signature: object = None
         self._last_error: str | None = None
         self.sessions = Sessions()
@@ -326,6 +333,8 @@ class Gateway:
             return False
         self._last_error = None
         old, self.served = self.served, served
+        if served.search is not None and self._ranker is not None:
+            self._ranker.submit(served.search)
         assert self._pool is not None
         self._pool.update(served.upstreams, self._upstream_signatures(served))
         self._pool.connect_all()
@@ -474,7 +483,7 @@ class Gateway:
         down exactly the path a direct call of the tool it names takes."""
         served = self.served  # one call sees one set, whatever a reload does meanwhile
         if served.search is not None and name == SEARCH_TOOL:
-            return self._search(served, arguments)
+            return await self._search(served, arguments)
         if served.search is not None and name == CALL_TOOL:
             inner, inner_arguments = arguments.get("name"), arguments.get("arguments")
             if not isinstance(inner, str) or not isinstance(inner_arguments, dict | None):
@@ -486,7 +495,8 @@ class Gateway:
                                            approver=approver)
         return await self._call_member(served, name, arguments, approver=approver)
 
-    def _search(self, served: ServedSet, arguments: dict[str, Any]) -> types.CallToolResult:
+    async def _search(self, served: ServedSet,
+                      arguments: dict[str, Any]) -> types.CallToolResult:
         """``search_tools``: the best matches' definitions, exactly as a full listing
         would show them."""
         started = time.perf_counter()
@@ -498,12 +508,22 @@ class Gateway:
                         "malformed search_tools arguments")
             return _error_result(f"refused: {SEARCH_TOOL} takes query (a non-empty string)"
                                  f" and limit (1 to {MAX_MATCHES})")
-        found = [served.tools[key].definition.model_dump(mode="json", by_alias=True,
-                                                         exclude_none=True)
-                 for key, _ in served.search.search(query, limit=limit)]
+        index = served.search
+        # The model's forward pass costs ~15 ms of CPU; numpy lets go of the GIL, so in
+        # a worker thread it does not hold up the loop's other requests. BM25 alone is
+        # well under a millisecond: answered in place.
+        found = (await anyio.to_thread.run_sync(lambda: index.find(query, limit=limit))
+                 if index.hybrid else index.find(query, limit=limit))
+        definitions = [served.tools[key].definition.model_dump(mode="json", by_alias=True,
+                                                               exclude_none=True)
+                       for key, _ in found.matches]
+        answer: dict[str, Any] = {"tools": definitions}
+        if found.weak:
+            answer = {"tools": [], "nothingFits": True, "note": _nothing_fits(served),
+                      "closest": definitions[:MAX_WEAK]}
         self._audit(served, SEARCH_TOOL, None, None, started, "ok", None)
         return types.CallToolResult(content=[types.TextContent(text=json.dumps(
-            {"tools": found}, ensure_ascii=False))], structured_content={"tools": found})
+            answer, ensure_ascii=False))], structured_content=answer)
 
     async def _call_member(self, served: ServedSet, name: str, arguments: dict[str, Any], *,
                            approver: approval.Approver,
@@ -729,6 +749,16 @@ def _listener(host: str, port: int) -> socket.socket:
         sock.close()
         raise
     return sock
+
+
+#: How many of the closest tools a search that found nothing fitting still shows.
+MAX_WEAK: Final = 3
+
+
+def _nothing_fits(served: ServedSet) -> str:
+    return (f"No tool among this agent's {len(served.tools)} fits the query. The closest are"
+            " under 'closest', as weak matches: read their descriptions before calling one,"
+            " or tell the user that this agent has no tool for it.")
 
 
 def _say(message: str) -> None:

@@ -308,10 +308,10 @@ INJECT_PORT = Setting("SKILLOP_INJECT_PORT", GATEWAY_PORT, whole(),
                       "the injected gateway's loopback port", helm="injection.port")
 INJECT_RESOURCES: Setting[dict[str, Resources]] = Setting(
     "SKILLOP_INJECT_RESOURCES",
-    {"requests": (("cpu", "50m"), ("memory", "64Mi")), "limits": (("memory", "256Mi"),)},
+    {"requests": (("cpu", "50m"), ("memory", "64Mi")), "limits": (("memory", "512Mi"),)},
     resources,
     "the injected gateway's resources, JSON `{\"requests\": {...}, \"limits\": {...}}`;"
-    " an absent part keeps its default", shown="requests 50m/64Mi, limits 256Mi",
+    " an absent part keeps its default", shown="requests 50m/64Mi, limits 512Mi",
     helm="injection.resources")
 SECRETS_READABLE = Setting("SKILLOP_SECRETS_READABLE", False, boolean,
                            "the operator may `get` Secrets (the chart grants it with"
@@ -351,6 +351,11 @@ GATEWAY_REQUEST_TIMEOUT = Setting(
     "SKILLOP_GATEWAY_REQUEST_TIMEOUT", 10.0, seconds(),
     "seconds an HTTP request has to arrive whole, headers and body (later: `408`, and"
     " its connection closed)", reader="gateway", flag="--request-timeout")
+SEARCH_CACHE_DIR = Setting(
+    "SKILLOP_SEARCH_CACHE_DIR", "/tmp/skillop-search", text,
+    "where `search_tools`' sentence vectors are cached by digest (an `emptyDir` keeps them"
+    " across restarts of the gateway's container; not writable: kept in memory only)",
+    reader="gateway", flag="--search-cache-dir")
 
 #: Every setting, in the docs' order.
 SETTINGS: Final[tuple[Setting[Any], ...]] = (
@@ -362,7 +367,7 @@ SETTINGS: Final[tuple[Setting[Any], ...]] = (
     INJECT_RESOURCES, SECRETS_READABLE,
     # The gateway's own, then the operator's that it reads too.
     TOOLSET_DIR, SECRETS_DIR, CONFIGMAPS_DIR, API_DIR, GATEWAY_LISTEN, GATEWAY_POLL,
-    GATEWAY_TIMEOUT, GATEWAY_RELIST_INTERVAL, GATEWAY_REQUEST_TIMEOUT,
+    GATEWAY_TIMEOUT, GATEWAY_RELIST_INTERVAL, GATEWAY_REQUEST_TIMEOUT, SEARCH_CACHE_DIR,
 )
 #: The operator's settings that the gateway reads as well (its ``--allow`` and
 #: ``--ca-file`` defaults).

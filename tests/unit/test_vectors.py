@@ -1,0 +1,125 @@
+"""search_tools' hybrid ranking without the model: the blend, abstention, and the
+vectors computed once per text and cached by digest (gateway/search.py,
+gateway/vectors.py). A counting stand-in encoder; the model itself is tested in
+test_embedding.py and through the gateway in tests/gateway/test_disclosure.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from skillop.gateway.embedding import Unavailable
+from skillop.gateway.search import ABSTAIN_BELOW, Document, SearchIndex
+from skillop.gateway.vectors import SemanticRanker, VectorCache, digest
+
+np = pytest.importorskip("numpy", reason="the hybrid ranking needs numpy")
+
+DOCS = [Document("elevation", "maps_elevation", description="Get elevation data for locations"),
+        Document("post", "slack_post_message", description="Post a new message to a channel"),
+        Document("read", "read_file", description="Read the contents of a file")]
+#: Each text's vector: one axis per topic the stand-in knows.
+TOPICS = ("elevation", "message", "file")
+
+
+class Counting:
+    """An encoder that puts a text on the axes of the topics it names; counts texts."""
+
+    identity = "stand-in@1"
+    dimension = len(TOPICS) + 1
+
+    def __init__(self) -> None:
+        self.read: list[str] = []
+
+    def encode(self, texts: list[str]) -> Any:
+        self.read += texts
+        rows = np.array([[1.0 if t in text.lower() else 0.0 for t in TOPICS] + [0.1]
+                         for text in texts], dtype=np.float32)
+        return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def _ranker(cache: Path | None, encoder: Counting, said: list[str]) -> SemanticRanker:
+    return SemanticRanker(cache, said.append, loader=lambda: encoder)  # type: ignore[arg-type,return-value]
+
+
+def test_the_cosine_ranks_what_shares_no_word_and_a_far_query_is_weak() -> None:
+    index = SearchIndex(DOCS)
+    assert index.find("how high is Denver", limit=3).matches == ()  # no shared word
+    _ranker(None, Counting(), []).prepare(index)
+    # The stand-in reads "elevation" into the query: no word of it is in the set.
+    found = index.find("how high above sea level (elevation)", limit=3)
+    assert found.ranking == "hybrid" and found.matches[0][0] == "elevation"
+    assert not found.weak and found.confidence is not None and found.confidence > 0.9
+    far = index.find("book a flight", limit=3)
+    assert far.weak and far.confidence is not None and far.confidence < ABSTAIN_BELOW
+    assert len(far.matches) == 3  # the closest are still there, to show as weak
+    # Lexical evidence still counts: both name a file, the one with the words wins.
+    assert index.find("read the contents of a file", limit=1).matches[0][0] == "read"
+
+
+def test_vectors_are_computed_once_per_text_and_a_restart_reads_the_cache(
+        tmp_path: Path) -> None:
+    encoder, said = Counting(), []
+    _ranker(tmp_path, encoder, said).prepare(SearchIndex(DOCS))
+    assert len(encoder.read) == 3 and "3 read by the model, 0 from the cache" in said[-1]
+    restarted = Counting()
+    index = SearchIndex(DOCS)
+    _ranker(tmp_path, restarted, said).prepare(index)
+    assert restarted.read == [] and "0 read by the model, 3 from the cache" in said[-1]
+    assert index.find("elevation", limit=1).matches[0][0] == "elevation"
+    restarted.read.clear()  # the query's own vector
+    # A changed description is read again; the unchanged tools are not.
+    changed = [*DOCS[:2], Document("read", "read_file", description="Read a file as text")]
+    _ranker(tmp_path, restarted, said).prepare(SearchIndex(changed))
+    assert restarted.read == [changed[2].sentence()]
+
+
+def test_an_unwritable_cache_keeps_the_vectors_in_memory_and_says_why(tmp_path: Path) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    said: list[str] = []
+    index = SearchIndex(DOCS)
+    assert _ranker(blocked / "cache", Counting(), said).prepare(index)
+    assert index.hybrid
+    assert any("search vectors are not cached: cannot write" in line for line in said)
+
+
+def test_a_corrupt_cache_file_is_computed_again(tmp_path: Path) -> None:
+    cache = VectorCache(tmp_path, Counting.identity)
+    assert cache.path is not None
+    cache.path.write_bytes(b"not an npz")
+    encoder = Counting()
+    _ranker(tmp_path, encoder, []).prepare(SearchIndex(DOCS))
+    assert len(encoder.read) == 3
+    assert VectorCache(tmp_path, Counting.identity).get(digest(DOCS[0].sentence())) is not None
+
+
+def test_without_a_model_the_index_stays_lexical_and_it_is_said_once() -> None:
+    said: list[str] = []
+    ranker = SemanticRanker(None, said.append, loader=lambda: Unavailable("numpy not installed"))
+    first, second = SearchIndex(DOCS), SearchIndex(DOCS)
+    assert not ranker.prepare(first) and not ranker.prepare(second)
+    assert not first.hybrid and not second.hybrid
+    assert said == ["search_tools ranks lexically only (BM25): numpy not installed"]
+    assert first.find("elevation data", limit=1).matches[0][0] == "elevation"
+
+
+def test_vectors_must_match_the_documents() -> None:
+    with pytest.raises(ValueError, match="2 vectors for 3 documents"):
+        SearchIndex(DOCS).attach_vectors(np.zeros((2, 4), dtype=np.float32), lambda q: q)
+
+
+@settings(max_examples=200, deadline=None)
+@given(query=st.text(max_size=1200), limit=st.integers(min_value=1, max_value=20))
+def test_any_query_is_answered_within_the_limit(query: str, limit: int) -> None:
+    found = _HYBRID.find(query, limit=limit)
+    assert len(found.matches) == min(limit, len(DOCS))
+    assert found.weak == (found.confidence is not None and found.confidence < ABSTAIN_BELOW)
+    assert [s for _, s in found.matches] == sorted((s for _, s in found.matches), reverse=True)
+
+
+_HYBRID = SearchIndex(DOCS)
+_ranker(None, Counting(), []).prepare(_HYBRID)
