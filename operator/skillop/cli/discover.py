@@ -34,6 +34,10 @@ from skillop.sources.egress import DEFAULT_EGRESS_PATTERNS, EgressGuard, display
 from skillop.sources.mcp_discovery import DiscoveryError, DiscoveryLimits, DiscoveryResult
 from skillop.sources.mcp_tools import McpToolInfo
 
+#: Discovery failures where the server did not answer (``skillop discover`` exits 3,
+#: the CLI's status for an outage, docs/api.md).
+_OUTAGES = frozenset({"ConnectFailed", "Timeout"})
+
 
 def _list_tools() -> Callable[..., Coroutine[Any, Any, DiscoveryResult]]:
     try:
@@ -127,7 +131,8 @@ def discover_command(url: str, *, transport: str, allow: Sequence[str], output: 
     except DiscoveryError as err:
         hint = " (pass --allow HOST to contact it)" if err.reason == "URLNotAllowed" else ""
         print(f"skillop: {err}{hint}", file=sys.stderr)
-        return 1
+        # The server did not answer: an outage, not a problem of what was asked.
+        return 3 if err.reason in _OUTAGES else 1
     for line in _skipped(display_url(url), result):
         print(f"warning: {line}", file=sys.stderr)
     declared = [_declared(t) for t in result.tools]

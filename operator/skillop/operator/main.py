@@ -17,6 +17,17 @@ def run() -> int:
     except SettingsError as err:
         print(f"skillop operator: {err}", file=sys.stderr)
         return 2
+    from skillop.operator.apiserver import EXIT_UNREACHABLE, Unreachable, reach
+
+    try:
+        # Once, before kopf: kopf's login retries every minute for ever, each time with
+        # a traceback. At start-up nothing is running yet, so an unusable cluster is
+        # said in one line and the process exits (the Deployment restarts it with
+        # back-off); once connected, kopf's own reconnects take over.
+        target = reach()
+    except Unreachable as err:
+        print(f"skillop operator: cannot reach the cluster: {err}", file=sys.stderr)
+        return EXIT_UNREACHABLE
 
     import kopf
 
@@ -28,6 +39,7 @@ def run() -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # kopf logs every handler run at INFO; skillop's own batch lines say what matters.
     logging.getLogger("kopf.objects").setLevel(max(logging.WARNING, logging.root.level))
+    logging.getLogger("skillop").info("API server: %s", target)
     # standalone: no kopf peering; the Lease decides who writes (leader.py). The
     # health port (liveness and /metrics) is skillop's own server (health.py).
     asyncio.run(kopf.operator(
