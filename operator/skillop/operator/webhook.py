@@ -18,7 +18,7 @@ from __future__ import annotations
 import datetime
 import ipaddress
 from collections.abc import Collection, MutableMapping
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 import kopf
 
@@ -37,6 +37,22 @@ ACTOR_WEBHOOK = "validate-actors"
 POD_WEBHOOK = "inject-pods"
 APPROVAL_WEBHOOK = "mutate-toolcallapprovals"
 OPERATIONS: tuple[Literal["CREATE"], Literal["UPDATE"]] = ("CREATE", "UPDATE")
+
+# How each webhook fails when no replica answers, as kopf writes it in the
+# configurations it manages (SKILLOP_WEBHOOK_MANAGED=true); the chart's are the
+# same (docs/webhook.md, Failure policies). Skills and Actors are admitted
+# (Ignore, the chart's default): they are checked again and reported in status.
+# Pods and approval decisions are refused (Fail), and those two webhooks are
+# persistent: kopf empties a managed configuration when it stops, except for
+# persistent webhooks, and an emptied injector would admit labelled pods without
+# the gateway, an emptied approvals hook would let decisions through unchecked.
+class _Failure(TypedDict):
+    ignore_failures: bool
+    persistent: bool
+
+
+FAIL_OPEN = _Failure(ignore_failures=True, persistent=False)
+FAIL_CLOSED = _Failure(ignore_failures=False, persistent=True)
 
 
 def _catalog(memo: Any) -> Catalog:
@@ -113,13 +129,14 @@ def register_approvals(registry: kopf.OperatorRegistry | None = None) -> None:
     """Add the ToolCallApproval handler (who asks, who decides) to ``registry``: on
     whenever the admission server runs, as approvals need it (docs/gateway.md)."""
     kopf.on.mutate(API_GROUP, API_VERSION, PLURAL, id=APPROVAL_WEBHOOK, operations=OPERATIONS,
-                   subresource="*", registry=registry)(mutate_approval)
+                   subresource="*", registry=registry, **FAIL_CLOSED)(mutate_approval)
 
 
 def register_injection(registry: kopf.OperatorRegistry | None = None) -> None:
     """Add the mutating handler for actor pods to ``registry`` (kopf's default if None)."""
     kopf.on.mutate("", "v1", "pods", id=POD_WEBHOOK, operations=["CREATE"],
-                   labels={ACTOR_LABEL: kopf.PRESENT}, registry=registry)(inject_pod)
+                   labels={ACTOR_LABEL: kopf.PRESENT}, registry=registry,
+                   **FAIL_CLOSED)(inject_pod)
 
 
 async def mutate_approval(**kwargs: Any) -> None:
@@ -154,9 +171,9 @@ def _actor_uid(memo: Any, body: kopf.Body) -> str | None:
 def register(registry: kopf.OperatorRegistry | None = None) -> None:
     """Add the validating handlers to ``registry`` (kopf's default one if None)."""
     kopf.on.validate(API_GROUP, API_VERSION, "skills", id=SKILL_WEBHOOK,
-                     operations=OPERATIONS, registry=registry)(validate_skill)
+                     operations=OPERATIONS, registry=registry, **FAIL_OPEN)(validate_skill)
     kopf.on.validate(API_GROUP, API_VERSION, "actors", id=ACTOR_WEBHOOK,
-                     operations=OPERATIONS, registry=registry)(validate_actor)
+                     operations=OPERATIONS, registry=registry, **FAIL_OPEN)(validate_actor)
 
 
 def configure(settings: kopf.OperatorSettings, config: OperatorConfig) -> None:
