@@ -28,7 +28,14 @@ from skillop.operator import approvals
 from skillop.operator.admission import review
 from skillop.operator.settings import OperatorConfig
 from skillop.resolve.catalog import Catalog
-from skillop.resolve.inject import Refused, SidecarSettings, actor_of, inject, target_of
+from skillop.resolve.inject import (
+    Refused,
+    SidecarSettings,
+    actor_of,
+    inject,
+    target_of,
+    unknown_actor,
+)
 from skillop.resolve.resolver import Resolver
 
 #: Handler ids; kopf serves each at ``https://<host>:<port>/<id>``.
@@ -121,8 +128,25 @@ async def inject_pod(**kwargs: Any) -> None:
         raise kopf.AdmissionError(str(err), code=403) from None
     if metrics is not None:
         metrics.admission("Pod", allowed=True)
+    warning = _unknown_actor(memo, kwargs["body"])
+    if warning is not None:
+        kwargs["warnings"].append(warning)  # kubectl prints it; the pod is admitted
     patch: kopf.Patch = kwargs["patch"]
     patch.fns.append(_replace_with(pod))
+
+
+def _unknown_actor(memo: Any, body: Any) -> str | None:
+    """The admission warning for a pod whose label names no Actor (a typo, or an
+    Actor not applied yet), once the operator has listed the cluster: before, every
+    Actor would look unknown."""
+    reconciler = getattr(memo, "reconciler", None)
+    loaded = getattr(reconciler, "loaded", None)
+    listed = loaded.is_set() if loaded is not None else getattr(memo, "store", None) is not None
+    actor = actor_of(dict(body))
+    namespace = (body.get("metadata") or {}).get("namespace")
+    if not listed or actor is None or not isinstance(namespace, str):
+        return None
+    return unknown_actor(Resolver(_catalog(memo)), namespace, actor)
 
 
 def register_approvals(registry: kopf.OperatorRegistry | None = None) -> None:

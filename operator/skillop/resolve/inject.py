@@ -41,7 +41,7 @@ from typing import Any
 
 from skillop import __version__
 from skillop.model import settings as known
-from skillop.model.names import ACTOR_LABEL, OBJECT_NAME_RE, ObjectRef
+from skillop.model.names import ACTOR_LABEL, OBJECT_NAME_RE, ObjectRef, did_you_mean
 from skillop.model.toolset import ServerEntry, default_configmap_name
 from skillop.resolve.resolver import Resolver
 from skillop.resolve.toolset import configmap_name
@@ -167,6 +167,18 @@ def target_of(resolver: Resolver, namespace: str, actor: str) -> Target:
     return Target(actor=actor, configmap=configmap_name(found),
                   credentials=credentials_of(resolution.servers) if resolution and ok
                   else Credentials())
+
+
+def unknown_actor(resolver: Resolver, namespace: str, actor: str) -> str | None:
+    """What to warn when a pod's label names an Actor the catalog does not have (a
+    typo is admitted silently otherwise: the pod gets a gateway serving nothing),
+    with the namespace's closest Actor names; None when it exists."""
+    ref = ObjectRef(namespace, actor)
+    if ref in resolver.catalog.actors:
+        return None
+    names = (r.name for r in resolver.catalog.actors if r.namespace == namespace)
+    return (f"Actor {ref} not found{did_you_mean(actor, names)} (label {ACTOR_LABEL}):"
+            " the gateway serves no tools until it exists")
 
 
 def _dig(value: Any, *path: str) -> Any:
