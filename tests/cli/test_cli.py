@@ -354,7 +354,8 @@ def test_tree_of_a_skill() -> None:
 
 @pytest.mark.parametrize(("tool", "has", "needles"), [
     ("read_file", True, ["has tool read_file", "path: team-a/full-stack-dev -> team-a/file-ops"]),
-    ("write_file", False, ["dropped by policy: has denied capability writes"]),
+    ("write_file", False, ["dropped by the Actor's own skillAccessPolicy: has denied"
+                           " capability writes"]),
     ("push_image", False, ["team-a/devops-toolkit", "pruned", "deny"]),
     ("lint", False, ["team-a/code-analysis.lint", "team-a/testing.lint"]),
     ("no_such_tool", False, ["no skill in the input declares a tool by that name"]),

@@ -448,8 +448,9 @@ def _events(old_status: Mapping[str, Any], recorded: RecordedStatus,
         old = old_tools.get(qualified)
         before = old.name if old is not None else None
         if before and before != tool.name:
-            events.append(EventSpec("Normal", "ToolRenamed",
-                                    f"{before} -> {tool.name} (name conflict)"))
+            # Qualified: another tool took the name; bare again: that one is gone.
+            why = "name conflict" if tool.name != tool.entry.tool.name else "conflict resolved"
+            events.append(EventSpec("Normal", "ToolRenamed", f"{before} -> {tool.name} ({why})"))
     # Only definitions from outside the cluster get their own warning: in-cluster
     # ones changed through a reviewed Skill or Tool, and ToolSetChanged counts them.
     for qualified in (q for q in changed if new_tools[q].entry.tool.source == "mcp"):
