@@ -29,6 +29,7 @@ from skillop.model.manifest import Resource
 from skillop.model.names import ObjectRef
 from skillop.model.serverkeys import ServerKey
 from skillop.model.specs import McpServer, SkillSpec
+from skillop.model.wording import count
 from skillop.resolve.catalog import Catalog
 from skillop.sources.egress import DEFAULT_EGRESS_PATTERNS, EgressGuard, display_url
 from skillop.sources.mcp_discovery import DiscoveryError, DiscoveryLimits, DiscoveryResult
@@ -146,7 +147,8 @@ def discover_command(url: str, *, transport: str, allow: Sequence[str], output: 
                  t.get("description", "").splitlines()[0] if t.get("description") else "")
                 for t in declared]
         print(table(rows, ("NAME", "HINTS", "DESCRIPTION")))
-        print(f"{len(declared)} tools; listChanged: {'yes' if result.list_changed else 'no'}")
+        listed = "yes" if result.list_changed else "no"
+        print(f"{count(len(declared), 'tool')}; listChanged: {listed}")
     return 0
 
 

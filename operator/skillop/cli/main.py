@@ -28,6 +28,7 @@ from skillop.model.manifest import DEFAULT_NAMESPACE, Resource
 from skillop.model.names import ObjectRef, RefError, parse_ref
 from skillop.model.problems import Problem
 from skillop.model.settings import flag_type, host_pattern, manifest_path, seconds
+from skillop.model.wording import count
 from skillop.resolve.catalog import Catalog
 from skillop.resolve.explain import explain
 from skillop.resolve.resolver import Resolution, Resolver
@@ -180,9 +181,9 @@ def _validate(args: argparse.Namespace, loaded: Loaded) -> int:
         return _report(problems)
     for warning in resolver.all_warnings():
         print(f"warning: {warning}", file=sys.stderr)
-    policies = f", {len(catalog.policies)} policies" if catalog.policies else ""
-    print(f"valid: {len(catalog.tools)} tools, {len(catalog.skills)} skills,"
-          f" {len(catalog.actors)} actors{policies}")
+    policies = f", {count(len(catalog.policies), 'policy', 'policies')}" if catalog.policies else ""
+    print(f"valid: {count(len(catalog.tools), 'tool')}, {count(len(catalog.skills), 'skill')},"
+          f" {count(len(catalog.actors), 'actor')}{policies}")
     return EXIT_OK
 
 

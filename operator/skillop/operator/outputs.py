@@ -42,6 +42,7 @@ from skillop.model.status import (
     clip,
     recorded_tools,
 )
+from skillop.model.wording import count
 from skillop.operator.listing import Listing
 from skillop.operator.pinning import PinState
 from skillop.resolve.inject import Credentials
@@ -235,11 +236,17 @@ def _warnings(warnings: Sequence[str]) -> list[str]:
     return [clip(w) for w in warnings[:MAX_WARNINGS]]
 
 
+def _tools_from(resolution: Resolution) -> str:
+    """The Ready message: "3 tools from 1 skill"."""
+    return (f"{count(len(resolution.tools), 'tool')} from"
+            f" {count(len(resolution.skills), 'skill')}")
+
+
 def _pruned(resolution: Resolution) -> tuple[list[PrunedStatus], list[str]]:
     """The pruned items the status holds, and a warning when there are more."""
     items = [PrunedStatus.model_validate(p.to_dict()) for p in resolution.pruned[:MAX_PRUNED]]
     more = len(resolution.pruned) - len(items)
-    return items, ([f"{len(resolution.pruned)} items pruned; status.pruned lists the first"
+    return items, ([f"{count(len(resolution.pruned), 'item')} pruned; status.pruned lists the first"
                     f" {MAX_PRUNED}"] if more > 0 else [])
 
 
@@ -392,7 +399,7 @@ def _actor_status(actor: ActorResource, resolution: Resolution, problems: list[P
         stale = ""
         tools_part = ActorStatus(tool_count=len(resolution.tools), tools_hash=resolution.hash,
                                  tool_tokens=resolution.tokens, tools=_status_tools(resolution))
-    ready_msg = f"{len(resolution.tools)} tools from {len(resolution.skills)} skills"
+    ready_msg = _tools_from(resolution)
     pruned, cut = _pruned(resolution)
     return ActorStatus(
         observed_generation=gen,
@@ -442,7 +449,7 @@ def _events(old_status: Mapping[str, Any], recorded: RecordedStatus,
     changed = sorted(q for q in new_tools.keys() & old_tools.keys()
                      if old_tools[q].digest != new_tools[q].entry.tool.digest())
     events = [EventSpec("Normal", "ToolSetChanged",
-                        f"{len(resolution.tools)} tools (+{len(added)} -{len(removed)}"
+                        f"{count(len(resolution.tools), 'tool')} (+{len(added)} -{len(removed)}"
                         f" ~{len(changed)}), hash {resolution.hash[:19]}")]
     for qualified, tool in sorted(new_tools.items()):
         old = old_tools.get(qualified)
@@ -507,7 +514,7 @@ def skill_plan(skill: SkillResource, resolution: Resolution, *, old_status: Mapp
     problems = list(resolution.problems)
     conditions = common_conditions(
         problems, generation=gen, old=recorded, now=now,
-        ready_message=f"{len(resolution.tools)} tools from {len(resolution.skills)} skills")
+        ready_message=_tools_from(resolution))
     entries = [s.status() for s in servers]
     # (why, the clipped entry) of each server whose last listing failed
     failing = [(s.listing.reason, e) for s, e in zip(servers, entries, strict=True)
