@@ -63,7 +63,7 @@ def bad(tmp_path: Path) -> Path:
 def test_validate_examples() -> None:
     result = run("validate", "-f", EX)
     assert (result.returncode, result.stderr) == (0, "")
-    assert result.stdout == "valid: 3 tools, 8 skills, 2 actors, 1 policies\n"
+    assert result.stdout == "valid: 3 tools, 8 skills, 2 actors, 1 policy\n"
 
 
 def test_validate_reports_one_line_per_problem(bad: Path) -> None:
@@ -254,7 +254,7 @@ spec: {{skills: [{'s' * 60}]}}
     assert [line.split()[4] for line in result.stdout.splitlines()[1:-1]] == [
         str(t["tokens"]) for t in doc["tools"]]
     assert result.stdout.splitlines()[-1] == (
-        f"2 tools from 1 skills, {doc['tokens']['total']} tokens (cl100k_base)")
+        f"2 tools from 1 skill, {doc['tokens']['total']} tokens (cl100k_base)")
 
 
 def test_tools_default_output_is_the_table() -> None:
@@ -354,7 +354,8 @@ def test_tree_of_a_skill() -> None:
 
 @pytest.mark.parametrize(("tool", "has", "needles"), [
     ("read_file", True, ["has tool read_file", "path: team-a/full-stack-dev -> team-a/file-ops"]),
-    ("write_file", False, ["dropped by policy: has denied capability writes"]),
+    ("write_file", False, ["dropped by the Actor's own skillAccessPolicy: has denied"
+                           " capability writes"]),
     ("push_image", False, ["team-a/devops-toolkit", "pruned", "deny"]),
     ("lint", False, ["team-a/code-analysis.lint", "team-a/testing.lint"]),
     ("no_such_tool", False, ["no skill in the input declares a tool by that name"]),
@@ -455,7 +456,7 @@ def test_a_file_named_twice_is_read_once(tmp_path: Path) -> None:
     assert result.stderr == (f"warning: Tool default/t is defined in {a} and again in {b}:"
                              f" the one in {b} is used, as kubectl apply in the order read"
                              " would leave it\n")
-    assert result.stdout == "valid: 1 tools, 0 skills, 0 actors\n"
+    assert result.stdout == "valid: 1 tool, 0 skills, 0 actors\n"
 
 
 def test_namespace_flag_and_default_namespace(tmp_path: Path) -> None:

@@ -171,7 +171,7 @@ def test_ten_thousand_skill_chain(tmp_path: Path) -> None:
         assert result.returncode == 0, result.stderr[-2000:]
         assert "RecursionError" not in result.stderr
         assert elapsed < 30
-    assert result.stdout.splitlines()[-1] == "1 tools from 10000 skills, 9 tokens (cl100k_base)"
+    assert result.stdout.splitlines()[-1] == "1 tool from 10000 skills, 9 tokens (cl100k_base)"
 
 
 def test_a_long_cycle_gives_short_lines(tmp_path: Path) -> None:

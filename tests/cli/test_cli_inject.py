@@ -59,11 +59,24 @@ def test_a_labelled_deployment_is_injected_and_every_document_printed(tmp_path: 
 def test_an_unknown_actor_is_injected_with_its_configmap_and_a_warning(tmp_path: Path) -> None:
     done = run("inject", "-f", _write(tmp_path / "app.yaml", DEPLOYMENT), "-o", "json")
     assert done.returncode == 0
-    assert done.stderr.startswith("warning: Actor team-a/reviewer is not in the given manifests")
+    assert done.stderr.startswith("warning: Actor team-a/reviewer not found (label")
+    assert "not in the given manifests" in done.stderr
     spec = _template(json.loads(done.stdout))
     assert not [v for v in spec["volumes"] if "secret" in v]
     assert {"name": "reviewer-tools", "optional": True} in [
         v.get("configMap") for v in spec["volumes"]]
+
+
+def test_a_typo_in_the_actor_label_names_the_closest_actors(tmp_path: Path) -> None:
+    import copy
+
+    typo = copy.deepcopy(DEPLOYMENT)
+    typo["spec"]["template"]["metadata"]["labels"]["skillop.dev/actor"] = "reviewr"
+    done = run("inject", "-f", _write(tmp_path / "app.yaml", typo),
+               "--catalog", _write(tmp_path / "skills.yaml", *CATALOG), "-o", "json")
+    assert done.returncode == 0, done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("warning: Actor team-a/reviewr not found; did you mean 'reviewer'?")
 
 
 def test_a_refused_pod_is_one_line_and_nothing_is_printed(tmp_path: Path) -> None:

@@ -75,6 +75,18 @@ def test_discover_table_and_refusal_of_hosts_not_allowed() -> None:
     assert "URLNotAllowed" in refused.stderr and "--allow" in refused.stderr
 
 
+def test_discover_of_a_server_that_does_not_answer_is_an_outage() -> None:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    done = run("discover", f"http://127.0.0.1:{port}/mcp", "--allow", "127.0.0.1",
+               "--timeout", "3")
+    assert done.returncode == 3, done.stderr  # not 1: nothing was wrong with the input
+    assert len(done.stderr.strip().splitlines()) == 1 and "ConnectFailed" in done.stderr
+
+
 def test_tools_with_discover_uses_the_live_list() -> None:
     with ServerHandle(tools=server_tools()) as server:
         text = manifests(server.url)

@@ -165,6 +165,20 @@ def test_a_pod_whose_actor_does_not_exist_yet_still_gets_the_gateway(
     assert spec["automountServiceAccountToken"] is False
 
 
+def test_a_typo_in_the_actor_label_is_an_admission_warning(
+        injecting: tuple[RealCluster, Any]) -> None:
+    """Admitted (with the boundary), but kubectl shows the API server's warning."""
+    real, _ = injecting
+    created = real.kubectl("create", "-f", "-", stdin=json.dumps(
+        agent_pod("typo", **{"skillop.dev/actor": "reviewr"})))
+    assert created.returncode == 0, created.stderr
+    assert (f"Warning: Actor {NS}/reviewr not found; did you mean 'reviewer'?"
+            in created.stderr), created.stderr
+    known = real.kubectl("create", "-f", "-", stdin=json.dumps(
+        agent_pod("no-typo", **{"skillop.dev/actor": "reviewer"})))
+    assert known.returncode == 0 and "Warning" not in known.stderr, known.stderr
+
+
 def test_an_unlabelled_pod_is_never_sent_to_the_webhook(
         injecting: tuple[RealCluster, Any]) -> None:
     real, _ = injecting

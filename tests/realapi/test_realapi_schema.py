@@ -196,3 +196,19 @@ def test_kubectl_explain_shows_the_models_descriptions(real: RealCluster) -> Non
         out = real.kubectl("explain", path)
         assert out.returncode == 0, out.stderr
         assert "<no description>" not in out.stdout, f"kubectl explain {path}:\n{out.stdout}"
+
+
+
+def test_kubectl_get_tools_names_the_override_column_for_what_it_is(ns: RealCluster) -> None:
+    """A Tool is called by metadata.name unless spec.name overrides it. NAME always
+    holds a name; the second column is the override, empty when there is none (it
+    was TOOL-NAME, empty for every Tool that leaves spec.name to its default)."""
+    ns.apply(skillkit.tool("run-pytest", NS, description="run the tests"))
+    ns.apply(skillkit.tool("lint-tool", NS, description="lint", name="lint"))
+    table = ns.kubectl("get", "tools", "-n", NS)
+    assert table.returncode == 0, table.stderr
+    header = table.stdout.splitlines()[0].split()
+    assert header[:2] == ["NAME", "NAME-OVERRIDE"]
+    rows = {line.split()[0]: line.split()[1:] for line in table.stdout.splitlines()[1:]}
+    assert len(rows["lint-tool"]) == 2 and rows["lint-tool"][0] == "lint"
+    assert len(rows["run-pytest"]) == 1  # no override: only its AGE follows NAME

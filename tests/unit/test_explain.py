@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from skillkit import actor, anon, ref, resolver, skill, tool
+from skillkit import actor, anon, ref, resolver, skill, skill_policy, tool
 
 from skillop.resolve.explain import explain
 
@@ -50,7 +50,26 @@ def test_lacks_a_conflicting_bare_name() -> None:
 def test_lacks_a_tool_dropped_by_policy() -> None:
     has, out = text("write_file")
     assert not has
-    assert "dropped by policy: has denied capability writes" in out
+    assert ("dropped by the Actor's own skillAccessPolicy: has denied capability writes"
+            in out)
+
+
+def test_a_tool_the_actor_drops_itself_is_not_blamed_on_an_applied_policy() -> None:
+    docs = [*DOCS, skill_policy("guard", denyCapabilities=["destructive"])]
+    explanation = explain(resolver(docs), ref("team-a/a"), "write_file")
+    assert explanation is not None
+    lines = explanation.lines
+    assert lines[1] == ("dropped by the Actor's own skillAccessPolicy:"
+                        " has denied capability writes")
+    assert lines[2] == "policies applied: SkillPolicy team-a/guard"
+
+
+def test_a_tool_a_policy_drops_names_the_policy_and_rule() -> None:
+    docs = [*DOCS, skill_policy("guard", denyCapabilities=["destructive"])]
+    explanation = explain(resolver(docs), ref("team-a/a"), "delete_file")
+    assert explanation is not None
+    assert explanation.lines[1] == ("dropped by policy: has denied capability destructive"
+                                    " (SkillPolicy team-a/guard: denyCapabilities)")
 
 
 def test_lacks_a_tool_of_a_pruned_skill() -> None:

@@ -241,6 +241,13 @@ def test_a_new_conflicting_tool_posts_tool_renamed() -> None:
     assert renamed == [("Normal", "lint -> team-a/a.lint (name conflict)")]
     assert "ToolSetChanged" in [r for _, r, _ in _events(plan)]
 
+    # The conflict gone, the name is bare again: said so, not "name conflict".
+    status, observed = _echo(plan)
+    docs[1] = skill("b", builtins=["git_operations"])
+    plan = _plan(docs, old_status=status, observed=observed, now=T2)
+    renamed = [(t, m) for t, r, m in _events(plan) if r == "ToolRenamed"]
+    assert renamed == [("Normal", "team-a/a.lint -> lint (conflict resolved)")]
+
 
 def _mcp_skill(description: str) -> Doc:
     server = {"name": "db", "url": "http://db.tools.svc/mcp",

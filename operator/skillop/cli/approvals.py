@@ -34,7 +34,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
 
 
 def approvals_command(args: argparse.Namespace) -> int:
-    from skillop.cli.cluster import ClusterError, decide_approval, list_approvals
+    from skillop.cli.cluster import (
+        ClusterError,
+        ClusterUnavailable,
+        decide_approval,
+        list_approvals,
+    )
 
     try:
         if args.command == "approvals":
@@ -48,7 +53,9 @@ def approvals_command(args: argparse.Namespace) -> int:
                                namespace=args.namespace, kubeconfig=args.kubeconfig)
     except ClusterError as err:
         print(f"skillop {args.command}: {err}", file=sys.stderr)
-        return 1
+        from skillop.operator.apiserver import EXIT_UNREACHABLE
+
+        return EXIT_UNREACHABLE if isinstance(err, ClusterUnavailable) else 1
     meta, status = kept.get("metadata") or {}, kept.get("status") or {}
     print(f"toolcallapproval {meta.get('namespace')}/{meta.get('name')} {state.lower()}"
           f" (decided by {status.get('decidedBy') or 'unknown'})")

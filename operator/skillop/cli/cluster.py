@@ -10,10 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from skillop.cli.load import Loaded
-from skillop.model import problems as P
 from skillop.model.manifest import parse_object
 from skillop.model.names import API_GROUP, API_VERSION
-from skillop.model.problems import Problem, Subject
 
 PLURALS = {"Tool": "tools", "Skill": "skills", "Actor": "actors",
            "SkillPolicy": "skillpolicies", "ClusterSkillPolicy": "clusterskillpolicies"}
@@ -21,43 +19,27 @@ PLURALS = {"Tool": "tools", "Skill": "skills", "Actor": "actors",
 #: means there are none; any other failure (a 403 above all) stops the command,
 #: as an answer without the policies would show tools they remove.
 OPTIONAL = frozenset({"SkillPolicy", "ClusterSkillPolicy"})
+#: Seconds each listing may take (the server answered the probe already).
+LIST_TIMEOUT = 30.0
 
 
 def load_cluster(loaded: Loaded) -> None:
+    """Add what the current kube-context's cluster holds to ``loaded``; raises
+    ``ClusterUnavailable`` (one line) when it cannot be read: an outage or a
+    refusal is not a problem of the input, and answering without the cluster
+    would report its objects as missing."""
+    client = _kubernetes().client
+    from skillop.operator.apiserver import Unreachable, reach, reason
+
     try:
-        import kubernetes
-    except ImportError:
-        loaded.problems.append(_problem("the kubernetes client is not installed;"
-                                        " pip install 'skillop[operator]'"))
-        return
-    client: Any = kubernetes.client
+        target = reach()
+    except Unreachable as err:
+        raise ClusterUnavailable(f"cannot read the cluster: {err}") from None
     try:
-        kubernetes.config.load_kube_config()  # type: ignore[no-untyped-call]
-        api = client.ApiClient()
-        custom = client.CustomObjectsApi(api)
-        core = client.CoreV1Api(api)
-        docs: list[dict[str, Any]] = []
-        for kind, plural in PLURALS.items():
-            try:
-                items = custom.list_cluster_custom_object(API_GROUP, API_VERSION, plural)["items"]
-            except client.ApiException as err:
-                if kind in OPTIONAL and err.status == 404:
-                    continue
-                raise
-            docs += [{**item, "kind": kind} for item in items]
-        for ns in core.list_namespace().items:
-            docs.append({"apiVersion": "v1", "kind": "Namespace",
-                         "metadata": {"name": ns.metadata.name,
-                                      "labels": ns.metadata.labels or {}}})
-        for cm in core.list_config_map_for_all_namespaces().items:
-            docs.append({"apiVersion": "v1", "kind": "ConfigMap",
-                         "metadata": {"name": cm.metadata.name,
-                                      "namespace": cm.metadata.namespace},
-                         "data": cm.data or {}})
-    except Exception as err:  # config missing, unreachable, forbidden: one clear line
-        loaded.problems.append(_problem(f"cannot read the cluster: {type(err).__name__}:"
-                                        f" {str(err).splitlines()[0] if str(err) else ''}"))
-        return
+        docs = _cluster_documents(client)
+    except Exception as err:  # lost, timed out or forbidden half-way: the same line
+        raise ClusterUnavailable(f"cannot read the cluster: {target}:"
+                                 f" {_listing(err, reason(err))}") from None
     for doc in docs:
         result = parse_object(doc, origin="<cluster>")
         if result.obj is not None:
@@ -65,8 +47,47 @@ def load_cluster(loaded: Loaded) -> None:
         loaded.problems.extend(result.problems)
 
 
-def _problem(message: str) -> Problem:
-    return Problem(Subject("<cluster>", "", ""), "", P.INVALID_SPEC, message, "<cluster>")
+def _kubernetes() -> Any:
+    try:
+        import kubernetes
+    except ImportError:
+        raise ClusterUnavailable("cannot read the cluster: the kubernetes client is not"
+                                 " installed; pip install 'skillop[operator]'") from None
+    return kubernetes
+
+
+def _listing(err: Exception, why: str) -> str:
+    path = getattr(err, "skillop_listing", "")
+    return f"listing {path}: {why}" if path else why
+
+
+def _cluster_documents(client: Any) -> list[dict[str, Any]]:
+    configuration = client.Configuration.get_default_copy()
+    configuration.retries = 0  # an outage is said at once, not after urllib3's retries
+    api = client.ApiClient(configuration)
+    custom = client.CustomObjectsApi(api)
+    core = client.CoreV1Api(api)
+    docs: list[dict[str, Any]] = []
+    for kind, plural in PLURALS.items():
+        try:
+            items = custom.list_cluster_custom_object(API_GROUP, API_VERSION, plural,
+                                                      _request_timeout=LIST_TIMEOUT)["items"]
+        except client.ApiException as err:
+            if kind in OPTIONAL and err.status == 404:
+                continue
+            err.skillop_listing = plural
+            raise
+        docs += [{**item, "kind": kind} for item in items]
+    for ns in core.list_namespace(_request_timeout=LIST_TIMEOUT).items:
+        docs.append({"apiVersion": "v1", "kind": "Namespace",
+                     "metadata": {"name": ns.metadata.name,
+                                  "labels": ns.metadata.labels or {}}})
+    for cm in core.list_config_map_for_all_namespaces(_request_timeout=LIST_TIMEOUT).items:
+        docs.append({"apiVersion": "v1", "kind": "ConfigMap",
+                     "metadata": {"name": cm.metadata.name,
+                                  "namespace": cm.metadata.namespace},
+                     "data": cm.data or {}})
+    return docs
 
 
 # -- approval requests (kubectl skillop approvals | approve | deny) ----------------------
@@ -76,21 +97,34 @@ class ClusterError(Exception):
     """A request to the cluster failed; ``str`` is one line saying why."""
 
 
+class ClusterUnavailable(ClusterError):
+    """The cluster could not be read at all (no kubeconfig, unreachable, refused):
+    not a problem of the input, so the CLI exits with its own status (docs/api.md)."""
+
+
 def _clients(kubeconfig: str | None) -> tuple[Any, str]:
     """The custom-objects API of the current context, and that context's namespace."""
+    kubernetes = _kubernetes()
+    from skillop.operator.apiserver import Unreachable, load
+
     try:
-        import kubernetes
-    except ImportError:
-        raise ClusterError("the kubernetes client is not installed;"
-                           " pip install 'skillop[operator]'") from None
-    try:
-        kubernetes.config.load_kube_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
-        _, active = kubernetes.config.list_kube_config_contexts(  # type: ignore[no-untyped-call]
-            config_file=kubeconfig)
-    except Exception as err:
-        raise ClusterError(f"cannot read the kubeconfig: {_first_line(err)}") from None
+        load(kubeconfig=kubeconfig)
+        _, active = kubernetes.config.list_kube_config_contexts(config_file=kubeconfig)
+    except (Unreachable, kubernetes.config.ConfigException) as err:
+        raise ClusterUnavailable(f"cannot read the kubeconfig: {err}") from None
     namespace = str(((active or {}).get("context") or {}).get("namespace") or "default")
     return kubernetes.client.CustomObjectsApi(), namespace
+
+
+def _failed(what: str, err: Exception) -> ClusterError:
+    """The error for a failed request: an answer the server gave (a refusal, a 404)
+    is about the request; no answer at all is the cluster's (``ClusterUnavailable``)."""
+    status = getattr(err, "status", None)
+    if isinstance(status, int) and status:
+        return ClusterError(f"{what}: {_first_line(err)}")
+    from skillop.operator.apiserver import reason
+
+    return ClusterUnavailable(f"{what}: the cluster did not answer: {reason(err)}")
 
 
 def _first_line(err: Exception) -> str:
@@ -121,7 +155,7 @@ def list_approvals(*, namespace: str | None, all_namespaces: bool,
             listed = api.list_namespaced_custom_object(API_GROUP, API_VERSION,
                                                        namespace or current, PLURAL)
     except Exception as err:
-        raise ClusterError(f"cannot list approval requests: {_first_line(err)}") from None
+        raise _failed("cannot list approval requests", err) from None
     return list(listed.get("items") or [])
 
 
@@ -139,5 +173,4 @@ def decide_approval(name: str, *, state: str, reason: str | None, namespace: str
         return dict(api.patch_namespaced_custom_object_status(
             API_GROUP, API_VERSION, namespace or current, PLURAL, name, {"status": status}))
     except Exception as err:
-        raise ClusterError(f"toolcallapproval {namespace or current}/{name}:"
-                           f" {_first_line(err)}") from None
+        raise _failed(f"toolcallapproval {namespace or current}/{name}", err) from None

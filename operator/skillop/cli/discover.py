@@ -29,10 +29,15 @@ from skillop.model.manifest import Resource
 from skillop.model.names import ObjectRef
 from skillop.model.serverkeys import ServerKey
 from skillop.model.specs import McpServer, SkillSpec
+from skillop.model.wording import count
 from skillop.resolve.catalog import Catalog
 from skillop.sources.egress import DEFAULT_EGRESS_PATTERNS, EgressGuard, display_url
 from skillop.sources.mcp_discovery import DiscoveryError, DiscoveryLimits, DiscoveryResult
 from skillop.sources.mcp_tools import McpToolInfo
+
+#: Discovery failures where the server did not answer (``skillop discover`` exits 3,
+#: the CLI's status for an outage, docs/api.md).
+_OUTAGES = frozenset({"ConnectFailed", "Timeout"})
 
 
 def _list_tools() -> Callable[..., Coroutine[Any, Any, DiscoveryResult]]:
@@ -127,7 +132,8 @@ def discover_command(url: str, *, transport: str, allow: Sequence[str], output: 
     except DiscoveryError as err:
         hint = " (pass --allow HOST to contact it)" if err.reason == "URLNotAllowed" else ""
         print(f"skillop: {err}{hint}", file=sys.stderr)
-        return 1
+        # The server did not answer: an outage, not a problem of what was asked.
+        return 3 if err.reason in _OUTAGES else 1
     for line in _skipped(display_url(url), result):
         print(f"warning: {line}", file=sys.stderr)
     declared = [_declared(t) for t in result.tools]
@@ -141,7 +147,8 @@ def discover_command(url: str, *, transport: str, allow: Sequence[str], output: 
                  t.get("description", "").splitlines()[0] if t.get("description") else "")
                 for t in declared]
         print(table(rows, ("NAME", "HINTS", "DESCRIPTION")))
-        print(f"{len(declared)} tools; listChanged: {'yes' if result.list_changed else 'no'}")
+        listed = "yes" if result.list_changed else "no"
+        print(f"{count(len(declared), 'tool')}; listChanged: {listed}")
     return 0
 
 

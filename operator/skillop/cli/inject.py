@@ -29,6 +29,7 @@ from skillop.resolve.inject import (
     inject,
     pod_templates,
     target_of,
+    unknown_actor,
 )
 from skillop.resolve.resolver import Resolver
 
@@ -128,9 +129,10 @@ def _inject_document(doc: Any, resolver: Resolver, default_ns: str,
 
 def _warn_unresolved(resolver: Resolver, namespace: str, actor: str) -> None:
     ref = ObjectRef(namespace, actor)
-    if ref not in resolver.catalog.actors:
-        print(f"warning: Actor {ref} is not in the given manifests: injected with its"
-              " ConfigMap and no Secrets", file=sys.stderr)
+    missing = unknown_actor(resolver, namespace, actor)
+    if missing is not None:
+        print(f"warning: {missing}; injected with its ConfigMap and no Secrets"
+              " (not in the given manifests)", file=sys.stderr)
         return
     resolution = resolver.resolve_actor(ref)
     if resolution is not None and not resolution.ok:

@@ -3,7 +3,7 @@
 Offline commands read manifests and run the same resolver as the operator; they
 import neither kopf nor the Kubernetes client, so they start fast in CI hooks.
 Exit codes: 0 success, 1 the input has problems (one line each on stderr),
-2 usage errors.
+2 usage errors, 3 the cluster could not be read (``--cluster``: one line).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from skillop.model.manifest import DEFAULT_NAMESPACE, Resource
 from skillop.model.names import ObjectRef, RefError, parse_ref
 from skillop.model.problems import Problem
 from skillop.model.settings import flag_type, host_pattern, manifest_path, seconds
+from skillop.model.wording import count
 from skillop.resolve.catalog import Catalog
 from skillop.resolve.explain import explain
 from skillop.resolve.resolver import Resolution, Resolver
@@ -118,6 +119,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if _ca_bundles(args) is None:
         return EXIT_USAGE
     loaded = _load(args)
+    if isinstance(loaded, int):
+        return loaded
     handler = {"validate": _validate, "tools": _tools, "flatten": _flatten, "tree": _tree,
                "explain": _explain}[args.command]
     try:
@@ -126,14 +129,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
 
 
-def _load(args: argparse.Namespace) -> Loaded:
+def _load(args: argparse.Namespace) -> Loaded | int:
     # docs/api.md: manifests without metadata.namespace are in default, whatever -n says
     # (-n is the namespace of ACTOR and SKILL arguments).
     loaded = load_paths(args.filename)
     if args.cluster:
-        from skillop.cli.cluster import load_cluster
+        from skillop.cli.cluster import ClusterUnavailable, load_cluster
+        from skillop.operator.apiserver import EXIT_UNREACHABLE
 
-        load_cluster(loaded)
+        try:
+            load_cluster(loaded)
+        except ClusterUnavailable as err:  # an outage, not the input's problem
+            print(f"skillop: {err}", file=sys.stderr)
+            return EXIT_UNREACHABLE
     print_warnings(loaded)
     return loaded
 
@@ -173,9 +181,9 @@ def _validate(args: argparse.Namespace, loaded: Loaded) -> int:
         return _report(problems)
     for warning in resolver.all_warnings():
         print(f"warning: {warning}", file=sys.stderr)
-    policies = f", {len(catalog.policies)} policies" if catalog.policies else ""
-    print(f"valid: {len(catalog.tools)} tools, {len(catalog.skills)} skills,"
-          f" {len(catalog.actors)} actors{policies}")
+    policies = f", {count(len(catalog.policies), 'policy', 'policies')}" if catalog.policies else ""
+    print(f"valid: {count(len(catalog.tools), 'tool')}, {count(len(catalog.skills), 'skill')},"
+          f" {count(len(catalog.actors), 'actor')}{policies}")
     return EXIT_OK
 
 

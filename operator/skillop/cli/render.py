@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from skillop.model.names import ObjectRef
+from skillop.model.wording import count
 from skillop.resolve.explain import applied_lines
 from skillop.resolve.resolver import Resolution, Resolver
 from skillop.resolve.tokens import ENCODING
@@ -58,7 +59,8 @@ def tools_table(resolution: Resolution) -> str:
         for t in resolution.tools
     ]
     header = ("NAME", "SOURCE", "SKILL", "CAPABILITIES", "TOKENS", "DESCRIPTION")
-    summary = (f"{len(resolution.tools)} tools from {len(resolution.skills)} skills,"
+    summary = (f"{count(len(resolution.tools), 'tool')} from"
+               f" {count(len(resolution.skills), 'skill')},"
                f" {resolution.tokens} tokens ({ENCODING})")
     return "\n".join([table(rows, header), *policy_lines(resolution), summary])
 

@@ -90,6 +90,7 @@ from skillop.gateway.vectors import SemanticRanker
 from skillop.model.approval import visible
 from skillop.model.settings import API_DIR, GATEWAY_RELIST_INTERVAL
 from skillop.model.toolset import CALL_TOOL, SEARCH_TOOL, TOOLS_KEY
+from skillop.model.wording import count
 from skillop.sources.egress import EgressGuard
 from skillop.sources.mcp_discovery import one_line
 
@@ -304,15 +305,15 @@ class Gateway:
                                 proxy_headers=False, server_header=False)
         shown = f"[{host}]" if ":" in host else host
         self.url = f"http://{shown}:{actual}/mcp"
-        _say(f"serving {len(self.served.tools)} tools of {self.served.actor or '(no set yet)'}"
-             f" at {self.url}")
+        _say(f"serving {count(len(self.served.tools), 'tool')} of"
+             f" {self.served.actor or '(no set yet)'} at {self.url}")
         async with modern.run():
             await uvicorn.Server(config).serve(sockets=[sock])
 
     async def serve_stdio(self) -> None:
         """MCP over this process's stdin and stdout until the client closes them."""
         async with stdio_server() as (read, write):
-            _say(f"serving {len(self.served.tools)} tools of"
+            _say(f"serving {count(len(self.served.tools), 'tool')} of"
                  f" {self.served.actor or '(no set yet)'} on stdio")
             await self.server.run(read, write, self.server.create_initialization_options())
 
@@ -329,7 +330,7 @@ class Gateway:
         except ToolSetError as exc:
             if str(exc) != self._last_error:
                 self._last_error = str(exc)
-                _say(f"{exc}; serving the previous set ({len(self.served.tools)} tools)")
+                _say(f"{exc}; serving the previous set ({count(len(self.served.tools), 'tool')})")
             return False
         self._last_error = None
         old, self.served = self.served, served
@@ -339,7 +340,7 @@ class Gateway:
         self._pool.update(served.upstreams, self._upstream_signatures(served))
         self._pool.connect_all()
         if old.hash != served.hash and old.hash:
-            _say(f"reloaded {served.actor}: {len(served.tools)} tools ({served.hash})")
+            _say(f"reloaded {served.actor}: {count(len(served.tools), 'tool')} ({served.hash})")
         return old.listing != served.listing
 
     def _mount_signature(self) -> object:
@@ -718,7 +719,8 @@ def _approval_prompt(actor: str, binding: str, arguments: dict[str, Any]) -> str
         name = visible(json.dumps(key, ensure_ascii=False))
         if len(value) + len(name) > _MAX_SHOWN_VALUE:
             raise _Refused(f"argument {one_line(name, 80)} is too long to be shown for"
-                           f" approval ({len(value)} characters; at most {_MAX_SHOWN_VALUE})")
+                           f" approval ({count(len(value), 'character')};"
+                           f" at most {_MAX_SHOWN_VALUE})")
         lines.append(f"  {name}: {value}")
     shown = "\n".join(lines) if lines else "  (no arguments)"
     if len(shown) > _MAX_PROMPT:

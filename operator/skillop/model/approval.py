@@ -24,6 +24,7 @@ from pydantic import ConfigDict, Field, StringConstraints
 from skillop.model.specbase import SpecModel
 from skillop.model.specs import ObjectName
 from skillop.model.status import StatusModel
+from skillop.model.wording import count
 
 KIND = "ToolCallApproval"
 PLURAL = "toolcallapprovals"
@@ -132,7 +133,7 @@ def bounded_arguments(arguments: dict[str, Any]) -> list[ApprovalArgument]:
     Raises ValueError when there are more keys than a request holds: a person must
     see every key of what they approve."""
     if len(arguments) > MAX_ARGUMENTS:
-        raise ValueError(f"the call has {len(arguments)} arguments; an approval request"
+        raise ValueError(f"the call has {count(len(arguments), 'argument')}; an approval request"
                          f" shows at most {MAX_ARGUMENTS}")
     return [_argument(key, arguments[key]) for key in sorted(arguments)]
 

@@ -58,8 +58,12 @@ POLICY_COLUMNS: list[dict[str, Any]] = [
     {"name": "Message", "type": "string", "jsonPath": f"{READY}.message", "priority": 1},
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
 ]
+# A printer column takes one plain JSONPath (no "spec.name, else metadata.name") and
+# a schema default cannot copy metadata.name, so the column shows the override only,
+# and says so: blank means the tool is called by its NAME (docs/decisions.md).
 TOOL_COLUMNS = [
-    {"name": "Tool-Name", "type": "string", "jsonPath": ".spec.name"},
+    {"name": "Name-Override", "type": "string", "jsonPath": ".spec.name",
+     "description": "spec.name, the tool's name when it is not metadata.name"},
     {"name": "Description", "type": "string", "jsonPath": ".spec.description", "priority": 1},
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
 ]

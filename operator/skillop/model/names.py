@@ -8,8 +8,10 @@ no remote registries, and silently ignoring one would resolve the wrong object.
 
 from __future__ import annotations
 
+import difflib
 import re
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 API_GROUP = "skillop.dev"
@@ -104,3 +106,18 @@ def server_tool_name_problem(name: str) -> str | None:
     if any(ch.isspace() or unicodedata.category(ch) == "Cc" for ch in name):
         return "the name contains whitespace or control characters"
     return None
+
+
+def did_you_mean(name: str, candidates: Iterable[str]) -> str:
+    """``"; did you mean 'a' or 'b'?"`` with the names closest to ``name`` (a typo's
+    likely target), or ``""`` when none is close; appended to "not found" messages."""
+    scored = sorted((-difflib.SequenceMatcher(None, name, c).ratio(), c)
+                     for c in set(candidates) - {name})
+    # Close to the best one only: names sharing a long suffix ("_operations") are
+    # all similar, and listing every one of them points nowhere.
+    close = [c for score, c in scored[:3] if -score >= max(0.6, -scored[0][0] - 0.1)]
+    if not close:
+        return ""
+    quoted = [repr(c) for c in close]
+    listed = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+    return f"; did you mean {listed}?"

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 import sys
+from collections.abc import Callable
+from typing import TypeVarTuple
 
 from skillop.operator.settings import OperatorConfig, SettingsError
+
+log = logging.getLogger("skillop")
+Ts = TypeVarTuple("Ts")
 
 
 def run() -> int:
@@ -17,6 +23,17 @@ def run() -> int:
     except SettingsError as err:
         print(f"skillop operator: {err}", file=sys.stderr)
         return 2
+    from skillop.operator.apiserver import EXIT_UNREACHABLE, Unreachable, reach
+
+    try:
+        # Once, before kopf: kopf's login retries every minute for ever, each time with
+        # a traceback. At start-up nothing is running yet, so an unusable cluster is
+        # said in one line and the process exits (the Deployment restarts it with
+        # back-off); once connected, kopf's own reconnects take over.
+        target = reach()
+    except Unreachable as err:
+        print(f"skillop operator: cannot reach the cluster: {err}", file=sys.stderr)
+        return EXIT_UNREACHABLE
 
     import kopf
 
@@ -28,12 +45,52 @@ def run() -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # kopf logs every handler run at INFO; skillop's own batch lines say what matters.
     logging.getLogger("kopf.objects").setLevel(max(logging.WARNING, logging.root.level))
+    log.info("API server: %s", target)
     # standalone: no kopf peering; the Lease decides who writes (leader.py). The
     # health port (liveness and /metrics) is skillop's own server (health.py).
-    asyncio.run(kopf.operator(
-        clusterwide=not config.namespaces,
-        namespaces=list(config.namespaces),
-        standalone=True,
-        memo=kopf.Memo(config=config),
-    ))
+    with asyncio.Runner(loop_factory=StopOnceLoop) as runner:
+        runner.run(kopf.operator(
+            clusterwide=not config.namespaces,
+            namespaces=list(config.namespaces),
+            standalone=True,
+            memo=kopf.Memo(config=config),
+        ))
     return 0
+
+
+class StopOnceLoop(asyncio.SelectorEventLoop):
+    """The event loop, with stop signals answered once.
+
+    kopf sets a future's result on SIGINT and SIGTERM; a second signal while it
+    stops (a supervisor that repeats SIGTERM, Ctrl-C twice) set it again, and
+    asyncio printed that ``InvalidStateError`` with a traceback. A repeated stop
+    signal is now only logged: the operator is already stopping.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        #: The stop signals received: SIGINT after SIGTERM is a repeat too.
+        self.stop_signals: list[int] = []
+
+    def add_signal_handler(self, sig: int, callback: Callable[[*Ts], object],
+                           *args: *Ts) -> None:
+        if sig not in (signal.SIGINT, signal.SIGTERM):
+            super().add_signal_handler(sig, callback, *args)
+            return
+
+        def once(*call_args: *Ts) -> None:
+            if self.stop_signals:
+                log.info("signal %s again: already stopping", signal.Signals(sig).name)
+                return
+            self.stop_signals.append(sig)
+            callback(*call_args)
+
+        super().add_signal_handler(sig, once, *args)
+
+    def remove_signal_handler(self, sig: int) -> bool:
+        removed = super().remove_signal_handler(sig)
+        if self.stop_signals and sig in (signal.SIGINT, signal.SIGTERM):
+            # Stopping already: a repeat between the loop's close and the exit
+            # would otherwise kill the process (status -15) after a clean stop.
+            signal.signal(sig, signal.SIG_IGN)
+        return removed

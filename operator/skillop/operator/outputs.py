@@ -44,6 +44,7 @@ from skillop.model.status import (
     clip,
     recorded_tools,
 )
+from skillop.model.wording import count
 from skillop.operator.listing import Listing
 from skillop.operator.pinning import PinState
 from skillop.resolve.inject import Credentials
@@ -243,11 +244,17 @@ def _credentials(resolution: Resolution) -> list[CredentialStatus] | None:
             for use in resolution.credentials[:MAX_CREDENTIALS]] or None
 
 
+def _tools_from(resolution: Resolution) -> str:
+    """The Ready message: "3 tools from 1 skill"."""
+    return (f"{count(len(resolution.tools), 'tool')} from"
+            f" {count(len(resolution.skills), 'skill')}")
+
+
 def _pruned(resolution: Resolution) -> tuple[list[PrunedStatus], list[str]]:
     """The pruned items the status holds, and a warning when there are more."""
     items = [PrunedStatus.model_validate(p.to_dict()) for p in resolution.pruned[:MAX_PRUNED]]
     more = len(resolution.pruned) - len(items)
-    return items, ([f"{len(resolution.pruned)} items pruned; status.pruned lists the first"
+    return items, ([f"{count(len(resolution.pruned), 'item')} pruned; status.pruned lists the first"
                     f" {MAX_PRUNED}"] if more > 0 else [])
 
 
@@ -402,7 +409,7 @@ def _actor_status(actor: ActorResource, resolution: Resolution, problems: list[P
         tools_part = ActorStatus(tool_count=len(resolution.tools), tools_hash=resolution.hash,
                                  tool_tokens=resolution.tokens, tools=_status_tools(resolution),
                                  credentials=_credentials(resolution))
-    ready_msg = f"{len(resolution.tools)} tools from {len(resolution.skills)} skills"
+    ready_msg = _tools_from(resolution)
     pruned, cut = _pruned(resolution)
     if len(resolution.credentials) > MAX_CREDENTIALS and not problems:
         cut.append(f"the tool set sends {len(resolution.credentials)} Secrets;"
@@ -456,14 +463,15 @@ def _events(old_status: Mapping[str, Any], recorded: RecordedStatus,
     changed = sorted(q for q in new_tools.keys() & old_tools.keys()
                      if old_tools[q].digest != new_tools[q].entry.tool.digest())
     events = [EventSpec("Normal", "ToolSetChanged",
-                        f"{len(resolution.tools)} tools (+{len(added)} -{len(removed)}"
+                        f"{count(len(resolution.tools), 'tool')} (+{len(added)} -{len(removed)}"
                         f" ~{len(changed)}), hash {resolution.hash[:19]}")]
     for qualified, tool in sorted(new_tools.items()):
         old = old_tools.get(qualified)
         before = old.name if old is not None else None
         if before and before != tool.name:
-            events.append(EventSpec("Normal", "ToolRenamed",
-                                    f"{before} -> {tool.name} (name conflict)"))
+            # Qualified: another tool took the name; bare again: that one is gone.
+            why = "name conflict" if tool.name != tool.entry.tool.name else "conflict resolved"
+            events.append(EventSpec("Normal", "ToolRenamed", f"{before} -> {tool.name} ({why})"))
     # Only definitions from outside the cluster get their own warning: in-cluster
     # ones changed through a reviewed Skill or Tool, and ToolSetChanged counts them.
     for qualified in (q for q in changed if new_tools[q].entry.tool.source == "mcp"):
@@ -520,7 +528,7 @@ def skill_plan(skill: SkillResource, resolution: Resolution, *, old_status: Mapp
     problems = list(resolution.problems)
     conditions = common_conditions(
         problems, generation=gen, old=recorded, now=now,
-        ready_message=f"{len(resolution.tools)} tools from {len(resolution.skills)} skills")
+        ready_message=_tools_from(resolution))
     entries = [s.status() for s in servers]
     # (why, the clipped entry) of each server whose last listing failed
     failing = [(s.listing.reason, e) for s, e in zip(servers, entries, strict=True)

@@ -35,6 +35,7 @@ from skillop.model.manifest import POLICY_KINDS, ActorResource, SkillResource
 from skillop.model.names import ObjectRef
 from skillop.model.problems import Problem
 from skillop.model.status import RecordedStatus, utcnow
+from skillop.model.wording import count
 from skillop.operator.credentials import CredentialChecker
 from skillop.operator.deps import Key, key, ref_of
 from skillop.operator.kube import Gone
@@ -238,10 +239,10 @@ class Reconciler:
         if self.metrics is not None:
             self.metrics.batch(time.monotonic() - started, skills=len(affected.skills),
                                actors=len(affected.actors))
-        log.info("batch %d: %d changes -> %d skills, %d actors written in %.3fs, %d events"
-                 " in %.3fs (%d to retry)", self.batches, len(changed), len(affected.skills),
-                 len(affected.actors), written, len(events), time.monotonic() - started - written,
-                 len(failed))
+        log.info("batch %d: %s -> %s, %s written in %.3fs, %s in %.3fs (%d to retry)",
+                 self.batches, count(len(changed), "change"), count(len(affected.skills), "skill"),
+                 count(len(affected.actors), "actor"), written, count(len(events), "event"),
+                 time.monotonic() - started - written, len(failed))
         if failed:
             await asyncio.sleep(1)
             self.mark(failed)

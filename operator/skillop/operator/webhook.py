@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime
 import ipaddress
 from collections.abc import Collection, Mapping, MutableMapping
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 import kopf
 
@@ -37,6 +37,7 @@ from skillop.resolve.inject import (
     inject,
     mounted_credentials,
     target_of,
+    unknown_actor,
 )
 from skillop.resolve.podguard import check_update
 from skillop.resolve.resolver import Resolver
@@ -48,6 +49,22 @@ POD_WEBHOOK = "inject-pods"
 POD_UPDATE_WEBHOOK = "validate-pods"
 APPROVAL_WEBHOOK = "mutate-toolcallapprovals"
 OPERATIONS: tuple[Literal["CREATE"], Literal["UPDATE"]] = ("CREATE", "UPDATE")
+
+# How each webhook fails when no replica answers, as kopf writes it in the
+# configurations it manages (SKILLOP_WEBHOOK_MANAGED=true); the chart's are the
+# same (docs/webhook.md, Failure policies). Skills and Actors are admitted
+# (Ignore, the chart's default): they are checked again and reported in status.
+# Pods and approval decisions are refused (Fail), and those two webhooks are
+# persistent: kopf empties a managed configuration when it stops, except for
+# persistent webhooks, and an emptied injector would admit labelled pods without
+# the gateway, an emptied approvals hook would let decisions through unchecked.
+class _Failure(TypedDict):
+    ignore_failures: bool
+    persistent: bool
+
+
+FAIL_OPEN = _Failure(ignore_failures=True, persistent=False)
+FAIL_CLOSED = _Failure(ignore_failures=False, persistent=True)
 
 
 def _catalog(memo: Any) -> Catalog:
@@ -116,6 +133,9 @@ async def inject_pod(**kwargs: Any) -> None:
         raise kopf.AdmissionError(str(err), code=403) from None
     if metrics is not None:
         metrics.admission("Pod", allowed=True)
+    warning = _unknown_actor(memo, kwargs["body"])
+    if warning is not None:
+        kwargs["warnings"].append(warning)  # kubectl prints it; the pod is admitted
     patch: kopf.Patch = kwargs["patch"]
     patch.fns.append(_replace_with(pod))
 
@@ -144,11 +164,25 @@ async def validate_pod_update(**kwargs: Any) -> None:
         raise kopf.AdmissionError(str(err), code=403) from None
 
 
+def _unknown_actor(memo: Any, body: Any) -> str | None:
+    """The admission warning for a pod whose label names no Actor (a typo, or an
+    Actor not applied yet), once the operator has listed the cluster: before, every
+    Actor would look unknown."""
+    reconciler = getattr(memo, "reconciler", None)
+    loaded = getattr(reconciler, "loaded", None)
+    listed = loaded.is_set() if loaded is not None else getattr(memo, "store", None) is not None
+    actor = actor_of(dict(body))
+    namespace = (body.get("metadata") or {}).get("namespace")
+    if not listed or actor is None or not isinstance(namespace, str):
+        return None
+    return unknown_actor(Resolver(_catalog(memo)), namespace, actor)
+
+
 def register_approvals(registry: kopf.OperatorRegistry | None = None) -> None:
     """Add the ToolCallApproval handler (who asks, who decides) to ``registry``: on
     whenever the admission server runs, as approvals need it (docs/gateway.md)."""
     kopf.on.mutate(API_GROUP, API_VERSION, PLURAL, id=APPROVAL_WEBHOOK, operations=OPERATIONS,
-                   subresource="*", registry=registry)(mutate_approval)
+                   subresource="*", registry=registry, **FAIL_CLOSED)(mutate_approval)
 
 
 def register_injection(registry: kopf.OperatorRegistry | None = None, *,
@@ -156,7 +190,8 @@ def register_injection(registry: kopf.OperatorRegistry | None = None, *,
     """Add the mutating handler for actor pods to ``registry`` (kopf's default if None)
     and, with ``pod_updates``, the validating one for their changes."""
     kopf.on.mutate("", "v1", "pods", id=POD_WEBHOOK, operations=["CREATE"],
-                   labels={ACTOR_LABEL: kopf.PRESENT}, registry=registry)(inject_pod)
+                   labels={ACTOR_LABEL: kopf.PRESENT}, registry=registry,
+                   **FAIL_CLOSED)(inject_pod)
     if pod_updates:
         register_pod_updates(registry)
 
@@ -169,7 +204,7 @@ def register_pod_updates(registry: kopf.OperatorRegistry | None = None) -> None:
     comes from that filter: without it every pod change in the cluster would wait
     on the operator."""
     kopf.on.validate("", "v1", "pods", id=POD_UPDATE_WEBHOOK, operations=["UPDATE"],
-                     subresource="*", registry=registry)(validate_pod_update)
+                     subresource="*", registry=registry, **FAIL_CLOSED)(validate_pod_update)
 
 
 async def mutate_approval(**kwargs: Any) -> None:
@@ -204,9 +239,9 @@ def _actor_uid(memo: Any, body: kopf.Body) -> str | None:
 def register(registry: kopf.OperatorRegistry | None = None) -> None:
     """Add the validating handlers to ``registry`` (kopf's default one if None)."""
     kopf.on.validate(API_GROUP, API_VERSION, "skills", id=SKILL_WEBHOOK,
-                     operations=OPERATIONS, registry=registry)(validate_skill)
+                     operations=OPERATIONS, registry=registry, **FAIL_OPEN)(validate_skill)
     kopf.on.validate(API_GROUP, API_VERSION, "actors", id=ACTOR_WEBHOOK,
-                     operations=OPERATIONS, registry=registry)(validate_actor)
+                     operations=OPERATIONS, registry=registry, **FAIL_OPEN)(validate_actor)
 
 
 def configure(settings: kopf.OperatorSettings, config: OperatorConfig) -> None:

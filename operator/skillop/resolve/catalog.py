@@ -27,7 +27,7 @@ from skillop.model.manifest import (
     SkillResource,
     ToolResource,
 )
-from skillop.model.names import ObjectRef
+from skillop.model.names import ObjectRef, did_you_mean
 from skillop.model.policies import ClusterSkillPolicySpec
 from skillop.model.serverkeys import ServerKey
 from skillop.model.tooldef import ToolDef
@@ -96,7 +96,8 @@ class Catalog:
         why = self.invalid.get((kind, ref))
         if why is not None:
             return "DependencyFailed", f"{kind.lower()} {ref} is invalid: {why}"
-        return "RefNotFound", f"{kind.lower()} {ref} not found"
+        names = (r.name for r in self.table(kind) if r.namespace == ref.namespace)
+        return "RefNotFound", f"{kind.lower()} {ref} not found{did_you_mean(ref.name, names)}"
 
     def namespace_labels(self, namespace: str) -> dict[str, str]:
         """A namespace's labels, with the one Kubernetes always sets."""

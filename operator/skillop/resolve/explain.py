@@ -131,6 +131,17 @@ def applied_lines(resolution: Resolution) -> list[str]:
         for p in resolution.policies)]
 
 
+def _dropped_by(resolution: Resolution, entry: Entry) -> str:
+    """Who dropped ``entry``. A policy's reason names it and its rule already; the
+    Actor's own skillAccessPolicy is named here, as the policies applied are listed
+    next and would otherwise read as the cause."""
+    for item in resolution.pruned:
+        if (item.kind, item.name, item.skill) == ("Tool", entry.tool.name,
+                                                  entry.skill.canonical):
+            return "policy" if item.policy is not None else "the Actor's own skillAccessPolicy"
+    return "policy"
+
+
 def _absence(resolver: Resolver, resolution: Resolution, actor: ObjectRef,
              tool_name: str) -> list[str]:
     head = f"{resolution.subject} does not have tool {tool_name}"
@@ -140,8 +151,8 @@ def _absence(resolver: Resolver, resolution: Resolution, actor: ObjectRef,
                 f" qualified name: {', '.join(renamed)}"]
     for entry, reason in resolution.dropped:
         if tool_name in (entry.tool.name, entry.qualified_name):
-            return [head, f"dropped by policy: {reason}", *applied_lines(resolution),
-                    *_entry_lines(entry)]
+            return [head, f"dropped by {_dropped_by(resolution, entry)}: {reason}",
+                    *applied_lines(resolution), *_entry_lines(entry)]
     actor_obj = resolver.catalog.actors[actor]
     for pruned in resolution.pruned:
         if pruned.kind != "Skill":

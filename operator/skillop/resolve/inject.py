@@ -43,7 +43,7 @@ from typing import Any, Protocol
 
 from skillop import __version__
 from skillop.model import settings as known
-from skillop.model.names import ACTOR_LABEL, OBJECT_NAME_RE, ObjectRef
+from skillop.model.names import ACTOR_LABEL, OBJECT_NAME_RE, ObjectRef, did_you_mean
 from skillop.model.specs import EnvVar, HeadersFrom, McpTls
 from skillop.model.toolset import default_configmap_name
 from skillop.resolve.catalog import Catalog
@@ -213,6 +213,18 @@ def namespace_secrets(catalog: Catalog, namespace: str) -> tuple[str, ...]:
     return credentials_of(server for ref, skill in catalog.skills.items()
                           if ref.namespace == namespace
                           for server in skill.spec.mcp_servers).secrets
+
+
+def unknown_actor(resolver: Resolver, namespace: str, actor: str) -> str | None:
+    """What to warn when a pod's label names an Actor the catalog does not have (a
+    typo is admitted silently otherwise: the pod gets a gateway serving nothing),
+    with the namespace's closest Actor names; None when it exists."""
+    ref = ObjectRef(namespace, actor)
+    if ref in resolver.catalog.actors:
+        return None
+    names = (r.name for r in resolver.catalog.actors if r.namespace == namespace)
+    return (f"Actor {ref} not found{did_you_mean(actor, names)} (label {ACTOR_LABEL}):"
+            " the gateway serves no tools until it exists")
 
 
 # -- reading a pod ---------------------------------------------------------------

@@ -27,6 +27,7 @@ from skillop.model.policies import ServerHost, server_host
 from skillop.model.problems import Problem, Subject
 from skillop.model.specs import ApprovalSettings, Disclosure, McpServer
 from skillop.model.toolset import MAX_CONFIGMAP_BYTES, Owner, ServerEntry, ToolSetDocument
+from skillop.model.wording import count
 from skillop.resolve import graph
 from skillop.resolve.catalog import Catalog
 from skillop.resolve.credentials import (
@@ -490,7 +491,7 @@ class Resolver:
         if policy.max_tools is not None and len(tools) > policy.max_tools.value:
             out.append(self._budget_problem(
                 subject, "maxTools", P.TOO_MANY_TOOLS, policy.max_tools,
-                f"{len(tools)} tools exceed the budget of {policy.max_tools.value}"))
+                f"{count(len(tools), 'tool')} exceed the budget of {policy.max_tools.value}"))
         if policy.max_tool_tokens is not None and tokens > policy.max_tool_tokens.value:
             largest = ", ".join(f"{t.binding_name} ({t.tokens})"
                                 for t in largest_tools(tools, TOKEN_CONTRIBUTORS))

@@ -17,7 +17,7 @@ from skillop.model import problems as P
 from skillop.model.capabilities import EMPTY, Capabilities, Origins, mcp_capabilities
 from skillop.model.credentials import credential_query_names, looks_like_credential
 from skillop.model.manifest import SkillResource, ToolResource
-from skillop.model.names import ObjectRef, RefError, parse_ref
+from skillop.model.names import ObjectRef, RefError, did_you_mean, parse_ref
 from skillop.model.problems import Problem
 from skillop.model.serverkeys import ServerKey
 from skillop.model.specs import InlineTool, McpServer, Override
@@ -285,12 +285,14 @@ def _configmap_text(b: _Builder, ref: ObjectRef, cm_ref: object, field: str) -> 
     key = getattr(cm_ref, "key", "SKILL.md")
     cm = b.catalog.configmaps.get(ref)
     if cm is None:
-        b.problem(f"{field}.configMapRef", P.REF_NOT_FOUND, f"configmap {ref} not found")
+        nearby = (r.name for r in b.catalog.configmaps if r.namespace == ref.namespace)
+        b.problem(f"{field}.configMapRef", P.REF_NOT_FOUND,
+                  f"configmap {ref} not found{did_you_mean(ref.name, nearby)}")
         return None
     text = cm.data.get(key)
     if text is None:
         b.problem(f"{field}.configMapRef.key", P.REF_NOT_FOUND,
-                  f"configmap {ref} has no key {key}")
+                  f"configmap {ref} has no key {key}{did_you_mean(str(key), cm.data)}")
     return text
 
 
@@ -298,7 +300,8 @@ def _builtin(b: _Builder, group: str, field: str) -> None:
     tools = builtin_group(group)
     if tools is None:
         known = ", ".join(sorted(builtin_groups()))
-        b.problem(field, P.UNKNOWN_BUILTIN, f"unknown built-in group {group!r}; known: {known}")
+        b.problem(field, P.UNKNOWN_BUILTIN, f"unknown built-in group {group!r}"
+                  f"{did_you_mean(group, builtin_groups())}; known: {known}")
         return
     for tool in tools:
         b.add(tool, field)

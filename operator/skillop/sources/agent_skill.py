@@ -16,6 +16,7 @@ import yaml
 
 from skillop.model import yamlread
 from skillop.model.jsonvalue import json_type, quote_hint
+from skillop.model.wording import count
 
 NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 OPTIONAL_FIELDS = {"license", "compatibility", "metadata", "allowed-tools"}
@@ -68,7 +69,8 @@ def _check_fields(meta: dict[str, Any]) -> None:
         )
     desc = _text(meta, "description")
     if len(desc) > 1024:
-        raise AgentSkillError(f"frontmatter description is {len(desc)} characters; at most 1024")
+        raise AgentSkillError(f"frontmatter description is {count(len(desc), 'character')};"
+                              " at most 1024")
     compat = meta.get("compatibility")
     if compat is not None and (not isinstance(compat, str) or len(compat) > 500):
         raise AgentSkillError(
