@@ -14,7 +14,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from skillop.cli.safetext import shown, shown_lines
+from skillop.cli.safetext import shown
 
 _MAX_VALUE = 24
 
@@ -49,7 +49,7 @@ def approvals_command(args: argparse.Namespace) -> int:
         kept = decide_approval(args.name, state=state, reason=args.reason,
                                namespace=args.namespace, kubeconfig=args.kubeconfig)
     except ClusterError as err:
-        print(shown_lines(f"skillop {args.command}: {err}"), file=sys.stderr)
+        print(shown(f"skillop {args.command}: {err}"), file=sys.stderr)
         return 1
     meta, status = kept.get("metadata") or {}, kept.get("status") or {}
     print(shown(f"toolcallapproval {meta.get('namespace')}/{meta.get('name')} {state.lower()}"
