@@ -151,10 +151,12 @@ class GatewayProcess:
 
 @asynccontextmanager
 async def agent(url: str, *, elicitation: ElicitationFnT | None = None,
-                on_message: MessageHandlerFnT | None = None) -> AsyncIterator[ClientSession]:
-    """The SDK client, as an agent would hold it, connected to the gateway over HTTP."""
+                on_message: MessageHandlerFnT | None = None,
+                timeout: float = 30) -> AsyncIterator[ClientSession]:
+    """The SDK client, as an agent would hold it, connected to the gateway over HTTP
+    (``timeout``: how long it waits for any answer, a call's result included)."""
     async with AsyncExitStack() as stack:
-        http = await stack.enter_async_context(httpx2.AsyncClient(timeout=30))
+        http = await stack.enter_async_context(httpx2.AsyncClient(timeout=timeout))
         read, write = await stack.enter_async_context(
             streamable_http_client(url, http_client=http))
         session = await stack.enter_async_context(ClientSession(

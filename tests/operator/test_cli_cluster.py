@@ -30,3 +30,45 @@ def test_cluster_flag_resolves_what_is_applied(cluster: Cluster) -> None:
     broken = skillop(cluster, "validate", "--cluster")
     assert broken.returncode == 1
     assert "RefNotFound: skill team-a/testing not found" in broken.stderr
+
+
+def _request(name: str, binding: str, arguments: list[dict[str, str]],
+             created: str) -> dict[str, object]:
+    return {"apiVersion": "skillop.dev/v1alpha1", "kind": "ToolCallApproval",
+            "metadata": {"name": name, "namespace": "default", "creationTimestamp": created},
+            "spec": {"actor": "dev", "tool": {"bindingName": binding, "digest": "sha256:1"},
+                     "arguments": arguments, "expiresAt": "2099-01-01T00:00:00Z",
+                     "requester": "system:serviceaccount:default:agent"}}
+
+
+def test_a_forged_request_cannot_rewrite_the_approvers_terminal(cluster: Cluster) -> None:
+    """A request is anyone's who may create one: its name, tool and arguments reach
+    the approver's terminal escaped, so it cannot erase, move or reorder the rows."""
+    real = _request("deploy-1", "deploy_prod",
+                    [{"name": "target", "value": '"staging"', "size": 9}],
+                    "2026-01-01T00:00:00Z")
+    # Cursor up and erase the line (the real row above), then a row of its own with
+    # the arguments reversed on screen by a bidi override, and a window title.
+    forged = _request("deploy-2", "x\x1b[1A\x1b[2Kdeploy_prod",
+                      [{"name": "tar\u200bget\u202e", "value": '"gnigats\u2066"\x1b]0;hi\x07',
+                        "size": 9}, {"name": "n\u0085", "value": "1\x9b2J\r\n", "size": 1}],
+                      "2026-01-01T00:00:01Z")
+    for doc in (real, forged):
+        cluster.apply(doc)
+    listed = skillop(cluster, "approvals", "-n", "default")
+    assert listed.returncode == 0, listed.stderr
+    shown = listed.stdout
+    assert all(ch == "\n" or ch.isprintable() for ch in shown), repr(shown)
+    lines = shown.splitlines()
+    assert len(lines) == 3 and lines[1].startswith("deploy-1 ") and "target=\"staging\"" in lines[1]
+    assert lines[2].startswith("deploy-2 ")
+    for escaped in ("x\\u001b[1A\\u001b[2Kdeploy_prod", "tar\\u200bget\\u202e=",
+                    "n\\u0085=1\\u009b2J\\u000d\\u000a"):
+        assert escaped in lines[2], (escaped, lines[2])
+
+
+def test_errors_quoting_a_name_escape_it(cluster: Cluster) -> None:
+    decided = skillop(cluster, "approve", "-n", "default", "gone\x1b[2J\u202e")
+    assert decided.returncode == 1
+    assert "\x1b" not in decided.stderr and "\u202e" not in decided.stderr
+    assert "gone\\u001b[2J\\u202e" in decided.stderr

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import socket
 import subprocess
 import threading
 import time
@@ -101,8 +102,10 @@ class Stage:
                               env=env, timeout=60, check=False)
 
     @contextlib.contextmanager
-    def gateway(self, actor_name: str, sa: str = GATEWAY_SA) -> Iterator[GatewayProcess]:
-        """The Actor's gateway as injection runs it: its ToolSet, its api directory."""
+    def gateway(self, actor_name: str, sa: str = GATEWAY_SA, *,
+                api_port: int | None = None) -> Iterator[GatewayProcess]:
+        """The Actor's gateway as injection runs it: its ToolSet, its api directory
+        (``api_port``: the API server's address on this port, a ``Relay``'s)."""
         name = default_configmap_name(actor_name)
         cm = wait_for(lambda: self.real.configmap(NS, name), timeout=30)
         tools = Volume(self.root / name)
@@ -116,7 +119,7 @@ class Stage:
         secrets.mkdir(exist_ok=True)
         host_port = self.real.plane.url.removeprefix("https://")
         env = {"KUBERNETES_SERVICE_HOST": host_port.rsplit(":", 1)[0],
-               "KUBERNETES_SERVICE_PORT": host_port.rsplit(":", 1)[1],
+               "KUBERNETES_SERVICE_PORT": str(api_port or host_port.rsplit(":", 1)[1]),
                "SKILLOP_POD_NAME": f"{actor_name}-0", "SKILLOP_POD_NAMESPACE": NS}
         with GatewayProcess(tools.root, secrets, "--api-dir", str(api), env=env) as gw:
             yield gw
@@ -175,20 +178,20 @@ def stage(real: RealCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterat
             real.delete_namespaces(NS)
 
 
-def call_in_background(gw: GatewayProcess, name: str, arguments: dict[str, Any],
-                       ) -> Callable[[], Any]:
+def call_in_background(gw: GatewayProcess, name: str, arguments: dict[str, Any], *,
+                       timeout: float = 30) -> Callable[[], Any]:
     """Start a tools/call by the agent; the returned function waits for its result."""
     out: list[Any] = []
 
     async def call() -> None:
-        async with agent(gw.url) as session:
+        async with agent(gw.url, timeout=timeout) as session:
             out.append(await session.call_tool(name, arguments))
 
     thread = threading.Thread(target=lambda: anyio.run(call), daemon=True)
     thread.start()
 
     def result() -> Any:
-        thread.join(60)
+        thread.join(60 + timeout)
         assert out, "the call did not return"
         return out[0]
     return result
@@ -460,3 +463,103 @@ def test_without_the_webhook_the_policy_keeps_the_requester_from_deciding(
             user(APPROVER_SA, BARE))
     finally:
         real.delete_namespaces(BARE)
+
+class Relay:
+    """A TCP relay to the API server, to cut the gateway off: ``hold`` closes its
+    connections and keeps new ones waiting (their watch and reads too) until
+    ``release``. TLS passes through: the gateway still talks to the API server."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.target = (host, port)
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self.server.getsockname()[1])
+        self.open = threading.Event()
+        self.open.set()
+        self.lock = threading.Lock()
+        self.sockets: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client: socket.socket) -> None:
+        self.open.wait()
+        upstream = socket.create_connection(self.target)
+        with self.lock:
+            self.sockets += [client, upstream]
+        for source, sink in ((client, upstream), (upstream, client)):
+            threading.Thread(target=_pump, args=(source, sink), daemon=True).start()
+
+    def hold(self) -> None:
+        self.open.clear()
+        with self.lock:
+            for sock in self.sockets:
+                _shut(sock)
+            self.sockets.clear()
+
+    def release(self) -> None:
+        self.open.set()
+
+    def __enter__(self) -> Relay:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.server.close()
+        self.hold()
+        self.release()
+
+
+def _pump(source: socket.socket, sink: socket.socket) -> None:
+    try:
+        while data := source.recv(65536):
+            sink.sendall(data)
+    except OSError:
+        pass
+    finally:
+        _shut(source)
+        _shut(sink)
+
+
+def _shut(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+    sock.close()
+
+
+def test_a_request_replaced_while_the_gateway_could_not_watch_is_not_its_approval(
+        stage: Stage) -> None:
+    """The gateway's request is deleted and made again under its name with other
+    arguments while the gateway is cut off, and the new one approved; the API
+    server restarts meanwhile, so the gateway's watch cannot resume from where it
+    was (410) and it reads the object afresh: another uid, not its request. The
+    call is refused and nothing reaches the upstream (last in this module: the
+    restart is every client's watch gap)."""
+    known, calls = names(stage), len(stage.upstream.calls)
+    host, port = stage.real.plane.url.removeprefix("https://").rsplit(":", 1)
+    with Relay(host, int(port)) as relay, stage.gateway("agent", api_port=relay.port) as gw:
+        # The agent waits as long as the cut and the API server's restart take.
+        result = call_in_background(gw, "danger", {"target": "staging"}, timeout=300)
+        request = pending(stage, known, gw)
+        name = request["metadata"]["name"]
+        relay.hold()
+        stage.real.delete("ToolCallApproval", NS, name)
+        wait_for(lambda: name not in names(stage), timeout=10, message="deleted")
+        stage.real.apply({"apiVersion": request["apiVersion"], "kind": "ToolCallApproval",
+                          "metadata": {"name": name, "namespace": NS},
+                          "spec": {**request["spec"], "arguments": [
+                              {"name": "target", "value": '"prod"', "size": 6}]}})
+        approved = stage.kubectl_skillop(APPROVER_SA, "approve", name, "-n", NS)
+        assert approved.returncode == 0, approved.stderr
+        stage.real.plane.restart_apiserver()
+        relay.release()
+        refusal = result()
+        audit = gw.wait_audit(1)
+    assert refusal.is_error, text_of(refusal)
+    assert f"the approval request {NS}/{name} was deleted and replaced" in text_of(refusal)
+    assert len(stage.upstream.calls) == calls
+    assert audit[-1]["outcome"] == "refused"

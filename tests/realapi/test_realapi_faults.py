@@ -231,6 +231,31 @@ def test_a_status_written_by_hand_is_repaired_at_once(real: RealCluster,
     assert writes_to(real, "hand", since) == [("patch", "actors")]
 
 
+def test_an_older_status_of_its_own_put_back_by_another_writer_is_repaired(
+        real: RealCluster, solo: OperatorProcess) -> None:
+    """A lagging second writer (a former leader, a restored backup) puts back a status
+    the operator itself wrote before the Actor changed: not the latest it wrote, so
+    repaired at once, with one write (its own echoes start no rewrites)."""
+    before = hands_actor(real, "lagging")["status"]
+    real.apply(skill("more", HANDS, anonymousTools=[anon("extra")]))
+    real.patch_spec("Actor", HANDS, "lagging", {"skills": ["base", "more"]})
+    wait_for(lambda: real.get("Actor", HANDS, "lagging")["status"]["toolsHash"]
+             != before["toolsHash"], timeout=10, interval=0.1,
+             message="the status for the changed Actor")
+    wait_quiet(real.plane, quiet=1.0)
+    current = real.get("Actor", HANDS, "lagging")
+    latest = {k: current["status"][k] for k in ("toolsHash", "observedGeneration")}
+    since = audit_now()
+    real.custom.replace_namespaced_custom_object_status(  # as the admin, not the operator
+        "skillop.dev", "v1alpha1", HANDS, "actors", "lagging", {**current, "status": before})
+    assert real.get("Actor", HANDS, "lagging")["status"]["toolsHash"] == before["toolsHash"]
+    wait_for(lambda: {k: real.get("Actor", HANDS, "lagging")["status"][k] for k in latest}
+             == latest, timeout=10, interval=0.1,
+             message="the operator restores the status it wrote last")
+    wait_quiet(real.plane, quiet=1.0)
+    assert writes_to(real, "lagging", since) == [("patch", "actors")]
+
+
 def test_configmap_labels_and_owner_removed_by_hand_are_restored(
         real: RealCluster, solo: OperatorProcess) -> None:
     uid = hands_actor(real, "labelled")["metadata"]["uid"]

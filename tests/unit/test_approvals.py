@@ -236,11 +236,17 @@ class FakeApi(BaseHTTPRequestHandler):
         self.script.append("create")
         created = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         assert self.headers["Authorization"] == "Bearer t0ken"
-        created["metadata"].update(name="r1", resourceVersion="10")
+        created["metadata"].update(name="r1", resourceVersion="10", uid="u1")
         self._send(201, json.dumps(created).encode())
 
+    #: The uid of the object named r1 after the first watch (the gateway's is u1),
+    #: at the get and in the second watch's event.
+    later_uid = "u1"
+    event_uid = "u1"
+
     def do_GET(self) -> None:
-        meta = {"namespace": "team-a", "name": "r1", "resourceVersion": "11"}
+        meta = {"namespace": "team-a", "name": "r1", "resourceVersion": "11",
+                "uid": self.later_uid}
         if "watch=1" not in self.path:
             self.script.append("get")
             self._send(200, json.dumps({"metadata": meta, "status": {"state": "Pending"}}
@@ -252,14 +258,16 @@ class FakeApi(BaseHTTPRequestHandler):
             assert "resourceVersion=10" in self.path
             self._send(200, b"")  # ended early, nothing decided
             return
-        event = {"type": "MODIFIED", "object": {"metadata": meta, "status": {
-            "state": "Approved", "decidedBy": "alice"}}}
+        event = {"type": "MODIFIED", "object": {"metadata": {**meta, "uid": self.event_uid},
+                                                "status": {"state": "Approved",
+                                                           "decidedBy": "alice"}}}
         self._send(200, json.dumps(event).encode() + b"\n")
 
 
 @pytest.fixture
 def fake_api() -> Iterator[str]:
     FakeApi.script = []
+    FakeApi.later_uid = FakeApi.event_uid = "u1"
     server = ThreadingHTTPServer(("127.0.0.1", 0), FakeApi)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -280,6 +288,47 @@ def test_the_wait_resumes_a_watch_that_ended_and_returns_the_decision(
 
     decision = anyio.run(decide)
     assert decision == Approved("team-a/r1", "alice")
+    assert FakeApi.script == ["create", "watch", "get", "watch"]
+
+
+def test_an_approval_of_a_request_replaced_in_a_watch_gap_is_refused(
+        fake_api: str, tmp_path: Any) -> None:
+    """Deleted and re-created under the same name while no watch was open (with other
+    arguments, by whoever may create requests): the approval found is the new
+    object's, not the request this gateway made."""
+    FakeApi.later_uid = "u2"
+    (tmp_path / "token").write_text("t0ken\n")
+    approver = Requests(ApiAccess(fake_api, tmp_path))
+
+    async def decide() -> Decided:
+        try:
+            return await approver.decide(call({"target": "prod"}), timeout=10)
+        finally:
+            await approver.close()
+
+    decision = anyio.run(decide)
+    assert isinstance(decision, Denied) and decision.request == "team-a/r1"
+    assert decision.reason.startswith("the approval request team-a/r1 was deleted and"
+                                      " replaced by another object of the same name (uid u2")
+    # Refused at the read after the gap, before any decision on the new object.
+    assert FakeApi.script == ["create", "watch", "get"]
+
+
+def test_an_approval_on_a_watch_event_of_another_object_is_refused(
+        fake_api: str, tmp_path: Any) -> None:
+    """The same, seen on the watch: an event about the name with another uid."""
+    FakeApi.event_uid = "u2"
+    (tmp_path / "token").write_text("t0ken\n")
+    approver = Requests(ApiAccess(fake_api, tmp_path))
+
+    async def decide() -> Decided:
+        try:
+            return await approver.decide(call({"target": "prod"}), timeout=10)
+        finally:
+            await approver.close()
+
+    decision = anyio.run(decide)
+    assert isinstance(decision, Denied) and "replaced by another object" in decision.reason
     assert FakeApi.script == ["create", "watch", "get", "watch"]
 
 

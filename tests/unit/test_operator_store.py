@@ -79,6 +79,44 @@ def test_an_echo_of_its_own_status_is_no_news_and_a_foreign_status_is_repaired()
     assert store.upsert(event({"observedGeneration": 1, "toolsHash": "sha256:bogus"})) == set()
 
 
+def test_an_older_status_of_its_own_put_back_by_another_writer_is_repaired() -> None:
+    """Its own older write is told from the same status written again later by the
+    resourceVersion each write made, not by content: a late echo of it is no news,
+    the same status put back by a lagging writer is repaired."""
+    store = Store()
+    k = key("Actor", ref("team-a/dev"))
+    doc = _with(actor("dev", skills=["base"]), generation=1, uid="u-1")
+    store.upsert(doc)
+
+    def event(status: Doc, version: str) -> Doc:
+        return {**doc, "status": status, "metadata": {**doc["metadata"],
+                                                      "resourceVersion": version}}
+
+    first = {"observedGeneration": 1, "toolsHash": "sha256:1"}
+    second = {"observedGeneration": 2, "toolsHash": "sha256:2"}
+    store.record_status("Actor", ref("team-a/dev"), first, version="10")
+    store.record_status("Actor", ref("team-a/dev"), second, version="12")
+    assert store.upsert(event(first, "10")) == set()  # the late echo of its own write
+    assert store.upsert(event(second, "12")) == set()
+    assert store.statuses[k] == second
+    # The same first status, written again by someone else: repaired.
+    assert store.upsert(event(first, "15")) == {k}
+    assert store.statuses[k] == first
+    # The repair's own echo is no news, nor a stale echo of its own arriving after it.
+    store.record_status("Actor", ref("team-a/dev"), second, version="16")
+    assert store.upsert(event(second, "16")) == set()
+    assert store.upsert(event(first, "10")) == set()
+    assert store.statuses[k] == second
+    # Any event older than its latest write (an annotation patched meanwhile, a status
+    # someone wrote before it) shows what that write replaced: no news, no rewrite.
+    assert store.upsert(event(first, "15")) == set()
+    assert store.upsert(event({"toolsHash": "sha256:bogus"}, "14")) == set()
+    assert store.statuses[k] == second
+    # Versions that are not etcd revisions are not compared: told by exact match.
+    store.record_status("Actor", ref("team-a/dev"), first, version="v-b")
+    assert store.upsert(event(second, "v-a")) == {k}
+
+
 def test_a_generation_bump_with_the_same_spec_is_no_news() -> None:
     store = Store()
     store.upsert(_with(skill("s", builtins=["git_operations"]), generation=1))

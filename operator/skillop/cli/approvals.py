@@ -14,6 +14,8 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
+from skillop.cli.safetext import shown
+
 _MAX_VALUE = 24
 
 
@@ -52,19 +54,21 @@ def approvals_command(args: argparse.Namespace) -> int:
         kept = decide_approval(args.name, state=state, reason=args.reason,
                                namespace=args.namespace, kubeconfig=args.kubeconfig)
     except ClusterError as err:
-        print(f"skillop {args.command}: {err}", file=sys.stderr)
+        print(shown(f"skillop {args.command}: {err}"), file=sys.stderr)
         from skillop.operator.apiserver import EXIT_UNREACHABLE
 
         return EXIT_UNREACHABLE if isinstance(err, ClusterUnavailable) else 1
     meta, status = kept.get("metadata") or {}, kept.get("status") or {}
-    print(f"toolcallapproval {meta.get('namespace')}/{meta.get('name')} {state.lower()}"
-          f" (decided by {status.get('decidedBy') or 'unknown'})")
+    print(shown(f"toolcallapproval {meta.get('namespace')}/{meta.get('name')} {state.lower()}"
+                f" (decided by {status.get('decidedBy') or 'unknown'})"))
     return 0
 
 
 def approvals_table(items: list[dict[str, Any]], *, all_namespaces: bool,
                     now: datetime) -> str:
-    """The requests as a table, oldest first: what a person needs to decide."""
+    """The requests as a table, oldest first: what a person needs to decide. Every
+    cell is escaped before the columns are sized: a request is anyone's who may
+    create one, and a forged row must not rewrite the real ones on the terminal."""
     if not items:
         return "No approval requests.\n"
     header = [*(["NAMESPACE"] if all_namespaces else []),
@@ -73,10 +77,11 @@ def approvals_table(items: list[dict[str, Any]], *, all_namespaces: bool,
     for item in sorted(items, key=lambda i: (i.get("metadata") or {}).get("creationTimestamp", "")):
         meta, spec = item.get("metadata") or {}, item.get("spec") or {}
         state = (item.get("status") or {}).get("state") or "Pending"
-        rows.append([*([str(meta.get("namespace", ""))] if all_namespaces else []),
-                     str(meta.get("name", "")), str(spec.get("actor", "")),
-                     str((spec.get("tool") or {}).get("bindingName", "")), str(state),
-                     _age(meta.get("creationTimestamp"), now), _arguments(spec)])
+        rows.append([shown(cell) for cell in (
+            *([meta.get("namespace", "")] if all_namespaces else []),
+            meta.get("name", ""), spec.get("actor", ""),
+            (spec.get("tool") or {}).get("bindingName", ""), state,
+            _age(meta.get("creationTimestamp"), now), _arguments(spec))])
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     return "".join("   ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() + "\n"
                    for r in rows)
@@ -84,9 +89,8 @@ def approvals_table(items: list[dict[str, Any]], *, all_namespaces: bool,
 
 def _arguments(spec: dict[str, Any]) -> str:
     """Every key, each value cut short (``kubectl get tca NAME -o yaml`` shows them whole)."""
-    shown = ", ".join(f"{a.get('name')}={_cut(str(a.get('value')))}"
-                      for a in spec.get("arguments") or [] if isinstance(a, dict))
-    return " ".join(shown.split())
+    return ", ".join(f"{shown(a.get('name'))}={_cut(shown(a.get('value')))}"
+                     for a in spec.get("arguments") or [] if isinstance(a, dict))
 
 
 def _cut(text: str) -> str:

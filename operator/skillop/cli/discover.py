@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 from skillop.cli.render import table
+from skillop.cli.safetext import shown
 from skillop.model.manifest import Resource
 from skillop.model.names import ObjectRef
 from skillop.model.serverkeys import ServerKey
@@ -131,11 +132,11 @@ def discover_command(url: str, *, transport: str, allow: Sequence[str], output: 
                                                guard=guard, limits=limits, ca_bundles=ca))
     except DiscoveryError as err:
         hint = " (pass --allow HOST to contact it)" if err.reason == "URLNotAllowed" else ""
-        print(f"skillop: {err}{hint}", file=sys.stderr)
+        print(shown(f"skillop: {err}{hint}"), file=sys.stderr)
         # The server did not answer: an outage, not a problem of what was asked.
         return 3 if err.reason in _OUTAGES else 1
     for line in _skipped(display_url(url), result):
-        print(f"warning: {line}", file=sys.stderr)
+        print(shown(f"warning: {line}"), file=sys.stderr)
     declared = [_declared(t) for t in result.tools]
     if output == "json":
         print(json.dumps({"tools": declared}, indent=2, ensure_ascii=False))

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from skillop.cli.load import Loaded, load_paths, print_warnings
+from skillop.cli.safetext import shown
 from skillop.model.manifest import DEFAULT_NAMESPACE
 from skillop.model.names import ObjectRef
 from skillop.model.settings import flag_type, manifest_path
@@ -68,7 +69,7 @@ def inject_command(args: argparse.Namespace) -> int:
     try:
         settings = _settings(args)
     except SettingsError as err:
-        print(f"skillop inject: {err}", file=sys.stderr)
+        print(shown(f"skillop inject: {err}"), file=sys.stderr)
         return EXIT_USAGE
     loaded = load_paths(args.filename, namespace=args.namespace,
                         into=Loaded(documents=[]))
@@ -78,7 +79,7 @@ def inject_command(args: argparse.Namespace) -> int:
     unreadable = [p for p in loaded.problems if p.subject.kind == "<file>"]
     if unreadable:
         for problem in unreadable:
-            print(problem.line(), file=sys.stderr)
+            print(shown(problem.line()), file=sys.stderr)
         return EXIT_PROBLEMS
     resolver = Resolver(Catalog.of(loaded.objects))
     out: list[Any] = []
@@ -89,7 +90,7 @@ def inject_command(args: argparse.Namespace) -> int:
         except Refused as err:
             refusals.append(f"{origin}: {_describe(doc)}: refused: {err}")
     if refusals:
-        print("\n".join(refusals), file=sys.stderr)
+        print("\n".join(map(shown, refusals)), file=sys.stderr)
         return EXIT_PROBLEMS
     sys.stdout.write(render(out, args.output))
     return EXIT_OK
@@ -131,13 +132,13 @@ def _warn_unresolved(resolver: Resolver, namespace: str, actor: str) -> None:
     ref = ObjectRef(namespace, actor)
     missing = unknown_actor(resolver, namespace, actor)
     if missing is not None:
-        print(f"warning: {missing}; injected with its ConfigMap and no Secrets"
-              " (not in the given manifests)", file=sys.stderr)
+        print(shown(f"warning: {missing}; injected with its ConfigMap and no Secrets"
+                    " (not in the given manifests)"), file=sys.stderr)
         return
     resolution = resolver.resolve_actor(ref)
     if resolution is not None and not resolution.ok:
-        print(f"warning: Actor {ref} does not resolve ({resolution.problems[0].short()}):"
-              " injected with its ConfigMap and no Secrets", file=sys.stderr)
+        print(shown(f"warning: Actor {ref} does not resolve ({resolution.problems[0].short()}):"
+                    " injected with its ConfigMap and no Secrets"), file=sys.stderr)
 
 
 def _at(doc: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from skillop.cli.safetext import shown
 from skillop.model import problems as P
 from skillop.model import yamlread
 from skillop.model.manifest import (
@@ -66,7 +67,7 @@ def load_paths(paths: Iterable[str], *, namespace: str = DEFAULT_NAMESPACE,
 def print_warnings(loaded: Loaded) -> None:
     """The input's warnings, on stderr: they never change the exit code."""
     for warning in loaded.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        print(shown(f"warning: {warning}"), file=sys.stderr)
 
 
 def _first_time(file: Path, loaded: Loaded) -> bool:

@@ -22,6 +22,7 @@ from skillop.cli.inject import add_parser as inject_parser
 from skillop.cli.inject import inject_command
 from skillop.cli.load import Loaded, load_paths, print_warnings
 from skillop.cli.render import tools_table, tree
+from skillop.cli.safetext import shown, shown_lines
 from skillop.gateway.command import add_parser as gateway_parser
 from skillop.gateway.command import gateway_command
 from skillop.model.manifest import DEFAULT_NAMESPACE, Resource
@@ -159,13 +160,13 @@ def _ca_bundles(args: argparse.Namespace) -> tuple[str, ...] | None:
 
 
 def _usage(message: str) -> int:
-    print(f"skillop: error: {message}", file=sys.stderr)
+    print(shown(f"skillop: error: {message}"), file=sys.stderr)
     return EXIT_USAGE
 
 
 def _report(problems: Sequence[Problem]) -> int:
     for problem in sorted(dict.fromkeys(problems), key=_problem_order):
-        print(problem.line(), file=sys.stderr)
+        print(shown(problem.line()), file=sys.stderr)
     return EXIT_PROBLEMS if problems else EXIT_OK
 
 
@@ -180,7 +181,7 @@ def _validate(args: argparse.Namespace, loaded: Loaded) -> int:
     if problems:
         return _report(problems)
     for warning in resolver.all_warnings():
-        print(f"warning: {warning}", file=sys.stderr)
+        print(shown(f"warning: {warning}"), file=sys.stderr)
     policies = f", {count(len(catalog.policies), 'policy', 'policies')}" if catalog.policies else ""
     print(f"valid: {count(len(catalog.tools), 'tool')}, {count(len(catalog.skills), 'skill')},"
           f" {count(len(catalog.actors), 'actor')}{policies}")
@@ -191,7 +192,7 @@ def _ref(text: str, args: argparse.Namespace) -> ObjectRef | None:
     try:
         return parse_ref(text, namespace=args.namespace)
     except RefError as err:
-        print(f"skillop: error: {err}", file=sys.stderr)
+        print(shown(f"skillop: error: {err}"), file=sys.stderr)
         return None
 
 
@@ -211,7 +212,7 @@ def _catalog(args: argparse.Namespace, loaded: Loaded,
         skills = None if subject is None else _reached(catalog, *subject)
         for warning in discover_into(catalog, allow=args.allow, timeout=args.timeout,
                                      skills=skills, ca=_ca_bundles(args) or ()):
-            print(f"warning: {warning}", file=sys.stderr)
+            print(shown(f"warning: {warning}"), file=sys.stderr)
     return catalog
 
 
@@ -235,7 +236,7 @@ def _resolve(args: argparse.Namespace, loaded: Loaded, kind: str, name: str,
         # The input's problems first: a file that could not be read may be why.
         _report(loaded.problems)
         if (kind, ref.namespace, ref.name) not in loaded.invalid:
-            print(_not_found(kind, ref, loaded), file=sys.stderr)
+            print(shown(_not_found(kind, ref, loaded)), file=sys.stderr)
         return EXIT_PROBLEMS
     return resolver, resolution
 
@@ -275,7 +276,7 @@ def _format(resolution: Resolution, output: str) -> str:
 
 def _warn(resolution: Resolution) -> None:
     for warning in resolution.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        print(shown(f"warning: {warning}"), file=sys.stderr)
 
 
 def _tools(args: argparse.Namespace, loaded: Loaded) -> int:
@@ -321,9 +322,9 @@ def _explain(args: argparse.Namespace, loaded: Loaded) -> int:
     resolver = Resolver(_catalog(args, loaded, ("Actor", ref)))
     explanation = explain(resolver, ref, args.tool)
     if explanation is None:
-        print(_not_found("Actor", ref, loaded), file=sys.stderr)
+        print(shown(_not_found("Actor", ref, loaded)), file=sys.stderr)
         return EXIT_PROBLEMS
-    print(explanation.text())
+    print(shown_lines(explanation.text()))
     resolution = resolver.resolve_actor(ref)
     return _report([*loaded.problems, *(resolution.problems if resolution else ())])
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from skillop.cli.safetext import shown
 from skillop.model.names import ObjectRef
 from skillop.model.wording import count
 from skillop.resolve.explain import applied_lines
@@ -25,8 +26,10 @@ def capability_summary(caps: dict[str, object]) -> str:
 
 def table(rows: Sequence[Sequence[str]], header: Sequence[str], *, width: int = WIDTH) -> str:
     """Columns sized to content, cut with '…' to fit ``width``: the last column first
-    (it holds prose), then the widest."""
+    (it holds prose), then the widest. Cells are escaped first (``safetext``): they
+    come from manifests and MCP servers."""
     cols = len(header)
+    rows = [[shown(cell) for cell in row] for row in rows]
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(cols)]
     gap = 2
     excess = sum(widths) + gap * (cols - 1) - width
@@ -42,7 +45,7 @@ def table(rows: Sequence[Sequence[str]], header: Sequence[str], *, width: int = 
         excess -= 1
     lines = []
     for row in [header, *rows]:
-        cells = [_fit(str(cell), widths[i]) for i, cell in enumerate(row)]
+        cells = [_fit(cell, widths[i]) for i, cell in enumerate(row)]
         lines.append((" " * gap).join(c.ljust(widths[i]) for i, c in enumerate(cells)).rstrip())
     return "\n".join(lines)
 
@@ -62,7 +65,7 @@ def tools_table(resolution: Resolution) -> str:
     summary = (f"{count(len(resolution.tools), 'tool')} from"
                f" {count(len(resolution.skills), 'skill')},"
                f" {resolution.tokens} tokens ({ENCODING})")
-    return "\n".join([table(rows, header), *policy_lines(resolution), summary])
+    return "\n".join([table(rows, header), *map(shown, policy_lines(resolution)), summary])
 
 
 def policy_lines(resolution: Resolution) -> list[str]:
@@ -82,7 +85,7 @@ def tree(resolver: Resolver, resolution: Resolution, roots: Sequence[ObjectRef])
     dropped = {e.tool.identity: why for e, why in resolution.dropped}
     pruned = {p.name: p.reason for p in resolution.pruned if p.kind == "Skill"}
     lines = [f"{resolution.subject}"]
-    shown: set[ObjectRef] = set()
+    seen: set[ObjectRef] = set()
     # (ref, prefix, is_last), walked with an explicit stack: include chains can be deep.
     stack = [(ref, "", i == len(roots) - 1) for i, ref in reversed(list(enumerate(roots)))]
     while stack:
@@ -91,10 +94,10 @@ def tree(resolver: Resolver, resolution: Resolution, roots: Sequence[ObjectRef])
         if ref.canonical in pruned:
             lines.append(f"{prefix}{branch}{ref} [pruned: {pruned[ref.canonical]}]")
             continue
-        if ref in shown:
+        if ref in seen:
             lines.append(f"{prefix}{branch}{ref} (already shown above)")
             continue
-        shown.add(ref)
+        seen.add(ref)
         view = resolver.view(ref)
         lines.append(f"{prefix}{branch}{ref}" + ("" if view else " [not found]"))
         if view is None:
@@ -107,7 +110,7 @@ def tree(resolver: Resolver, resolution: Resolution, roots: Sequence[ObjectRef])
             lines.append(f"{child_prefix}{'└── ' if i == total - 1 else '├── '}{item}")
         for j, child in reversed(list(enumerate(children))):
             stack.append((child, child_prefix, len(items) + j == total - 1))
-    return "\n".join(lines)
+    return "\n".join(map(shown, lines))
 
 
 def _tool_line(identity: str, name: str, source: str, effective: dict[str, EffectiveTool],

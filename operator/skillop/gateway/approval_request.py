@@ -181,12 +181,15 @@ class Requests:
         except _Unavailable as exc:
             return Refused(f"the approval request could not be made: {exc}")
         meta = created.get("metadata") or {}
-        name = str(meta.get("name", ""))
-        request = f"{namespace}/{name}"
+        made = _Made(namespace, str(meta.get("name", "")), str(meta.get("uid") or ""))
+        request = f"{namespace}/{made.name}"
+        if not made.uid:
+            return Refused(f"the approval request {request} was made but the API server's"
+                           " answer has no uid to know it by; refused")
         # Until expiresAt itself: after it the webhook refuses an approval, before it
         # an approval must still find the gateway waiting.
         with anyio.move_on_after((expires - datetime.now(UTC)).total_seconds()):
-            return await self._wait(access, namespace, name, str(meta.get("resourceVersion", "")))
+            return await self._wait(access, made, str(meta.get("resourceVersion", "")))
         return Refused(f"no decision within {timeout:g} s: the approval request"
                        f" expired (ToolCallApproval {request})", request)
 
@@ -208,26 +211,27 @@ class Requests:
                                ) from None
         return _answer(response, "create")
 
-    async def _wait(self, access: ApiAccess, namespace: str, name: str,
-                    version: str) -> Decided:
+    async def _wait(self, access: ApiAccess, made: _Made, version: str) -> Decided:
         while True:
             try:
-                found, version = await self._watch(access, namespace, name, version)
+                found, version = await self._watch(access, made, version)
                 if found is not None:
                     return found
                 current = _answer(await self._http(access).get(
-                    f"{_collection(namespace)}/{name}", headers=access.headers()), "get")
+                    f"{_collection(made.namespace)}/{made.name}", headers=access.headers()),
+                    "get")
             except (_Unavailable, httpx2.HTTPError, ValueError):
                 await anyio.sleep(_RETRY_SECONDS)
                 continue
-            decided = decision_of(current)
+            decided = made.replaced(current) or decision_of(current)
             if decided is not None:
                 return decided
             version = str((current.get("metadata") or {}).get("resourceVersion", ""))
 
-    async def _watch(self, access: ApiAccess, namespace: str, name: str,
+    async def _watch(self, access: ApiAccess, made: _Made,
                      version: str) -> tuple[Decided | None, str]:
         """Follow the object from ``version`` until it is decided or the watch ends."""
+        namespace, name = made.namespace, made.name
         params = {"watch": "1", "fieldSelector": f"metadata.name={name}",
                   "allowWatchBookmarks": "true", "timeoutSeconds": "300"}
         if version:
@@ -248,7 +252,7 @@ class Requests:
                     return None, ""  # e.g. 410 Gone: start again from a fresh read
                 version = str((obj.get("metadata") or {}).get("resourceVersion", version))
                 if event.get("type") in ("ADDED", "MODIFIED"):
-                    decided = decision_of(obj)
+                    decided = made.replaced(obj) or decision_of(obj)
                     if decided is not None:
                         return decided, version
                 elif event.get("type") == "DELETED":
@@ -260,6 +264,28 @@ class Requests:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Made:
+    """The request this gateway created: its name, and its uid from the create's
+    answer. A decision counts only on that object: one deleted and re-created under
+    the same name (while no watch was open, or in the same watch) is someone else's
+    request, whatever its spec says, and its approval is not this call's."""
+
+    namespace: str
+    name: str
+    uid: str
+
+    def replaced(self, obj: Mapping[str, Any]) -> Refused | None:
+        """The refusal when ``obj`` is not the object this gateway made, else None."""
+        uid = (obj.get("metadata") or {}).get("uid")
+        if uid == self.uid:
+            return None
+        request = f"{self.namespace}/{self.name}"
+        return Refused(f"the approval request {request} was deleted and replaced by another"
+                       f" object of the same name (uid {uid!s:.40}, not {self.uid}): its"
+                       " decision is not about this call; refused", request)
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,10 +38,11 @@ REQUESTER_MISSING = ("spec.requester is set by the operator's admission webhook,
                      " run (the chart's injection.enabled or webhook.enabled) for approval"
                      " requests")
 
-#: Characters that would hide or reorder text a person reads (controls, bidi
-#: overrides, zero-width): shown as ``\uXXXX`` in requests and approval prompts.
-_HIDDEN: Final = re.compile(r"[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f"
-                            r"\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]")
+#: Characters printable by Python's reckoning that still show nothing or blank
+#: (combining grapheme joiner, variation selectors, Mongolian variation selectors,
+#: Hangul fillers, braille blank): they can pad or split a word unseen.
+_BLANK: Final = re.compile("[\u034f\u115f\u1160\u180b-\u180f\u2800\u3164\ufe00-\ufe0f"
+                           "\uffa0\U000e0100-\U000e01ef]")
 
 State = Literal["Pending", "Approved", "Denied", "Expired"]
 DECISIONS: tuple[State, ...] = ("Approved", "Denied")
@@ -139,8 +140,23 @@ def bounded_arguments(arguments: dict[str, Any]) -> list[ApprovalArgument]:
 
 
 def visible(text: str) -> str:
-    """``text`` with every character that could hide or reorder it escaped."""
-    return _HIDDEN.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    """``text`` with every character that could hide, reorder or forge what a person
+    reads escaped as ``\\uXXXX`` (``\\UXXXXXXXX`` beyond the BMP): controls (C0, DEL,
+    C1, so ESC and every terminal sequence it starts), format characters (bidi
+    embeddings, overrides and isolates, marks, zero-width ones, tag characters),
+    line and paragraph separators, spaces other than the ASCII one, surrogates,
+    private-use and unassigned code points, and the blank ones ``_BLANK`` lists.
+    The same function guards approval requests, approval prompts and every table
+    and line the CLI prints (docs/security.md, Text shown to a person)."""
+    if text.isprintable() and _BLANK.search(text) is None:
+        return text
+    return "".join(_escaped(ch) if not ch.isprintable() or _BLANK.match(ch) else ch
+                   for ch in text)
+
+
+def _escaped(ch: str) -> str:
+    code = ord(ch)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def _argument(key: str, value: Any) -> ApprovalArgument:

@@ -195,19 +195,23 @@ class Kube:
         raise AssertionError("unreachable")
 
     async def patch_status(self, kind: str, ref: ObjectRef, new: Mapping[str, Any],
-                           old: Mapping[str, Any]) -> None:
+                           old: Mapping[str, Any]) -> str | None:
+        """Write the status; the resourceVersion the object now has (None if the
+        answer does not say): its echo is told apart from the same status put back
+        by another writer later."""
         # A merge patch: fields no longer present are nulled, so the status is whole.
         body = {"status": {**{k: None for k in old if k not in new}, **new}}
         if not ref.namespace:  # a ClusterSkillPolicy: cluster-scoped
-            await self._write(kind, f"patch {kind} {ref.name} status", lambda: _drained(
-                self.custom.patch_cluster_custom_object_status(
-                    API_GROUP, API_VERSION, PLURALS[kind], ref.name, body,
-                    _preload_content=False)), gone_on_404=True)
-            return
-        await self._write(kind, f"patch {kind} {ref} status", lambda: _drained(
-            self.custom.patch_namespaced_custom_object_status(
-                API_GROUP, API_VERSION, ref.namespace, PLURALS[kind], ref.name, body,
-                _preload_content=False)), gone_on_404=True)
+            return _resource_version(await self._write(
+                kind, f"patch {kind} {ref.name} status", lambda: _drained(
+                    self.custom.patch_cluster_custom_object_status(
+                        API_GROUP, API_VERSION, PLURALS[kind], ref.name, body,
+                        _preload_content=False)), gone_on_404=True))
+        return _resource_version(await self._write(
+            kind, f"patch {kind} {ref} status", lambda: _drained(
+                self.custom.patch_namespaced_custom_object_status(
+                    API_GROUP, API_VERSION, ref.namespace, PLURALS[kind], ref.name, body,
+                    _preload_content=False)), gone_on_404=True))
 
     async def delete_approval(self, ref: ObjectRef) -> None:
         """Delete a decided ToolCallApproval (gone already is fine)."""

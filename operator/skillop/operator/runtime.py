@@ -60,7 +60,7 @@ T = TypeVar("T")
 
 class Writer(Protocol):
     async def patch_status(self, kind: str, ref: ObjectRef, new: dict[str, Any],
-                           old: dict[str, Any]) -> None: ...
+                           old: dict[str, Any]) -> str | None: ...
 
     async def apply_configmap(self, body: dict[str, Any], *, exists: bool) -> str | None: ...
 
@@ -410,11 +410,15 @@ class Reconciler:
         kind, ref, status = staged.kind, staged.ref, staged.status
         if status is not None:
             old = self.store.statuses.get(key(kind, ref), {})
-            failed = await self._attempt(kind, ref,
-                                         self.writer.patch_status(kind, ref, status, old))
+            made: list[str | None] = []
+
+            async def write() -> None:
+                made.append(await self.writer.patch_status(kind, ref, status, old))
+
+            failed = await self._attempt(kind, ref, write())
             if failed is not None:
                 return failed
-            self.store.record_status(kind, ref, status)
+            self.store.record_status(kind, ref, status, version=made[0] if made else None)
         # Events go out once the batch's ConfigMaps and statuses are written: they
         # inform, and must not delay the writes that carry the new tool sets.
         self._events += [(kind, ref, staged.uid, event) for event in staged.events]

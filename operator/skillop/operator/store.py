@@ -90,8 +90,9 @@ class Store:
     #: Actors whose managed ConfigMap was seen deleted: checked to exist before it
     #: is re-created (``Reconciler._exists``).
     lost: set[ObjectRef] = field(default_factory=set)
-    #: Digests of the last statuses the operator wrote, per object: their echoes.
-    echoes: dict[Key, tuple[str, ...]] = field(default_factory=dict)
+    #: The last statuses the operator wrote, per object: each one's digest and the
+    #: resourceVersion its write made (None when the answer did not say).
+    echoes: dict[Key, tuple[tuple[str, str | None], ...]] = field(default_factory=dict)
 
     # -- events -------------------------------------------------------------------
     def upsert(self, body: Mapping[str, Any]) -> set[Key]:
@@ -114,7 +115,9 @@ class Store:
             if kind in CLUSTER_KINDS:
                 ref = ObjectRef("", ref.name)
             k = key(str(kind), ref)
-            foreign = self._status_seen(k, remembered(str(kind), body.get("status") or {}))
+            version = meta.get("resourceVersion")
+            foreign = self._status_seen(k, remembered(str(kind), body.get("status") or {}),
+                                        str(version) if version else None)
             generation = meta.get("generation")
             return self._resource(k, obj, result.problems,
                                   generation if isinstance(generation, int) else 0) | foreign
@@ -255,28 +258,46 @@ class Store:
         """Whether a ConfigMap exists (the watch sees every one, by name at least)."""
         return ref in self.catalog.configmaps or ref in self.unreferenced or ref in self.managed
 
-    def record_status(self, kind: str, ref: ObjectRef, status: Mapping[str, Any]) -> None:
-        """Remember a status just written, so an echo of it is no news."""
+    def record_status(self, kind: str, ref: ObjectRef, status: Mapping[str, Any], *,
+                      version: str | None = None) -> None:
+        """Remember a status just written (``version``: the resourceVersion the write
+        made), so an echo of it is no news."""
         k = key(kind, ref)
         self.statuses[k] = kept = remembered(kind, status)
-        self.echoes[k] = (*self.echoes.get(k, ())[-(ECHOES - 1):], _status_digest(kept))
+        self.echoes[k] = (*self.echoes.get(k, ())[-(ECHOES - 1):],
+                          (_status_digest(kept), version))
 
-    def _status_seen(self, k: Key, status: dict[str, Any]) -> set[Key]:
+    def _status_seen(self, k: Key, status: dict[str, Any], version: str | None) -> set[Key]:
         """Record a status a watch event carries; ``{k}`` if someone else wrote it.
 
-        The echo of one of the operator's own recent writes is no news, and an
-        older one (a write then a newer write, their echoes arriving after both)
-        does not replace the newer status. Any other change (a hand-written
-        status, a tool from a former version) is repaired at once, not at the
-        resync: status must say what the ConfigMap holds.
+        The status the operator wrote last is no news, nor is an event older than
+        that write (the echo of an older write of its own, an annotation patch
+        made before it: ``_superseded``); neither replaces the newer status. The
+        same older status put back later by another writer (a former leader
+        still writing, a restored backup) is newer than the operator's write and
+        is repaired like any other change (a hand-written status, a tool from a
+        former version): at once, not at the resync, as status must say what the
+        ConfigMap holds (docs/operations.md, Faults).
         """
         old = self.statuses.get(k)
         if old == status:
             return set()
-        if _status_digest(status) in self.echoes.get(k, ()):
+        if self._superseded(k, status, version):
             return set()
         self.statuses[k] = status
         return {k} if old is not None else set()
+
+    def _superseded(self, k: Key, status: dict[str, Any], version: str | None) -> bool:
+        """Whether an event at ``version`` predates the operator's latest status write
+        or is the echo of one of its recent writes. Told by resourceVersion, not
+        content: a status equal to an older write of its own, put back later,
+        carries a newer resourceVersion than any write the operator made."""
+        writes = self.echoes.get(k, ())
+        if writes and _older(version, writes[-1][1]):
+            return True
+        digest = _status_digest(status)
+        # A write whose answer gave no resourceVersion is known by content only.
+        return any(d == digest and (v is None or v == version) for d, v in writes)
 
     def record_configmap(self, body: Mapping[str, Any]) -> None:
         self._managed_configmap(body)
@@ -393,6 +414,15 @@ class Store:
 #: Own writes per object whose echoes are recognised (a burst of writes to one
 #: object is coalesced by the batch, so a few suffice).
 ECHOES = 4
+
+
+def _older(version: str | None, than: str | None) -> bool:
+    """Whether resourceVersion ``version`` is older than ``than``. An API server on
+    etcd gives the store's revision, an integer that grows with every write; any
+    other form (or none) is not compared: not older."""
+    if version is None or than is None or not (version.isdigit() and than.isdigit()):
+        return False
+    return int(version) < int(than)
 
 
 def _status_digest(status: Mapping[str, Any]) -> str:
