@@ -39,7 +39,9 @@ def managed(*, on_stop: bool = False) -> dict[str, str]:
     registry = kopf.OperatorRegistry()
     webhook.register(registry)
     webhook.register_approvals(registry)
-    webhook.register_injection(registry)
+    # As the operator registers them in managed mode: the check of pod changes is
+    # the chart's only (it needs the old object's label, which kopf's filter lacks).
+    webhook.register_injection(registry, pod_updates=False)
     hooks = build_webhooks(registry._webhooks.get_all_handlers(), resources=RESOURCES,
                            name_suffix="skillop.dev", client_config=CLIENT,
                            persistent_only=on_stop)
@@ -60,7 +62,9 @@ def charted() -> dict[str, str]:
 
 
 def test_managed_mode_fails_as_the_chart_does() -> None:
-    assert managed() == charted()
+    chart = charted()
+    assert chart.pop(webhook.POD_UPDATE_WEBHOOK) == "Fail"
+    assert managed() == chart
     assert managed()[webhook.POD_WEBHOOK] == "Fail"
     assert managed()[webhook.SKILL_WEBHOOK] == managed()[webhook.ACTOR_WEBHOOK] == "Ignore"
 

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 import snowballstemmer
 
 from skillop.gateway.thesaurus import EXPANSION_WEIGHT, GROUPS
+from skillop.model.wording import count
 
 if TYPE_CHECKING:
     from skillop.gateway.embedding import Matrix
@@ -172,7 +173,8 @@ class SearchIndex:
         """Rank with the sentence model from now on: ``vectors`` holds one unit row
         per document, in order; ``encode(query)`` gives the query's unit vector."""
         if len(vectors) != len(self._keys):
-            raise ValueError(f"{len(vectors)} vectors for {len(self._keys)} documents")
+            raise ValueError(f"{count(len(vectors), 'vector')} for"
+                             f" {count(len(self._keys), 'document')}")
         self._semantic = (vectors, encode)
 
     @property

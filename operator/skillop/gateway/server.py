@@ -758,7 +758,8 @@ MAX_WEAK: Final = 3
 
 
 def _nothing_fits(served: ServedSet) -> str:
-    return (f"No tool among this agent's {len(served.tools)} fits the query. The closest are"
+    return (f"None of this agent's {count(len(served.tools), 'tool')} fits the query. The"
+            " closest are"
             " under 'closest', as weak matches: read their descriptions before calling one,"
             " or tell the user that this agent has no tool for it.")
 

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 
 from skillop.gateway.embedding import Encoder, Unavailable, shared_encoder
 from skillop.gateway.search import SearchIndex
+from skillop.model.wording import count
 
 if TYPE_CHECKING:
     from skillop.gateway.embedding import Matrix
@@ -161,7 +162,7 @@ class SemanticRanker:
             {digest(doc.sentence()): vectors[i] for i, doc in enumerate(index.documents)})
         if problem:
             self._say(f"search vectors are not cached: {problem}")
-        self._say(f"search_tools ranks {len(index)} tools hybrid (lexical and"
+        self._say(f"search_tools ranks {count(len(index), 'tool')} hybrid (lexical and"
                   f" {encoder.identity.partition('@')[0]}): {computed} read by the model,"
                   f" {len(index) - computed} from the cache, in"
                   f" {time.perf_counter() - started:.1f} s")
