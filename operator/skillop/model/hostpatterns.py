@@ -10,8 +10,12 @@ not found by a traceback when the first server is contacted.
 from __future__ import annotations
 
 import fnmatch
+import ipaddress
+import re
 from dataclasses import dataclass
 from typing import Final
+
+import idna
 
 DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 
@@ -52,3 +56,60 @@ def _split_host_port(text: str) -> tuple[str, str | None]:
     if sep and ":" not in host:
         return host, port or None
     return text, None
+
+
+def normal_host(host: str) -> str | None:
+    """``host`` (a URL's host, IPv6 literals in brackets) as the HTTP client
+    reaches it, one spelling per host; None when it cannot be read.
+
+    httpx (the MCP client's) lowercases a name, IDNA-encodes (2008) one that is
+    not ASCII, and hands it to the resolver, which takes one trailing dot as the
+    root and reads the legacy IPv4 forms (``0x0a.0.0.1``, ``10.1``,
+    ``167772161``) as addresses; an IPv4-mapped IPv6 literal is that IPv4 address.
+    So ``DB.Platform.svc.``, ``db.platform.svc`` and their punycode are one host,
+    and ``10.0.0.1`` in any of its forms is ``10.0.0.1``. Anything that is not a
+    plain DNS name or an address (a ``%``-escape, a backslash, ``@``, an empty
+    label) is None: rules keyed on hosts fail closed on it.
+    """
+    if host.startswith("[") and host.endswith("]"):
+        return _ipv6_host(host[1:-1])
+    if not host.isascii():
+        try:
+            host = idna.encode(host.lower()).decode("ascii")
+        except idna.IDNAError:
+            return None
+    host = host.lower()
+    host = host[:-1] if host.endswith(".") else host
+    if not _DNS_NAME.fullmatch(host):
+        return None
+    address = _legacy_ipv4(host)
+    return host if address is None else address
+
+
+_DNS_NAME: Final = re.compile(r"[a-z0-9-]+(\.[a-z0-9-]+)*")
+_IPV4_PART: Final = re.compile(r"0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*")
+
+
+def _ipv6_host(text: str) -> str | None:
+    try:
+        address = ipaddress.IPv6Address(text)
+    except ValueError:
+        return None
+    mapped = address.ipv4_mapped
+    return str(mapped) if mapped is not None else f"[{address.compressed}]"
+
+
+def _legacy_ipv4(host: str) -> str | None:
+    """The dotted-decimal address ``host`` spells the way ``inet_aton`` reads it
+    (1-4 parts, each decimal, ``0x`` hex or ``0`` octal, the last filling the
+    remaining bytes), or None when it is a name."""
+    parts = host.split(".")
+    if len(parts) > 4 or not all(_IPV4_PART.fullmatch(p) for p in parts):
+        return None
+    values = [int(p, 16) if p[:2] in ("0x", "0X") else int(p, 8) if p.startswith("0")
+              else int(p) for p in parts]
+    *head, last = values
+    if any(v > 255 for v in head) or last >= 256 ** (5 - len(values)):
+        return None
+    number = sum(v << (8 * (3 - i)) for i, v in enumerate(head)) + last
+    return str(ipaddress.IPv4Address(number))
