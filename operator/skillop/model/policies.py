@@ -24,7 +24,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, model_validator
 from pydantic_core import PydanticCustomError
 
-from skillop.model.capabilities import BooleanCapability, Capabilities
+from skillop.model.capabilities import BooleanCapability
 from skillop.model.globs import SkillGlob
 from skillop.model.hostpatterns import normal_host
 from skillop.model.selectors import LabelSelector
@@ -183,9 +183,6 @@ class FixedCapabilities(SpecModel):
         """The flags set to a value that would loosen (``name=value``)."""
         return [f"{key}={str(value).lower()}" for key, value in self.flags().items()
                 if value is not (key in _RISK_TRUE)]
-
-    def as_capabilities(self) -> Capabilities:
-        return Capabilities.model_validate(self.flags())
 
 
 class ToolFacts(SpecModel):

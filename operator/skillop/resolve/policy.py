@@ -389,9 +389,10 @@ class Floor:
                                capabilities=caps)
         note = None
         if caps != tool.capabilities:
-            rules = ", ".join(f"{fix.who}: {fix.rule}" for fix in applied)
+            # One line per skill and server, whichever of its tools were overruled.
+            who = ", ".join(dict.fromkeys(fix.who for fix in applied))
             note = (f"Skill {entry.skill} declares MCP server {tool.mcp_server} on host {where},"
-                    f" whose tools' capabilities are fixed by policy ({rules}): what the"
+                    f" whose tools' capabilities {who} fixes (mcpServers.tools): what the"
                     " skill says of them is overruled")
         return None, judged, marks, note
 
@@ -682,7 +683,7 @@ def floor_of(policies: Sequence[PolicyResource]) -> Floor:
                 (tuple(scope.skills), tuple(scope.hosts)) for scope in servers.allow_for or ())))
         facts = (servers.tools if servers is not None else None) or ()
         fixes += [Fix(who, i, tuple(fact.hosts), tuple(fact.names),
-                      tuple(fact.capabilities.flags().items()))
+                      _fixed_flags(fact.capabilities.flags()))
                   for i, fact in enumerate(facts)]
         for cap in spec.require_approval:
             approval.setdefault(cap, who)
@@ -691,6 +692,14 @@ def floor_of(policies: Sequence[PolicyResource]) -> Floor:
     return Floor(tuple(globs), tuple(deny_caps.items()), tuple(require_caps.items()),
                  tuple(deny_sources.items()), tuple(hosts), tuple(approval.items()),
                  tuple(fixes), ceiling, tokens, tuple(applied))
+
+
+def _fixed_flags(flags: dict[str, bool]) -> tuple[tuple[str, bool], ...]:
+    """A fixed flag's flags: a tool fixed to write (or destroy) is also fixed not
+    read-only, as MCP reads the hints, so no rule can see it as both."""
+    if (flags.get("writes") or flags.get("destructive")) and "readOnly" not in flags:
+        flags = {"readOnly": False, **flags}
+    return tuple(flags.items())
 
 
 def effective_policy(own: AccessPolicy, policies: Sequence[PolicyResource] | Floor,
