@@ -24,9 +24,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from skillop.model.capabilities import Capabilities
 from skillop.model.manifest import PolicyResource
 from skillop.model.names import ObjectRef
-from skillop.model.capabilities import Capabilities
 from skillop.model.policies import NoHost, ServerHost, host_matches
 from skillop.model.specs import AccessPolicy, ApprovalSettings
 from skillop.model.tooldef import ToolDef
