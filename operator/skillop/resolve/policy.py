@@ -695,11 +695,15 @@ def floor_of(policies: Sequence[PolicyResource]) -> Floor:
 
 
 def _fixed_flags(flags: dict[str, bool]) -> tuple[tuple[str, bool], ...]:
-    """A fixed flag's flags: a tool fixed to write (or destroy) is also fixed not
-    read-only, as MCP reads the hints, so no rule can see it as both."""
-    if (flags.get("writes") or flags.get("destructive")) and "readOnly" not in flags:
-        flags = {"readOnly": False, **flags}
-    return tuple(flags.items())
+    """What fixing ``flags`` fixes, as MCP reads the hints: a tool fixed to destroy
+    also writes, and one fixed to write is not read-only, so no rule sees a tool
+    as both (``readOnly`` and ``destructive``) whatever a skill said."""
+    implied = {}
+    if flags.get("writes") or flags.get("destructive"):
+        implied["readOnly"] = False
+    if flags.get("destructive"):
+        implied["writes"] = True
+    return tuple({**implied, **flags}.items())
 
 
 def effective_policy(own: AccessPolicy, policies: Sequence[PolicyResource] | Floor,
