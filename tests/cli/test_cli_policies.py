@@ -145,8 +145,8 @@ def test_tools_applies_the_fixed_capabilities_and_warns_naming_the_skill(
             " platform fixes (mcpServers.tools): what the skill says of them is overruled"
             ) in result.stderr.splitlines()
     table = run("tools", "team-a/dev", "-f", str(redeclared)).stdout
-    assert ("pruned Tool drop_table (team-a/mine): has denied capability destructive (ClusterSkillPolicy"
-            " platform: denyCapabilities)") in table
+    assert ("pruned Tool drop_table (team-a/mine): has denied capability destructive"
+            " (ClusterSkillPolicy platform: denyCapabilities)") in table
 
 
 def test_explain_names_the_rule_that_fixed_a_capability(redeclared: Path) -> None:
@@ -161,9 +161,9 @@ def test_scoped_hosts_drop_a_tenants_server_elsewhere(redeclared: Path) -> None:
                                          "db.example.com"))
     result = run("tools", "team-a/dev", "-f", str(redeclared))
     assert result.returncode == 0, result.stderr
-    assert ("pruned Tool danger (team-a/mine): MCP server db of skill team-a/mine has host db.example.com,"
-            " matched by no allowed host (ClusterSkillPolicy platform: mcpServers.allowFor)"
-            ) in result.stdout
+    assert ("pruned Tool danger (team-a/mine): MCP server db of skill team-a/mine has host"
+            " db.example.com, matched by no allowed host (ClusterSkillPolicy platform:"
+            " mcpServers.allowFor)") in result.stdout
 
 
 def test_validate_refuses_fixed_capabilities_that_would_loosen(redeclared: Path) -> None:

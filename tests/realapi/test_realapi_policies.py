@@ -11,12 +11,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from mcp import types
 from mcp_servers import ServerHandle, make_tool
 from realkit import RealCluster, chart_objects, operator_process
 from skillkit import actor, anon, cluster_policy, skill, skill_policy
 
 from clusterkit import wait_for
+from mcp import types
 from skillop.model.toolset import TOOLS_KEY, default_configmap_name
 
 pytestmark = pytest.mark.realapi

@@ -311,3 +311,72 @@ def _policy(doc: dict[str, Any]) -> Any:
     assert loaded.problems == []
     [policy] = loaded.objects
     return policy
+
+
+# -- properties: the new rules only ever tighten ----------------------------------------
+HOSTS = ["db.platform.svc.cluster.local", "tools.team-a.svc.cluster.local", "mcp.example.com"]
+HOST_GLOBS = [*HOSTS, "*.svc.cluster.local", "*"]
+HINTS = st.fixed_dictionaries({}, optional={
+    "readOnlyHint": st.booleans(), "destructiveHint": st.booleans()})
+FLAGS = st.fixed_dictionaries({}, optional={
+    "readOnly": st.just(False), "writes": st.just(True), "destructive": st.just(True),
+    "openWorld": st.just(True), "requiresApproval": st.just(True)}).filter(bool)
+
+
+@st.composite
+def server_worlds(draw: st.DrawFn) -> tuple[list[Any], dict[str, Any]]:
+    """Skills of two namespaces declaring servers on a few hosts (spelled as they
+    like, with overrides), an Actor reaching them, and a random policy spec."""
+    skills = []
+    for i in range(draw(st.integers(1, 3))):
+        ns = draw(st.sampled_from(["team-a", "platform"]))
+        host = draw(st.sampled_from(HOSTS))
+        spelling = draw(st.sampled_from([host, host.upper(), f"{host}.", f"{host}:80"]))
+        tools = [anon(name, annotations=draw(HINTS))
+                 for name in draw(st.lists(st.sampled_from(["drop_table", "danger", "ls"]),
+                                           min_size=1, max_size=3, unique=True))]
+        overrides = {t["name"]: {"capabilities": {"readOnly": True}}
+                     for t in tools if draw(st.booleans())}
+        skills.append(skill(f"s{i}", ns, sharing={"from": "All"}, mcpServers=[{
+            "name": "srv", "url": f"http://{spelling}/mcp", "tools": tools,
+            "overrides": overrides}]))
+    refs = [f"{s['metadata']['namespace']}/{s['metadata']['name']}" for s in skills]
+    servers: dict[str, Any] = {}
+    if draw(st.booleans()):
+        servers["allowFor"] = [
+            {"skills": draw(st.lists(st.sampled_from(["team-a/*", "platform/*", "*/s0"]),
+                                     min_size=1, max_size=2)),
+             "hosts": draw(st.lists(st.sampled_from(HOST_GLOBS), max_size=2))}
+            for _ in range(draw(st.integers(0, 2)))]
+    if draw(st.booleans()) or not servers:
+        servers["tools"] = [
+            {"hosts": draw(st.lists(st.sampled_from(HOST_GLOBS), min_size=1, max_size=2)),
+             "names": draw(st.lists(st.sampled_from(["drop_*", "danger", "*"]), min_size=1,
+                                    max_size=2)),
+             "capabilities": draw(FLAGS)}
+            for _ in range(draw(st.integers(1, 2)))]
+    spec = {"mcpServers": servers,
+            "denyCapabilities": draw(st.lists(st.sampled_from(["destructive", "writes"]),
+                                              max_size=1)),
+            "requireApproval": draw(st.lists(st.sampled_from(["writes", "openWorld"]),
+                                             max_size=1))}
+    return [*skills, actor("dev", "team-a", skills=refs)], spec
+
+
+def _held(resolution: Any) -> dict[str, bool]:
+    return {t.entry.tool.identity: bool(t.entry.tool.capabilities.requires_approval)
+            for t in resolution.tools}
+
+
+@SETTINGS
+@given(server_worlds(), st.data())
+def test_adding_a_policy_with_the_new_rules_never_adds_a_tool_nor_removes_an_approval(
+        world: tuple[list[Any], dict[str, Any]], data: st.DataObject) -> None:
+    docs, spec = world
+    before_policies = [cluster_policy("first", requireApproval=["openWorld"])] if data.draw(
+        st.booleans()) else []
+    before = _held(resolve_actor([*docs, *before_policies], "team-a/dev"))
+    after = _held(resolve_actor([*docs, *before_policies, cluster_policy("zz", **spec)],
+                                "team-a/dev"))
+    assert set(after) <= set(before)
+    assert all(after[ident] for ident, marked in before.items() if marked and ident in after)
