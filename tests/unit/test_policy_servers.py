@@ -380,3 +380,19 @@ def test_adding_a_policy_with_the_new_rules_never_adds_a_tool_nor_removes_an_app
                                 "team-a/dev"))
     assert set(after) <= set(before)
     assert all(after[ident] for ident, marked in before.items() if marked and ident in after)
+
+
+def test_a_tool_the_actor_drops_is_explained_as_judged_not_as_marked() -> None:
+    """The Actor requires requiresApproval, which a policy's mark does not give (it
+    is made after filtering): danger is dropped with the fixed writes it was judged
+    by, and without the approval it never got."""
+    docs = [PLATFORM, tenant_skill(),
+            actor("dev", "team-a", skills=["mine"], skillAccessPolicy={
+                "requireCapabilities": ["requiresApproval"]}),
+            platform_policy(tools=FIXES)]
+    dropped = explain(resolver(docs), ObjectRef("team-a", "dev"), "danger")
+    assert dropped is not None and not dropped.has_tool
+    assert "dropped by policy: lacks required capability requiresApproval" in dropped.lines
+    assert ("  writes=true  <- override at ClusterSkillPolicy platform mcpServers.tools[1]"
+            in dropped.lines)
+    assert not any("requiresApproval=" in line for line in dropped.lines)

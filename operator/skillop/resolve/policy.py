@@ -519,10 +519,15 @@ class EffectivePolicy:
                     out.warnings.append(note)
             if own and (refusal is None or at_require):
                 refusal = self._own_refusal(judged or entry.tool, refusal)
-            if marks is not None:  # the policies' overrides: explain names them
-                entry = _marked(entry, final or judged or entry.tool, marks, marked)
             if refusal is not None:
+                if judged is not None and marks is not None:
+                    # Dropped as judged, so with the fixed capabilities only: an
+                    # approval mark (the last override) is made after filtering.
+                    fixes = marks[:-1] if final is not None else marks
+                    entry = _marked(entry, judged, fixes, marked)
                 dropped.append((entry, refusal))
+            elif marks is not None:  # the policies' overrides: explain names them
+                kept.append(_marked(entry, final or judged or entry.tool, marks, marked))
             else:
                 kept.append(entry)
         return out
