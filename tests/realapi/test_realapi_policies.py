@@ -135,7 +135,9 @@ def test_a_tenant_cannot_describe_the_platforms_server_more_safely_than_the_plat
         danger = found["danger"]["capabilities"]
         assert (danger["readOnly"], danger["writes"], danger["requiresApproval"]) == (
             False, True, True)
-        status = _status(real, "Actor", tenant, "agent")
+        # The ConfigMap is written before the status.
+        status = wait_for(lambda: (s := _status(real, "Actor", tenant, "agent")).get("pruned")
+                          and s, timeout=30, message="the Actor's status names what was dropped")
         assert {"kind": "Tool", "name": "drop_table", "skill": f"{tenant}/mine",
                 "policy": "ClusterSkillPolicy platform", "rule": "denyCapabilities",
                 "reason": "has denied capability destructive (ClusterSkillPolicy platform:"
