@@ -15,8 +15,6 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-import idna
-
 DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 
 
@@ -74,6 +72,10 @@ def normal_host(host: str) -> str | None:
     if host.startswith("[") and host.endswith("]"):
         return _ipv6_host(host[1:-1])
     if not host.isascii():
+        # Imported for non-ASCII names only: its tables take longer to import
+        # than the rest of the CLI's start-up.
+        import idna
+
         try:
             host = idna.encode(host.lower()).decode("ascii")
         except idna.IDNAError:
