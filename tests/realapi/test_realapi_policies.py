@@ -11,10 +11,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from mcp_servers import ServerHandle, make_tool
 from realkit import RealCluster, chart_objects, operator_process
 from skillkit import actor, anon, cluster_policy, skill, skill_policy
 
 from clusterkit import wait_for
+from mcp import types
 from skillop.model.toolset import TOOLS_KEY, default_configmap_name
 
 pytestmark = pytest.mark.realapi
@@ -96,6 +98,57 @@ def test_a_cluster_policy_shrinks_exactly_the_selected_configmaps_and_its_deleti
         assert _tools(real, free, "agent") == free_before
 
 
+def _toolset(real: RealCluster, ns: str, name: str) -> dict[str, dict[str, Any]]:
+    cm = real.configmap(ns, default_configmap_name(name))
+    doc = json.loads(cm.data[TOOLS_KEY]) if cm is not None else {"tools": []}
+    return {t["name"]: t for t in doc["tools"]}
+
+
+def test_a_tenant_cannot_describe_the_platforms_server_more_safely_than_the_platform(
+        real: RealCluster, two_namespaces: tuple[str, str]) -> None:
+    """A tenant's Skill re-declares the platform's MCP server and, in its server
+    entry's overrides, calls drop_table and danger read-only. The platform's
+    ClusterSkillPolicy denies destructive tools, asks approval for writing ones
+    and fixes what those two tools are (mcpServers.tools): the operator's ToolSet
+    drops drop_table and marks danger for approval, whatever the tenant said."""
+    tenant = two_namespaces[0]
+    tools = [make_tool("drop_table", annotations=types.ToolAnnotations(
+                 readOnlyHint=False, destructiveHint=True)),
+             make_tool("danger"), make_tool("list_tables", annotations=types.ToolAnnotations(
+                 readOnlyHint=True))]
+    with ServerHandle(tools=tools) as upstream, operator_process(real.plane, name="describe"):
+        read_only = {"capabilities": {"readOnly": True}}
+        real.apply(skill("mine", tenant, mcpServers=[{
+            "name": "db", "url": upstream.url,
+            "overrides": {"drop_table": read_only, "danger": read_only}}]))
+        real.apply(cluster_policy(
+            "platform", namespaceSelector={"matchLabels": {"tier": "tenant"}},
+            denyCapabilities=["destructive"], requireApproval=["writes"],
+            mcpServers={"tools": [
+                {"hosts": ["127.0.0.1"], "names": ["drop_table"],
+                 "capabilities": {"destructive": True}},
+                {"hosts": ["127.0.0.1"], "names": ["danger"], "capabilities": {"writes": True}}]}))
+        real.apply(actor("agent", tenant, skills=["mine"]))
+        found = wait_for(lambda: (t := _toolset(real, tenant, "agent")).get("danger") and t,
+                         timeout=30, message="the tenant Actor's ConfigMap has the server's tools")
+        assert sorted(found) == ["danger", "list_tables"]
+        danger = found["danger"]["capabilities"]
+        assert (danger["readOnly"], danger["writes"], danger["requiresApproval"]) == (
+            False, True, True)
+        # The ConfigMap is written before the status.
+        status = wait_for(lambda: (s := _status(real, "Actor", tenant, "agent")).get("pruned")
+                          and s, timeout=30, message="the Actor's status names what was dropped")
+        assert {"kind": "Tool", "name": "drop_table", "skill": f"{tenant}/mine",
+                "policy": "ClusterSkillPolicy platform", "rule": "denyCapabilities",
+                "reason": "has denied capability destructive (ClusterSkillPolicy platform:"
+                          " denyCapabilities)"} in status["pruned"]
+        assert (f"Actor {tenant}/agent: Skill {tenant}/mine declares MCP server db on host"
+                " 127.0.0.1, whose tools' capabilities ClusterSkillPolicy platform fixes"
+                " (mcpServers.tools): what the skill says of them is overruled"
+                ) in status["warnings"]
+        real.delete("ClusterSkillPolicy", "", "platform")
+
+
 def _as_user(real: RealCluster, user: str) -> Any:
     from kubernetes import client, config
 
@@ -160,6 +213,14 @@ def test_a_tenant_bound_to_edit_writes_skills_but_not_policies(
     ({"mcpServers": {"allow": ["https://*.svc"]}}, "host glob is the host only"),
     ({"denyCapabilities": ["dangerous"]}, "Unsupported value"),
     ({"sources": {"deny": ["shell"]}}, "Unsupported value"),
+    ({"mcpServers": {}}, "mcpServers needs allow, allowFor or tools"),
+    ({"mcpServers": {"tools": [{"hosts": ["db.svc"], "names": ["*"],
+                                "capabilities": {"readOnly": True}}]}},
+     "a policy's capabilities only add risk"),
+    ({"mcpServers": {"tools": [{"hosts": ["db.svc"], "names": ["*"], "capabilities": {}}]}},
+     "capabilities must set at least one flag"),
+    ({"mcpServers": {"allowFor": [{"skills": ["team-a"], "hosts": ["*.svc"]}]}},
+     "can never match namespace/name"),
 ])
 def test_the_api_server_refuses_rules_that_cannot_work(real: RealCluster, spec: dict[str, Any],
                                                        words: str) -> None:

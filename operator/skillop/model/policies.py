@@ -19,16 +19,17 @@ from __future__ import annotations
 import enum
 import fnmatch
 import re
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field, StringConstraints
+from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, model_validator
 from pydantic_core import PydanticCustomError
 
 from skillop.model.capabilities import BooleanCapability
 from skillop.model.globs import SkillGlob
 from skillop.model.selectors import LabelSelector
-from skillop.model.specbase import MAX_LIST, SpecModel
+from skillop.model.specbase import MAX_LIST, Rule, SpecModel, cel_rules, check_rules
 from skillop.model.tooldef import Source
+from skillop.model.urls import url_target
 
 #: Where a tool comes from, as a policy names it: ``ToolDef.source``, the one list.
 PolicySource = Source
@@ -60,24 +61,17 @@ HostGlob = Annotated[
 ]
 
 
-_AUTHORITY_END = re.compile(r"[/?#]")
-_HOST_RE = re.compile(r"[a-z0-9.-]+")
-
-
 def url_host(url: str | None) -> str | None:
-    """The host of an http(s) URL, lowercased, without port; None when there is no
-    URL or its authority is anything but a plain DNS name or IPv4 address (userinfo,
-    IPv6 literals, percent-escapes, a backslash, which some parsers read as a
-    ``/`` and others as part of the userinfo): such a server matches no host glob,
-    so a policy's allow list fails closed rather than trust one parser's reading."""
-    if url is None or "://" not in url:
-        return None
-    authority = _AUTHORITY_END.split(url.split("://", 1)[1], maxsplit=1)[0]
-    host, _, port = authority.partition(":")
-    host = host.lower()
-    if not _HOST_RE.fullmatch(host) or (port and not (port.isascii() and port.isdigit())):
-        return None
-    return host
+    """The host of an http(s) URL in its one spelling (``urls.url_target``: case,
+    a trailing dot, IDNA and the IPv4 forms do not matter), without port; None when
+    there is no URL or its authority is anything but a DNS name or IPv4 address
+    (userinfo, IPv6 literals, percent-escapes, a backslash, which some parsers
+    read as a ``/`` and others as part of the userinfo): such a server matches
+    no host glob, so a policy's host rules fail closed rather than trust one
+    parser's reading."""
+    target = url_target(url) if url is not None else None
+    # An IPv6 address (one that is not IPv4-mapped) has no glob to match it.
+    return None if target is None or ":" in target.host else target.host
 
 
 class NoHost(enum.Enum):
@@ -104,12 +98,116 @@ def host_matches(host: ServerHost, globs: tuple[str, ...]) -> bool:
     return isinstance(host, str) and any(fnmatch.fnmatchcase(host, g) for g in globs)
 
 
-class McpServerRules(SpecModel):
-    """Which MCP servers skills may use, by host."""
+#: A glob over the names a server gives its tools (fnmatch's, as ``toolFilter``'s).
+ToolGlob = Annotated[str, StringConstraints(min_length=1, max_length=128)]
+#: Nested lists stay short: the API server bounds what a CEL rule may cost, and a
+#: rule's cost is multiplied by the longest list around it.
+MAX_NESTED = 64
 
-    allow: list[HostGlob] = Field(max_length=MAX_LIST)
-    """Globs over the host of a server's url (e.g. *.svc.cluster.local); a server
-    matching none, and every stdio server, contributes no tools."""
+
+class ScopedHosts(SpecModel):
+    """The hosts the MCP servers of some skills may have."""
+
+    skills: list[SkillGlob] = Field(min_length=1, max_length=MAX_NESTED)
+    """Globs over the canonical names (namespace/name) of the skills that declare the
+    servers, e.g. team-a/*."""
+    hosts: list[HostGlob] = Field(max_length=MAX_NESTED)
+    """Globs over the host of those skills' servers' urls, e.g.
+    *.team-a.svc.cluster.local."""
+
+
+_RISK_TRUE = ("writes", "destructive", "openWorld", "sideEffects", "unsafe",
+              "requiresApproval")
+_SAFETY_FALSE = ("readOnly", "idempotent")
+ADDS_RISK: Rule[Any] = Rule(
+    " && ".join([f"(!has(self.{f}) || self.{f})" for f in _RISK_TRUE]
+                + [f"(!has(self.{f}) || !self.{f})" for f in _SAFETY_FALSE]),
+    "a policy's capabilities only add risk: " + ", ".join(_RISK_TRUE)
+    + " may be set to true, readOnly and idempotent to false",
+    lambda caps: not caps.loosening(),
+    detail=lambda caps: ", ".join(caps.loosening()))
+SAYS_SOMETHING: Rule[Any] = Rule(
+    " || ".join(f"has(self.{f})" for f in (*_SAFETY_FALSE, *_RISK_TRUE)),
+    "capabilities must set at least one flag",
+    lambda caps: bool(caps.flags()))
+
+
+class FixedCapabilities(SpecModel):
+    """Capability flags a policy fixes: risk flags true, readOnly and idempotent
+    false (a policy only adds risk)."""
+
+    model_config = ConfigDict(json_schema_extra=cel_rules(ADDS_RISK, SAYS_SOMETHING))
+
+    read_only: bool | None = None
+    """false: not read-only, whatever a skill says."""
+    writes: bool | None = None
+    """true: modifies state."""
+    destructive: bool | None = None
+    """true: may destroy data."""
+    idempotent: bool | None = None
+    """false: not idempotent."""
+    open_world: bool | None = None
+    """true: talks to the outside world."""
+    side_effects: bool | None = None
+    """true: has effects beyond its result."""
+    unsafe: bool | None = None
+    """true: never without a sandbox."""
+    requires_approval: bool | None = None
+    """true: a human approves each call."""
+
+    @model_validator(mode="after")
+    def _rules(self) -> FixedCapabilities:
+        return check_rules(self, (ADDS_RISK, SAYS_SOMETHING))
+
+    def flags(self) -> dict[str, bool]:
+        """The flags set, camelCase."""
+        return self.model_dump(by_alias=True, exclude_none=True)
+
+    def loosening(self) -> list[str]:
+        """The flags set to a value that would loosen (``name=value``)."""
+        return [f"{key}={str(value).lower()}" for key, value in self.flags().items()
+                if value is not (key in _RISK_TRUE)]
+
+
+class ToolFacts(SpecModel):
+    """Capabilities of some tools of some hosts, fixed by the policy: applied over
+    what any skill declares or overrides."""
+
+    hosts: list[HostGlob] = Field(min_length=1, max_length=MAX_NESTED)
+    """Globs over the host of a server's url (any spelling of it: case, a trailing
+    dot, a port, IDNA, the IPv4 forms), e.g. db.platform.svc.cluster.local."""
+    names: list[ToolGlob] = Field(min_length=1, max_length=MAX_NESTED)
+    """Globs over the tools' names as the server gives them, e.g. drop_*."""
+    capabilities: FixedCapabilities
+    """The flags every such tool gets, whatever any skill declares or overrides."""
+
+
+_SERVER_RULES: tuple[Rule[Any], ...] = (Rule(
+    "has(self.allow) || has(self.allowFor) || has(self.tools)",
+    "mcpServers needs allow, allowFor or tools",
+    lambda rules: any(v is not None for v in (rules.allow, rules.allow_for, rules.tools))),)
+
+
+class McpServerRules(SpecModel):
+    """Which MCP servers skills may use, by host, and what their tools may do."""
+
+    model_config = ConfigDict(json_schema_extra=cel_rules(*_SERVER_RULES))
+
+    allow: list[HostGlob] | None = Field(default=None, max_length=MAX_LIST)
+    """Globs over the host of a server's url (e.g. *.svc.cluster.local), for every
+    skill. With allow or allowFor given, a server matching neither, and every stdio
+    server, contributes no tools."""
+    allow_for: list[ScopedHosts] | None = Field(default=None, max_length=MAX_NESTED)
+    """Host globs for the servers of some skills only: a server passes when its
+    host matches allow, or the hosts of an entry whose skills match the skill that
+    declares it."""
+    tools: list[ToolFacts] | None = Field(default=None, max_length=MAX_NESTED)
+    """Capabilities fixed for the tools of some hosts, whatever any skill declares
+    or overrides."""
+
+    @model_validator(mode="after")
+    def _rules(self) -> McpServerRules:
+        return check_rules(self, _SERVER_RULES)
 
 
 class SourceRules(SpecModel):
@@ -144,7 +242,8 @@ class SkillPolicySpec(SpecModel):
     """A ceiling on the Actor's maxToolTokens (tokens of the tools' definitions): the
     effective budget is the least of the Actor's and every applying policy's."""
     mcp_servers: McpServerRules | None = None
-    """Which MCP servers may contribute tools, by host glob."""
+    """Which MCP servers may contribute tools, by host glob, and the capabilities of
+    some hosts' tools."""
     sources: SourceRules | None = None
     """Which tool sources may contribute tools."""
 

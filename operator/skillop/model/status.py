@@ -116,7 +116,8 @@ class PrunedStatus(StatusModel):
     tenants; absent when the Actor's own skillAccessPolicy did."""
     rule: Short | None = None
     """The policy's rule that removed it: allow, deny, denyCapabilities,
-    requireCapabilities, mcpServers.allow or sources.deny."""
+    requireCapabilities, mcpServers.allow, mcpServers.allowFor, mcpServers.tools or
+    sources.deny."""
 
 
 class CredentialStatus(StatusModel):

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from skillop.model.capabilities import Capabilities
 from skillop.model.manifest import PolicyResource
 from skillop.model.names import ObjectRef
 from skillop.model.policies import NoHost, ServerHost, host_matches
@@ -202,13 +203,63 @@ class AppliedPolicy:
 
 
 HostOf = Callable[[Entry], ServerHost]
+#: The overrides the policies apply to one tool (fixed capabilities, an approval
+#: mark), in order.
+Marks = tuple[AppliedOverride, ...]
 #: A ToolDef's verdict under a Floor: the refusal, whether it came from a
 #: required capability (an Actor's own denied capabilities are checked before
-#: every required one), and, for a tool kept, the definition marked for
-#: approval and the override that says so (None: not marked).
-Verdict = tuple[Refusal | None, bool, ToolDef | None, AppliedOverride | None]
+#: every required one), the definition the rules judged (its capabilities fixed
+#: by ``mcpServers.tools``; None: the entry's own), the definition kept (also
+#: marked for approval; None: the one judged), the overrides that made them
+#: (None: none), and a warning for the Actor (a skill's word on a governed
+#: host overruled).
+Verdict = tuple[Refusal | None, bool, ToolDef | None, ToolDef | None, Marks | None, str | None]
 #: The verdict of a tool kept as it is (one object: tested by identity).
-KEEP: Verdict = (None, False, None, None)
+KEEP: Verdict = (None, False, None, None, None, None)
+
+
+@dataclass(frozen=True, slots=True)
+class HostRules:
+    """One policy's ``mcpServers.allow`` and ``allowFor``: a server passes when its
+    host matches ``allow``, or the hosts of an entry whose skill globs match the
+    skill that declares it."""
+
+    who: str
+    allow: tuple[str, ...]
+    #: (skill globs, host globs) of each ``allowFor`` entry.
+    scoped: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = ()
+
+    def admits(self, skill: str, host: ServerHost) -> bool:
+        return host_matches(host, self.allow) or any(
+            host_matches(host, hosts) and any(fnmatch.fnmatchcase(skill, g) for g in skills)
+            for skills, hosts in self.scoped)
+
+    @property
+    def rule(self) -> str:
+        if not self.scoped:
+            return "mcpServers.allow"
+        return "mcpServers.allowFor" if not self.allow else "mcpServers.allow, allowFor"
+
+
+@dataclass(frozen=True, slots=True)
+class Fix:
+    """One ``mcpServers.tools`` entry: the capability flags of the matching tools
+    of the matching hosts, fixed by a policy."""
+
+    who: str
+    index: int
+    hosts: tuple[str, ...]
+    names: tuple[str, ...]
+    #: The flags (camelCase, value), as set.
+    flags: tuple[tuple[str, bool], ...]
+
+    @property
+    def rule(self) -> str:
+        return f"mcpServers.tools[{self.index}]"
+
+    def applies(self, host: str, tool: str) -> bool:
+        return (any(fnmatch.fnmatchcase(host, g) for g in self.hosts)
+                and any(fnmatch.fnmatchcase(tool, g) for g in self.names))
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,10 +276,12 @@ class Floor:
     require_capabilities: tuple[tuple[str, str], ...] = ()
     #: Tool source -> the first policy that denies it.
     deny_sources: tuple[tuple[str, str], ...] = ()
-    #: Each policy's allowed MCP server hosts; a server must match every one.
-    server_hosts: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: Each policy's allowed MCP server hosts; a server must pass every one.
+    server_hosts: tuple[HostRules, ...] = ()
     #: (capability, policy): a tool with the capability gets requiresApproval.
     approval: tuple[tuple[str, str], ...] = ()
+    #: Every policy's fixed capabilities (``mcpServers.tools``), in order.
+    fixes: tuple[Fix, ...] = ()
     max_tools: Ceiling | None = None
     max_tool_tokens: Ceiling | None = None
     applied: tuple[AppliedPolicy, ...] = ()
@@ -239,25 +292,27 @@ class Floor:
     #: each is judged once per distinct rule set (``memo_key``).
     key: MemoKey = field(init=False, compare=False, hash=False, repr=False)
     #: The override each approval requirement applies (one object, shared).
-    _marks: dict[str, AppliedOverride] = field(init=False, compare=False, hash=False,
-                                               repr=False)
+    _marks: dict[str, Marks] = field(init=False, compare=False, hash=False, repr=False)
     #: The verdict on each denied source's tools.
     _sources: dict[str, Verdict] = field(init=False, compare=False, hash=False, repr=False)
     #: Capability verdicts by a tool's true boolean capabilities (``_flags_verdict``).
     _by_flags: dict[frozenset[str], Verdict] = field(default_factory=dict, compare=False,
                                                      hash=False, repr=False)
-    #: MCP servers' verdicts by (server name, host): every tool of a server has one.
-    _servers: dict[tuple[str | None, ServerHost], Refusal | None] = field(
+    #: MCP servers' verdicts by (declaring skill, server name, host): every tool
+    #: of a server has one.
+    _servers: dict[tuple[str, str | None, ServerHost], Refusal | None] = field(
         default_factory=dict, compare=False, hash=False, repr=False)
 
     def __post_init__(self) -> None:
+        # Every field a verdict depends on: one left out would hand a tool the
+        # verdict of another rule set (a test edits each one).
         rules = (self.deny_sources, self.server_hosts, self.deny_capabilities,
-                 self.require_capabilities, self.approval)
+                 self.require_capabilities, self.approval, self.fixes)
         object.__setattr__(self, "key", memo_key("policy-verdict", rules))
         object.__setattr__(self, "gate", SkillGate(self.globs))
         object.__setattr__(self, "_sources", {
             source: (_refusal(f"source {source} is denied", who, "sources.deny"), False, None,
-                     None)
+                     None, None, None)
             for source, who in reversed(self.deny_sources)})  # the first policy named
         object.__setattr__(self, "_marks", {cap: _approval_mark(who, cap)
                                             for cap, who in self.approval})
@@ -266,7 +321,7 @@ class Floor:
     def screens(self) -> bool:
         """Whether a tool can be dropped or marked by the policies."""
         return bool(self.deny_sources or self.server_hosts or self.deny_capabilities
-                    or self.require_capabilities or self.approval)
+                    or self.require_capabilities or self.approval or self.fixes)
 
     def verdict(self, entry: Entry, host: HostOf) -> Verdict:
         """The verdict on the entry's tool, computed once (``ToolDef.memo``)."""
@@ -283,19 +338,63 @@ class Floor:
         refused = self._sources.get(tool.source)
         if refused is not None:
             return refused
-        if tool.source == "mcp" and self.server_hosts:
-            refusal = self._server_refusal(tool.mcp_server, host(entry))
+        judged: ToolDef | None = None
+        fixed: Marks = ()
+        note = None
+        if tool.source == "mcp" and (self.server_hosts or self.fixes):
+            where = host(entry)
+            refusal = self._server_refusal(entry.skill.canonical, tool.mcp_server, where)
             if refusal is not None:
-                return refusal, False, None, None
-        caps = tool.capabilities
+                return refusal, False, None, None, None, None
+            if self.fixes:
+                refusal, judged, fixed, note = self._fixed(entry, tool, where)
+                if refusal is not None:
+                    return refusal, False, None, None, None, None
+        caps = (judged or tool).capabilities
         flags = caps.true_flags
         found = self._by_flags.get(flags)
         if found is None:
             found = self._by_flags[flags] = self._flags_verdict(flags)
-        mark = found[3]
-        if mark is None:  # kept as it is, or refused
+        refusal, at_require, _, _, mark, _ = found
+        if judged is None and mark is None:  # kept as it is, or refused
             return found
-        return None, False, _with_approval(tool), mark
+        if refusal is not None:
+            return refusal, at_require, judged, None, fixed or None, note
+        if mark is None:
+            return None, False, judged, None, fixed or None, note
+        # The approval mark alone is one object for every floor (``_marked``).
+        return (None, False, judged, _with_approval(judged or tool),
+                (*fixed, *mark) if fixed else mark, note)
+
+    def _fixed(self, entry: Entry, tool: ToolDef, where: ServerHost,
+               ) -> tuple[Refusal | None, ToolDef | None, Marks, str | None]:
+        """The tool with the capabilities the policies fix for it (None: none
+        applies), the overrides that say so and the warning when they overrule
+        the declaring skill; or the refusal when its host cannot be read, so a
+        rule keyed on hosts cannot be judged (fails closed)."""
+        if where is NoHost.STDIO:
+            return None, None, (), None
+        if isinstance(where, NoHost):
+            first = self.fixes[0]
+            return _refusal(f"MCP server {tool.mcp_server} has {where.value}, so the"
+                            " capabilities fixed for hosts cannot be judged", first.who,
+                            "mcpServers.tools"), None, (), None
+        applied = [fix for fix in self.fixes if fix.applies(where, tool.name)]
+        if not applied:
+            return None, None, (), None
+        caps = tool.capabilities.overlay(Capabilities.model_validate(
+            dict(flag for fix in applied for flag in fix.flags)))
+        marks = tuple(_fix_mark(fix) for fix in applied)
+        judged = tool.overlaid(description=tool.description, title=tool.title,
+                               capabilities=caps)
+        note = None
+        if caps != tool.capabilities:
+            # One line per skill and server, whichever of its tools were overruled.
+            who = ", ".join(dict.fromkeys(fix.who for fix in applied))
+            note = (f"Skill {entry.skill} declares MCP server {tool.mcp_server} on host {where},"
+                    f" whose tools' capabilities {who} fixes (mcpServers.tools): what the"
+                    " skill says of them is overruled")
+        return None, judged, marks, note
 
     def _flags_verdict(self, flags: frozenset[str]) -> Verdict:
         """The verdict on a tool whose true boolean capabilities are ``flags``; one
@@ -304,26 +403,30 @@ class Floor:
         refusal, at_require = _capability_refusal(flags, self.deny_capabilities,
                                                   self.require_capabilities)
         if refusal is not None:
-            return refusal, at_require, None, None
+            return refusal, at_require, None, None, None, None
         if self.approval and "requiresApproval" not in flags:
             for cap, mark in self._marks.items():  # in self.approval's order
                 if cap in flags:
-                    return None, False, None, mark
+                    return None, False, None, None, mark, None
         return KEEP
 
-
-    def _server_refusal(self, server: str | None, host: ServerHost) -> Refusal | None:
-        slot = (server, host)
+    def _server_refusal(self, skill: str, server: str | None, host: ServerHost,
+                        ) -> Refusal | None:
+        if not self.server_hosts:
+            return None
+        slot = (skill, server, host)
         try:
             return self._servers[slot]
         except KeyError:
             pass
         found = None
-        for who, globs in self.server_hosts:
-            if not host_matches(host, globs):
+        for rules in self.server_hosts:
+            if not rules.admits(skill, host):
                 where = host.value if isinstance(host, NoHost) else f"host {host}"
-                found = _refusal(f"MCP server {server} has {where}, matched by no"
-                                 " allowed host", who, "mcpServers.allow")
+                # Scoped rules judge the skill too: the refusal names it.
+                of = f" of skill {skill}" if rules.scoped else ""
+                found = _refusal(f"MCP server {server}{of} has {where}, matched by no"
+                                 " allowed host", rules.who, rules.rule)
                 break
         self._servers[slot] = found
         return found
@@ -388,21 +491,22 @@ class EffectivePolicy:
             f"spec.approval.via Elicitation is replaced by Request: {who} requires"
             f" approval ({cap}), which a person gives, not the MCP client")
 
-    def screen(self, entries: Iterable[Entry], host: HostOf, marks: Marks,
-               ) -> tuple[list[Entry], list[tuple[Entry, Refusal]]]:
-        """The entries kept (marked for approval where a policy requires it), and
-        those dropped with why, in the order given. ``marks`` keeps the marked
+    def screen(self, entries: Iterable[Entry], host: HostOf, marked: MarkedEntries,
+               ) -> Screened:
+        """The entries kept (with the capabilities the policies fix, marked for
+        approval where a policy requires it), those dropped with why, in the order
+        given, and the warnings of the policies' verdicts. ``marked`` keeps the
         entries made (``_marked``): one per Resolver, shared by its namespaces, as
         a ClusterSkillPolicy marks the same entries in each namespace it governs."""
         floor, own = self.floor, bool(self.own_deny or self.own_require)
         screens = floor.screens
         if not screens and not own:
-            return list(entries), []
-        kept: list[Entry] = []
-        dropped: list[tuple[Entry, Refusal]] = []
+            return Screened(list(entries), [], [])
+        out = Screened([], [], [])
+        kept, dropped = out.kept, out.dropped
         key = floor.key
         for entry in entries:
-            marked = mark = None
+            judged = final = marks = None
             refusal, at_require = None, False
             if screens:
                 # The memo inline, not a call: this runs for every tool of every Actor.
@@ -410,16 +514,23 @@ class EffectivePolicy:
                 if verdict is KEEP and not own:  # the usual verdict, shared
                     kept.append(entry)
                     continue
-                refusal, at_require, marked, mark = verdict
+                refusal, at_require, judged, final, marks, note = verdict
+                if note is not None:
+                    out.warnings.append(note)
             if own and (refusal is None or at_require):
-                refusal = self._own_refusal(entry.tool, refusal)
+                refusal = self._own_refusal(judged or entry.tool, refusal)
             if refusal is not None:
+                if judged is not None and marks is not None:
+                    # Dropped as judged, so with the fixed capabilities only: an
+                    # approval mark (the last override) is made after filtering.
+                    fixes = marks[:-1] if final is not None else marks
+                    entry = _marked(entry, judged, fixes, marked)
                 dropped.append((entry, refusal))
-            elif marked is None or mark is None:
-                kept.append(entry)
+            elif marks is not None:  # the policies' overrides: explain names them
+                kept.append(_marked(entry, final or judged or entry.tool, marks, marked))
             else:
-                kept.append(_marked(entry, marked, mark, marks))
-        return kept, dropped
+                kept.append(entry)
+        return out
 
     def _own_refusal(self, tool: ToolDef, floor: Refusal | None) -> Refusal | None:
         """The refusal when the Actor's own capabilities are checked too: an own
@@ -482,28 +593,46 @@ def _refusal(what: str, who: str, rule: str) -> Refusal:
     return Refusal(f"{what} ({who}: {rule})", who, rule)
 
 
+@dataclass(frozen=True, slots=True)
+class Screened:
+    """What ``EffectivePolicy.screen`` makes of an Actor's entries."""
+
+    kept: list[Entry]
+    dropped: list[tuple[Entry, Refusal]]
+    #: The verdicts' warnings (a skill's word on a governed host overruled).
+    warnings: list[str]
+
+
 _APPROVAL_KEY = ("requireApproval",)
-#: Approval-marked entries by the ids of the entry and the mark (``_marked``).
-Marks = dict[tuple[int, int], tuple[Entry, AppliedOverride, Entry]]
+#: Entries the policies changed, by the ids of the entry and its marks (``_marked``).
+MarkedEntries = dict[tuple[int, int], tuple[Entry, Marks, Entry]]
 
 
-def _marked(entry: Entry, tool: ToolDef, mark: AppliedOverride, marks: Marks) -> Entry:
-    """``entry`` with its approval-marked ``tool`` and the ``mark``, made once for
-    every Actor that reaches the entry under the same mark."""
-    slot = (id(entry), id(mark))
-    found = marks.get(slot)
-    # The memo holds the entry and the mark, so no other object can take an id.
-    if found is None or found[0] is not entry or found[1] is not mark:
-        found = marks[slot] = (
-            entry, mark, Entry(tool, entry.skill, (*entry.overrides, mark), entry.merged))
+def _marked(entry: Entry, tool: ToolDef, marks: Marks, made: MarkedEntries) -> Entry:
+    """``entry`` with the ``tool`` the policies made of it and their ``marks``, made
+    once for every Actor that reaches the entry under the same marks."""
+    slot = (id(entry), id(marks))
+    found = made.get(slot)
+    # The memo holds the entry and the marks, so no other object can take an id.
+    if found is None or found[0] is not entry or found[1] is not marks:
+        found = made[slot] = (
+            entry, marks, Entry(tool, entry.skill, (*entry.overrides, *marks), entry.merged))
     return found[2]
 
 
 @functools.lru_cache(maxsize=1024)
-def _approval_mark(who: str, cap: str) -> AppliedOverride:
+def _approval_mark(who: str, cap: str) -> Marks:
     """The override a policy's ``requireApproval`` applies: one object for every
     floor naming it (``_marked`` shares marked entries by it)."""
-    return AppliedOverride(f"{who} requireApproval [{cap}]", ("capabilities.requiresApproval",))
+    return (AppliedOverride(f"{who} requireApproval [{cap}]",
+                            ("capabilities.requiresApproval",)),)
+
+
+@functools.lru_cache(maxsize=1024)
+def _fix_mark(fix: Fix) -> AppliedOverride:
+    """The override a policy's ``mcpServers.tools`` entry applies (explain names it)."""
+    return AppliedOverride(f"{fix.who} {fix.rule}",
+                           tuple(f"capabilities.{flag}" for flag, _ in fix.flags))
 
 
 def _with_approval(tool: ToolDef) -> ToolDef:
@@ -534,7 +663,8 @@ def floor_of(policies: Sequence[PolicyResource]) -> Floor:
     deny_caps: dict[str, str] = {}
     require_caps: dict[str, str] = {}
     deny_sources: dict[str, str] = {}
-    hosts: list[tuple[str, tuple[str, ...]]] = []
+    hosts: list[HostRules] = []
+    fixes: list[Fix] = []
     approval: dict[str, str] = {}
     ceiling: Ceiling | None = None
     tokens: Ceiling | None = None
@@ -552,15 +682,33 @@ def floor_of(policies: Sequence[PolicyResource]) -> Floor:
             require_caps.setdefault(cap, who)
         for source in spec.sources.deny if spec.sources is not None else ():
             deny_sources.setdefault(source, who)
-        if spec.mcp_servers is not None:
-            hosts.append((who, tuple(spec.mcp_servers.allow)))
+        servers = spec.mcp_servers
+        if servers is not None and (servers.allow is not None or servers.allow_for is not None):
+            hosts.append(HostRules(who, tuple(servers.allow or ()), tuple(
+                (tuple(scope.skills), tuple(scope.hosts)) for scope in servers.allow_for or ())))
+        facts = (servers.tools if servers is not None else None) or ()
+        fixes += [Fix(who, i, tuple(fact.hosts), tuple(fact.names),
+                      _fixed_flags(fact.capabilities.flags()))
+                  for i, fact in enumerate(facts)]
         for cap in spec.require_approval:
             approval.setdefault(cap, who)
         ceiling = _least(ceiling, spec.max_tools, who)
         tokens = _least(tokens, spec.max_tool_tokens, who)
     return Floor(tuple(globs), tuple(deny_caps.items()), tuple(require_caps.items()),
                  tuple(deny_sources.items()), tuple(hosts), tuple(approval.items()),
-                 ceiling, tokens, tuple(applied))
+                 tuple(fixes), ceiling, tokens, tuple(applied))
+
+
+def _fixed_flags(flags: dict[str, bool]) -> tuple[tuple[str, bool], ...]:
+    """What fixing ``flags`` fixes, as MCP reads the hints: a tool fixed to destroy
+    also writes, and one fixed to write is not read-only, so no rule sees a tool
+    as both (``readOnly`` and ``destructive``) whatever a skill said."""
+    implied = {}
+    if flags.get("writes") or flags.get("destructive"):
+        implied["readOnly"] = False
+    if flags.get("destructive"):
+        implied["writes"] = True
+    return tuple({**implied, **flags}.items())
 
 
 def effective_policy(own: AccessPolicy, policies: Sequence[PolicyResource] | Floor,

@@ -44,7 +44,7 @@ from skillop.resolve.policy import (
     Ceiling,
     EffectivePolicy,
     Floor,
-    Marks,
+    MarkedEntries,
     Refusal,
     SkillGate,
     effective_policy,
@@ -162,7 +162,7 @@ class Resolver:
         self._effective: dict[tuple[Any, ...], EffectivePolicy] = {}
         self._floors: dict[str, Floor] = {}
         #: Approval-marked entries, shared by every namespace (``screen``).
-        self._marks: Marks = {}
+        self._marks: MarkedEntries = {}
         self._names: dict[ObjectRef, tuple[str, ...]] = {}
         self._unreached_memo: dict[tuple[SkillGate, ObjectRef],
                                    tuple[tuple[ObjectRef, PrunedItem], ...]] = {}
@@ -264,7 +264,9 @@ class Resolver:
         # flattening is not the full one; otherwise there is nothing to report.
         if pruned or any(flat is not self.flattener.full.get(flat.skill) for flat in flats):
             pruned += self._pruned_skills(roots, skills, gate, pruned)
-        kept, refused = policy.screen(entries.values(), self._host, self._marks)
+        screened = policy.screen(entries.values(), self._host, self._marks)
+        kept, refused = screened.kept, screened.dropped
+        warnings.update(dict.fromkeys(f"{actor.subject}: {w}" for w in screened.warnings))
         dropped = [(entry, refusal.reason) for entry, refusal in refused]
         pruned += [PrunedItem.of("Tool", entry.tool.name, refusal, entry.skill.canonical)
                    for entry, refusal in refused]
