@@ -26,7 +26,8 @@ Both end in ``Gateway.call``. Connected clients are kept in ``front.Sessions``
 
 Hot reload: every ``poll_interval`` seconds the gateway stats the mounted files
 (kubelet updates a ConfigMap or Secret volume by swapping its ``..data`` link,
-which changes the files' identity); on a change it re-reads the set, points the
+which changes the files' identity; a packed set's index and chunks too, docs/toolset.md);
+on a change it re-reads the set, points the
 pool at the new upstreams and sends ``notifications/tools/list_changed`` to every
 connected client. A set that cannot be read leaves the current one served.
 """
@@ -88,7 +89,7 @@ from skillop.gateway.upstream import (
 )
 from skillop.model.approval import visible
 from skillop.model.settings import API_DIR, GATEWAY_RELIST_INTERVAL
-from skillop.model.toolset import CALL_TOOL, SEARCH_TOOL, TOOLS_KEY
+from skillop.model.toolset import CALL_TOOL, INDEX_KEY, PACKED_KEY, SEARCH_TOOL, TOOLS_KEY
 from skillop.sources.egress import EgressGuard
 from skillop.sources.mcp_discovery import one_line
 
@@ -99,6 +100,23 @@ _NOBODY: Final = approval.Nobody(
 #: An approval prompt shows each argument whole; longer ones cannot be approved.
 _MAX_SHOWN_VALUE: Final = 2000
 _MAX_PROMPT: Final = 8000
+
+
+def _file_identity(path: Path) -> object:
+    """What changes when a file is replaced (kubelet swaps the directory under it)."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return (stat.st_dev, stat.st_ino, stat.st_mtime_ns, stat.st_size)
+
+
+def _chunk_keys(directory: Path) -> list[str]:
+    """A packed set's chunk files (the Actor's ConfigMap and its parts project them)."""
+    try:
+        return sorted(name for name in os.listdir(directory) if name.startswith(PACKED_KEY))
+    except OSError:
+        return []
 
 
 @dataclass(frozen=True, slots=True)
@@ -335,11 +353,8 @@ class Gateway:
 
     def _mount_signature(self) -> object:
         directory = self.options.toolset_dir
-        try:
-            stat = os.stat(directory / TOOLS_KEY)
-            tools: object = (stat.st_dev, stat.st_ino, stat.st_mtime_ns, stat.st_size)
-        except OSError:
-            tools = None
+        tools = tuple(_file_identity(directory / key) for key in (TOOLS_KEY, INDEX_KEY,
+                                                                  *_chunk_keys(directory)))
         try:
             data: object = os.readlink(directory / "..data")
         except OSError:
