@@ -119,6 +119,29 @@ def _chunk_keys(directory: Path) -> list[str]:
         return []
 
 
+#: The most JSON a page of a listing sent as an event stream holds: well under the
+#: 1 MiB the MCP SDK's client accepts in one event (``DEFAULT_MAX_SSE_EVENT_SIZE``).
+LISTING_PAGE_BYTES: Final = 512 * 1024
+
+
+def _cursor(set_hash: str, page: int) -> str:
+    """An opaque cursor: the page, in the set it was given for."""
+    return f"{set_hash.removeprefix('sha256:')[:16]}.{page}"
+
+
+def _page_of(cursor: str | None, set_hash: str, starts: Sequence[int]) -> int | None:
+    """The page ``cursor`` names in this set (0 without one); None when it names
+    none of them (another set's, or not one of ours)."""
+    if cursor is None:
+        return 0
+    prefix, _, page = cursor.partition(".")
+    if prefix != set_hash.removeprefix("sha256:")[:16] or not (
+            page.isascii() and page.isdigit() and len(page) <= 6):
+        return None
+    index = int(page)
+    return index if 0 < index < len(starts) else None
+
+
 @dataclass(frozen=True, slots=True)
 class Options:
     """Where the mounts are and how the gateway behaves (``skillop gateway`` flags)."""
@@ -241,6 +264,8 @@ class Gateway:
         self._front: Front | None = None
         self._listing_json: tuple[ServedSet, str, bytes] | None = None
         self._routed: tuple[ServedSet, dict[str, dict[str, Any] | None]] = (self.served, {})
+        #: Where each page of a listing sent as an event stream starts, per set.
+        self._pages: tuple[ServedSet, tuple[int, ...]] | None = None
         self._tickets = approval.Tickets()
         #: ``list_changed`` for 2026-07-28 clients, who listen with ``subscriptions/listen``.
         self._bus = InMemorySubscriptionBus()
@@ -425,7 +450,40 @@ class Gateway:
 
     async def _list_tools(self, ctx: ServerRequestContext[Any],
                           params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=list(self.served.listing))
+        """The listing; over HTTP as an event stream (the handshake era's answers
+        through the SDK's server), in pages: the SDK's client refuses an event over
+        1 MiB, and a large set's listing is several (a JSON answer, the front's and
+        the 2026-07-28 era's, is whole)."""
+        served = self.served
+        cursor = params.cursor if params is not None else None
+        streamed = (ctx.request is not None
+                    and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS)
+        if not streamed and cursor is None:
+            return types.ListToolsResult(tools=list(served.listing))
+        starts = self._page_starts(served) if streamed else (0,)
+        page = _page_of(cursor, served.hash, starts)
+        if page is None:
+            raise MCPError(types.INVALID_PARAMS,
+                           "Invalid cursor: not one of this tool set's pages (the set may have"
+                           " changed: list again from the start)")
+        end = starts[page + 1] if page + 1 < len(starts) else len(served.listing)
+        return types.ListToolsResult(
+            tools=list(served.listing[starts[page]:end]),
+            next_cursor=_cursor(served.hash, page + 1) if page + 1 < len(starts) else None)
+
+    def _page_starts(self, served: ServedSet) -> tuple[int, ...]:
+        """Where each page of the listing starts: as many tools as fit in
+        ``LISTING_PAGE_BYTES`` of JSON (at least one), found once per set."""
+        if self._pages is None or self._pages[0] is not served:
+            starts, size = [0], 0
+            for i, tool in enumerate(served.listing):
+                length = len(tool.model_dump_json(by_alias=True, exclude_none=True))
+                if size and size + length > LISTING_PAGE_BYTES:
+                    starts.append(i)
+                    size = 0
+                size += length
+            self._pages = (served, tuple(starts))
+        return self._pages[1]
 
     async def _call_tool(self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams,
                          ) -> types.CallToolResult | types.InputRequiredResult:
