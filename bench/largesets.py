@@ -48,12 +48,23 @@ def _skill_name(stem: str) -> str:
     return name[:50].strip("-")
 
 
-def _declared(tool: dict[str, Any], suffix: str) -> dict[str, Any]:
+def _declared(tool: dict[str, Any], suffix: str, distinct: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"name": f"{tool['name']}{suffix}"}
     for key in ("title", "description", "inputSchema", "outputSchema", "annotations"):
         if tool.get(key) is not None:
             out[key] = tool[key]
+    if distinct:
+        out["description"] = f"{out.get('description', '')} ({_tag(out['name'])})"[:4096]
     return out
+
+
+def _tag(name: str) -> str:
+    """160 characters gzip cannot shrink, the same for the same name."""
+    import base64
+    import hashlib
+
+    block = hashlib.sha512(name.encode()).digest()
+    return base64.b64encode(block + hashlib.sha512(block).digest()).decode()[:160]
 
 
 def recorded() -> list[tuple[str, list[dict[str, Any]]]]:
@@ -62,9 +73,11 @@ def recorded() -> list[tuple[str, list[dict[str, Any]]]]:
             for path in sorted(DATA.glob("*.json"))]
 
 
-def manifests(count: int, *, namespace: str = NS, actor: str = ACTOR) -> list[dict[str, Any]]:
-    """Skills and one Actor whose set holds ``count`` tools (at most; fewer only if the
-    recorded set is smaller and ``count`` is not reached by copies)."""
+def manifests(count: int, *, namespace: str = NS, actor: str = ACTOR,
+              distinct: bool = False) -> list[dict[str, Any]]:
+    """Skills and one Actor whose set holds ``count`` tools. ``distinct``: each tool's
+    description ends with 160 characters of its own (tools written apart share less
+    than renamed copies do; the packed set then needs parts at 5,000 tools)."""
     group = "skillop.dev/v1alpha1"
     skills: list[dict[str, Any]] = []
     made, copy = 0, 0
@@ -74,7 +87,7 @@ def manifests(count: int, *, namespace: str = NS, actor: str = ACTOR) -> list[di
             if made >= count:
                 break
             suffix = f"_c{copy}" if copy else ""
-            taken = [_declared(t, suffix) for t in tools[: count - made]]
+            taken = [_declared(t, suffix, distinct) for t in tools[: count - made]]
             made += len(taken)
             skill = f"{name}-c{copy}" if copy else name
             skills.append({
