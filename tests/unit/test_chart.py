@@ -1045,7 +1045,7 @@ def test_the_sidecar_settings_the_chart_sets_are_what_the_operator_reads(
         "registry.example/gw:2.0", "Always", 9100)
     # Helm merges the values: what is not overridden keeps the chart's default.
     assert (sidecar.requests, sidecar.limits) == (
-        (("cpu", "10m"), ("memory", "64Mi")), (("memory", "256Mi"),))
+        (("cpu", "10m"), ("memory", "64Mi")), (("memory", "512Mi"),))
     assert sidecar.allow == ("*.svc", "*.svc.cluster.local")  # the operator's mcp.allow
     monkeypatch.setenv("SKILLOP_INJECT_IMAGE", env()["SKILLOP_INJECT_IMAGE"])
     assert OperatorConfig.from_env().sidecar.image == container_of(deployment())["image"]

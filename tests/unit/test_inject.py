@@ -85,7 +85,7 @@ def test_a_one_container_pod_gets_the_native_sidecar_with_exactly_the_sets_crede
     assert gateway["startupProbe"]["tcpSocket"] == {"port": 8765}
     assert gateway["readinessProbe"]["tcpSocket"] == {"port": 8765}
     assert gateway["resources"] == {"requests": {"cpu": "50m", "memory": "64Mi"},
-                                    "limits": {"memory": "256Mi"}}
+                                    "limits": {"memory": "512Mi"}}
     mounted = mounts(gateway, out)
     # The Actor's ConfigMap and every part a packed set may have, as one directory.
     assert mounted[TOOLSET_DIR]["projected"]["sources"] == [

@@ -149,7 +149,7 @@ def test_the_injected_sidecars_settings_come_from_the_charts_variables(
     assert (sidecar.image, sidecar.port, sidecar.pull_policy) == (
         "registry.example/skillop:1.2", 9100, "Always")
     assert sidecar.requests == (("cpu", "10m"),)
-    assert sidecar.limits == (("memory", "256Mi"),)  # not given: the default
+    assert sidecar.limits == (("memory", "512Mi"),)  # not given: the default
     assert sidecar.allow == ("*.internal",)
 
 

@@ -308,10 +308,10 @@ INJECT_PORT = Setting("SKILLOP_INJECT_PORT", GATEWAY_PORT, whole(),
                       "the injected gateway's loopback port", helm="injection.port")
 INJECT_RESOURCES: Setting[dict[str, Resources]] = Setting(
     "SKILLOP_INJECT_RESOURCES",
-    {"requests": (("cpu", "50m"), ("memory", "64Mi")), "limits": (("memory", "256Mi"),)},
+    {"requests": (("cpu", "50m"), ("memory", "64Mi")), "limits": (("memory", "512Mi"),)},
     resources,
     "the injected gateway's resources, JSON `{\"requests\": {...}, \"limits\": {...}}`;"
-    " an absent part keeps its default", shown="requests 50m/64Mi, limits 256Mi",
+    " an absent part keeps its default", shown="requests 50m/64Mi, limits 512Mi",
     helm="injection.resources")
 SECRETS_READABLE = Setting("SKILLOP_SECRETS_READABLE", False, boolean,
                            "the operator may `get` Secrets (the chart grants it with"
