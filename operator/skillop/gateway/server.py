@@ -139,7 +139,7 @@ def _page_of(cursor: str | None, set_hash: str, starts: Sequence[int]) -> int | 
             page.isascii() and page.isdigit() and len(page) <= 6):
         return None
     index = int(page)
-    return index if 0 < index < len(starts) else None
+    return index if 0 < index < len(starts) and page == str(index) else None
 
 
 @dataclass(frozen=True, slots=True)
