@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from clirun import SKILLOP, problem_lines, run
+from skillkit import noise
 
 SKILL = "apiVersion: skillop.dev/v1alpha1\nkind: Skill\n"
 ACTOR = "apiVersion: skillop.dev/v1alpha1\nkind: Actor\n"
@@ -228,25 +229,40 @@ def test_stdin_reads_the_same_yaml_as_files() -> None:
         "<stdin>", "spec.inputSchema.default", "InvalidSpec")
 
 
-def _big_actor(tmp_path: Path, tools: int) -> Path:
-    anon = ", ".join(f"{{name: t{i:04d}, description: {'x' * 4000}}}" for i in range(tools))
-    text = (SKILL + f"metadata: {{name: s}}\nspec: {{anonymousTools: [{anon}]}}\n---\n"
-            + ACTOR + "metadata: {name: a}\nspec: {skills: [s]}\n")
-    return _write(tmp_path, f"big{tools}", text)
+def _big_actor(tmp_path: Path, tools: int, *, random: bool = True) -> Path:
+    """Actor ``a`` of skills of 700 tools each; ``random``: descriptions gzip cannot shrink."""
+    skills = []
+    for n in range((tools + 699) // 700):
+        anon = ", ".join(
+            f"{{name: t{i:04d}, description: {noise(str(i), 4000) if random else 'x' * 4000}}}"
+            for i in range(n * 700, min(tools, (n + 1) * 700)))
+        skills.append(SKILL + f"metadata: {{name: s{n}}}\nspec: {{anonymousTools: [{anon}]}}\n")
+    names = ", ".join(f"s{n}" for n in range(len(skills)))
+    text = "---\n".join([*skills, ACTOR + f"metadata: {{name: a}}\nspec: {{skills: [{names}]}}\n"])
+    return _write(tmp_path, f"big{tools}{random}", text)
 
 
-def test_an_actor_too_large_for_its_configmap_fails_as_in_the_operator(tmp_path: Path) -> None:
-    path = _big_actor(tmp_path, 240)  # about 940 KiB of tools.json
+def test_an_actor_too_large_for_its_configmaps_fails_as_in_the_operator(tmp_path: Path) -> None:
+    path = _big_actor(tmp_path, 1400)  # about 5.8 MB of tools.json, 4.3 MB compressed
     for args in (("validate",), ("tools", "a", "-o", "json")):
         result = run(*args, "-f", str(path))
         assert (result.returncode, result.stdout) == (1, ""), result.stderr[-500:]
         [line] = problem_lines(result.stderr)
         assert (line["subject"], line["field"], line["reason"]) == (
             "Actor default/a", "spec.skills", "TooLarge")
-        assert "900 KiB" in line["message"]
+        assert "4 ConfigMaps of 900 KiB" in line["message"]
+        assert "the largest: t" in line["message"]
     # The same skill flattened alone has no ConfigMap, so no limit.
-    assert run("flatten", "s", "-f", str(path), "-o", "json").returncode == 0
-    assert run("validate", "-f", str(_big_actor(tmp_path, 200))).returncode == 0
+    assert run("flatten", "s0", "-f", str(path), "-o", "json").returncode == 0
+
+
+def test_an_actor_over_one_configmap_is_valid_and_printed_uncompressed(tmp_path: Path) -> None:
+    path = _big_actor(tmp_path, 240, random=False)  # about 1 MiB of tools.json: packed
+    assert run("validate", "-f", str(path)).returncode == 0
+    printed = run("tools", "a", "-f", str(path), "-o", "json")
+    assert printed.returncode == 0 and len(printed.stdout) > 900 * 1024
+    document = json.loads(printed.stdout)
+    assert len(document["tools"]) == 240 and printed.stdout.endswith("}\n")
 
 
 def test_a_number_too_long_for_python_is_read_as_kubectl_reads_it(tmp_path: Path) -> None:

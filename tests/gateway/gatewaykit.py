@@ -46,13 +46,17 @@ class Volume:
         self.root.mkdir(parents=True, exist_ok=True)
         self._generation = 0
 
-    def write(self, data: Mapping[str, str]) -> None:
+    def write(self, data: Mapping[str, str | bytes]) -> None:
+        """The volume's files become ``data``'s keys (bytes: a ``binaryData`` key)."""
         self._generation += 1
         stamp = f"..{time.strftime('%Y_%m_%d_%H_%M_%S')}.{self._generation}.{time.time_ns()}"
         target = self.root / stamp
         target.mkdir()
         for key, value in data.items():
-            (target / key).write_text(value)
+            if isinstance(value, bytes):
+                (target / key).write_bytes(value)
+            else:
+                (target / key).write_text(value)
         old = os.readlink(self.root / "..data") if (self.root / "..data").is_symlink() else None
         tmp = self.root / "..data_tmp"
         os.symlink(stamp, tmp)

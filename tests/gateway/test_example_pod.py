@@ -10,6 +10,7 @@ import yaml
 
 from skillop.cli.main import _parser
 from skillop.model.toolset import default_configmap_name
+from skillop.resolve.inject import toolset_volume
 
 POD = Path(__file__).resolve().parents[2] / "examples" / "actor-pod.yaml"
 
@@ -49,7 +50,12 @@ def test_the_gateway_mounts_the_configmap_and_each_secret_where_it_reads_them() 
     assert all(m.get("readOnly") for m in mounts.values())
     configmaps = [n for n in mounts if "configMap" in volumes[n]]
     paths = {volumes[n]["configMap"]["name"]: mounts[n]["mountPath"] for n in configmaps}
-    assert paths.pop(default_configmap_name("reviewer")) == env["SKILLOP_TOOLSET_DIR"]
+    # The Actor's ConfigMap and the parts of a packed set: one directory.
+    (tools,) = [n for n in mounts if "projected" in volumes[n]
+                and mounts[n]["mountPath"] == env["SKILLOP_TOOLSET_DIR"]]
+    assert [s["configMap"]["name"] for s in volumes[tools]["projected"]["sources"]] == [
+        toolset_volume(default_configmap_name("reviewer"))["projected"]["sources"][i][
+            "configMap"]["name"] for i in range(4)]
     # Every other ConfigMap is a CA bundle, where the gateway looks for it.
     assert paths and all(path == f"{env['SKILLOP_CONFIGMAPS_DIR']}/{name}"
                          for name, path in paths.items())

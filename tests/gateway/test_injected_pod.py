@@ -54,7 +54,9 @@ def _lay_out(pod: dict[str, Any], root: Path, docs: list[dict[str, Any]]) -> dic
     for mount in gateway["volumeMounts"]:
         volume = volumes[mount["name"]]
         target = Volume(root / mount["mountPath"].lstrip("/"))
-        if volume.get("configMap", {}).get("name") == default_configmap_name("dev"):
+        sources = volume.get("projected", {}).get("sources", [])
+        if sources and sources[0].get("configMap", {}).get("name") == default_configmap_name(
+                "dev"):
             target.write(toolset_files(docs, "team-a/dev"))
         elif "secret" in volume:
             assert volume["secret"]["secretName"] == SECRET

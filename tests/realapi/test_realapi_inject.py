@@ -97,7 +97,11 @@ def assert_injected(pod: dict[str, Any]) -> None:
     mounted = {volumes[m["name"]].get("secret", {}).get("secretName") or
                volumes[m["name"]].get("configMap", {}).get("name"): m["mountPath"]
                for m in gateway["volumeMounts"] if "projected" not in volumes[m["name"]]}
+    (tools,) = [volumes[m["name"]]["projected"]["sources"] for m in gateway["volumeMounts"]
+                if m["mountPath"] == "/etc/skillop"]
+    mounted.update({s["configMap"]["name"]: "/etc/skillop" for s in tools})
     assert mounted == {"reviewer-tools": "/etc/skillop",
+                       **{f"reviewer-tools-part-{i}": "/etc/skillop" for i in (1, 2, 3)},
                        "docker-auth": "/var/run/skillop/secrets/docker-auth",
                        "git-env": "/var/run/skillop/secrets/git-env",
                        "corp-ca": "/var/run/skillop/configmaps/corp-ca"}
@@ -159,8 +163,11 @@ def test_a_pod_whose_actor_does_not_exist_yet_still_gets_the_gateway(
     assert done.returncode == 0, done.stderr
     spec = json.loads(done.stdout)["spec"]
     assert spec["initContainers"][0]["name"] == SIDECAR_NAME
-    (tools,) = [v["configMap"] for v in spec["volumes"] if "configMap" in v]
+    (tools, *parts) = [s["configMap"] for v in spec["volumes"]
+                       for s in v.get("projected", {}).get("sources", []) if "configMap" in s
+                       and s["configMap"]["name"] != "kube-root-ca.crt"]
     assert (tools["name"], tools["optional"]) == ("not-yet-tools", True)
+    assert [p["name"] for p in parts] == [f"not-yet-tools-part-{i}" for i in (1, 2, 3)]
     assert not [v for v in spec["volumes"] if "secret" in v]
     assert spec["automountServiceAccountToken"] is False
 

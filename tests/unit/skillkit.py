@@ -175,3 +175,16 @@ __all__ = [
     "skill_policy",
     "tool",
 ]
+
+
+def noise(seed: str, size: int) -> str:
+    """``size`` characters that gzip cannot shrink much (base64 of a sha512 chain),
+    the same for the same seed: text that makes a set large once compressed."""
+    import base64
+    import hashlib
+
+    out, block = [], hashlib.sha512(seed.encode()).digest()
+    while sum(map(len, out)) < size:
+        block = hashlib.sha512(block).digest()
+        out.append(base64.b64encode(block).decode())
+    return "".join(out)[:size]

@@ -32,3 +32,33 @@ def test_snippet_loads_the_toolset_and_binds_every_tool(tmp_path: Path) -> None:
     assert names == [t.binding_name for t in resolution.tools]
     assert all(re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", n) for n in names)
     assert set(scope["by_binding"]) == set(names)
+
+
+def test_the_large_set_snippet_reads_a_packed_set_and_refuses_a_stale_part(
+        tmp_path: Path) -> None:
+    from benchload import bench_module
+    from skillop.resolve.toolset import configmap_layout
+
+    bench = bench_module("largesets")
+    resolution = bench.resolve(bench.manifests(5000, distinct=True))
+    layout = configmap_layout("big-tools", resolution.text, resolution.hash, resolution.tools)
+    assert len(layout.configmaps) == 2
+    for stored in layout.configmaps:
+        for key, value in stored.data.items():
+            (tmp_path / key).write_text(value)
+        for key, data in stored.binary.items():
+            (tmp_path / key).write_bytes(data)
+    text = (ROOT / "docs" / "toolset.md").read_text()
+    snippets = re.findall(r"```python\n(.*?)```", text, re.S)
+    code = snippets[1].replace('"/etc/skillop"', repr(str(tmp_path)))
+    scope: dict[str, Any] = {}
+    exec(compile(code, "docs/toolset.md", "exec"), scope)
+    assert scope["toolset"]["hash"] == resolution.hash
+    assert len(scope["toolset"]["tools"]) == 5000
+    (tmp_path / "tools.json.gz.1").write_bytes(b"an older part")
+    try:
+        exec(compile(code, "docs/toolset.md", "exec"), {})
+    except RuntimeError as err:
+        assert "not updated yet" in str(err)
+    else:
+        raise AssertionError("a stale part was read")

@@ -87,7 +87,11 @@ def test_a_one_container_pod_gets_the_native_sidecar_with_exactly_the_sets_crede
     assert gateway["resources"] == {"requests": {"cpu": "50m", "memory": "64Mi"},
                                     "limits": {"memory": "512Mi"}}
     mounted = mounts(gateway, out)
-    assert mounted[TOOLSET_DIR]["configMap"] == {"name": "reviewer-tools", "optional": True}
+    # The Actor's ConfigMap and every part a packed set may have, as one directory.
+    assert mounted[TOOLSET_DIR]["projected"]["sources"] == [
+        {"configMap": {"name": name, "optional": True}}
+        for name in ("reviewer-tools", "reviewer-tools-part-1", "reviewer-tools-part-2",
+                     "reviewer-tools-part-3")]
     assert {p: v["secret"]["secretName"] for p, v in mounted.items() if "secret" in v} == {
         f"{SECRETS_DIR}/docker-mcp-token": "docker-mcp-token",
         f"{SECRETS_DIR}/git-env": "git-env"}
@@ -134,7 +138,8 @@ def test_volumes_named_like_the_gateways_are_kept_and_the_gateways_renamed() -> 
     assert names[:2] == ["skillop-tools", "skillop-secret-git-env"]
     assert len(set(names)) == len(names)
     mounted = mounts(sidecar(out), out)
-    assert mounted[TOOLSET_DIR]["configMap"]["name"] == "reviewer-tools"
+    assert mounted[TOOLSET_DIR]["projected"]["sources"][0]["configMap"]["name"] == (
+        "reviewer-tools")
     assert mounted[f"{SECRETS_DIR}/git-env"]["secret"]["secretName"] == "git-env"
     assert out["spec"]["containers"][0]["volumeMounts"] == [
         {"name": "skillop-tools", "mountPath": "/data"}]

@@ -196,3 +196,20 @@ def test_post_event_sends_one_create_when_the_answer_is_a_server_error(api: Kube
     asyncio.run(api.post_event("Actor", ObjectRef("team-a", "dev"), "uid-1", "Normal",
                                "ToolSetChanged", "3 tools"))
     assert Events.calls == 1
+
+
+@pytest.mark.parametrize("status", [400, 422])
+def test_a_body_the_api_server_refuses_for_good_is_refused_at_once_with_its_words(
+        api: Kube, status: int) -> None:
+    err = ApiException(status=status, reason="Unprocessable Entity")
+    err.body = json.dumps({
+        "kind": "Status", "code": status, "reason": "Invalid",
+        "message": 'ConfigMap "dev-tools" is invalid: []: Too long:\n must have at most'
+                   " 1048576 bytes"}).encode()
+    fn = Flaky(err, err)
+    with pytest.raises(kube.Refused) as refused:
+        _run(api, fn)
+    assert fn.calls == 1
+    assert refused.value.status == status
+    assert refused.value.message == ('ConfigMap "dev-tools" is invalid: []: Too long: must have'
+                                     " at most 1048576 bytes")

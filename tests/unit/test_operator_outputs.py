@@ -7,7 +7,7 @@ import dataclasses
 import json
 from typing import Any
 
-from skillkit import actor, anon, catalog, ref, skill
+from skillkit import actor, anon, catalog, noise, ref, skill
 
 from skillop.model import problems as P
 from skillop.model.status import MAX_PRUNED, MAX_TEXT, ActorStatus, SkillStatus
@@ -184,8 +184,11 @@ def test_last_transition_time_is_kept_while_the_condition_holds() -> None:
 
 
 def test_an_oversized_tool_set_is_too_large_and_writes_no_configmap() -> None:
-    big = [anon(f"tool{i:04d}", description="x" * 4000) for i in range(240)]
-    plan = _plan([skill("base", anonymousTools=big), _actor("base")])
+    # Too large even packed: text gzip cannot shrink, over every ConfigMap it may fill.
+    big = [[anon(f"tool{n}{i:04d}", description=noise(f"{n}{i}", 4000)) for i in range(700)]
+           for n in "ab"]
+    plan = _plan([skill("base", anonymousTools=big[0]), skill("more", anonymousTools=big[1]),
+                  _actor("base", "more")])
     assert plan.configmap is None and plan.status is not None
     ready = _cond(plan.status, "Ready")
     assert (ready["status"], ready["reason"]) == ("False", "TooLarge")

@@ -438,3 +438,65 @@ def test_a_configmap_rewrite_asserts_the_resource_version_last_seen() -> None:
     rewrites = {c[1]: c[3]["metadata"].get("resourceVersion")
                 for c in writer.take() if c[0] == "configmap"}
     assert rewrites == {_cm("dev"): "rv-77", _cm("ops"): answered[_cm("ops")]}
+
+
+class Refusing(Recorder):
+    """A Writer whose API server refuses ConfigMaps for good (HTTP 422, as for one
+    over its size limit): the words the operator passes on to the status."""
+
+    async def apply_configmap(self, body: dict[str, Any], *, exists: bool) -> None:
+        from skillop.operator.kube import Refused
+
+        meta = body["metadata"]
+        self.calls.append(("configmap", f"{meta['namespace']}/{meta['name']}", exists, body))
+        raise Refused(f"write configmap {meta['namespace']}/{meta['name']}", 422,
+                      f'ConfigMap "{meta["name"]}" is invalid: []: Too long: must have at'
+                      " most 1048576 bytes")
+
+
+def test_a_configmap_refused_for_good_is_ready_false_once_and_not_retried() -> None:
+    store, writer = Store(), Refusing()
+    changed: set[Key] = set()
+    for doc in _world():
+        changed |= store.upsert(doc)
+    rec = Reconciler(store, writer, clock=_clock())
+    asyncio.run(rec.process(changed))
+    calls = writer.take()
+    assert not rec._dirty  # nothing queued to retry
+    statuses = {c[2]: c[3] for c in calls if c[:2] == ("status", "Actor")}
+    assert sorted(statuses) == ["team-a/dev", "team-a/idle", "team-a/ops"]
+    ready = next(c for c in statuses["team-a/dev"]["conditions"] if c["type"] == "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", P.CONFIGMAP_REFUSED)
+    assert "refused ConfigMap dev-tools: HTTP 422" in ready["message"]
+    assert "must have at most 1048576 bytes" in ready["message"]
+    # Asked again (any change, a resync): the same ConfigMap is not sent again,
+    # and the status already says so.
+    asyncio.run(rec.process(changed))
+    assert [c for c in writer.take() if c[0] != "status" or c[1] == "Actor"] == []
+
+
+def test_a_packed_sets_parts_are_written_before_the_actors_configmap() -> None:
+    from skillkit import noise
+
+    store, writer = Store(), Recorder()
+    made = [anon(f"tool{i:04d}", description=noise(str(i), 4000)) for i in range(600)]
+    changed: set[Key] = set()
+    for doc in (_uid(skill("big", anonymousTools=made)), _uid(actor("dev", skills=["big"]))):
+        changed |= store.upsert(doc)
+    rec = Reconciler(store, writer, clock=_clock())
+    asyncio.run(rec.process(changed))
+    calls = writer.take()
+    written = [c[1] for c in calls if c[0] == "configmap"]
+    assert written == [f"{_cm('dev')}-part-1", f"{_cm('dev')}-part-2", _cm("dev")]
+    # Echoed by the watch: nothing more; a part deleted by hand is written again, alone.
+    bodies = {c[1]: c[3] for c in calls if c[0] == "configmap"}
+    for body in bodies.values():
+        assert store.upsert(json.loads(json.dumps(body))) == set()
+    asyncio.run(rec.process({key("Actor", ref("team-a/dev"))}))
+    assert [c for c in writer.take() if c[0] == "configmap"] == []
+    changed = store.remove("ConfigMap", "team-a", "dev-tools-part-2")
+    assert changed == {key("Actor", ref("team-a/dev"))}
+    asyncio.run(rec.process(changed))
+    again = writer.take()
+    assert [(c[0], c[1], c[2]) for c in again] == [
+        ("configmap", f"{_cm('dev')}-part-2", False)]

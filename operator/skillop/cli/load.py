@@ -164,6 +164,8 @@ def _identity(obj: Parsed) -> tuple[str, str, str]:
 def _yaml_message(err: yaml.YAMLError) -> str:
     if isinstance(err, yamlread.ExcessiveAliasing):
         return f"YAML refused: {err}"
+    if isinstance(err, yamlread.MalformedJson):
+        return f"malformed JSON at line {err.line}: {err.problem[:200]}"
     mark = getattr(err, "problem_mark", None)
     where = f" at line {mark.line + 1}" if mark is not None else ""
     reason = getattr(err, "problem", None) or str(err).splitlines()[0]

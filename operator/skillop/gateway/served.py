@@ -1,7 +1,12 @@
 """The mounted ToolSet, parsed into what the gateway serves.
 
 The Actor's ConfigMap directory holds ``tools.json`` (the ToolSet document,
-docs/toolset.md) and one ``agent-skill.<bindingName>.md`` per Agent Skill. Only
+docs/toolset.md) and one ``agent-skill.<bindingName>.md`` per Agent Skill; a set
+too large for one ConfigMap is packed instead (``tools.index.json`` and the gzip
+chunks of ``tools.json``, from the Actor's ConfigMap and its parts, projected
+into the same directory), and is read only once every chunk is the one the
+index names: the kubelet updates the sources of a projected volume one by one,
+and a mix of two versions is never served. Only
 tools whose source is ``mcp`` or ``agent_skill`` are served: the others run
 inside the agent (built-ins, runtime tools), out of the gateway's reach
 (docs/gateway.md). Each served tool is shown to the agent under its
@@ -14,6 +19,7 @@ reason; the caller keeps serving the set it had.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,12 +29,15 @@ import mcp_types as types
 from pydantic import ValidationError
 
 from skillop.gateway.search import Document, SearchIndex
+from skillop.model.canonical import bytes_digest
 from skillop.model.specs import ApprovalSettings, McpTls
 from skillop.model.toolset import (
     CALL_TOOL,
+    INDEX_KEY,
     MAX_CONFIGMAP_BYTES,
     SEARCH_TOOL,
     TOOLS_KEY,
+    PackedIndex,
     ServerEntry,
     ToolEntry,
     ToolSetDocument,
@@ -165,16 +174,56 @@ class ServedSet:
 
 def load_served_set(directory: Path) -> ServedSet:
     """The set mounted at ``directory``; raises ``ToolSetError`` (one line)."""
-    path = directory / TOOLS_KEY
+    if (directory / INDEX_KEY).exists():
+        raw, where = read_packed(directory), str(directory / INDEX_KEY)
+    else:
+        raw, where = _read_limited(directory / TOOLS_KEY, MAX_CONFIGMAP_BYTES), ""
+    return parse_served_set(raw, path=where or str(directory / TOOLS_KEY),
+                            body=lambda key: _read_body(directory, key))
+
+
+def _read_limited(path: Path, limit: int) -> bytes:
     try:
-        raw = path.read_bytes()[: MAX_CONFIGMAP_BYTES + 1]
+        with path.open("rb") as file:
+            raw = file.read(limit + 1)
     except OSError as exc:
         raise ToolSetError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if len(raw) > MAX_CONFIGMAP_BYTES:
+    if len(raw) > limit:
         # More than the writer puts in a whole ConfigMap: not a document of ours.
-        raise ToolSetError(f"{path}: larger than {MAX_CONFIGMAP_BYTES} bytes")
-    return parse_served_set(raw, path=str(path),
-                            body=lambda key: _read_body(directory, key))
+        raise ToolSetError(f"{path}: larger than {limit} bytes")
+    return raw
+
+
+def read_packed(directory: Path) -> bytes:
+    """``tools.json``'s bytes from a packed set: every chunk the index names, each
+    checked against its sha256 (a chunk the kubelet has not updated yet, or an
+    edited one, is refused: the caller keeps the set it serves and reads again
+    when the volume changes), decompressed within the size the index states."""
+    path = directory / INDEX_KEY
+    try:
+        index = PackedIndex.parse(_read_limited(path, MAX_CONFIGMAP_BYTES))
+    except ValidationError as exc:
+        raise ToolSetError(f"{path}: {_first_error(exc)}") from None
+    chunks = []
+    for chunk in index.chunks:
+        part = directory / chunk.key
+        if not part.exists():
+            raise ToolSetError(f"{part}: missing (ConfigMap {chunk.config_map}, not mounted"
+                               f" or not written yet); waiting for the set {index.hash}")
+        data = _read_limited(part, MAX_CONFIGMAP_BYTES)
+        if bytes_digest(data) != chunk.sha256:
+            raise ToolSetError(f"{part}: not the chunk of the set {index.hash} (ConfigMap"
+                               f" {chunk.config_map} holds another version); waiting for it")
+        chunks.append(data)
+    inflate = zlib.decompressobj(wbits=31)  # gzip
+    try:
+        raw = inflate.decompress(b"".join(chunks), index.size + 1)
+    except zlib.error as exc:
+        raise ToolSetError(f"{path}: the chunks are no gzip stream ({exc})") from None
+    if len(raw) != index.size or not inflate.eof:
+        raise ToolSetError(f"{path}: the chunks decompress to other than the {index.size}"
+                           " bytes the index states")
+    return raw
 
 
 def _read_body(directory: Path, key: str) -> str | None:

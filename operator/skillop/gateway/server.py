@@ -26,7 +26,8 @@ Both end in ``Gateway.call``. Connected clients are kept in ``front.Sessions``
 
 Hot reload: every ``poll_interval`` seconds the gateway stats the mounted files
 (kubelet updates a ConfigMap or Secret volume by swapping its ``..data`` link,
-which changes the files' identity); on a change it re-reads the set, points the
+which changes the files' identity; a packed set's index and chunks too, docs/toolset.md);
+on a change it re-reads the set, points the
 pool at the new upstreams and sends ``notifications/tools/list_changed`` to every
 connected client. A set that cannot be read leaves the current one served.
 """
@@ -89,7 +90,7 @@ from skillop.gateway.upstream import (
 from skillop.gateway.vectors import SemanticRanker
 from skillop.model.approval import visible
 from skillop.model.settings import API_DIR, GATEWAY_RELIST_INTERVAL
-from skillop.model.toolset import CALL_TOOL, SEARCH_TOOL, TOOLS_KEY
+from skillop.model.toolset import CALL_TOOL, INDEX_KEY, PACKED_KEY, SEARCH_TOOL, TOOLS_KEY
 from skillop.model.wording import count
 from skillop.sources.egress import EgressGuard
 from skillop.sources.mcp_discovery import one_line
@@ -101,6 +102,46 @@ _NOBODY: Final = approval.Nobody(
 #: An approval prompt shows each argument whole; longer ones cannot be approved.
 _MAX_SHOWN_VALUE: Final = 2000
 _MAX_PROMPT: Final = 8000
+
+
+def _file_identity(path: Path) -> object:
+    """What changes when a file is replaced (kubelet swaps the directory under it)."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return (stat.st_dev, stat.st_ino, stat.st_mtime_ns, stat.st_size)
+
+
+def _chunk_keys(directory: Path) -> list[str]:
+    """A packed set's chunk files (the Actor's ConfigMap and its parts project them)."""
+    try:
+        return sorted(name for name in os.listdir(directory) if name.startswith(PACKED_KEY))
+    except OSError:
+        return []
+
+
+#: The most JSON a page of a listing sent as an event stream holds: well under the
+#: 1 MiB the MCP SDK's client accepts in one event (``DEFAULT_MAX_SSE_EVENT_SIZE``).
+LISTING_PAGE_BYTES: Final = 512 * 1024
+
+
+def _cursor(set_hash: str, page: int) -> str:
+    """An opaque cursor: the page, in the set it was given for."""
+    return f"{set_hash.removeprefix('sha256:')[:16]}.{page}"
+
+
+def _page_of(cursor: str | None, set_hash: str, starts: Sequence[int]) -> int | None:
+    """The page ``cursor`` names in this set (0 without one); None when it names
+    none of them (another set's, or not one of ours)."""
+    if cursor is None:
+        return 0
+    prefix, _, page = cursor.partition(".")
+    if prefix != set_hash.removeprefix("sha256:")[:16] or not (
+            page.isascii() and page.isdigit() and len(page) <= 6):
+        return None
+    index = int(page)
+    return index if 0 < index < len(starts) and page == str(index) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,6 +272,8 @@ class Gateway:
         self._front: Front | None = None
         self._listing_json: tuple[ServedSet, str, bytes] | None = None
         self._routed: tuple[ServedSet, dict[str, dict[str, Any] | None]] = (self.served, {})
+        #: Where each page of a listing sent as an event stream starts, per set.
+        self._pages: tuple[ServedSet, tuple[int, ...]] | None = None
         self._tickets = approval.Tickets()
         #: ``list_changed`` for 2026-07-28 clients, who listen with ``subscriptions/listen``.
         self._bus = InMemorySubscriptionBus()
@@ -345,11 +388,8 @@ class Gateway:
 
     def _mount_signature(self) -> object:
         directory = self.options.toolset_dir
-        try:
-            stat = os.stat(directory / TOOLS_KEY)
-            tools: object = (stat.st_dev, stat.st_ino, stat.st_mtime_ns, stat.st_size)
-        except OSError:
-            tools = None
+        tools = tuple(_file_identity(directory / key) for key in (TOOLS_KEY, INDEX_KEY,
+                                                                  *_chunk_keys(directory)))
         try:
             data: object = os.readlink(directory / "..data")
         except OSError:
@@ -420,7 +460,40 @@ class Gateway:
 
     async def _list_tools(self, ctx: ServerRequestContext[Any],
                           params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=list(self.served.listing))
+        """The listing; over HTTP as an event stream (the handshake era's answers
+        through the SDK's server), in pages: the SDK's client refuses an event over
+        1 MiB, and a large set's listing is several (a JSON answer, the front's and
+        the 2026-07-28 era's, is whole)."""
+        served = self.served
+        cursor = params.cursor if params is not None else None
+        streamed = (ctx.request is not None
+                    and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS)
+        if not streamed and cursor is None:
+            return types.ListToolsResult(tools=list(served.listing))
+        starts = self._page_starts(served) if streamed else (0,)
+        page = _page_of(cursor, served.hash, starts)
+        if page is None:
+            raise MCPError(types.INVALID_PARAMS,
+                           "Invalid cursor: not one of this tool set's pages (the set may have"
+                           " changed: list again from the start)")
+        end = starts[page + 1] if page + 1 < len(starts) else len(served.listing)
+        return types.ListToolsResult(
+            tools=list(served.listing[starts[page]:end]),
+            next_cursor=_cursor(served.hash, page + 1) if page + 1 < len(starts) else None)
+
+    def _page_starts(self, served: ServedSet) -> tuple[int, ...]:
+        """Where each page of the listing starts: as many tools as fit in
+        ``LISTING_PAGE_BYTES`` of JSON (at least one), found once per set."""
+        if self._pages is None or self._pages[0] is not served:
+            starts, size = [0], 0
+            for i, tool in enumerate(served.listing):
+                length = len(tool.model_dump_json(by_alias=True, exclude_none=True))
+                if size and size + length > LISTING_PAGE_BYTES:
+                    starts.append(i)
+                    size = 0
+                size += length
+            self._pages = (served, tuple(starts))
+        return self._pages[1]
 
     async def _call_tool(self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams,
                          ) -> types.CallToolResult | types.InputRequiredResult:

@@ -35,6 +35,11 @@ def sha256_digest(text: str) -> str:
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
+def bytes_digest(data: bytes) -> str:
+    """``sha256:<hex>`` of ``data``."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
 def json_digest(value: Any) -> str:
     """``sha256_digest`` of ``value``'s canonical JSON."""
     return sha256_digest(canonical_json(value))

@@ -83,5 +83,8 @@ INVALID_AGENT_SKILL = "InvalidAgentSkill"
 TOO_MANY_TOOLS = "TooManyTools"
 TOO_MANY_TOOL_TOKENS = "TooManyToolTokens"
 TOO_LARGE = "TooLarge"
+#: The API server refused to store a ConfigMap of the set for good (HTTP 400 or
+#: 422: invalid, over its size limit); written once, not retried until it changes.
+CONFIGMAP_REFUSED = "ConfigMapRefused"
 DEPENDENCY_FAILED = "DependencyFailed"
 CREDENTIAL_NOT_BOUND = "CredentialNotBound"

@@ -27,10 +27,26 @@ TOOLS_KEY = "tools.json"
 #: An Actor's ConfigMap is ``<actor>`` + this, unless ``spec.configMapName`` says otherwise.
 CONFIGMAP_SUFFIX = "-tools"
 #: The most an Actor's ConfigMap may hold (keys and values, in bytes): the API
-#: server refuses objects over 1 MiB, and metadata needs room. An Actor whose
-#: tool set would not fit is ``TooLarge``, in the operator and the CLI alike; a
-#: reader refuses a larger ``tools.json`` as not one of ours.
+#: server refuses objects over 1 MiB, and metadata needs room. A set whose
+#: ``tools.json`` (with the Agent Skill bodies) fits is stored as it always was; a
+#: larger one is stored packed (below); a reader refuses a larger ``tools.json``
+#: as not one of ours.
 MAX_CONFIGMAP_BYTES = 900 * 1024
+#: A packed set (docs/toolset.md, Large sets): ``tools.json``'s very bytes,
+#: gzip-compressed, cut into chunks: the first is this ``binaryData`` key of the
+#: Actor's ConfigMap, chunk ``i`` is key ``tools.json.gz.<i>`` of ConfigMap
+#: ``<configmap>-part-<i>``. Concatenated in order they are one gzip stream.
+PACKED_KEY = "tools.json.gz"
+#: A packed set's index (``PackedIndex``), in the Actor's ConfigMap: the document's
+#: hash and each chunk's sha256. It is what makes the parts one version: the
+#: kubelet may show a new chunk beside an old one, and a reader waits until
+#: every chunk is the one the index names.
+INDEX_KEY = "tools.index.json"
+#: The most ConfigMaps an Actor's set is stored in (its own and ``MAX_PARTS - 1``
+#: parts), all of which the injected gateway mounts: over it the set is ``TooLarge``.
+MAX_PARTS = 4
+#: The most bytes a packed document may decompress to: a reader refuses more.
+MAX_DOCUMENT_BYTES = 128 * 1024 * 1024
 #: ``bindingName``'s grammar: what LLM APIs accept as a function name.
 BINDING_NAME_PATTERN = r"^[a-zA-Z0-9_-]{1,64}$"
 #: The gateway's own tools in ``disclosure: Search`` (docs/gateway.md): they take
@@ -47,6 +63,16 @@ Owner = Literal["actor", "skill"]
 def default_configmap_name(actor_name: str) -> str:
     """The ConfigMap an Actor's set is written to when it names none."""
     return f"{actor_name}{CONFIGMAP_SUFFIX}"
+
+
+def part_configmap_name(configmap: str, index: int) -> str:
+    """The ConfigMap holding chunk ``index`` (>= 1) of the set packed for ``configmap``."""
+    return f"{configmap}-part-{index}"
+
+
+def chunk_key(index: int) -> str:
+    """The ``binaryData`` key of chunk ``index`` of a packed set."""
+    return PACKED_KEY if index == 0 else f"{PACKED_KEY}.{index}"
 
 
 def agent_skill_key(binding_name: str) -> str:
@@ -157,3 +183,33 @@ class ToolSetDocument(DocumentModel):
         """Its canonical JSON: what ``tools.json`` holds (less the final newline)."""
         return canonical_json(self.as_dict())
 
+
+
+class PackedChunk(DocumentModel):
+    """One chunk of a packed set: where it is and what it must be."""
+
+    key: str = Field(pattern=r"^tools\.json\.gz(\.[1-9][0-9]?)?$")
+    config_map: str = Field(min_length=1)
+    #: sha256 of the chunk's bytes (``sha256:<hex>``).
+    sha256: str
+    size: int = Field(ge=0)
+
+
+class PackedIndex(DocumentModel):
+    """``tools.index.json``: how a packed set's chunks make ``tools.json``."""
+
+    kind: Literal["PackedToolSet"] = "PackedToolSet"
+    #: The document's own ``hash``: the same set the Actor's status names.
+    hash: str
+    encoding: Literal["gzip"] = "gzip"
+    #: The bytes of ``tools.json`` once decompressed.
+    size: int = Field(ge=0, le=MAX_DOCUMENT_BYTES)
+    chunks: tuple[PackedChunk, ...] = Field(min_length=1, max_length=MAX_PARTS)
+
+    @classmethod
+    def parse(cls, raw: bytes | str) -> PackedIndex:
+        return cls.model_validate_json(raw)
+
+    def text(self) -> str:
+        """What the ConfigMap holds: canonical JSON and a newline."""
+        return canonical_json(self.model_dump(mode="json", by_alias=True)) + "\n"

@@ -17,6 +17,13 @@ billions of values. Here:
   values) is refused. Construction shares aliased values, so the expanded size
   is counted on the shared structure without ever expanding it.
 
+A file whose content is JSON (its first non-blank character is ``{``, the test
+kubectl's decoder makes) is read as JSON, as kubectl reads it: a stream of JSON
+objects, ``\\uXXXX`` escapes and surrogate pairs as JSON defines them (what
+``json.dumps`` writes for non-ASCII text by default; YAML's parser refuses
+surrogate escapes), a lone surrogate as U+FFFD (as Go's decoder replaces it),
+no NaN or Infinity (not JSON), duplicate keys refused as in YAML.
+
 What JSON cannot carry (NaN, binary, sets, non-string keys, recursive anchors)
 is left in the values and reported by ``model.jsonvalue`` with the field's path,
 where the object the field belongs to is known.
@@ -24,6 +31,7 @@ where the object the field belongs to is known.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from typing import Any
@@ -41,6 +49,17 @@ MIN_DECODED, MIN_FROM_ALIASES = 1_000, 100
 
 class ExcessiveAliasing(yaml.YAMLError):
     """A document whose aliases expand far beyond what is written."""
+
+
+class MalformedJson(yaml.YAMLError):
+    """A JSON file that does not parse; ``line`` (1-based) and ``problem`` say where and why.
+
+    A ``YAMLError``: callers handle one error for a file that cannot be read."""
+
+    def __init__(self, problem: str, line: int, *, documents: int = 0) -> None:
+        super().__init__(f"malformed JSON at line {line}: {problem}")
+        #: How many documents before it parsed.
+        self.problem, self.line, self.documents = problem, line, documents
 
 
 _BOOL, _INT, _FLOAT = (f"tag:yaml.org,2002:{t}" for t in ("bool", "int", "float"))
@@ -125,8 +144,25 @@ Loader.add_constructor(_INT, Loader.construct_go_int)
 
 
 def load_all(text: str) -> list[Any]:
-    """Every document of ``text``; ``yaml.YAMLError`` (or ``ExcessiveAliasing``)
-    when it is malformed."""
+    """Every document of ``text``; ``yaml.YAMLError`` (``ExcessiveAliasing``,
+    ``MalformedJson``) when it is malformed. JSON content is read as JSON."""
+    if text.lstrip()[:1] == "{":
+        try:
+            return load_json_stream(text)
+        except MalformedJson as err:
+            if err.documents:
+                raise
+            # A flow mapping is YAML too (``{a: 1}``): kubectl's decoder reads a
+            # JSON-looking file that is no JSON as YAML; what neither reads is
+            # reported as the JSON it looks like.
+            try:
+                return _load_yaml(text)
+            except yaml.YAMLError:
+                raise err from None
+    return _load_yaml(text)
+
+
+def _load_yaml(text: str) -> list[Any]:
     loader = Loader(text)
     try:
         docs = []
@@ -137,6 +173,76 @@ def load_all(text: str) -> list[Any]:
         return docs
     finally:
         loader.dispose()
+
+
+def load_json_stream(text: str) -> list[Any]:
+    """The JSON values of ``text``, one after another (blank between them), as
+    kubectl's decoder reads a JSON file; ``MalformedJson`` when one does not parse."""
+    decoder = json.JSONDecoder(object_pairs_hook=_json_object, parse_constant=_no_constant,
+                               parse_int=_json_int)
+    docs: list[Any] = []
+    position, end = 0, len(text)
+    while True:
+        while position < end and text[position] in " \t\r\n":
+            position += 1
+        if position == end:
+            return docs
+        try:
+            doc, position = decoder.raw_decode(text, position)
+        except json.JSONDecodeError as err:
+            raise MalformedJson(err.msg, err.lineno, documents=len(docs)) from None
+        except _Refused as err:
+            raise MalformedJson(str(err), text.count("\n", 0, position) + 1,
+                                documents=len(docs)) from None
+        docs.append(_without_lone_surrogates(doc))
+
+
+class _Refused(ValueError):
+    """JSON that parses but that kubectl's decoder would not accept."""
+
+
+def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _Refused(f"found duplicate key {key[:64]!r}")
+        out[key] = value
+    return out
+
+
+def _no_constant(name: str) -> Any:
+    raise _Refused(f"{name} is not a JSON value")
+
+
+def _json_int(text: str) -> int | float:
+    """An integer as Go's decoder reads one into an object: an int64 or uint64, else
+    a float while one holds it (Python's int() also refuses over 4,300 digits)."""
+    digits = text.lstrip("-")
+    if len(digits) <= _MAX_FLOAT_DIGITS:
+        value = int(text)
+        if _INT_MIN <= value <= _UINT_MAX:
+            return value
+        with_float = float(value) if len(digits) <= 308 else math.inf
+        if not math.isinf(with_float):
+            return with_float
+    raise _Refused(f"number {text[:20]}... is out of range")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _without_lone_surrogates(value: Any) -> Any:
+    """``value`` with every unpaired surrogate of its strings (keys too) replaced by
+    U+FFFD, as Go's decoder does: a lone surrogate is no character UTF-8 can carry.
+    (Python joins a valid ``\\uXXXX\\uXXXX`` pair into one character itself.)"""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_without_lone_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {_without_lone_surrogates(k): _without_lone_surrogates(v)
+                for k, v in value.items()}
+    return value
 
 
 def load_one(text: str) -> Any:

@@ -61,6 +61,30 @@ class Gone(WriteFailed):
     being deleted (HTTP 403, cause NamespaceTerminating): not retried."""
 
 
+class Refused(WriteFailed):
+    """A write the API server refused for good (HTTP 400 or 422: invalid, e.g. a
+    ConfigMap over its size limit): the same body would be refused again, so it is
+    not retried. ``message`` is the API server's own, on one line."""
+
+    def __init__(self, what: str, status: int, message: str) -> None:
+        super().__init__(f"{what}: HTTP {status}: {message}")
+        self.status, self.message = status, message
+
+
+#: What the API server answers for a body it will never accept.
+REFUSED = frozenset({400, 422})
+
+
+def _api_message(err: Any) -> str:
+    """The message of the API server's Status answer, on one line (its reason if none)."""
+    try:
+        message = json.loads(err.body or "{}").get("message")
+    except (ValueError, AttributeError):
+        message = None
+    text = " ".join(str(message or err.reason or "invalid").split())
+    return text if len(text) <= 400 else text[:397] + "..."
+
+
 class NotLeader(WriteFailed):
     """A write refused by the gate: this replica is not the leader (nothing was sent)."""
 
@@ -184,6 +208,8 @@ class Kube:
                     # Its namespace is being deleted: what is written there goes
                     # with it, so a retry (or a re-created ConfigMap) only adds noise.
                     raise Gone(f"{what}: its namespace is being deleted") from None
+                if err.status in REFUSED:
+                    raise Refused(what, err.status, _api_message(err)) from None
                 if err.status not in retriable or delay is None:
                     raise WriteFailed(f"{what}: HTTP {err.status} {err.reason}") from None
                 log.info("%s: HTTP %s, retry %d in %.2fs", what, err.status, attempt + 1, delay)

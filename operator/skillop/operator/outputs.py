@@ -11,6 +11,7 @@ status changes.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,7 +50,12 @@ from skillop.operator.listing import Listing
 from skillop.operator.pinning import PinState
 from skillop.resolve.inject import Credentials
 from skillop.resolve.resolver import Resolution
-from skillop.resolve.toolset import EffectiveTool, configmap_data, configmap_name
+from skillop.resolve.toolset import (
+    EffectiveTool,
+    StoredConfigMap,
+    configmap_layout,
+    configmap_name,
+)
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "skillop"}
 HASH_ANNOTATION = "skillop.dev/tools-hash"
@@ -86,8 +92,12 @@ class CredentialState:
 @dataclass(frozen=True, slots=True)
 class Plan:
     status: dict[str, Any] | None = None
+    #: The Actor's ConfigMap (the last to be written: with a packed set it holds
+    #: the index, so the parts it names are written before it).
     configmap: dict[str, Any] | None = None
     events: tuple[EventSpec, ...] = ()
+    #: The parts of a packed set that differ from what is observed, in order.
+    parts: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,22 +154,29 @@ def observe_configmap(body: Mapping[str, Any]) -> ObservedConfigMap:
     return ObservedConfigMap(
         name=str(meta.get("name", "")), owner=str(owner) if owner else None,
         tools_hash=(meta.get("annotations") or {}).get(HASH_ANNOTATION),
-        data_digest=data_digest(body.get("data") or {}),
+        data_digest=data_digest(body.get("data") or {}, body.get("binaryData") or {}),
         owner_uid=str(owner_ref.get("uid")) if owner_ref is not None else None,
         labelled=(_managed_label(labels) and owner is not None
                   and labels.get(ACTOR_LABEL) == owner),
         resource_version=str(meta["resourceVersion"]) if meta.get("resourceVersion") else None)
 
 
-def data_digest(data: Mapping[str, str]) -> str:
-    """sha256 of a ConfigMap's data (keys and values, NUL-separated: no re-encoding)."""
+def data_digest(data: Mapping[str, str], binary: Mapping[str, str] | None = None) -> str:
+    """sha256 of a ConfigMap's data (keys and values, NUL-separated: no re-encoding),
+    then of its ``binaryData`` (base64, as the API serves it) when it has any."""
     digest = hashlib.sha256()
     for k in sorted(data):
         digest.update(k.encode())
         digest.update(b"\0")
         digest.update(str(data[k]).encode())
         digest.update(b"\0")
+    for k in sorted(binary or {}):
+        digest.update(b"\1" + k.encode() + b"\0" + str((binary or {})[k]).encode() + b"\0")
     return digest.hexdigest()
+
+
+def _base64(binary: Mapping[str, bytes]) -> dict[str, str]:
+    return {k: base64.b64encode(v).decode() for k, v in binary.items()}
 
 
 # -- conditions -----------------------------------------------------------------
@@ -322,18 +339,27 @@ def policy_status(kind: str, problems: Sequence[Problem], *, generation: int,
 def actor_plan(actor: ActorResource, resolution: Resolution, *, old_status: Mapping[str, Any],
                observed: ObservedConfigMap | None, now: str,
                extra_warnings: Sequence[str] = (),
-               credentials: CredentialState | None = None) -> Plan:
-    """The writes that bring an Actor's ConfigMap and status up to date;
-    ``credentials`` (injection on) adds ``CredentialsReady`` and ``outdatedPods``."""
+               credentials: CredentialState | None = None,
+               observed_parts: Mapping[str, ObservedConfigMap] | None = None,
+               refused: str | None = None) -> Plan:
+    """The writes that bring an Actor's ConfigMaps and status up to date;
+    ``credentials`` (injection on) adds ``CredentialsReady`` and ``outdatedPods``.
+    ``observed_parts``: the parts of a packed set seen, by name. ``refused``: why
+    the API server refused the ConfigMaps this plan would write (``ConfigMapRefused``:
+    the status says so, and nothing is written but the status)."""
     problems = list(resolution.problems)
     cm_name = configmap_name(actor)
-    # An oversized set is already a problem of the resolution (TooLarge).
-    data = configmap_data(resolution.text, resolution.tools)
+    if refused is not None:
+        problems.append(Problem(resolution.subject, "status.configMapName", P.CONFIGMAP_REFUSED,
+                                refused))
     good = not problems
-    digest = data_digest(data)
-    write_cm = good and (observed is None
-                         or observed.needs_rewrite(actor, digest, resolution.hash))
-    configmap = _configmap(actor, cm_name, data, resolution.hash) if write_cm else None
+    # An oversized set is already a problem of the resolution (TooLarge).
+    stored = (configmap_layout(cm_name, resolution.text, resolution.hash,
+                               resolution.tools).configmaps if good else ())
+    parts = tuple(_configmap(actor, part, resolution.hash) for part in stored[1:]
+                  if _differs(actor, part, resolution.hash, (observed_parts or {}).get(part.name)))
+    configmap = (_configmap(actor, stored[0], resolution.hash)
+                 if stored and _differs(actor, stored[0], resolution.hash, observed) else None)
     recorded = RecordedStatus.read(old_status)
     built = _actor_status(actor, resolution, problems, old_status, recorded, observed, cm_name,
                           now, extra_warnings)
@@ -346,7 +372,13 @@ def actor_plan(actor: ActorResource, resolution: Resolution, *, old_status: Mapp
                                   namespace=actor.meta.namespace)
         events += _outdated_event(recorded, credentials)
     status = built.wire()
-    return Plan(None if _same(old_status, status) else status, configmap, tuple(events))
+    return Plan(None if _same(old_status, status) else status, configmap, tuple(events), parts)
+
+
+def _differs(actor: ActorResource, stored: StoredConfigMap, tools_hash: str,
+             observed: ObservedConfigMap | None) -> bool:
+    return observed is None or observed.needs_rewrite(
+        actor, data_digest(stored.data, _base64(stored.binary)), tools_hash)
 
 
 def _with_credentials(status: ActorStatus, state: CredentialState,
@@ -432,13 +464,15 @@ def _actor_status(actor: ActorResource, resolution: Resolution, problems: list[P
     )
 
 
-def _configmap(actor: ActorResource, name: str, data: dict[str, str], tools_hash: str,
+def _configmap(actor: ActorResource, stored: StoredConfigMap, tools_hash: str,
                ) -> dict[str, Any]:
-    return {
+    """One ConfigMap of the set: each carries the set's hash (a part too: which
+    version it belongs to, for who reads it by hand)."""
+    body: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {
-            "name": name,
+            "name": stored.name,
             "namespace": actor.meta.namespace,
             "labels": {**MANAGED_BY, ACTOR_LABEL: actor.meta.name},
             "annotations": {HASH_ANNOTATION: tools_hash},
@@ -447,8 +481,11 @@ def _configmap(actor: ActorResource, name: str, data: dict[str, str], tools_hash
                 "uid": actor.meta.uid, "controller": True, "blockOwnerDeletion": True,
             }],
         },
-        "data": data,
+        "data": dict(stored.data),
     }
+    if stored.binary:
+        body["binaryData"] = _base64(stored.binary)
+    return body
 
 
 def _events(old_status: Mapping[str, Any], recorded: RecordedStatus,

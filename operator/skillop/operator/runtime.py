@@ -27,21 +27,24 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
+from skillop.model.canonical import json_digest
 from skillop.model.manifest import POLICY_KINDS, ActorResource, SkillResource
 from skillop.model.names import ObjectRef
 from skillop.model.problems import Problem
 from skillop.model.status import RecordedStatus, utcnow
+from skillop.model.toolset import MAX_PARTS, part_configmap_name
 from skillop.model.wording import count
 from skillop.operator.credentials import CredentialChecker
 from skillop.operator.deps import Key, key, ref_of
-from skillop.operator.kube import Gone
+from skillop.operator.kube import Gone, Refused
 from skillop.operator.metrics import Metrics
 from skillop.operator.outputs import (
     EventSpec,
+    ObservedConfigMap,
     Plan,
     ServerReport,
     actor_plan,
@@ -106,6 +109,9 @@ class Reconciler:
         self._limit = asyncio.Semaphore(concurrency)
         self._window = 16 * concurrency
         self._events: list[tuple[str, ObjectRef, str, EventSpec]] = []
+        #: Actors whose ConfigMaps the API server refused for good: what was sent
+        #: (``_written_digest``) and its words, so the same is not sent again.
+        self._refused: dict[ObjectRef, tuple[str, str]] = {}
         #: Kinds a watch listed again (a watch gap): their membership is checked.
         self._relisted: set[str] = set()
         self._relist_wake = asyncio.Event()
@@ -311,7 +317,7 @@ class Reconciler:
         k = key("Skill", ref)
         plan = skill_plan(skill, resolution, old_status=self.store.statuses.get(k, {}),
                           servers=self.server_states(skill), now=self.clock())
-        return await self._write("Skill", ref, skill.meta.uid, plan)
+        return _StatusWrite("Skill", ref, skill.meta.uid, plan.status, plan.events)
 
     async def _actor(self, resolver: Resolver, ref: ObjectRef) -> Staged:
         actor = self.store.catalog.actors.get(ref)
@@ -329,13 +335,39 @@ class Reconciler:
             if credentials.missing:  # look again soon: someone is creating it, one hopes
                 asyncio.get_running_loop().call_later(
                     self.credentials.missing_ttl, self.request, "Actor", ref.namespace, ref.name)
-        plan = actor_plan(actor, resolution,
-                          old_status=self.store.statuses.get(key("Actor", ref), {}),
-                          observed=observed, now=self.clock(),
-                          extra_warnings=self.actor_warnings(actor, resolution.skills),
-                          credentials=credentials)
-        return await self._write("Actor", ref, actor.meta.uid, plan, exists=observed is not None,
-                                 version=observed.resource_version if observed else None)
+        parts = {name: found for name in self._part_names(ref, actor)
+                 if (found := self.store.observed_configmap(ObjectRef(ref.namespace, name)))}
+
+        def plan_with(refused: str | None = None) -> Plan:
+            return actor_plan(actor, resolution,
+                              old_status=self.store.statuses.get(key("Actor", ref), {}),
+                              observed=observed, now=self.clock(),
+                              extra_warnings=self.actor_warnings(actor, resolution.skills),
+                              credentials=credentials, observed_parts=parts, refused=refused)
+
+        plan = plan_with()
+        attempt = _written_digest(plan)
+        before = self._refused.get(ref)
+        if attempt is not None and before is not None and before[0] == attempt:
+            # Refused for good already: the same ConfigMaps are not sent again.
+            plan = plan_with(before[1])
+        elif before is not None and attempt is None:
+            del self._refused[ref]
+        staged = await self._write("Actor", ref, actor.meta.uid, plan,
+                                   exists=observed is not None,
+                                   version=observed.resource_version if observed else None,
+                                   parts=parts)
+        if not isinstance(staged, _Refusal):
+            return staged
+        assert attempt is not None
+        self._refused[ref] = (attempt, staged.message)
+        refused = plan_with(staged.message)
+        return _StatusWrite("Actor", ref, actor.meta.uid, refused.status, refused.events)
+
+    def _part_names(self, ref: ObjectRef, actor: ActorResource) -> list[str]:
+        """The names a packed set's parts may have (whether written or not)."""
+        name = configmap_name(actor)
+        return [part_configmap_name(name, i) for i in range(1, MAX_PARTS)]
 
     async def _exists(self, kind: str, ref: ObjectRef, uid: str) -> bool:
         """Whether the object the store holds still exists, asked of the API before
@@ -364,7 +396,7 @@ class Reconciler:
                                old=self.store.statuses.get(k, {}), now=self.clock())
         if status is None:
             return None
-        return await self._write(kind, ref, policy.meta.uid, Plan(status=status))
+        return _StatusWrite(kind, ref, policy.meta.uid, status, ())
 
     async def _invalid(self, k: Key) -> Staged:
         """An object whose spec does not parse: Ready=False with every problem."""
@@ -383,28 +415,53 @@ class Reconciler:
                                     now=self.clock())
         if status is None:
             return None
-        return await self._write(kind, ref, "", Plan(status=status))
+        return _StatusWrite(kind, ref, "", status, ())
 
     async def _write(self, kind: str, ref: ObjectRef, uid: str, plan: Plan, *,
-                     exists: bool = False, version: str | None = None) -> Staged:
-        """Write the plan's ConfigMap; stage its status (and events) for after the
-        window's ConfigMaps. A failed ConfigMap stages nothing: the key is retried.
+                     exists: bool = False, version: str | None = None,
+                     parts: Mapping[str, ObservedConfigMap] | None = None,
+                     ) -> Staged | _Refusal:
+        """Write the plan's ConfigMaps (a packed set's parts first, then the Actor's
+        own, which holds the index naming them); stage its status (and events) for
+        after the window's ConfigMaps. A failed ConfigMap stages nothing: the key is
+        retried; one the API server refused for good is a ``_Refusal`` (not retried).
         A rewrite asserts the ``version`` last seen (docs/operations.md,
         Faults): changed meanwhile, it fails and is made again from what
         the watch then shows."""
-        if plan.configmap is not None:
-            body = _versioned(plan.configmap, version if exists else None)
-            written: list[str | None] = []
-
-            async def write() -> None:
-                written.append(await self.writer.apply_configmap(body, exists=exists))
-
-            failed = await self._attempt(kind, ref, write())
+        seen = parts or {}
+        writes = [(body, seen.get(body["metadata"]["name"])) for body in plan.parts]
+        for body, observed in writes:
+            failed = await self._write_configmap(
+                kind, ref, body, exists=observed is not None,
+                version=observed.resource_version if observed is not None else None)
             if failed is not None:
                 return failed
-            self.store.record_configmap(_versioned(plan.configmap, written[0]))
+        if plan.configmap is not None:
+            failed = await self._write_configmap(kind, ref, plan.configmap, exists=exists,
+                                                 version=version)
+            if failed is not None:
+                return failed
         # Only what is still to write is kept: a window holds statuses, not ConfigMaps.
         return _StatusWrite(kind, ref, uid, plan.status, plan.events)
+
+    async def _write_configmap(self, kind: str, ref: ObjectRef, configmap: dict[str, Any], *,
+                               exists: bool, version: str | None) -> Key | _Refusal | None:
+        body = _versioned(configmap, version if exists else None)
+        written: list[str | None] = []
+
+        async def write() -> None:
+            written.append(await self.writer.apply_configmap(body, exists=exists))
+
+        try:
+            failed = await self._attempt(kind, ref, write())
+        except Refused as err:
+            log.warning("%s %s: %s; not retried: its status says so", kind, ref, err)
+            return _Refusal(f"the API server refused ConfigMap {body['metadata']['name']}:"
+                            f" HTTP {err.status}: {err.message}")
+        if failed is not None:
+            return failed
+        self.store.record_configmap(_versioned(configmap, written[0]))
+        return None
 
     async def _write_status(self, staged: _StatusWrite) -> Key | None:
         kind, ref, status = staged.kind, staged.ref, staged.status
@@ -415,7 +472,11 @@ class Reconciler:
             async def write() -> None:
                 made.append(await self.writer.patch_status(kind, ref, status, old))
 
-            failed = await self._attempt(kind, ref, write())
+            try:
+                failed = await self._attempt(kind, ref, write())
+            except Refused as err:  # the same status would be refused again
+                log.warning("%s %s: %s; not retried", kind, ref, err)
+                return None
             if failed is not None:
                 return failed
             self.store.record_status(kind, ref, status, version=made[0] if made else None)
@@ -425,9 +486,12 @@ class Reconciler:
         return None
 
     async def _attempt(self, kind: str, ref: ObjectRef, write: Awaitable[None]) -> Key | None:
-        """Await one write; on failure, log it and return the key to retry."""
+        """Await one write; on failure, log it and return the key to retry.
+        ``Refused`` (for good) is raised to the caller, who says so where it can."""
         try:
             await write
+        except Refused:
+            raise
         except Gone as err:  # deleted meanwhile: no retry; the store is checked
             log.info("%s %s: %s; checking what still exists", kind, ref, err)
             self.relisted(kind)
@@ -443,6 +507,22 @@ def _versioned(body: dict[str, Any], version: str | None) -> dict[str, Any]:
     if version is None:
         return body
     return {**body, "metadata": {**body["metadata"], "resourceVersion": version}}
+
+
+@dataclass(frozen=True, slots=True)
+class _Refusal:
+    """A ConfigMap the API server refused for good, and its words."""
+
+    message: str
+
+
+def _written_digest(plan: Plan) -> str | None:
+    """What identifies the ConfigMaps a plan writes (None: it writes none)."""
+    bodies = [*plan.parts, *([plan.configmap] if plan.configmap is not None else [])]
+    if not bodies:
+        return None
+    return json_digest([[b["metadata"]["name"], b.get("data"), b.get("binaryData")]
+                        for b in bodies])
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,8 @@ What the pod gets (``examples/actor-pod.yaml`` is the hand-wired reference):
 * the gateway as a native sidecar: the first init container, with
   ``restartPolicy: Always``, so it is up (its startup probe passed) before the
   agent starts and outlives it; hardened securityContext, probes, resources;
-* the Actor's ConfigMap (``optional``: a pod may start before the first
+* the Actor's ConfigMap and the parts of a packed set, one projected volume
+  (``optional``: a pod may start before the first
   resolution) and exactly the Secrets and CA bundles the Actor's ToolSet names
   (``Credentials``), each ``optional`` too, mounted into the gateway only;
 * a projected volume for the gateway only at ``/var/run/secrets/skillop.dev/api``
@@ -45,7 +46,7 @@ from skillop import __version__
 from skillop.model import settings as known
 from skillop.model.names import ACTOR_LABEL, OBJECT_NAME_RE, ObjectRef, did_you_mean
 from skillop.model.specs import EnvVar, HeadersFrom, McpTls
-from skillop.model.toolset import default_configmap_name
+from skillop.model.toolset import MAX_PARTS, default_configmap_name, part_configmap_name
 from skillop.resolve.catalog import Catalog
 
 # Re-exported: callers (the webhook, the CLI, the store) read pods through here.
@@ -398,8 +399,7 @@ def _volumes(spec: Mapping[str, Any], target: Target,
         volumes.append({"name": name, **source})
         mounts.append({"name": name, "mountPath": path, "readOnly": True})
 
-    add("skillop-tools", {"configMap": {"name": target.configmap, "optional": True}},
-        TOOLSET_DIR)
+    add("skillop-tools", toolset_volume(target.configmap), TOOLSET_DIR)
     for secret in target.credentials.secrets:
         add(_volume_base("skillop-secret", secret),
             {"secret": {"secretName": secret, "optional": True}}, f"{SECRETS_DIR}/{secret}")
@@ -415,6 +415,18 @@ def _volumes(spec: Mapping[str, Any], target: Target,
                                     "fieldRef": {"fieldPath": "metadata.namespace"}}]}},
     ]}}, API_DIR)
     return volumes, mounts
+
+
+def toolset_volume(configmap: str) -> dict[str, Any]:
+    """The Actor's set as one directory: its ConfigMap and every part a packed set
+    may have (docs/toolset.md, Large sets), projected together, each optional: a
+    set may grow into parts after the pod started, and the kubelet shows a part
+    once it is written. Their keys never collide (``tools.json.gz.<i>`` is part
+    ``i``'s only key)."""
+    return {"projected": {"sources": [
+        {"configMap": {"name": name, "optional": True}}
+        for name in (configmap, *(part_configmap_name(configmap, i)
+                                  for i in range(1, MAX_PARTS)))]}}
 
 
 def _volume_base(prefix: str, name: str) -> str:

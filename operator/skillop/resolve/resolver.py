@@ -26,7 +26,7 @@ from skillop.model.names import ObjectRef, RefError, parse_ref
 from skillop.model.policies import ServerHost, server_host
 from skillop.model.problems import Problem, Subject
 from skillop.model.specs import ApprovalSettings, Disclosure, McpServer
-from skillop.model.toolset import MAX_CONFIGMAP_BYTES, Owner, ServerEntry, ToolSetDocument
+from skillop.model.toolset import Owner, ServerEntry, ToolSetDocument, default_configmap_name
 from skillop.model.wording import count
 from skillop.resolve import graph
 from skillop.resolve.catalog import Catalog
@@ -53,8 +53,8 @@ from skillop.resolve.skills import SkillView, skill_view
 from skillop.resolve.tokens import ENCODING
 from skillop.resolve.toolset import (
     EffectiveTool,
-    configmap_data,
-    data_size,
+    configmap_layout,
+    configmap_name,
     disclosure_entry,
     toolset_document,
     toolset_text,
@@ -478,7 +478,7 @@ class Resolver:
         text, digest = toolset_text(owner_kind=owner_kind, owner=owner, tools=tools,
                                     servers=servers, disclosure=shown, approval=approval)
         if owner_kind == "actor" and not problems:
-            problems += self._size_problems(subject, tools, text)
+            problems += self._size_problems(subject, tools, text, digest)
         document = functools.partial(toolset_document, owner_kind=owner_kind, owner=owner,
                                      tools=tools, servers=servers, digest=digest,
                                      disclosure=shown, approval=approval)
@@ -515,14 +515,16 @@ class Resolver:
                        f"{message} set by {budget.policy} ({rule}){detail}", self._origin(subject))
 
     def _size_problems(self, subject: Subject, tools: Sequence[EffectiveTool],
-                       text: str) -> list[Problem]:
-        """``TooLarge`` when the actor's ConfigMap would not fit (see toolset)."""
-        size = data_size(configmap_data(text, tools))
-        if size <= MAX_CONFIGMAP_BYTES:
+                       text: str, digest: str) -> list[Problem]:
+        """``TooLarge`` when the actor's set cannot be stored, even packed into
+        the most ConfigMaps an Actor has (see toolset)."""
+        actor = self.catalog.actors.get(ObjectRef(subject.namespace, subject.name))
+        name = (configmap_name(actor) if actor is not None
+                else default_configmap_name(subject.name))
+        problem = configmap_layout(name, text, digest, tools).problem
+        if problem is None:
             return []
-        return [Problem(subject, "spec.skills", P.TOO_LARGE,
-                        f"the ToolSet is {size // 1024} KiB; a ConfigMap holds at most"
-                        f" {MAX_CONFIGMAP_BYTES // 1024} KiB", self._origin(subject))]
+        return [Problem(subject, "spec.skills", P.TOO_LARGE, problem, self._origin(subject))]
 
     def _origin(self, subject: Subject) -> str | None:
         ref = ObjectRef(subject.namespace, subject.name)
