@@ -33,16 +33,15 @@ NAMESPACES = ("team-a", "platform", "bdd-cycles")
 
 
 def docker_server() -> ServerHandle:
-    """The docker MCP server: the four tools examples/skills.yaml declares, and
-    ``tag_image``, which only the live server lists."""
-    read_only = types.ToolAnnotations(read_only_hint=True, open_world_hint=False)
-    return ServerHandle(tools=[
-        make_tool("build_image", description="Build an image from a Dockerfile."),
-        make_tool("push_image", description="Push an image to the registry."),
-        make_tool("list_images", description="List local images.", annotations=read_only),
-        make_tool("tag_image", description="Tag an image.", annotations=read_only),
-        make_tool("system_prune", description="Remove unused data."),
-    ])
+    """The docker MCP server: the tools examples/skills.yaml declares for it, as
+    declared, and ``tag_image``, which only the live server lists."""
+    (docker,) = [d for d in yaml.safe_load_all((EXAMPLES / "skills.yaml").read_text())
+                 if d and d["metadata"]["name"] == "docker-tools"]
+    declared = [types.Tool.model_validate({"inputSchema": {"type": "object"}, **tool})
+                for tool in docker["spec"]["mcpServers"][0]["tools"]]
+    live = make_tool("tag_image", description="Tag an image.",
+                     annotations=types.ToolAnnotations(read_only_hint=True))
+    return ServerHandle(tools=[*declared, live])
 
 
 class Manifests:
