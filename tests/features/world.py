@@ -87,7 +87,8 @@ def tool_names(toolset: dict[str, Any]) -> set[str]:
 
 def tool_named(toolset: dict[str, Any], name: str) -> dict[str, Any]:
     found = [tool for tool in toolset.get("tools", []) if tool["name"] == name]
-    assert len(found) == 1, f"{name}: {len(found)} tools of that name in {sorted(tool_names(toolset))}"
+    assert len(found) == 1, (f"{name}: {len(found)} tools of that name in "
+                             f"{sorted(tool_names(toolset))}")
     return found[0]
 
 
@@ -161,6 +162,11 @@ class ClusterWorld:
             return {}
         loaded: dict[str, Any] = json.loads(cm.data[TOOLS_KEY])
         return loaded
+
+
+def rows(table: Any) -> list[dict[str, str]]:
+    """A step's table as one dict per row, keyed by its headings."""
+    return [dict(zip(row.headings, row.cells, strict=True)) for row in table]
 
 
 def names_in(text: str) -> list[str]:

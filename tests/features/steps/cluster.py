@@ -5,19 +5,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import world
 import yaml
 from behave import given, then, when
-
-import world
-
-
-def _rows(context: Any) -> list[dict[str, str]]:
-    return [dict(zip(row.headings, row.cells, strict=True)) for row in context.table]
 
 
 def _toolset(context: Any, ref: str) -> dict[str, Any]:
     ns, name = ref.split("/")
-    return context.cluster.toolset(ns, name)  # type: ignore[no-any-return]
+    return context.cluster.toolset(ns, name)
 
 
 @given("the full-stack-dev Skills are applied to the cluster")
@@ -28,8 +23,8 @@ def applied(context: Any) -> None:
 @given('the ConfigMap of the Actor "{ref}" soon has these tools:')
 @then('the ConfigMap of the Actor "{ref}" soon has these tools:')
 def configmap_has(context: Any, ref: str) -> None:
-    rows = _rows(context)
-    world.eventually(lambda: world.mismatches(_toolset(context, ref), rows) or [])
+    rows = world.rows(context.table)
+    world.eventually(lambda: world.mismatches(_toolset(context, ref), rows))
 
 
 @then('the ConfigMap of the Actor "{ref}" soon does not have {names}')

@@ -4,18 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from behave import then
-
 import world
-
-
-def _rows(context: Any) -> list[dict[str, str]]:
-    return [dict(zip(row.headings, row.cells, strict=True)) for row in context.table]
+from behave import then
 
 
 @then("the Actor has these tools:")
 def actor_has(context: Any) -> None:
-    problems = world.mismatches(context.toolset, _rows(context))
+    problems = world.mismatches(context.toolset, world.rows(context.table))
     assert not problems, problems
 
 
