@@ -147,9 +147,9 @@ class ClusterWorld:
         return self.real.kubectl("apply", "-f", "-", stdin=text)
 
     def apply_manifests(self, manifests: Manifests) -> None:
-        for name in FILES:  # namespaces first: a real API server needs them
-            done = self.real.kubectl("apply", "-f", str(manifests.folder / name))
-            assert done.returncode == 0, done.stderr
+        files = [arg for name in FILES for arg in ("-f", str(manifests.folder / name))]
+        done = self.real.kubectl("apply", *files)  # in this order: namespaces first
+        assert done.returncode == 0, done.stderr
 
     def toolset(self, ns: str, actor: str) -> dict[str, Any]:
         """The Actor's ToolSet as its ConfigMap holds it ({} before it exists)."""
