@@ -23,6 +23,7 @@ def gateway(context: Any, ref: str) -> None:
 @when('the Actor calls "{name}"')
 def call(context: Any, name: str) -> None:
     context.result, context.error = None, None
+    context.calls_before = len(context.docker.calls)
     try:
         context.result = call_once(context.gateway.url, name)
     except Exception as err:  # the MCP error the gateway answers, inside the SDK's groups
@@ -41,11 +42,16 @@ def refused(context: Any, message: str) -> None:
     assert message in str(context.error), repr(context.error)
 
 
+def _called(context: Any) -> list[str]:
+    """What the MCP server was asked to call since the Actor's call."""
+    return [called for called, _ in context.docker.calls[context.calls_before:]]
+
+
 @then('the MCP server received a call of "{name}"')
 def server_called(context: Any, name: str) -> None:
-    assert name in [called for called, _ in context.docker.calls], context.docker.calls
+    assert name in _called(context), _called(context)
 
 
 @then('the MCP server received no call of "{name}"')
 def server_not_called(context: Any, name: str) -> None:
-    assert name not in [called for called, _ in context.docker.calls], context.docker.calls
+    assert name not in _called(context), _called(context)
