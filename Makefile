@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: demo test lint typecheck unit e2e bench crds clean
+.PHONY: demo test lint typecheck unit features e2e bench crds clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,7 +18,7 @@ venv: $(STAMP)
 demo: $(STAMP)
 	PATH=$(CURDIR)/$(BIN):$$PATH bash examples/demo.sh
 
-test: $(STAMP) lint typecheck unit
+test: $(STAMP) lint typecheck unit features
 
 lint: $(STAMP)
 	$(BIN)/ruff check operator tests bench
@@ -29,6 +29,11 @@ typecheck: $(STAMP)
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not e2e"
+
+# The acceptance scenarios (docs/testing.md); @cluster features skip, saying why,
+# where the real API tier cannot start.
+features: $(STAMP)
+	$(BIN)/behave tests/features
 
 e2e: $(STAMP)
 	$(BIN)/python -m pytest -q -m e2e tests/e2e
