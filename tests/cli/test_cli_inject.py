@@ -63,8 +63,8 @@ def test_an_unknown_actor_is_injected_with_its_configmap_and_a_warning(tmp_path:
     assert "not in the given manifests" in done.stderr
     spec = _template(json.loads(done.stdout))
     assert not [v for v in spec["volumes"] if "secret" in v]
-    assert {"name": "reviewer-tools", "optional": True} in [
-        v.get("configMap") for v in spec["volumes"]]
+    assert {"configMap": {"name": "reviewer-tools", "optional": True}} in [
+        s for v in spec["volumes"] for s in (v.get("projected") or {}).get("sources", [])]
 
 
 def test_a_typo_in_the_actor_label_names_the_closest_actors(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from skillkit import actor, anon, resolver, skill
 from skillop.resolve.inject import (
     API_DIR,
     CONFIGMAPS_DIR,
+    SEARCH_CACHE_DIR,
     SECRETS_DIR,
     SIDECAR_NAME,
     TOOLSET_DIR,
@@ -96,7 +97,13 @@ def test_a_one_container_pod_gets_the_native_sidecar_with_exactly_the_sets_crede
         f"{SECRETS_DIR}/docker-mcp-token": "docker-mcp-token",
         f"{SECRETS_DIR}/git-env": "git-env"}
     assert mounted[f"{CONFIGMAPS_DIR}/internal-ca"]["configMap"]["name"] == "internal-ca"
-    assert all(m["readOnly"] for m in gateway["volumeMounts"])
+    # Read-only but the gateway's own scratch for search vectors, which no other
+    # container mounts.
+    assert mounted[SEARCH_CACHE_DIR]["emptyDir"] == {"sizeLimit": "64Mi"}
+    assert all(m["readOnly"] is (m["mountPath"] != SEARCH_CACHE_DIR)
+               for m in gateway["volumeMounts"])
+    assert not any(m["mountPath"] == SEARCH_CACHE_DIR for c in out["spec"]["containers"]
+                   for m in c.get("volumeMounts", []))
     (container,) = out["spec"]["containers"]
     assert env(container) == {"SKILLOP_MCP_URL": "http://127.0.0.1:8765/mcp"}
     assert "volumeMounts" not in container

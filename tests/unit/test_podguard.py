@@ -18,7 +18,10 @@ from test_inject import _credentials, _pods
 from skillop.operator.webhook import check_pod_update
 from skillop.resolve.catalog import Catalog
 from skillop.resolve.inject import (
+    API_DIR,
+    SEARCH_CACHE_DIR,
     SIDECAR_NAME,
+    TOOLSET_DIR,
     Credentials,
     Refused,
     Target,
@@ -124,12 +127,13 @@ def test_no_other_container_holds_a_guarded_secret(container: dict[str, Any]) ->
 
 def test_no_other_container_mounts_the_gateways_credential_volumes() -> None:
     out = injected()
-    token = next(v["name"] for v in out["spec"]["volumes"] if "projected" in v)
-    out["spec"]["containers"][0]["volumeMounts"] = [{"name": token, "mountPath": "/t"}]
-    assert f"container agent: mounts volume {token}, the gateway's credentials" in refusal(
-        inject, out, TARGET, namespace=NS)
+    at = {m["mountPath"]: m["name"] for m in gateway_container(out)["volumeMounts"]}
+    for private in (at[API_DIR], at[SEARCH_CACHE_DIR]):  # its token, its scratch
+        out["spec"]["containers"][0]["volumeMounts"] = [{"name": private, "mountPath": "/t"}]
+        assert f"container agent: mounts volume {private}, the gateway's credentials" in (
+            refusal(inject, out, TARGET, namespace=NS))
     # The Actor's ConfigMap holds no credential: an agent may mount it (the example says so).
-    tools = next(v["name"] for v in out["spec"]["volumes"] if "configMap" in v)
+    tools = at[TOOLSET_DIR]
     out["spec"]["containers"][0]["volumeMounts"] = [{"name": tools, "mountPath": "/t"}]
     assert inject(out, TARGET, namespace=NS) == out
 
@@ -198,11 +202,18 @@ def test_a_gateway_the_pod_brings_is_the_gateway_and_nothing_more(
 
 def test_a_gateway_the_pod_brings_mounts_nothing_another_container_can_read() -> None:
     out = injected()
-    out["spec"]["volumes"].append({"name": "shared", "emptyDir": {}})
+    out["spec"]["volumes"].append({"name": "shared", "persistentVolumeClaim": {
+        "claimName": "scratch"}})
     out["spec"]["initContainers"][0]["volumeMounts"].append(
         {"name": "shared", "mountPath": "/shared"})
-    assert "mounts volume shared, which is not a Secret, ConfigMap or projected one" in (
-        refusal(inject, out, TARGET, namespace=NS))
+    assert ("mounts volume shared, which is not a Secret, ConfigMap, projected or emptyDir"
+            " one") in refusal(inject, out, TARGET, namespace=NS)
+    # An emptyDir is the gateway's own while no other container mounts it.
+    out["spec"]["volumes"][-1] = {"name": "shared", "emptyDir": {}}
+    assert inject(out, TARGET, namespace=NS) == out
+    out["spec"]["containers"][0]["volumeMounts"] = [{"name": "shared", "mountPath": "/s"}]
+    assert "container agent: mounts volume shared, the gateway's credentials" in refusal(
+        inject, out, TARGET, namespace=NS)
 
 
 def test_the_hand_wired_example_and_injected_gateways_pass() -> None:

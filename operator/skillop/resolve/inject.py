@@ -84,7 +84,10 @@ ACTOR_ANNOTATION = "skillop.dev/actor"
 TOOLSET_DIR = known.TOOLSET_DIR.default
 SECRETS_DIR = known.SECRETS_DIR.default
 CONFIGMAPS_DIR = known.CONFIGMAPS_DIR.default
-#: The gateway's own API credentials (issue 22's approval objects): ``token``,
+SEARCH_CACHE_DIR = known.SEARCH_CACHE_DIR.default
+#: 1.5 KiB a tool (docs/benchmarks.md): room for about 40,000 tools.
+SEARCH_CACHE_SIZE = "64Mi"
+#: The gateway's own API credentials (for approval requests): ``token``,
 #: ``ca.crt``, ``namespace``.
 API_DIR = known.API_DIR.default
 API_TOKEN_SECONDS = 3600
@@ -393,11 +396,11 @@ def _volumes(spec: Mapping[str, Any], target: Target,
     volumes: list[dict[str, Any]] = []
     mounts: list[dict[str, Any]] = []
 
-    def add(base: str, source: dict[str, Any], path: str) -> None:
+    def add(base: str, source: dict[str, Any], path: str, *, read_only: bool = True) -> None:
         name = _free_name(base, taken)
         taken.add(name)
         volumes.append({"name": name, **source})
-        mounts.append({"name": name, "mountPath": path, "readOnly": True})
+        mounts.append({"name": name, "mountPath": path, "readOnly": read_only})
 
     add("skillop-tools", toolset_volume(target.configmap), TOOLSET_DIR)
     for secret in target.credentials.secrets:
@@ -414,6 +417,10 @@ def _volumes(spec: Mapping[str, Any], target: Target,
         {"downwardAPI": {"items": [{"path": "namespace",
                                     "fieldRef": {"fieldPath": "metadata.namespace"}}]}},
     ]}}, API_DIR)
+    # search_tools' vectors survive a restart of the gateway's container here (the
+    # root filesystem is read-only); no other container may mount it (podguard).
+    add("skillop-search", {"emptyDir": {"sizeLimit": SEARCH_CACHE_SIZE}}, SEARCH_CACHE_DIR,
+        read_only=False)
     return volumes, mounts
 
 
@@ -471,6 +478,7 @@ def _sidecar(target: Target, settings: SidecarSettings, port: int,
             {"name": known.TOOLSET_DIR.env, "value": TOOLSET_DIR},
             {"name": known.SECRETS_DIR.env, "value": SECRETS_DIR},
             {"name": known.CONFIGMAPS_DIR.env, "value": CONFIGMAPS_DIR},
+            {"name": known.SEARCH_CACHE_DIR.env, "value": SEARCH_CACHE_DIR},
             *([{"name": known.MCP_ALLOW.env, "value": ",".join(settings.allow)}]
               if settings.allow else []),
             {"name": "SKILLOP_POD_NAME",

@@ -57,7 +57,7 @@ _SHARED = {
 }
 #: The volume kinds a gateway may mount: read-only, written by the kubelet only,
 #: so the gateway has no place to put a credential another container can read.
-_GATEWAY_VOLUMES = ("secret", "configMap", "projected")
+_GATEWAY_VOLUMES = ("secret", "configMap", "projected", "emptyDir")
 _PROJECTED = ("secret", "configMap", "downwardAPI", "serviceAccountToken")
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 #: Where the gateway reads its own API token (its settings' default).
@@ -144,9 +144,11 @@ def _mount_names(container: Mapping[str, Any]) -> list[Any]:
 
 
 def gateway_credential_volumes(pod: Mapping[str, Any]) -> frozenset[str]:
-    """The names of the volumes the gateway mounts that hold a Secret, or its API
+    """The names of the volumes the gateway mounts that hold a Secret, its API
     token (at its API directory; the token the ServiceAccount admission mounts into
-    every container of a pod that asks for one is the pod's, not the gateway's)."""
+    every container of a pod that asks for one is the pod's, not the gateway's), or
+    its scratch (an ``emptyDir``: what the gateway writes there, another container
+    must neither read nor plant)."""
     gateway = gateway_container(pod)
     if gateway is None:
         return frozenset()
@@ -157,7 +159,8 @@ def gateway_credential_volumes(pod: Mapping[str, Any]) -> frozenset[str]:
             continue
         volume = volumes.get(mount.get("name"))
         own_token = str(mount.get("mountPath") or "").rstrip("/") == API_DIR
-        if volume_secrets(volume) or (own_token and _holds_token(volume)):
+        scratch = isinstance(volume, Mapping) and "emptyDir" in volume
+        if scratch or volume_secrets(volume) or (own_token and _holds_token(volume)):
             found.add(str(mount.get("name")))
     return frozenset(found)
 
@@ -224,7 +227,8 @@ def check_gateway(container: Mapping[str, Any], spec: Mapping[str, Any]) -> None
     """A gateway the pod brings itself is the gateway and nothing more (the image is
     the caller's to check): ``skillop gateway`` on loopback, skillop's settings
     only, no hooks or exec probes, and only Secret, ConfigMap and projected
-    volumes, which the kubelet writes and nobody else reads."""
+    volumes, which the kubelet writes, and ``emptyDir`` scratch, which no other
+    container may mount (``gateway_credential_volumes``)."""
     where = f"container {SIDECAR_NAME}"
     command = [str(c) for c in as_list(container.get("command"))]
     if command[:2] != ["skillop", "gateway"]:
@@ -254,8 +258,8 @@ def check_gateway(container: Mapping[str, Any], spec: Mapping[str, Any]) -> None
         if not kinds or any(not isinstance(s, Mapping) or not set(s) <= set(_PROJECTED)
                             for s in sources):
             raise Refused(f"{where}: mounts volume {volume_name}, which is not a Secret,"
-                          " ConfigMap or projected one (the gateway must have no place"
-                          " another container can read)")
+                          " ConfigMap, projected or emptyDir one (the gateway must have no"
+                          " place another container can read)")
 
 
 def _check_loopback(where: str, flags: list[str], container: Mapping[str, Any]) -> None:
