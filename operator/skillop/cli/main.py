@@ -14,25 +14,25 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-import yaml
-
 from skillop.cli.approvals import add_parsers as approvals_parsers
 from skillop.cli.approvals import approvals_command
 from skillop.cli.inject import add_parser as inject_parser
 from skillop.cli.inject import inject_command
 from skillop.cli.load import Loaded, load_paths, print_warnings
-from skillop.cli.render import tools_table, tree
 from skillop.gateway.command import add_parser as gateway_parser
 from skillop.gateway.command import gateway_command
 from skillop.model.manifest import DEFAULT_NAMESPACE, Resource
 from skillop.model.names import ObjectRef, RefError, parse_ref
 from skillop.model.problems import Problem
-from skillop.model.settings import flag_type, host_pattern, manifest_path, seconds
+from skillop.model.settings import (
+    DEFAULT_EGRESS_PATTERNS,
+    flag_type,
+    host_pattern,
+    manifest_path,
+    seconds,
+)
 from skillop.resolve.catalog import Catalog
-from skillop.resolve.explain import explain
 from skillop.resolve.resolver import Resolution, Resolver
-from skillop.resolve.toolset import tools_json
-from skillop.sources.egress import DEFAULT_EGRESS_PATTERNS
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 _DEFAULT_ALLOW = ", ".join(DEFAULT_EGRESS_PATTERNS)
@@ -259,9 +259,15 @@ def _print_set(args: argparse.Namespace, loaded: Loaded, kind: str, name: str) -
 
 def _format(resolution: Resolution, output: str) -> str:
     if output == "json":
+        from skillop.resolve.toolset import tools_json
+
         return tools_json(resolution.text)
     if output == "yaml":
+        import yaml
+
         return str(yaml.safe_dump(resolution.document, sort_keys=False, allow_unicode=True))
+    from skillop.cli.render import tools_table
+
     return tools_table(resolution) + "\n"
 
 
@@ -287,6 +293,8 @@ def _tree(args: argparse.Namespace, loaded: Loaded) -> int:
     result = _resolve(args, loaded, kind, args.name)
     if isinstance(result, int):
         return result
+    from skillop.cli.render import tree
+
     resolver, resolution = result
     roots = _roots(resolver, resolution, ref)
     print(tree(resolver, resolution, roots))
@@ -310,6 +318,8 @@ def _explain(args: argparse.Namespace, loaded: Loaded) -> int:
     ref = _ref(args.actor, args)
     if ref is None:
         return EXIT_USAGE
+    from skillop.resolve.explain import explain
+
     resolver = Resolver(_catalog(args, loaded, ("Actor", ref)))
     explanation = explain(resolver, ref, args.tool)
     if explanation is None:

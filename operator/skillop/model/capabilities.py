@@ -44,7 +44,7 @@ class Capabilities(BaseModel):
 
     model_config = ConfigDict(
         extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True,
-        use_attribute_docstrings=True,
+        defer_build=True,  # built on first use, as the specs (model.specbase)
     )
 
     read_only: bool | None = None
