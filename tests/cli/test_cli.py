@@ -357,7 +357,6 @@ def test_tree_of_a_skill() -> None:
     ("write_file", False, ["dropped by policy: has denied capability writes"]),
     ("push_image", False, ["team-a/devops-toolkit", "pruned", "deny"]),
     ("lint", False, ["team-a/code-analysis.lint", "team-a/testing.lint"]),
-    ("no_such_tool", False, ["no skill in the input declares a tool by that name"]),
     ("run_pytest", True, ["  readOnly=true  <- declared by Tool team-a/run-pytest",
                           "  timeoutSeconds=900  <- declared by Tool team-a/run-pytest"]),
 ])

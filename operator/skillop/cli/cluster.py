@@ -11,7 +11,7 @@ from typing import Any
 
 from skillop.cli.load import Loaded
 from skillop.model import problems as P
-from skillop.model.manifest import parse_object
+from skillop.model.manifest import DEFAULT_NAMESPACE, parse_object
 from skillop.model.names import API_GROUP, API_VERSION
 from skillop.model.problems import Problem, Subject
 
@@ -23,17 +23,22 @@ PLURALS = {"Tool": "tools", "Skill": "skills", "Actor": "actors",
 OPTIONAL = frozenset({"SkillPolicy", "ClusterSkillPolicy"})
 
 
-def load_cluster(loaded: Loaded) -> None:
+def load_cluster(loaded: Loaded, *, kubeconfig: str | None = None,
+                 context: str | None = None) -> str:
+    """Read the cluster into ``loaded``; the context's namespace (``default`` when it
+    names none), which kubectl takes for names without one."""
     try:
         import kubernetes
     except ImportError:
         loaded.problems.append(_problem("the kubernetes client is not installed;"
                                         " pip install 'skillop[operator]'"))
-        return
+        return DEFAULT_NAMESPACE
     client: Any = kubernetes.client
+    namespace = DEFAULT_NAMESPACE
     try:
-        kubernetes.config.load_kube_config()  # type: ignore[no-untyped-call]
-        api = client.ApiClient()
+        api = kubernetes.config.new_client_from_config(  # type: ignore[no-untyped-call]
+            config_file=kubeconfig, context=context)
+        namespace = _context_namespace(kubernetes, kubeconfig, context)
         custom = client.CustomObjectsApi(api)
         core = client.CoreV1Api(api)
         docs: list[dict[str, Any]] = []
@@ -57,12 +62,20 @@ def load_cluster(loaded: Loaded) -> None:
     except Exception as err:  # config missing, unreachable, forbidden: one clear line
         loaded.problems.append(_problem(f"cannot read the cluster: {type(err).__name__}:"
                                         f" {str(err).splitlines()[0] if str(err) else ''}"))
-        return
+        return namespace
     for doc in docs:
         result = parse_object(doc, origin="<cluster>")
         if result.obj is not None:
             loaded.objects.append(result.obj)
         loaded.problems.extend(result.problems)
+    return namespace
+
+
+def _context_namespace(kubernetes: Any, kubeconfig: str | None, context: str | None) -> str:
+    contexts, active = kubernetes.config.list_kube_config_contexts(config_file=kubeconfig)
+    chosen = next((c for c in contexts or [] if c.get("name") == context), None) \
+        if context else active
+    return str(((chosen or {}).get("context") or {}).get("namespace") or DEFAULT_NAMESPACE)
 
 
 def _problem(message: str) -> Problem:
@@ -76,21 +89,21 @@ class ClusterError(Exception):
     """A request to the cluster failed; ``str`` is one line saying why."""
 
 
-def _clients(kubeconfig: str | None) -> tuple[Any, str]:
-    """The custom-objects API of the current context, and that context's namespace."""
+def _clients(kubeconfig: str | None, context: str | None = None) -> tuple[Any, str]:
+    """The custom-objects API of the context (the current one by default), and that
+    context's namespace."""
     try:
         import kubernetes
     except ImportError:
         raise ClusterError("the kubernetes client is not installed;"
                            " pip install 'skillop[operator]'") from None
     try:
-        kubernetes.config.load_kube_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
-        _, active = kubernetes.config.list_kube_config_contexts(  # type: ignore[no-untyped-call]
-            config_file=kubeconfig)
+        api = kubernetes.config.new_client_from_config(  # type: ignore[no-untyped-call]
+            config_file=kubeconfig, context=context)
+        namespace = _context_namespace(kubernetes, kubeconfig, context)
     except Exception as err:
         raise ClusterError(f"cannot read the kubeconfig: {_first_line(err)}") from None
-    namespace = str(((active or {}).get("context") or {}).get("namespace") or "default")
-    return kubernetes.client.CustomObjectsApi(), namespace
+    return kubernetes.client.CustomObjectsApi(api), namespace
 
 
 def _first_line(err: Exception) -> str:
@@ -109,11 +122,12 @@ def _first_line(err: Exception) -> str:
 
 
 def list_approvals(*, namespace: str | None, all_namespaces: bool,
-                   kubeconfig: str | None = None) -> list[dict[str, Any]]:
+                   kubeconfig: str | None = None, context: str | None = None,
+                   ) -> list[dict[str, Any]]:
     """The ToolCallApprovals of one namespace (the context's by default) or of all."""
     from skillop.model.approval import PLURAL
 
-    api, current = _clients(kubeconfig)
+    api, current = _clients(kubeconfig, context)
     try:
         if all_namespaces:
             listed = api.list_cluster_custom_object(API_GROUP, API_VERSION, PLURAL)
@@ -126,12 +140,13 @@ def list_approvals(*, namespace: str | None, all_namespaces: bool,
 
 
 def decide_approval(name: str, *, state: str, reason: str | None, namespace: str | None,
-                    kubeconfig: str | None = None) -> dict[str, Any]:
+                    kubeconfig: str | None = None, context: str | None = None,
+                    ) -> dict[str, Any]:
     """Write a decision on a request through its status subresource; the object as
     the API server kept it (the webhook fills in who decided)."""
     from skillop.model.approval import PLURAL
 
-    api, current = _clients(kubeconfig)
+    api, current = _clients(kubeconfig, context)
     status: dict[str, Any] = {"state": state}
     if reason:
         status["reason"] = reason
