@@ -81,3 +81,13 @@ def test_the_license_is_an_spdx_expression_setuptools_reads() -> None:
     # A string license is PEP 639, which setuptools reads from 77 on.
     assert any(req.replace(" ", "").startswith("setuptools>=77")
                for req in project["build-system"]["requires"])
+
+
+def test_the_install_says_what_it_is_doing_and_shows_progress(tmp_path: Path) -> None:
+    # A fresh venv: make would create it, so the dry run shows every install step.
+    dry = subprocess.run(["make", "-n", "demo", f"VENV={tmp_path / 'venv'}"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60, check=True)
+    steps = dry.stdout.splitlines()
+    install = next(i for i, line in enumerate(steps) if "pip install" in line and "-e" in line)
+    assert "--quiet" not in steps[install] and "-q " not in steps[install]
+    assert any(line.startswith("echo") and "Installing" in line for line in steps[:install])
