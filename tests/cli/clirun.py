@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -52,3 +53,12 @@ def problem_lines(stderr: str) -> list[re.Match[str]]:
         assert match is not None, f"not a problem line: {line!r}"
         out.append(match)
     return out
+
+
+def readme_commands(program: str) -> list[list[str]]:
+    """The command lines of the README's code blocks that start with ``program``,
+    in order, without their trailing comments."""
+    text = (REPO / "README.md").read_text()
+    lines = [line for block in text.split("```")[1::2] for line in block.splitlines()]
+    return [shlex.split(line, comments=True) for line in lines
+            if line.startswith(program + " ")]

@@ -358,7 +358,6 @@ def test_tree_of_a_skill() -> None:
                            " capability writes"]),
     ("push_image", False, ["team-a/devops-toolkit", "pruned", "deny"]),
     ("lint", False, ["team-a/code-analysis.lint", "team-a/testing.lint"]),
-    ("no_such_tool", False, ["no skill in the input declares a tool by that name"]),
     ("run_pytest", True, ["  readOnly=true  <- declared by Tool team-a/run-pytest",
                           "  timeoutSeconds=900  <- declared by Tool team-a/run-pytest"]),
 ])
@@ -406,10 +405,10 @@ def test_stdin_multi_document() -> None:
 
 def test_several_files_and_a_directory(tmp_path: Path) -> None:
     (tmp_path / "nested").mkdir()
-    (tmp_path / "nested" / "skills.yml").write_text((EXAMPLES / "skills.yaml").read_text())
-    args = ["-f", str(tmp_path), "-f", str(EXAMPLES / "tools.yaml"),
-            "-f", str(EXAMPLES / "namespaces.yaml"), "-f", str(EXAMPLES / "actors.yaml"),
-            "-f", str(EXAMPLES / "policies.yaml")]
+    (tmp_path / "nested" / "skills.yml").write_text((EXAMPLES / "30-skills.yaml").read_text())
+    args = ["-f", str(tmp_path), "-f", str(EXAMPLES / "20-tools.yaml"),
+            "-f", str(EXAMPLES / "00-namespaces.yaml"), "-f", str(EXAMPLES / "40-actors.yaml"),
+            "-f", str(EXAMPLES / "10-policies.yaml")]
     result = run("tools", "team-a/developer", *args, "-o", "json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["tools"] == json.loads(

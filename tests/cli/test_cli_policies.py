@@ -24,7 +24,7 @@ spec:
 @pytest.fixture
 def governed(tmp_path: Path) -> Path:
     """examples/ with one more ClusterSkillPolicy selecting team-a (labelled in
-    examples/namespaces.yaml)."""
+    examples/00-namespaces.yaml)."""
     root = tmp_path / "manifests"
     shutil.copytree(EXAMPLES, root)
     (root / "zz-policy.yaml").write_text(POLICY)

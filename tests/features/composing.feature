@@ -3,7 +3,7 @@ Feature: An Actor composed from a hierarchy of Skills
   include one another, and I read what the Actor gets with the skillop command
   before anything reaches a cluster.
 
-  The hierarchy is the design's full-stack-dev (examples/skills.yaml): file-ops,
+  The hierarchy is the design's full-stack-dev (examples/30-skills.yaml): file-ops,
   code-analysis (which includes platform/read-only-git), testing, and
   devops-toolkit, which includes docker-tools and deploy. The docker tools come
   from a live MCP server.

@@ -23,19 +23,20 @@ from mcp_servers import ServerHandle, make_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
-#: Where examples/skills.yaml says the docker MCP server lives (in a cluster).
+#: Where examples/30-skills.yaml says the docker MCP server lives (in a cluster).
 DECLARED_DOCKER_URL = "http://docker-mcp.tools.svc:8080/mcp"
-#: The examples the scenarios read; policies.yaml is left out on purpose: its
+#: The examples the scenarios read; 10-policies.yaml is left out on purpose: its
 #: ClusterSkillPolicy allows only in-cluster MCP servers, and ours is on loopback.
-FILES = ("namespaces.yaml", "tools.yaml", "skills.yaml", "actors.yaml")
+FILES = ("00-namespaces.yaml", "20-tools.yaml", "30-skills.yaml", "40-actors.yaml")
+SKILLS = "30-skills.yaml"
 #: Namespaces the cluster scenarios use; the webhook validates these only.
 NAMESPACES = ("team-a", "platform", "bdd-cycles")
 
 
 def docker_server() -> ServerHandle:
-    """The docker MCP server: the tools examples/skills.yaml declares for it, as
+    """The docker MCP server: the tools examples/30-skills.yaml declares for it, as
     declared, and ``tag_image``, which only the live server lists."""
-    (docker,) = [d for d in yaml.safe_load_all((EXAMPLES / "skills.yaml").read_text())
+    (docker,) = [d for d in yaml.safe_load_all((EXAMPLES / SKILLS).read_text())
                  if d and d["metadata"]["name"] == "docker-tools"]
     declared = [types.Tool.model_validate({"inputSchema": {"type": "object"}, **tool})
                 for tool in docker["spec"]["mcpServers"][0]["tools"]]
@@ -58,15 +59,15 @@ class Manifests:
                 for doc in yaml.safe_load_all((self.folder / name).read_text()) if doc]
 
     def skill(self, ref: str) -> dict[str, Any]:
-        """The Skill ``namespace/name`` as skills.yaml has it."""
+        """The Skill ``namespace/name`` as 30-skills.yaml has it."""
         ns, name = ref.split("/")
         (found,) = [d for d in self.docs() if d["kind"] == "Skill"
                     and d["metadata"] == {**d["metadata"], "name": name, "namespace": ns}]
         return found
 
     def replace_skill(self, doc: dict[str, Any]) -> None:
-        """skills.yaml with ``doc`` in place of the Skill of its name."""
-        path = self.folder / "skills.yaml"
+        """30-skills.yaml with ``doc`` in place of the Skill of its name."""
+        path = self.folder / SKILLS
         docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
         docs = [doc if d["metadata"]["name"] == doc["metadata"]["name"]
                 and d["metadata"]["namespace"] == doc["metadata"]["namespace"] else d

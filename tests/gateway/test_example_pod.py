@@ -1,4 +1,4 @@
-"""examples/actor-pod.yaml: the gateway as the agent's sidecar, Secrets and the
+"""examples/reference/actor-pod.yaml: the gateway as the agent's sidecar, Secrets and the
 ConfigMaps (the ToolSet, a CA bundle) mounted into the gateway only."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from skillop.cli.main import _parser
 from skillop.model.toolset import default_configmap_name
 from skillop.resolve.inject import toolset_volume
 
-POD = Path(__file__).resolve().parents[2] / "examples" / "actor-pod.yaml"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+POD = EXAMPLES / "reference" / "actor-pod.yaml"
 
 
 def _pod() -> dict[str, Any]:
@@ -80,14 +81,14 @@ def test_the_agent_talks_to_the_gateways_loopback_listener() -> None:
 
 
 def test_the_labelled_deployment_injected_is_the_hand_wired_pod_hardened_alike() -> None:
-    """examples/actor-deployment.yaml through `skillop inject`: the gateway the
+    """examples/agent/actor-deployment.yaml through `skillop inject`: the gateway the
     reference pod wires by hand, with the same probes, resources and hardening."""
     import subprocess
     import sys
 
     done = subprocess.run(
         [str(Path(sys.executable).parent / "skillop"), "inject", "-f",
-         str(POD.parent / "actor-deployment.yaml"), "--catalog", str(POD.parent)],
+         str(EXAMPLES / "agent" / "actor-deployment.yaml"), "--catalog", str(EXAMPLES)],
         capture_output=True, text=True, check=True, timeout=60,
         env={"PATH": "/usr/bin:/bin"})
     template = yaml.safe_load(done.stdout)["spec"]["template"]["spec"]

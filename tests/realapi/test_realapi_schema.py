@@ -181,14 +181,15 @@ def _words(text: str) -> str:
 def test_kubectl_explain_shows_the_models_descriptions(real: RealCluster) -> None:
     # What a newcomer types: the real kubectl reads the served OpenAPI schema, so
     # this proves the descriptions reach the API server's published schema.
+    from skillop.model.fielddocs import field_docs
     from skillop.model.specs import AccessPolicy, ActorSpec
 
     shown = real.kubectl("explain", "actors.spec.skillAccessPolicy")
     assert shown.returncode == 0, shown.stderr
     text = _words(shown.stdout)
     assert "<no description>" not in text, shown.stdout
-    expected = [ActorSpec.model_fields["skill_access_policy"].description,
-                *(f.description for f in AccessPolicy.model_fields.values())]
+    expected = [field_docs(ActorSpec)["skill_access_policy"],
+                *field_docs(AccessPolicy).values()]
     for description in expected:
         assert description and _words(description) in text, (description, shown.stdout)
     for path in ("actors.spec", "actors.status", "skills.spec", "skills.status",

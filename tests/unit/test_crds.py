@@ -9,6 +9,7 @@ import yaml
 from pydantic import BaseModel
 
 from skillop.model.crd import all_crds, render
+from skillop.model.fielddocs import field_docs
 from skillop.model.specs import AccessPolicy, ActorSpec, SkillSpec, ToolSpec
 from skillop.model.status import ActorStatus, SkillStatus
 
@@ -132,11 +133,13 @@ def _below(node: dict[str, Any]) -> dict[str, Any]:
 
 def _descriptions_agree(model: type[BaseModel], node: dict[str, Any], path: str) -> list[str]:
     wrong = []
+    docs = field_docs(model)
     for name, field in model.model_fields.items():
         key = field.alias or name
         prop = node["properties"][key]
-        if prop.get("description") != " ".join((field.description or "").split()):
-            wrong.append(f"{path}.{key}: {prop.get('description')!r} != {field.description!r}")
+        doc = field.description or docs.get(name)
+        if prop.get("description") != " ".join((doc or "").split()):
+            wrong.append(f"{path}.{key}: {prop.get('description')!r} != {doc!r}")
         nested = _model_in(field.annotation)
         if nested is not None:
             wrong += _descriptions_agree(nested, _below(prop), f"{path}.{key}")

@@ -35,7 +35,7 @@ from skillop.resolve.inject import (
 )
 
 NS = "team-a"
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "actor-pod.yaml"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "reference" / "actor-pod.yaml"
 CREDS = Credentials(secrets=("docker-mcp-token", "git-env"), configmaps=("internal-ca",))
 TARGET = Target(actor="reviewer", configmap="reviewer-tools", credentials=CREDS)
 

@@ -38,7 +38,7 @@ from skillop.resolve.podguard import (
 )
 
 NS = "team-a"
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "actor-pod.yaml"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "reference" / "actor-pod.yaml"
 TARGET = Target("reviewer", "reviewer-tools", Credentials(secrets=("docker-auth",)))
 
 

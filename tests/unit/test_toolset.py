@@ -181,7 +181,7 @@ def test_examples_developer_and_reviewer() -> None:
     dev_tools = by_name(dev)
     assert dev_tools["push_image"]["capabilities"]["requiresApproval"] is True
     assert "system_prune" not in dev_tools
-    # examples/policies.yaml: the tenants ClusterSkillPolicy governs team-a.
+    # examples/10-policies.yaml: the tenants ClusterSkillPolicy governs team-a.
     assert [p.label for p in dev.policies] == ["ClusterSkillPolicy tenants"]
     assert dev_tools["delete_file"]["capabilities"]["requiresApproval"] is True
     assert "requiresApproval" not in dev_tools["write_file"]["capabilities"]

@@ -24,6 +24,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     target.add_argument("-n", "--namespace", default=None,
                         help="the namespace (default: the kube-context's)")
     target.add_argument("--kubeconfig", default=None, help="kubeconfig file (default: KUBECONFIG)")
+    target.add_argument("--context", default=None,
+                        help="the kubeconfig context (default: the current one)")
     p = sub.add_parser("approvals", parents=[target], help="list tool calls waiting for approval")
     p.add_argument("-A", "--all-namespaces", action="store_true",
                    help="in every namespace")
@@ -46,13 +48,14 @@ def approvals_command(args: argparse.Namespace) -> int:
     try:
         if args.command == "approvals":
             items = list_approvals(namespace=args.namespace, all_namespaces=args.all_namespaces,
-                                   kubeconfig=args.kubeconfig)
+                                   kubeconfig=args.kubeconfig, context=args.context)
             sys.stdout.write(approvals_table(items, all_namespaces=args.all_namespaces,
                                              now=datetime.now(UTC)))
             return 0
         state = "Approved" if args.command == "approve" else "Denied"
         kept = decide_approval(args.name, state=state, reason=args.reason,
-                               namespace=args.namespace, kubeconfig=args.kubeconfig)
+                               namespace=args.namespace, kubeconfig=args.kubeconfig,
+                               context=args.context)
     except ClusterError as err:
         print(shown(f"skillop {args.command}: {err}"), file=sys.stderr)
         from skillop.operator.apiserver import EXIT_UNREACHABLE

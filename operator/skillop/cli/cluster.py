@@ -23,16 +23,18 @@ OPTIONAL = frozenset({"SkillPolicy", "ClusterSkillPolicy"})
 LIST_TIMEOUT = 30.0
 
 
-def load_cluster(loaded: Loaded) -> None:
-    """Add what the current kube-context's cluster holds to ``loaded``; raises
-    ``ClusterUnavailable`` (one line) when it cannot be read: an outage or a
-    refusal is not a problem of the input, and answering without the cluster
-    would report its objects as missing."""
+def load_cluster(loaded: Loaded, *, kubeconfig: str | None = None,
+                 context: str | None = None) -> str:
+    """Add what the kube-context's cluster (the current one, or ``context``) holds to
+    ``loaded``; the context's namespace (``default`` when it names none), which
+    kubectl takes for names without one. Raises ``ClusterUnavailable`` (one line)
+    when it cannot be read: an outage or a refusal is not a problem of the input,
+    and answering without the cluster would report its objects as missing."""
     client = _kubernetes().client
     from skillop.operator.apiserver import Unreachable, reach, reason
 
     try:
-        target = reach()
+        target = reach(kubeconfig=kubeconfig, context=context)
     except Unreachable as err:
         raise ClusterUnavailable(f"cannot read the cluster: {err}") from None
     try:
@@ -45,6 +47,7 @@ def load_cluster(loaded: Loaded) -> None:
         if result.obj is not None:
             loaded.objects.append(result.obj)
         loaded.problems.extend(result.problems)
+    return target.namespace
 
 
 def _kubernetes() -> Any:
@@ -102,18 +105,17 @@ class ClusterUnavailable(ClusterError):
     not a problem of the input, so the CLI exits with its own status (docs/api.md)."""
 
 
-def _clients(kubeconfig: str | None) -> tuple[Any, str]:
-    """The custom-objects API of the current context, and that context's namespace."""
+def _clients(kubeconfig: str | None, context: str | None = None) -> tuple[Any, str]:
+    """The custom-objects API of the context (the current one by default), and that
+    context's namespace."""
     kubernetes = _kubernetes()
     from skillop.operator.apiserver import Unreachable, load
 
     try:
-        load(kubeconfig=kubeconfig)
-        _, active = kubernetes.config.list_kube_config_contexts(config_file=kubeconfig)
-    except (Unreachable, kubernetes.config.ConfigException) as err:
+        target = load(kubeconfig=kubeconfig, context=context)
+    except Unreachable as err:
         raise ClusterUnavailable(f"cannot read the kubeconfig: {err}") from None
-    namespace = str(((active or {}).get("context") or {}).get("namespace") or "default")
-    return kubernetes.client.CustomObjectsApi(), namespace
+    return kubernetes.client.CustomObjectsApi(), target.namespace
 
 
 def _failed(what: str, err: Exception) -> ClusterError:
@@ -143,11 +145,12 @@ def _first_line(err: Exception) -> str:
 
 
 def list_approvals(*, namespace: str | None, all_namespaces: bool,
-                   kubeconfig: str | None = None) -> list[dict[str, Any]]:
+                   kubeconfig: str | None = None, context: str | None = None,
+                   ) -> list[dict[str, Any]]:
     """The ToolCallApprovals of one namespace (the context's by default) or of all."""
     from skillop.model.approval import PLURAL
 
-    api, current = _clients(kubeconfig)
+    api, current = _clients(kubeconfig, context)
     try:
         if all_namespaces:
             listed = api.list_cluster_custom_object(API_GROUP, API_VERSION, PLURAL)
@@ -160,12 +163,13 @@ def list_approvals(*, namespace: str | None, all_namespaces: bool,
 
 
 def decide_approval(name: str, *, state: str, reason: str | None, namespace: str | None,
-                    kubeconfig: str | None = None) -> dict[str, Any]:
+                    kubeconfig: str | None = None, context: str | None = None,
+                    ) -> dict[str, Any]:
     """Write a decision on a request through its status subresource; the object as
     the API server kept it (the webhook fills in who decided)."""
     from skillop.model.approval import PLURAL
 
-    api, current = _clients(kubeconfig)
+    api, current = _clients(kubeconfig, context)
     status: dict[str, Any] = {"state": state}
     if reason:
         status["reason"] = reason

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -23,16 +23,10 @@ from skillop.model.manifest import DEFAULT_NAMESPACE
 from skillop.model.names import ObjectRef
 from skillop.model.settings import flag_type, manifest_path
 from skillop.resolve.catalog import Catalog
-from skillop.resolve.inject import (
-    Refused,
-    SidecarSettings,
-    actor_of,
-    inject,
-    pod_templates,
-    target_of,
-    unknown_actor,
-)
 from skillop.resolve.resolver import Resolver
+
+if TYPE_CHECKING:  # loaded by the inject command only: every skillop run builds this parser
+    from skillop.resolve.inject import SidecarSettings
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 
@@ -65,6 +59,7 @@ def inject_command(args: argparse.Namespace) -> int:
     # The operator's own parsing of the same variables (imported here: it loads
     # the operator package, which the other offline commands must not).
     from skillop.operator.settings import SettingsError
+    from skillop.resolve.inject import Refused
 
     try:
         settings = _settings(args)
@@ -113,6 +108,13 @@ def _settings(args: argparse.Namespace) -> SidecarSettings:
 
 def _inject_document(doc: Any, resolver: Resolver, default_ns: str,
                      settings: SidecarSettings) -> Any:
+    from skillop.resolve.inject import (
+        actor_of,
+        inject,
+        pod_templates,
+        target_of,
+    )
+
     if not isinstance(doc, dict):
         return doc
     namespace = str((doc.get("metadata") or {}).get("namespace") or default_ns)
@@ -129,6 +131,8 @@ def _inject_document(doc: Any, resolver: Resolver, default_ns: str,
 
 
 def _warn_unresolved(resolver: Resolver, namespace: str, actor: str) -> None:
+    from skillop.resolve.inject import unknown_actor
+
     ref = ObjectRef(namespace, actor)
     missing = unknown_actor(resolver, namespace, actor)
     if missing is not None:

@@ -9,32 +9,35 @@ Exit codes: 0 success, 1 the input has problems (one line each on stderr),
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-import yaml
-
+from skillop import __version__
 from skillop.cli.approvals import add_parsers as approvals_parsers
 from skillop.cli.approvals import approvals_command
 from skillop.cli.inject import add_parser as inject_parser
 from skillop.cli.inject import inject_command
 from skillop.cli.load import Loaded, load_paths, print_warnings
-from skillop.cli.render import tools_table, tree
 from skillop.cli.safetext import shown, shown_lines
 from skillop.gateway.command import add_parser as gateway_parser
 from skillop.gateway.command import gateway_command
 from skillop.model.manifest import DEFAULT_NAMESPACE, Resource
 from skillop.model.names import ObjectRef, RefError, parse_ref
 from skillop.model.problems import Problem
-from skillop.model.settings import flag_type, host_pattern, manifest_path, seconds
+from skillop.model.settings import (
+    DEFAULT_EGRESS_PATTERNS,
+    flag_type,
+    host_pattern,
+    manifest_path,
+    seconds,
+)
 from skillop.model.wording import count
 from skillop.resolve.catalog import Catalog
-from skillop.resolve.explain import explain
 from skillop.resolve.resolver import Resolution, Resolver
-from skillop.resolve.toolset import tools_json
-from skillop.sources.egress import DEFAULT_EGRESS_PATTERNS
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 _DEFAULT_ALLOW = ", ".join(DEFAULT_EGRESS_PATTERNS)
@@ -51,10 +54,16 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("-f", "--filename", action="append", default=[], metavar="PATH",
                         type=flag_type(manifest_path),
                         help="manifest file or directory (repeatable; '-' for stdin)")
-    common.add_argument("-n", "--namespace", default=DEFAULT_NAMESPACE,
-                        help="namespace for names without one (default: default)")
+    common.add_argument("-n", "--namespace", default=None,
+                        help="namespace for names without one (default: default; with"
+                        " --cluster, the context's, as kubectl)")
     common.add_argument("--cluster", action="store_true",
-                        help="read Tools, Skills, Actors, policies from the current kube-context")
+                        help="read Tools, Skills, Actors, policies from the current kube-context"
+                        " (the default as kubectl-skillop, the kubectl plugin, without -f)")
+    common.add_argument("--context", default=None,
+                        help="with --cluster: the kubeconfig context (default: the current one)")
+    common.add_argument("--kubeconfig", default=None,
+                        help="with --cluster: the kubeconfig file (default: KUBECONFIG)")
     common.add_argument("--discover", action="store_true",
                         help="list url MCP servers live (tools/list) instead of declared tools")
     common.add_argument("--allow", action="append", default=[], metavar="HOST_GLOB",
@@ -66,7 +75,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="PEM CA certificates to trust for https servers (private CAs)")
     output = _Parser(add_help=False)
     output.add_argument("-o", "--output", choices=("json", "yaml", "table"), default="table")
-    parser = _Parser(prog="skillop", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="skillop", description=_plain(__doc__.splitlines()[0]))
+    parser.add_argument("--version", action="version", version=f"skillop {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     sub.add_parser("validate", parents=[common], help="check manifests: schema, refs, DAG")
     p = sub.add_parser("tools", parents=[common, output], help="an actor's effective tool set")
@@ -116,7 +126,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return discover_command(args.url, transport=args.transport, allow=args.allow, ca=ca,
                                 output=args.output, headers=args.header, timeout=args.timeout)
     if not args.filename and not args.cluster:
-        return _usage("give manifests with -f PATH (or --cluster)")
+        if not _as_kubectl_plugin():
+            return _usage("give manifests with -f PATH (or --cluster)")
+        args.cluster = True  # a kubectl plugin answers about the cluster kubectl talks to
     if _ca_bundles(args) is None:
         return EXIT_USAGE
     loaded = _load(args)
@@ -139,12 +151,27 @@ def _load(args: argparse.Namespace) -> Loaded | int:
         from skillop.operator.apiserver import EXIT_UNREACHABLE
 
         try:
-            load_cluster(loaded)
+            context_namespace = load_cluster(loaded, kubeconfig=args.kubeconfig,
+                                             context=args.context)
         except ClusterUnavailable as err:  # an outage, not the input's problem
-            print(f"skillop: {err}", file=sys.stderr)
+            print(shown(f"skillop: {err}"), file=sys.stderr)
             return EXIT_UNREACHABLE
+        if args.namespace is None:  # as kubectl: -n, else the context's namespace
+            args.namespace = context_namespace
+    if args.namespace is None:
+        args.namespace = DEFAULT_NAMESPACE
     print_warnings(loaded)
     return loaded
+
+
+def _as_kubectl_plugin() -> bool:
+    """Run as ``kubectl skillop`` (kubectl runs ``kubectl-skillop`` from PATH)."""
+    return os.path.basename(sys.argv[0]).startswith("kubectl-skillop")
+
+
+def _plain(text: str) -> str:
+    """A docstring line for --help: without reStructuredText's ``literal`` and :role:`x`."""
+    return re.sub(r"(?::[a-z]+:)?`+([^`]+)`+", r"\1", text)
 
 
 def _ca_bundles(args: argparse.Namespace) -> tuple[str, ...] | None:
@@ -268,9 +295,15 @@ def _print_set(args: argparse.Namespace, loaded: Loaded, kind: str, name: str) -
 
 def _format(resolution: Resolution, output: str) -> str:
     if output == "json":
+        from skillop.resolve.toolset import tools_json
+
         return tools_json(resolution.text)
     if output == "yaml":
+        import yaml
+
         return str(yaml.safe_dump(resolution.document, sort_keys=False, allow_unicode=True))
+    from skillop.cli.render import tools_table
+
     return tools_table(resolution) + "\n"
 
 
@@ -296,6 +329,8 @@ def _tree(args: argparse.Namespace, loaded: Loaded) -> int:
     result = _resolve(args, loaded, kind, args.name)
     if isinstance(result, int):
         return result
+    from skillop.cli.render import tree
+
     resolver, resolution = result
     roots = _roots(resolver, resolution, ref)
     print(tree(resolver, resolution, roots))
@@ -319,10 +354,15 @@ def _explain(args: argparse.Namespace, loaded: Loaded) -> int:
     ref = _ref(args.actor, args)
     if ref is None:
         return EXIT_USAGE
+    from skillop.resolve.explain import explain
+
     resolver = Resolver(_catalog(args, loaded, ("Actor", ref)))
     explanation = explain(resolver, ref, args.tool)
     if explanation is None:
         print(shown(_not_found("Actor", ref, loaded)), file=sys.stderr)
+        return EXIT_PROBLEMS
+    if explanation.unknown:
+        print(shown(": ".join(explanation.lines)), file=sys.stderr)
         return EXIT_PROBLEMS
     print(shown_lines(explanation.text()))
     resolution = resolver.resolve_actor(ref)

@@ -44,7 +44,7 @@ class Capabilities(BaseModel):
 
     model_config = ConfigDict(
         extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True,
-        use_attribute_docstrings=True,
+        defer_build=True,  # built on first use, as the specs (model.specbase)
     )
 
     read_only: bool | None = None
@@ -174,7 +174,9 @@ class Capabilities(BaseModel):
         return loosened
 
 
-_REQUIRES_APPROVAL = Capabilities(requires_approval=True)
+# Built without validation (values known good): validating here would build the
+# model's validator at import, which every run pays for (defer_build).
+_REQUIRES_APPROVAL = Capabilities.model_construct(requires_approval=True)
 #: The cached properties derived from the fields (dropped by ``model_copy``).
 _DERIVED = ("_set_fields", "true_flags", "requiring_approval")
 
@@ -256,4 +258,4 @@ def _from_hints(hints: tuple[bool | None, bool | None, bool | None, bool | None]
     return caps, tuple((key, where[key]) for key in caps.to_dict())
 
 
-EMPTY = Capabilities()
+EMPTY = Capabilities.model_construct()  # not validated at import, as _REQUIRES_APPROVAL

@@ -23,8 +23,11 @@ from typing import Any
 
 import yaml
 from pydantic import BaseModel
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import core_schema
 
 from skillop.model.approval import KIND, PLURAL, ToolCallApprovalSpec, ToolCallApprovalStatus
+from skillop.model.fielddocs import field_docs
 from skillop.model.names import API_GROUP, API_VERSION
 from skillop.model.policies import ClusterSkillPolicySpec, SkillPolicySpec
 from skillop.model.specs import ActorSpec, SkillSpec, ToolSpec
@@ -79,8 +82,25 @@ APPROVAL_COLUMNS: list[dict[str, Any]] = [
 ]
 
 
+class _Documented(GenerateJsonSchema):
+    """Pydantic's JSON Schema with each field's attribute docstring as its
+    description (``model.fielddocs``; an explicit ``Field(description=...)`` wins)."""
+
+    def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
+        json_schema = super().model_schema(schema)
+        model = schema["cls"]
+        properties = json_schema.get("properties", {})
+        for name, text in field_docs(model).items():
+            field = model.model_fields[name]
+            prop = properties.get(field.alias or name)
+            if prop is not None and field.description is None:
+                prop["description"] = text
+        return json_schema
+
+
 def structural(model: type[BaseModel]) -> dict[str, Any]:
-    schema = model.model_json_schema(by_alias=True, mode="validation")
+    schema = model.model_json_schema(by_alias=True, mode="validation",
+                                     schema_generator=_Documented)
     return _convert(schema, schema.get("$defs", {}))
 
 

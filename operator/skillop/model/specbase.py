@@ -34,7 +34,9 @@ class SpecModel(BaseModel):
 
     model_config = ConfigDict(
         extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True,
-        use_attribute_docstrings=True,
+        # Validators are built on first use: a run that never parses a kind does
+        # not pay for it at import (every CLI run imports every model).
+        defer_build=True,
     )
 
 

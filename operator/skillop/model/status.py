@@ -53,7 +53,7 @@ class StatusModel(BaseModel):
 
     model_config = ConfigDict(
         extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True,
-        use_attribute_docstrings=True,
+        defer_build=True,  # built on first use, as the specs (model.specbase)
     )
 
     def wire(self) -> dict[str, Any]:

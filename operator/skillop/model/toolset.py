@@ -84,7 +84,8 @@ class DocumentModel(BaseModel):
     """camelCase on the wire, frozen; unknown keys ignored (newer writers)."""
 
     model_config = ConfigDict(extra="ignore", frozen=True, alias_generator=to_camel,
-                              populate_by_name=True)
+                              populate_by_name=True,
+                              defer_build=True)  # built on first use (model.specbase)
 
 
 class ToolEntry(DocumentModel):

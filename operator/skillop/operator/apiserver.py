@@ -34,19 +34,22 @@ class Target:
 
     source: str  # "in-cluster" or "kubeconfig PATH, context NAME"
     server: str
+    #: The context's namespace, which kubectl takes for names without one.
+    namespace: str = "default"
 
     def __str__(self) -> str:
         return f"{self.source}, server {self.server}" if self.server else self.source
 
 
-def load(*, kubeconfig: str | None = None) -> Target:
+def load(*, kubeconfig: str | None = None, context: str | None = None) -> Target:
     """Load the client's configuration as the operator does (in-cluster first, then
-    the kubeconfig) and say which it is; raises ``Unreachable`` when there is none."""
+    the kubeconfig; a kubeconfig or context named as kubectl's flags are only that)
+    and say which it is; raises ``Unreachable`` when there is none."""
     import kubernetes  # only the modules that talk to the cluster load the client
 
     config: Any = kubernetes.config
     in_cluster = ""
-    if kubeconfig is None:  # as ``Kube``: in-cluster first, then the kubeconfig
+    if kubeconfig is None and context is None:  # as ``Kube``: in-cluster first
         try:
             config.load_incluster_config()
         except config.ConfigException as err:
@@ -57,23 +60,27 @@ def load(*, kubeconfig: str | None = None) -> Target:
             return Target("in-cluster", _host())
     path = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
     try:
-        config.load_kube_config(config_file=kubeconfig)
-        _, active = config.list_kube_config_contexts(config_file=kubeconfig)
+        config.load_kube_config(config_file=kubeconfig, context=context)
+        contexts, active = config.list_kube_config_contexts(config_file=kubeconfig)
     except (config.ConfigException, OSError, ValueError, TypeError, KeyError) as err:
         tried = f"{in_cluster}; " if in_cluster else ""
         raise Unreachable(f"no cluster configuration: {tried}kubeconfig {path}:"
                           f" {_config_reason(err)}") from None
-    context = str((active or {}).get("name") or "")
-    source = f"kubeconfig {path}" + (f", context {context}" if context else "")
-    return Target(source, _host())
+    chosen = (next((c for c in contexts or [] if c.get("name") == context), None)
+              if context else active) or {}
+    name = str(chosen.get("name") or "")
+    source = f"kubeconfig {path}" + (f", context {name}" if name else "")
+    namespace = str((chosen.get("context") or {}).get("namespace") or "default")
+    return Target(source, _host(), namespace)
 
 
-def reach(*, kubeconfig: str | None = None, timeout: float = PROBE_TIMEOUT_SECONDS) -> Target:
+def reach(*, kubeconfig: str | None = None, context: str | None = None,
+          timeout: float = PROBE_TIMEOUT_SECONDS) -> Target:
     """``load``, then ask the API server its version once (no retries); the target,
     or ``Unreachable`` naming it and the reason: no answer, or credentials refused."""
     import kubernetes
 
-    target = load(kubeconfig=kubeconfig)
+    target = load(kubeconfig=kubeconfig, context=context)
     configuration = kubernetes.client.Configuration.get_default_copy()
     configuration.retries = 0  # one attempt: the answer is for a person, now
     api: Any = kubernetes.client.ApiClient(configuration)

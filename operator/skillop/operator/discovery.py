@@ -182,6 +182,10 @@ class Discovery:
     def listed(self, watch: ServerWatch, result: DiscoveryResult) -> None:
         infos = result.tools
         was_failing = watch.state.error is not None
+        if was_failing:
+            from skillop.sources.egress import display_url
+
+            log.info("MCP server %s: listed again", display_url(watch.url))
         self._count("Listed")
         skipped = tuple(result.skipped)
         if skipped != watch.state.skipped:
@@ -202,8 +206,12 @@ class Discovery:
 
     def failed(self, watch: ServerWatch, reason: str, message: str) -> None:
         self._count(reason)
-        log.warning("MCP discovery failed: %s", message)
         changed = (watch.state.error, watch.state.reason) != (message, reason)
+        # Warned once per state: a host that stays unreachable is retried on every
+        # poll, and the same line each time drowns the log (the Skill's
+        # Discovered condition keeps saying it).
+        log.log(logging.WARNING if changed else logging.DEBUG,
+                "MCP discovery failed: %s", message)
         watch.state = watch.state.failed(reason, message)
         waited = self._settled(watch.key)
         if changed or waited:

@@ -23,9 +23,15 @@ from skillop.resolve.toolset import EffectiveTool
 class Explanation:
     has_tool: bool
     lines: tuple[str, ...]
+    #: No skill in the input declares a tool by that name: a mistyped question
+    #: rather than an answer (the CLI exits 1).
+    unknown: bool = False
 
     def text(self) -> str:
         return "\n".join(self.lines)
+
+
+UNKNOWN = "no skill in the input declares a tool by that name"
 
 
 def explain(resolver: Resolver, actor: ObjectRef, tool_name: str) -> Explanation | None:
@@ -45,7 +51,8 @@ def explain(resolver: Resolver, actor: ObjectRef, tool_name: str) -> Explanation
                          f" ({', '.join(rivals)}), so each goes by its qualified name")
         lines += _policy_lines(resolution)
         return Explanation(True, tuple(lines))
-    return Explanation(False, tuple(_absence(resolver, resolution, actor, tool_name)))
+    lines = _absence(resolver, resolution, actor, tool_name)
+    return Explanation(False, tuple(lines), unknown=lines[-1] == UNKNOWN)
 
 
 def _entry_lines(entry: Entry) -> list[str]:
@@ -171,4 +178,4 @@ def _absence(resolver: Resolver, resolution: Resolution, actor: ObjectRef,
         if view and any(tool_name in (e.tool.name, e.qualified_name) for e in view.own):
             return [head, f"skill {ref} declares it, but no skill in {actor_obj.subject}'s"
                     " spec.skills reaches that skill"]
-    return [head, "no skill in the input declares a tool by that name"]
+    return [head, UNKNOWN]

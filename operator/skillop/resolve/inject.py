@@ -6,7 +6,7 @@ with one line saying why. The mutating admission webhook (``operator.webhook``)
 and ``skillop inject`` (the CLI, offline) both call it, so they produce the
 same pod byte for byte (docs/gateway.md, Injection).
 
-What the pod gets (``examples/actor-pod.yaml`` is the hand-wired reference):
+What the pod gets (``examples/reference/actor-pod.yaml`` is the hand-wired reference):
 
 * the gateway as a native sidecar: the first init container, with
   ``restartPolicy: Always``, so it is up (its startup probe passed) before the

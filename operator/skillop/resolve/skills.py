@@ -27,7 +27,7 @@ from skillop.resolve.entries import Entry, forbidden_loosening, loosening_messag
 from skillop.sources.agent_skill import AgentSkillError, parse_skill_md
 from skillop.sources.builtins import builtin_group, builtin_groups
 
-READ_ONLY = Capabilities(read_only=True)
+READ_ONLY = Capabilities.model_construct(read_only=True)  # no validator built at import
 OBJECT_SCHEMA = {"type": "object"}
 
 
