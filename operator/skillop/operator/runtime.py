@@ -28,7 +28,7 @@ import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from skillop.model.canonical import json_digest
@@ -53,6 +53,7 @@ from skillop.operator.outputs import (
     skill_plan,
 )
 from skillop.operator.store import Store
+from skillop.operator.transitions import failing_transitions
 from skillop.resolve.inject import credentials_of
 from skillop.resolve.resolver import Resolver
 from skillop.resolve.toolset import configmap_name
@@ -109,6 +110,7 @@ class Reconciler:
         self._limit = asyncio.Semaphore(concurrency)
         self._window = 16 * concurrency
         self._events: list[tuple[str, ObjectRef, str, EventSpec]] = []
+        self._sent = _Sent()  # this batch's writes, for its log line
         #: Actors whose ConfigMaps the API server refused for good: what was sent
         #: (``_written_digest``) and its words, so the same is not sent again.
         self._refused: dict[ObjectRef, tuple[str, str]] = {}
@@ -233,6 +235,7 @@ class Reconciler:
             *(functools.partial(self._invalid, k) for k in sorted(changed)
               if k in self.store.invalid)]
         failed: list[Key] = []
+        self._sent = _Sent()
         for start in range(0, len(jobs), self._window):
             staged = await self._bounded(jobs[start:start + self._window])
             failed += [s for s in staged if isinstance(s, tuple)]
@@ -245,10 +248,11 @@ class Reconciler:
         if self.metrics is not None:
             self.metrics.batch(time.monotonic() - started, skills=len(affected.skills),
                                actors=len(affected.actors))
-        log.info("batch %d: %s -> %s, %s written in %.3fs, %s in %.3fs (%d to retry)",
+        log.info("batch %d: %s -> %s, %s; %s in %.3fs, %s in %.3fs",
                  self.batches, count(len(changed), "change"), count(len(affected.skills), "skill"),
-                 count(len(affected.actors), "actor"), written, count(len(events), "event"),
-                 time.monotonic() - started - written, len(failed))
+                 count(len(affected.actors), "actor"),
+                 self._sent.summary(len(jobs), set(failed)), written,
+                 count(len(events), "event"), time.monotonic() - started - written)
         if failed:
             await asyncio.sleep(1)
             self.mark(failed)
@@ -460,6 +464,7 @@ class Reconciler:
                             f" HTTP {err.status}: {err.message}")
         if failed is not None:
             return failed
+        self._sent.configmap(key(kind, ref))
         self.store.record_configmap(_versioned(configmap, written[0]))
         return None
 
@@ -479,10 +484,17 @@ class Reconciler:
                 return None
             if failed is not None:
                 return failed
+            self._sent.status(key(kind, ref))
             self.store.record_status(kind, ref, status, version=made[0] if made else None)
+            # Compared with what the API server held: once per transition, and
+            # nothing when a restart finds the status as it should be.
+            warnings = failing_transitions(old, status)
+        else:
+            warnings = ()
         # Events go out once the batch's ConfigMaps and statuses are written: they
         # inform, and must not delay the writes that carry the new tool sets.
-        self._events += [(kind, ref, staged.uid, event) for event in staged.events]
+        self._events += [(kind, ref, staged.uid, event)
+                         for event in (*warnings, *staged.events)]
         return None
 
     async def _attempt(self, kind: str, ref: ObjectRef, write: Awaitable[None]) -> Key | None:
@@ -534,6 +546,31 @@ class _StatusWrite:
     uid: str
     status: dict[str, Any] | None
     events: tuple[EventSpec, ...]
+
+
+@dataclass(slots=True)
+class _Sent:
+    """What one batch sent the API server (not what it resolved): the log says it."""
+
+    statuses: int = 0
+    configmaps: int = 0
+    objects: set[Key] = field(default_factory=set)
+
+    def status(self, k: Key) -> None:
+        self.statuses += 1
+        self.objects.add(k)
+
+    def configmap(self, k: Key) -> None:
+        self.configmaps += 1
+        self.objects.add(k)
+
+    def summary(self, planned: int, failed: set[Key]) -> str:
+        """"2 written (2 statuses, 1 ConfigMap), 14 unchanged, 0 to retry"."""
+        unchanged = planned - len(self.objects | failed)
+        return (f"{count(len(self.objects), 'object')} written"
+                f" ({count(self.statuses, 'status', 'statuses')},"
+                f" {count(self.configmaps, 'ConfigMap')}), {unchanged} unchanged,"
+                f" {len(failed)} to retry")
 
 
 #: What an object's first phase leaves: nothing to do (None), a key to retry, or
