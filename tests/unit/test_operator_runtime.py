@@ -184,8 +184,11 @@ def test_invalid_objects_get_ready_false() -> None:
     changed = store.upsert(bad)
     asyncio.run(rec.process(changed))
     calls = writer.take()
-    assert _summary(calls) == [("status", "Actor", "team-a/broken")]
-    status = calls[0][3]
+    assert _summary(calls) == [("event", "Actor", "team-a/broken"),
+                               ("status", "Actor", "team-a/broken")]
+    # The Warning names the object by the uid ``kubectl describe`` selects on.
+    assert [c[3:] for c in calls if c[0] == "event"] == [("uid-broken", P.INVALID_SPEC)]
+    status = next(c[3] for c in calls if c[0] == "status")
     ready = next(c for c in status["conditions"] if c["type"] == "Ready")
     assert (ready["status"], ready["reason"]) == ("False", P.INVALID_SPEC)
     assert "skillAccessPolicy.maxTools" in ready["message"]

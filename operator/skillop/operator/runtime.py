@@ -419,7 +419,8 @@ class Reconciler:
                                     now=self.clock())
         if status is None:
             return None
-        return _StatusWrite(kind, ref, "", status, ())
+        # The uid the store holds: ``kubectl describe`` finds an Event by it.
+        return _StatusWrite(kind, ref, self.store.uids.get(kind, {}).get(ref, ""), status, ())
 
     async def _write(self, kind: str, ref: ObjectRef, uid: str, plan: Plan, *,
                      exists: bool = False, version: str | None = None,
