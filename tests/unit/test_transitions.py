@@ -63,11 +63,11 @@ def test_each_failing_condition_has_its_own_warning() -> None:
     after = status(cond("Ready", "False", "RefNotFound"),
                    cond("CredentialsReady", "False", "SecretNotFound",
                         "missing in namespace team-a: Secret docker-auth"),
-                   cond("Discovered", "False", "Unreachable", "jira: connection refused"),
+                   cond("Discovered", "False", "DiscoveryFailed", "jira: connection refused"),
                    cond("Pinned", "False", "PinViolation", "jira: ticket changed"))
     assert [(e.type, e.reason, e.message) for e in failing_transitions(before, after)] == [
         ("Warning", "SecretNotFound", "missing in namespace team-a: Secret docker-auth"),
-        ("Warning", "Unreachable", "jira: connection refused"),
+        ("Warning", "DiscoveryFailed", "jira: connection refused"),
         ("Warning", "PinViolation", "jira: ticket changed")]
 
 
