@@ -15,7 +15,21 @@ HEAVY = {"mcp", "kubernetes", "kopf", "httpx", "httpx2", "uvicorn", "aiohttp", "
          "jsonschema", "prometheus_client", "cryptography"}
 OTHER_COMMANDS = {"skillop.resolve.inject", "skillop.resolve.explain", "skillop.cli.render",
                   "skillop.sources.egress", "skillop.sources.mcp_discovery",
-                  "skillop.operator", "skillop.gateway.server"}
+                  "skillop.operator", "skillop.gateway.server", "skillop.cli.cluster",
+                  "skillop.cli.discover",
+                  # the approval and status models: only the approvals command and
+                  # the operator read them (printing a line uses model.visible)
+                  "skillop.model.approval", "skillop.model.status"}
+#: What only running an offline command loads: parsing the command line (and
+#: --help, and the other commands' parsers) loads none of it.
+OFFLINE_ONLY = {"pydantic", "pydantic_core", "yaml", "importlib.metadata", "skillop.cli.offline",
+                "skillop.cli.load", "skillop.model.manifest", "skillop.model.specs",
+                "skillop.model.capabilities", "skillop.resolve", "skillop.sources"}
+
+
+def _within(imported: set[str], modules: set[str]) -> set[str]:
+    return {name for name in imported
+            if any(name == m or name.startswith(m + ".") for m in modules)}
 
 
 def _imported(*args: str) -> set[str]:
@@ -30,8 +44,47 @@ def test_an_offline_command_loads_only_what_it_needs(args: tuple[str, ...]) -> N
     imported = _imported(*args)
     assert "skillop.cli.main" in imported
     assert not {name.split(".")[0] for name in imported} & HEAVY
-    assert not {name for name in imported
-                if any(name == m or name.startswith(m + ".") for m in OTHER_COMMANDS)}
+    assert not _within(imported, OTHER_COMMANDS)
+
+
+@pytest.mark.parametrize("args", [("--help",), ("validate", "--help"), ("gateway", "--help"),
+                                  ("inject", "--help"), ("approvals", "--help")])
+def test_parsing_the_command_line_loads_no_model(args: tuple[str, ...]) -> None:
+    # pydantic and the models are most of a run's start-up: only a command that
+    # reads manifests pays for them, when it runs.
+    imported = _imported(*args)
+    assert "skillop.cli.main" in imported
+    assert not _within(imported, OFFLINE_ONLY)
+
+
+def test_validate_loads_what_its_command_needs() -> None:
+    # The other side of the guard above: if it passes because nothing is
+    # recorded, this one fails.
+    assert _within(_imported("validate", "-f", str(EXAMPLES)), OFFLINE_ONLY) >= {
+        "pydantic", "yaml", "skillop.cli.offline", "skillop.model.manifest"}
+
+
+def test_the_builtin_groups_are_read_with_the_manifests_parser(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # libyaml's parser, as manifests are read (model.yamlread): PyYAML's pure one
+    # costs every offline command about 20 ms at start-up.
+    import yaml
+
+    from skillop.sources import builtins
+
+    if not yaml.__with_libyaml__:
+        pytest.skip("PyYAML is built without libyaml")
+
+    class Refused(yaml.SafeLoader):
+        def __init__(self, stream: object) -> None:
+            raise AssertionError("the built-in groups are read with PyYAML's pure parser")
+
+    monkeypatch.setattr(yaml, "SafeLoader", Refused)
+    builtins.builtin_groups.cache_clear()
+    try:
+        assert "file_operations" in builtins.builtin_groups()
+    finally:
+        builtins.builtin_groups.cache_clear()
 
 
 def test_importing_the_cli_reads_no_model_source() -> None:

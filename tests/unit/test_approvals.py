@@ -32,8 +32,8 @@ from skillop.model.approval import (
     MAX_ARGUMENTS,
     ToolCallApprovalSpec,
     bounded_arguments,
-    visible,
 )
+from skillop.model.visible import visible
 from skillop.operator.approvals import (
     KEEP_DECIDED,
     Refused,

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from skillop.cli.safetext import shown
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 _MAX_VALUE = 24
 
@@ -38,6 +40,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
 
 
 def approvals_command(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
     from skillop.cli.cluster import (
         ClusterError,
         ClusterUnavailable,

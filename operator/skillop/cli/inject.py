@@ -15,20 +15,13 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
-from skillop.cli.load import Loaded, load_paths, print_warnings
+from skillop.cli.exits import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
 from skillop.cli.safetext import shown
-from skillop.model.manifest import DEFAULT_NAMESPACE
-from skillop.model.names import ObjectRef
 from skillop.model.settings import flag_type, manifest_path
-from skillop.resolve.catalog import Catalog
-from skillop.resolve.resolver import Resolver
 
 if TYPE_CHECKING:  # loaded by the inject command only: every skillop run builds this parser
     from skillop.resolve.inject import SidecarSettings
-
-EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
+    from skillop.resolve.resolver import Resolver
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -43,7 +36,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                    type=flag_type(manifest_path),
                    help="more manifests (Skills, Actors, Tools, policies) to resolve the"
                    " Actors' credentials with; not printed")
-    p.add_argument("-n", "--namespace", default=DEFAULT_NAMESPACE,
+    p.add_argument("-n", "--namespace", default=None,
                    help="namespace of objects without one (default: default)")
     p.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
     p.add_argument("--image", help="the gateway's image (default: SKILLOP_INJECT_IMAGE or"
@@ -56,10 +49,18 @@ def inject_command(args: argparse.Namespace) -> int:
     if not args.filename:
         print("skillop: error: give manifests with -f PATH", file=sys.stderr)
         return EXIT_USAGE
-    # The operator's own parsing of the same variables (imported here: it loads
+    # Imported here, not for the parser every run builds: the models and the
+    # resolver, and the operator's own parsing of the same variables (it loads
     # the operator package, which the other offline commands must not).
+    from skillop.cli.load import Loaded, load_paths, print_warnings
+    from skillop.model.manifest import DEFAULT_NAMESPACE
     from skillop.operator.settings import SettingsError
+    from skillop.resolve.catalog import Catalog
     from skillop.resolve.inject import Refused
+    from skillop.resolve.resolver import Resolver
+
+    if args.namespace is None:
+        args.namespace = DEFAULT_NAMESPACE
 
     try:
         settings = _settings(args)
@@ -131,6 +132,7 @@ def _inject_document(doc: Any, resolver: Resolver, default_ns: str,
 
 
 def _warn_unresolved(resolver: Resolver, namespace: str, actor: str) -> None:
+    from skillop.model.names import ObjectRef
     from skillop.resolve.inject import unknown_actor
 
     ref = ObjectRef(namespace, actor)
@@ -167,6 +169,8 @@ def _describe(doc: Any) -> str:
 
 def render(docs: list[Any], output: str) -> str:
     """The documents as ``skillop inject`` prints them (one, or a List in JSON)."""
+    import yaml
+
     if output == "json":
         value = docs[0] if len(docs) == 1 else {"apiVersion": "v1", "kind": "List",
                                                  "items": docs}

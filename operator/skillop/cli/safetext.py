@@ -4,14 +4,14 @@ Names, arguments, descriptions, reasons and messages come from manifests, the
 cluster and MCP servers: anyone who can write one can put an escape sequence in it
 (move the cursor, erase the line above, retitle the window) or a bidi override
 that reorders what follows. Every line the CLI prints that carries such text goes
-through here, and here only through ``model.approval.visible``: what a person
+through here, and here only through ``model.visible.visible``: what a person
 approves in ``skillop approvals`` is escaped as the gateway escapes the request
 itself (docs/security.md, Text shown to a person).
 """
 
 from __future__ import annotations
 
-from skillop.model.approval import visible
+from skillop.model.visible import visible
 
 
 def shown(value: object) -> str:

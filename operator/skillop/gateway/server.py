@@ -88,9 +88,9 @@ from skillop.gateway.upstream import (
     UpstreamUnavailable,
 )
 from skillop.gateway.vectors import SemanticRanker
-from skillop.model.approval import visible
 from skillop.model.settings import API_DIR, GATEWAY_RELIST_INTERVAL
 from skillop.model.toolset import CALL_TOOL, INDEX_KEY, PACKED_KEY, SEARCH_TOOL, TOOLS_KEY
+from skillop.model.visible import visible
 from skillop.model.wording import count
 from skillop.sources.egress import EgressGuard
 from skillop.sources.mcp_discovery import one_line

@@ -16,14 +16,14 @@ refused rather than shown in part (``bounded_arguments``).
 from __future__ import annotations
 
 import json
-import re
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, StringConstraints
 
 from skillop.model.specbase import SpecModel
 from skillop.model.specs import ObjectName
 from skillop.model.status import StatusModel
+from skillop.model.visible import visible
 from skillop.model.wording import count
 
 KIND = "ToolCallApproval"
@@ -37,12 +37,6 @@ MAX_KEY_CHARS = 256
 REQUESTER_MISSING = ("spec.requester is set by the operator's admission webhook, which must"
                      " run (the chart's injection.enabled or webhook.enabled) for approval"
                      " requests")
-
-#: Characters printable by Python's reckoning that still show nothing or blank
-#: (combining grapheme joiner, variation selectors, Mongolian variation selectors,
-#: Hangul fillers, braille blank): they can pad or split a word unseen.
-_BLANK: Final = re.compile("[\u034f\u115f\u1160\u180b-\u180f\u2800\u3164\ufe00-\ufe0f"
-                           "\uffa0\U000e0100-\U000e01ef]")
 
 State = Literal["Pending", "Approved", "Denied", "Expired"]
 DECISIONS: tuple[State, ...] = ("Approved", "Denied")
@@ -137,26 +131,6 @@ def bounded_arguments(arguments: dict[str, Any]) -> list[ApprovalArgument]:
         raise ValueError(f"the call has {count(len(arguments), 'argument')}; an approval request"
                          f" shows at most {MAX_ARGUMENTS}")
     return [_argument(key, arguments[key]) for key in sorted(arguments)]
-
-
-def visible(text: str) -> str:
-    """``text`` with every character that could hide, reorder or forge what a person
-    reads escaped as ``\\uXXXX`` (``\\UXXXXXXXX`` beyond the BMP): controls (C0, DEL,
-    C1, so ESC and every terminal sequence it starts), format characters (bidi
-    embeddings, overrides and isolates, marks, zero-width ones, tag characters),
-    line and paragraph separators, spaces other than the ASCII one, surrogates,
-    private-use and unassigned code points, and the blank ones ``_BLANK`` lists.
-    The same function guards approval requests, approval prompts and every table
-    and line the CLI prints (docs/security.md, Text shown to a person)."""
-    if text.isprintable() and _BLANK.search(text) is None:
-        return text
-    return "".join(_escaped(ch) if not ch.isprintable() or _BLANK.match(ch) else ch
-                   for ch in text)
-
-
-def _escaped(ch: str) -> str:
-    code = ord(ch)
-    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def _argument(key: str, value: Any) -> ApprovalArgument:
