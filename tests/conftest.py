@@ -13,3 +13,6 @@ import os
 
 for _name in [name for name in os.environ if name.startswith("SKILLOP_")]:
     del os.environ[_name]
+# As the gateway sets it for itself (gateway/embedding.py), before any test imports
+# numpy: a fork while OpenBLAS's worker threads compute can hang the test process.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")

