@@ -40,4 +40,5 @@ def test_explain_of_a_tool_no_skill_declares_exits_1_with_one_line() -> None:
 def test_explain_of_a_tool_the_policy_drops_is_an_answer() -> None:
     result = run("explain", "team-a/reviewer", "write_file", "-f", str(EXAMPLES))
     assert result.returncode == 0, result.stderr
-    assert "dropped by policy" in result.stdout
+    # The reviewer's own denyCapabilities drop it (the examples' policies allow it).
+    assert "dropped by the Actor's own skillAccessPolicy" in result.stdout
