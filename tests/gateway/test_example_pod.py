@@ -48,7 +48,11 @@ def test_the_gateway_mounts_the_configmap_and_each_secret_where_it_reads_them() 
     env = _env(gateway)
     volumes = _volumes()
     mounts = {m["name"]: m for m in gateway["volumeMounts"]}
-    assert all(m.get("readOnly") for m in mounts.values())
+    # Read-only, but for the gateway's own scratch of search vectors (an emptyDir at
+    # SKILLOP_SEARCH_CACHE_DIR that no other container mounts).
+    (scratch,) = [n for n in mounts if "emptyDir" in volumes[n]]
+    assert mounts[scratch]["mountPath"] == env["SKILLOP_SEARCH_CACHE_DIR"]
+    assert all(m.get("readOnly") for n, m in mounts.items() if n != scratch)
     configmaps = [n for n in mounts if "configMap" in volumes[n]]
     paths = {volumes[n]["configMap"]["name"]: mounts[n]["mountPath"] for n in configmaps}
     # The Actor's ConfigMap and the parts of a packed set: one directory.
