@@ -338,7 +338,7 @@ def test_the_sentence_model_finds_a_paraphrase_bm25_misses_and_says_when_nothing
     assert found["tools"][0]["name"] == "maps_elevation"
     assert "nothingFits" not in found
     assert nothing["tools"] == [] and nothing["nothingFits"] is True
-    assert "No tool among this agent's 11 fits" in nothing["note"]
+    assert "None of this agent's 11 tools fits" in nothing["note"]
     assert 1 <= len(nothing["closest"]) <= 3
     assert any(f"{HYBRID} (lexical and sentence-transformers/all-MiniLM-L6-v2): 11 read by"
                in line for line in gw.stderr)
