@@ -96,7 +96,11 @@ def assert_injected(pod: dict[str, Any]) -> None:
     volumes = {v["name"]: v for v in spec["volumes"]}
     mounted = {volumes[m["name"]].get("secret", {}).get("secretName") or
                volumes[m["name"]].get("configMap", {}).get("name"): m["mountPath"]
-               for m in gateway["volumeMounts"] if "projected" not in volumes[m["name"]]}
+               for m in gateway["volumeMounts"]
+               if "projected" not in volumes[m["name"]] and "emptyDir" not in volumes[m["name"]]}
+    # The gateway's own scratch for search vectors: an emptyDir only it mounts.
+    (scratch,) = [m for m in gateway["volumeMounts"] if "emptyDir" in volumes[m["name"]]]
+    assert scratch["mountPath"] == "/tmp/skillop-search" and not scratch["readOnly"]
     (tools,) = [volumes[m["name"]]["projected"]["sources"] for m in gateway["volumeMounts"]
                 if m["mountPath"] == "/etc/skillop"]
     mounted.update({s["configMap"]["name"]: "/etc/skillop" for s in tools})
