@@ -100,7 +100,7 @@ def assert_injected(pod: dict[str, Any]) -> None:
                if "projected" not in volumes[m["name"]] and "emptyDir" not in volumes[m["name"]]}
     # The gateway's own scratch for search vectors: an emptyDir only it mounts.
     (scratch,) = [m for m in gateway["volumeMounts"] if "emptyDir" in volumes[m["name"]]]
-    assert scratch["mountPath"] == "/tmp/skillop-search" and not scratch["readOnly"]
+    assert scratch["mountPath"] == "/tmp/skillop-search" and not scratch.get("readOnly")
     (tools,) = [volumes[m["name"]]["projected"]["sources"] for m in gateway["volumeMounts"]
                 if m["mountPath"] == "/etc/skillop"]
     mounted.update({s["configMap"]["name"]: "/etc/skillop" for s in tools})
