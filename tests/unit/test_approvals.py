@@ -275,10 +275,10 @@ def fake_api() -> Iterator[str]:
     server.shutdown()
 
 
-def test_the_wait_resumes_a_watch_that_ended_and_returns_the_decision(
-        fake_api: str, tmp_path: Any) -> None:
+def _decided_by_fake_api(api: str, tmp_path: Any) -> Decided:
+    """The gateway's wait for a decision on a ``prod`` call, against ``api``."""
     (tmp_path / "token").write_text("t0ken\n")
-    approver = Requests(ApiAccess(fake_api, tmp_path))
+    approver = Requests(ApiAccess(api, tmp_path))
 
     async def decide() -> Decided:
         try:
@@ -286,7 +286,12 @@ def test_the_wait_resumes_a_watch_that_ended_and_returns_the_decision(
         finally:
             await approver.close()
 
-    decision = anyio.run(decide)
+    return anyio.run(decide)
+
+
+def test_the_wait_resumes_a_watch_that_ended_and_returns_the_decision(
+        fake_api: str, tmp_path: Any) -> None:
+    decision = _decided_by_fake_api(fake_api, tmp_path)
     assert decision == Approved("team-a/r1", "alice")
     assert FakeApi.script == ["create", "watch", "get", "watch"]
 
@@ -297,16 +302,7 @@ def test_an_approval_of_a_request_replaced_in_a_watch_gap_is_refused(
     arguments, by whoever may create requests): the approval found is the new
     object's, not the request this gateway made."""
     FakeApi.later_uid = "u2"
-    (tmp_path / "token").write_text("t0ken\n")
-    approver = Requests(ApiAccess(fake_api, tmp_path))
-
-    async def decide() -> Decided:
-        try:
-            return await approver.decide(call({"target": "prod"}), timeout=10)
-        finally:
-            await approver.close()
-
-    decision = anyio.run(decide)
+    decision = _decided_by_fake_api(fake_api, tmp_path)
     assert isinstance(decision, Denied) and decision.request == "team-a/r1"
     assert decision.reason.startswith("the approval request team-a/r1 was deleted and"
                                       " replaced by another object of the same name (uid u2")
@@ -318,16 +314,7 @@ def test_an_approval_on_a_watch_event_of_another_object_is_refused(
         fake_api: str, tmp_path: Any) -> None:
     """The same, seen on the watch: an event about the name with another uid."""
     FakeApi.event_uid = "u2"
-    (tmp_path / "token").write_text("t0ken\n")
-    approver = Requests(ApiAccess(fake_api, tmp_path))
-
-    async def decide() -> Decided:
-        try:
-            return await approver.decide(call({"target": "prod"}), timeout=10)
-        finally:
-            await approver.close()
-
-    decision = anyio.run(decide)
+    decision = _decided_by_fake_api(fake_api, tmp_path)
     assert isinstance(decision, Denied) and "replaced by another object" in decision.reason
     assert FakeApi.script == ["create", "watch", "get", "watch"]
 
