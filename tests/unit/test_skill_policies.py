@@ -36,6 +36,7 @@ from skillop.model.policies import url_host
 from skillop.operator.store import Store
 from skillop.resolve.catalog import Catalog
 from skillop.resolve.explain import explain
+from skillop.resolve.policy import VERDICTS
 from skillop.resolve.resolver import Resolver
 
 SKILLS = [
@@ -471,8 +472,7 @@ def test_a_long_lived_tool_follows_every_policy_edit_and_keeps_few_verdicts() ->
     assert len(definitions) == 1  # the Tool itself never changed
     lint = Resolver(store.catalog).view(ObjectRef("team-a", "ops"))
     assert lint is not None
-    kept = [key for key in lint.own[0].tool.memo
-            if getattr(key, "kind", None) == "policy-verdict"]
+    kept = VERDICTS.entries(lint.own[0].tool.memo)
     assert len(kept) == 32  # 40 rule sets seen, the 32 latest kept
 
 

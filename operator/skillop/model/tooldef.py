@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from skillop.model.canonical import canonical_fragment, sha256_digest
 from skillop.model.capabilities import Capabilities, Origins
+from skillop.model.memo import Memo, Slot
 from skillop.model.specs import Override
 
 Source = Literal["builtin", "tool", "mcp", "anonymous", "agent_skill"]
@@ -48,11 +49,12 @@ class ToolDef:
     _fragments: dict[str, str] = field(default_factory=dict, init=False, repr=False,
                                        compare=False)
     _digest: str | None = field(default=None, init=False, repr=False, compare=False)
-    #: Values derived from this definition (and the declaring skill) alone,
-    #: memoized by their users: ToolSet JSON templates (``resolve.toolset``),
-    #: status items (``operator.outputs``). A ToolDef is shared by every actor
-    #: reaching it; an MCP tool's is kept from one resolution to the next.
-    memo: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+    #: Values derived from this definition (and a key) alone, each kind in a slot
+    #: of its user (``model.memo``): ToolDefs ``derived`` from it, its token
+    #: count, ToolSet JSON templates, policy verdicts, status items. A ToolDef is
+    #: shared by every actor reaching it; an MCP tool's is kept from one
+    #: resolution to the next.
+    memo: Memo = field(default_factory=Memo, init=False, repr=False, compare=False)
 
     def with_override(self, override: Override) -> ToolDef:
         """This tool as an includer sees it (the source object is untouched); the
@@ -75,28 +77,23 @@ class ToolDef:
             description=self.description, title=self.title,
             capabilities=self.capabilities.most_restrictive(other.capabilities)))
 
-    def derived(self, kind: str, made_from: object, build: Callable[[], ToolDef]) -> ToolDef:
+    def derived(self, kind: Slot[int, tuple[object, ToolDef]], made_from: object,
+                build: Callable[[], ToolDef]) -> ToolDef:
         """``build()``, a ToolDef made from this one and ``made_from`` alone, kept
-        on this one while ``made_from`` is the very same object (at most
-        ``_KEPT_DERIVED`` of each kind, the latest).
+        on this one in the ``kind`` slot while ``made_from`` is the very same
+        object (at most the slot's bound of each kind, the latest).
 
         A kept ToolDef (a registry Tool's, an MCP server's: ``model.kept``) and an
         unchanged spec's override object then give the same overridden ToolDef
         from one resolution to the next, and with it everything memoized on it:
         canonical JSON, token counts, a policy's verdicts.
         """
-        kept: dict[int, tuple[object, ToolDef]] | None = self.memo.get(kind)
-        if kept is None:
-            kept = self.memo[kind] = {}
-        found = kept.get(id(made_from))
+        found = kind.get(self.memo, id(made_from))
         if found is not None and found[0] is made_from:  # the object itself: never stale
             return found[1]
-        made = build()
-        kept.pop(id(made_from), None)  # an id reused by a new object goes to the end
-        kept[id(made_from)] = (made_from, made)
-        if len(kept) > _KEPT_DERIVED:
-            del kept[next(iter(kept))]
-        return made
+        # Kept with the object, so its id is not reused while the entry lives; an
+        # id reused after it went replaces the entry (and goes to the end).
+        return kind.put(self.memo, id(made_from), (made_from, build()))[1]
 
     def overlaid(self, *, description: str, title: str | None,
                  capabilities: Capabilities) -> ToolDef:
@@ -138,12 +135,12 @@ class ToolDef:
         return self._digest
 
 
-#: ``ToolDef.memo`` keys of the ToolDefs ``derived`` from one.
-_OVERRIDDEN = "derived:override"
-_MERGED = "derived:merged"
 #: Derived ToolDefs kept per kind on one ToolDef: a registry Tool's lives as long
 #: as its spec, across every edit of the skills that override it meanwhile.
 _KEPT_DERIVED = 32
+#: The ToolDefs ``derived`` from one, by the id of the other object they are made from.
+_OVERRIDDEN: Slot[int, tuple[object, ToolDef]] = Slot("derived:override", bound=_KEPT_DERIVED)
+_MERGED: Slot[int, tuple[object, ToolDef]] = Slot("derived:merged", bound=_KEPT_DERIVED)
 
 #: Each definition field's document key and attribute, in ``fragments()``.
 _FIELDS = (

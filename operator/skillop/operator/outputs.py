@@ -20,7 +20,8 @@ from typing import Any
 from skillop.model import problems as P
 from skillop.model.canonical import json_digest
 from skillop.model.manifest import ActorResource, SkillResource
-from skillop.model.names import ACTOR_LABEL, API_GROUP, GROUP_VERSION
+from skillop.model.memo import Slot
+from skillop.model.names import ACTOR_LABEL, API_GROUP, GROUP_VERSION, ObjectRef
 from skillop.model.problems import Problem
 from skillop.model.specs import McpServer
 from skillop.model.status import (
@@ -238,16 +239,20 @@ def _status_tools(resolution: Resolution) -> list[StatusTool]:
     return [_status_tool(t) for t in resolution.tools[:MAX_STATUS_TOOLS]]
 
 
+#: A ToolDef's status items by declaring skill and names (``_status_tool``).
+_STATUS_ITEMS: Slot[tuple[ObjectRef, str, str], StatusTool] = Slot("status-item", bound=64)
+
+
 def _status_tool(tool: EffectiveTool) -> StatusTool:
     """A tool's status item, validated once per definition, skill and names (the
     ToolDef memoizes it: every actor reaching the tool lists the same item)."""
-    key = ("status", tool.entry.skill, tool.name, tool.binding_name)
-    item: StatusTool | None = tool.entry.tool.memo.get(key)
+    key = (tool.entry.skill, tool.name, tool.binding_name)
+    item = _STATUS_ITEMS.get(tool.entry.tool.memo, key)
     if item is None:
-        item = tool.entry.tool.memo[key] = StatusTool(
+        item = _STATUS_ITEMS.put(tool.entry.tool.memo, key, StatusTool(
             name=tool.name, binding_name=tool.binding_name, source=tool.entry.tool.source,
             skill=tool.entry.skill.canonical, qualified_name=tool.entry.qualified_name,
-            digest=tool.entry.tool.digest())
+            digest=tool.entry.tool.digest()))
     return item
 
 

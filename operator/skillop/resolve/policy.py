@@ -22,10 +22,10 @@ import functools
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
 
 from skillop.model.capabilities import Capabilities
 from skillop.model.manifest import PolicyResource
+from skillop.model.memo import NOT_IN_KEY, Cell, MemoKey, Slot, key_of
 from skillop.model.names import ObjectRef
 from skillop.model.policies import NoHost, ServerHost, host_matches
 from skillop.model.specs import AccessPolicy, ApprovalSettings
@@ -269,7 +269,9 @@ class Floor:
     built once per namespace and its verdicts (per skill, per tool) are shared
     by all of them, whatever their own ``skillAccessPolicy``."""
 
-    globs: tuple[GlobRules, ...] = ()
+    #: Every field but those marked ``NOT_IN_KEY`` enters ``key``: the skill
+    #: globs, budgets and names judge no tool.
+    globs: tuple[GlobRules, ...] = field(default=(), metadata=NOT_IN_KEY)
     #: Capability -> the first policy that denies it.
     deny_capabilities: tuple[tuple[str, str], ...] = ()
     #: Capability -> the first policy that requires it.
@@ -282,14 +284,15 @@ class Floor:
     approval: tuple[tuple[str, str], ...] = ()
     #: Every policy's fixed capabilities (``mcpServers.tools``), in order.
     fixes: tuple[Fix, ...] = ()
-    max_tools: Ceiling | None = None
-    max_tool_tokens: Ceiling | None = None
-    applied: tuple[AppliedPolicy, ...] = ()
+    max_tools: Ceiling | None = field(default=None, metadata=NOT_IN_KEY)
+    max_tool_tokens: Ceiling | None = field(default=None, metadata=NOT_IN_KEY)
+    applied: tuple[AppliedPolicy, ...] = field(default=(), metadata=NOT_IN_KEY)
     #: The policies' skill globs, whose verdicts every Actor's gate asks first.
     gate: SkillGate = field(init=False, compare=False, hash=False, repr=False)
-    #: Key of the tool verdicts in ``ToolDef.memo``: a ToolDef is reached from
-    #: many entries and Actors (and a registry Tool's outlives a Resolver), so
-    #: each is judged once per distinct rule set (``memo_key``).
+    #: Key of the tool verdicts (``VERDICTS``): a ToolDef is reached from many
+    #: entries and Actors (and a registry Tool's outlives a Resolver), so each is
+    #: judged once per distinct rule set (``model.memo.key_of``: every field not
+    #: marked ``NOT_IN_KEY``).
     key: MemoKey = field(init=False, compare=False, hash=False, repr=False)
     #: The override each approval requirement applies (one object, shared).
     _marks: dict[str, Marks] = field(init=False, compare=False, hash=False, repr=False)
@@ -304,11 +307,9 @@ class Floor:
         default_factory=dict, compare=False, hash=False, repr=False)
 
     def __post_init__(self) -> None:
-        # Every field a verdict depends on: one left out would hand a tool the
-        # verdict of another rule set (a test edits each one).
-        rules = (self.deny_sources, self.server_hosts, self.deny_capabilities,
-                 self.require_capabilities, self.approval, self.fixes)
-        object.__setattr__(self, "key", memo_key("policy-verdict", rules))
+        # Every field a verdict depends on, found from the fields themselves: one
+        # left out would hand a tool the verdict of another rule set.
+        object.__setattr__(self, "key", key_of(self, "policy-verdict"))
         object.__setattr__(self, "gate", SkillGate(self.globs))
         object.__setattr__(self, "_sources", {
             source: (_refusal(f"source {source} is denied", who, "sources.deny"), False, None,
@@ -324,11 +325,11 @@ class Floor:
                     or self.require_capabilities or self.approval or self.fixes)
 
     def verdict(self, entry: Entry, host: HostOf) -> Verdict:
-        """The verdict on the entry's tool, computed once (``ToolDef.memo``)."""
+        """The verdict on the entry's tool, computed once (``VERDICTS``)."""
         tool = entry.tool
-        found: Verdict | None = tool.memo.get(self.key)
+        found = VERDICTS.get(tool.memo, self.key)
         if found is None:
-            found = _remember(tool, self.key, self._verdict(tool, entry, host))
+            found = VERDICTS.put(tool.memo, self.key, self._verdict(tool, entry, host))
         return found
 
     def _verdict(self, tool: ToolDef, entry: Entry, host: HostOf) -> Verdict:
@@ -457,20 +458,21 @@ class EffectivePolicy:
     capabilities are a second check, which most Actors do not have.
     """
 
-    gate: SkillGate
-    floor: Floor = field(default_factory=Floor)
+    #: Every field but those marked ``NOT_IN_KEY`` enters ``_own_key``.
+    gate: SkillGate = field(metadata=NOT_IN_KEY)
+    floor: Floor = field(default_factory=Floor, metadata=NOT_IN_KEY)
     #: The Actor's own denied and required capabilities that no policy names
     #: already (a policy that names one is the first source), each as (cap, OWN).
     own_deny: tuple[tuple[str, str], ...] = ()
     own_require: tuple[tuple[str, str], ...] = ()
-    max_tools: Ceiling | None = None
+    max_tools: Ceiling | None = field(default=None, metadata=NOT_IN_KEY)
     #: maxToolTokens: the least of the Actor's and every policy's, as max_tools.
-    max_tool_tokens: Ceiling | None = None
+    max_tool_tokens: Ceiling | None = field(default=None, metadata=NOT_IN_KEY)
+    #: Key of the own capabilities' refusals (``OWN_REFUSALS``).
     _own_key: MemoKey = field(init=False, compare=False, hash=False, repr=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_own_key",
-                           memo_key("own-refusal", (self.own_deny, self.own_require)))
+        object.__setattr__(self, "_own_key", key_of(self, "own-refusal"))
 
     @property
     def applied(self) -> tuple[AppliedPolicy, ...]:
@@ -510,7 +512,7 @@ class EffectivePolicy:
             refusal, at_require = None, False
             if screens:
                 # The memo inline, not a call: this runs for every tool of every Actor.
-                verdict = entry.tool.memo.get(key) or floor.verdict(entry, host)
+                verdict = VERDICTS.get(entry.tool.memo, key) or floor.verdict(entry, host)
                 if verdict is KEEP and not own:  # the usual verdict, shared
                     kept.append(entry)
                     continue
@@ -535,56 +537,26 @@ class EffectivePolicy:
     def _own_refusal(self, tool: ToolDef, floor: Refusal | None) -> Refusal | None:
         """The refusal when the Actor's own capabilities are checked too: an own
         denied capability comes before the floor's required ones."""
-        found: tuple[Refusal | None, Refusal | None] | None = tool.memo.get(self._own_key)
+        found = OWN_REFUSALS.get(tool.memo, self._own_key)
         if found is None:
             flags = tool.capabilities.true_flags
-            found = _remember(tool, self._own_key, (
+            found = OWN_REFUSALS.put(tool.memo, self._own_key, (
                 _capability_refusal(flags, self.own_deny, ())[0],
                 _capability_refusal(flags, (), self.own_require)[0]))
         deny, require = found
         return deny or floor or require
 
 
-_KEYS: dict[tuple[str, Any], MemoKey] = {}
 #: Rule sets whose verdicts a ToolDef keeps at most: registry and MCP ToolDefs
 #: live as long as their specs, across every policy edit meanwhile.
 _KEPT_RULE_SETS = 32
-#: ``ToolDef.memo`` key of the rule-set keys it holds verdicts under, oldest first.
-_RULE_SET_KEYS = ("policy-rule-sets",)
-_V = TypeVar("_V")
-
-
-def _remember(tool: ToolDef, key: MemoKey, verdict: _V) -> _V:
-    """Keep ``verdict`` in ``tool.memo`` under ``key``, forgetting the oldest rule
-    set's beyond ``_KEPT_RULE_SETS`` (a forgotten one is computed again)."""
-    keys: list[MemoKey] = tool.memo.setdefault(_RULE_SET_KEYS, [])
-    keys.append(key)
-    if len(keys) > _KEPT_RULE_SETS:
-        tool.memo.pop(keys.pop(0), None)
-    tool.memo[key] = verdict
-    return verdict
-
-
-class MemoKey:
-    """The ``ToolDef.memo`` key of one rule set's verdicts: one object for equal
-    rule sets (``memo_key``), so verdicts outlive a Resolver, hashed by identity,
-    so the lookup made for every tool of every Actor hashes no tuple."""
-
-    __slots__ = ("kind", "number")
-
-    def __init__(self, kind: str, number: int) -> None:
-        self.kind, self.number = kind, number
-
-    def __repr__(self) -> str:
-        return f"MemoKey({self.kind!r}, {self.number})"
-
-
-def memo_key(kind: str, rules: Any) -> MemoKey:
-    """The key of a (hashable) rule set's verdicts, the same object for equal ones."""
-    found = _KEYS.get((kind, rules))
-    if found is None:
-        found = _KEYS[(kind, rules)] = MemoKey(kind, len(_KEYS) + 1)
-    return found
+#: A ToolDef's verdict under each rule set (``Floor.key``), and its refusals by an
+#: Actor's own capabilities (``EffectivePolicy._own_key``).
+VERDICTS: Slot[MemoKey, Verdict] = Slot("policy-verdict", bound=_KEPT_RULE_SETS)
+OWN_REFUSALS: Slot[MemoKey, tuple[Refusal | None, Refusal | None]] = Slot(
+    "own-refusal", bound=_KEPT_RULE_SETS)
+#: A ToolDef with requiresApproval set (``_with_approval``).
+WITH_APPROVAL: Cell[ToolDef] = Cell("requireApproval")
 
 
 def _refusal(what: str, who: str, rule: str) -> Refusal:
@@ -603,7 +575,6 @@ class Screened:
     warnings: list[str]
 
 
-_APPROVAL_KEY = ("requireApproval",)
 #: Entries the policies changed, by the ids of the entry and its marks (``_marked``).
 MarkedEntries = dict[tuple[int, int], tuple[Entry, Marks, Entry]]
 
@@ -639,12 +610,11 @@ def _with_approval(tool: ToolDef) -> ToolDef:
     """``tool`` with requiresApproval set (as an override setting only it), kept on
     the tool: every Actor under the policy shares one definition (and its cached
     JSON)."""
-    found = tool.memo.get(_APPROVAL_KEY)
+    found = WITH_APPROVAL.get(tool.memo)
     if found is None:
-        found = tool.memo[_APPROVAL_KEY] = tool.overlaid(
+        found = WITH_APPROVAL.put(tool.memo, tool.overlaid(
             description=tool.description, title=tool.title,
-            capabilities=tool.capabilities.requiring_approval)
-    assert isinstance(found, ToolDef)
+            capabilities=tool.capabilities.requiring_approval))
     return found
 
 

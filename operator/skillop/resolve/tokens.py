@@ -25,15 +25,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from skillop.model.memo import Cell
 from skillop.model.tooldef import ToolDef
 
 #: The encoding every count uses; the ToolSet document names it.
 ENCODING = "cl100k_base"
-#: ``ToolDef.memo`` key of the definition's count (description and input schema).
-_MEMO_KEY = "tokens"
+#: The definition's count (description and input schema), kept on its ToolDef.
+DEFINITION_TOKENS: Cell[int] = Cell("tokens")
 
 
-@functools.cache
+@functools.lru_cache(maxsize=4)
 def encoding_counter(encoding: str) -> Callable[[str], int]:
     """A token counter for any encoding the package ships (``ENCODING`` for counts
     skillop writes; others to compare, bench/disclosure.py)."""
@@ -77,16 +78,16 @@ def count_tokens(text: str) -> int:
 
 def definition_tokens(tool: ToolDef) -> int:
     """Tokens of the tool's description and input schema, computed once per ToolDef."""
-    found: int | None = tool.memo.get(_MEMO_KEY)
+    found = DEFINITION_TOKENS.get(tool.memo)
     if found is None:
-        found = tool.memo[_MEMO_KEY] = (count_tokens(tool.description)
-                                        + count_tokens(tool.fragments()["inputSchema"]))
+        found = DEFINITION_TOKENS.put(tool.memo, count_tokens(tool.description)
+                                      + count_tokens(tool.fragments()["inputSchema"]))
     return found
 
 
 def tool_tokens(binding_name: str, tool: ToolDef) -> int:
     """What the model is sent for ``tool`` under ``binding_name``."""
-    found: int | None = tool.memo.get(_MEMO_KEY)  # definition_tokens' memo, read inline:
+    found = DEFINITION_TOKENS.get(tool.memo)  # definition_tokens' memo, read inline:
     if found is None:  # this runs for every tool of every Actor
         found = definition_tokens(tool)
     return count_tokens(binding_name) + found

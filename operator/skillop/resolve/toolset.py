@@ -16,6 +16,7 @@ from typing import Any
 
 from skillop.model.canonical import bytes_digest, canonical_json, sha256_digest
 from skillop.model.manifest import ActorResource
+from skillop.model.memo import Slot
 from skillop.model.names import ObjectRef
 from skillop.model.specs import ApprovalSettings, Disclosure, McpServer
 from skillop.model.tooldef import ToolDef
@@ -90,6 +91,10 @@ _DEFINITION_KEYS = frozenset({"source", "title", "description", "inputSchema", "
 #: per ToolDef (``_tool_json``).
 _PER_ACTOR_KEYS = frozenset({"name", "bindingName", "path", "tokens"})
 Template = tuple[str, str, str, str, str]
+#: A ToolDef's templates by declaring skill (``_tool_json``): a registry Tool's
+#: ToolDef is shared by every skill referencing it without overrides, so the
+#: bound is above the skills that reference one Tool in a large catalog.
+TEMPLATES: Slot[ObjectRef, Template] = Slot("toolset-template", bound=1024)
 
 
 def _tool_json(tool: EffectiveTool, path_json: str) -> str:
@@ -102,9 +107,10 @@ def _tool_json(tool: EffectiveTool, path_json: str) -> str:
     fragments; only the binding name and name are encoded here.
     """
     entry = tool.entry
-    template = entry.tool.memo.get(entry.skill)
+    template = TEMPLATES.get(entry.tool.memo, entry.skill)
     if template is None:
-        template = entry.tool.memo[entry.skill] = _template(_entry_fields(tool), entry.tool)
+        template = TEMPLATES.put(entry.tool.memo, entry.skill,
+                                 _template(_entry_fields(tool), entry.tool))
     before_binding, before_name, before_path, before_tokens, end = template
     binding = encode_basestring(tool.binding_name)
     name = binding if tool.name == tool.binding_name else encode_basestring(tool.name)
