@@ -187,21 +187,21 @@ def test_overridden_and_skill_md_tool_defs_are_reused_until_their_spec_changes()
     assert _tool_of(store, "writer", "style").description == "house style"
 
 
-def test_a_namespaces_floor_is_kept_until_its_policies_change() -> None:
+def test_a_namespaces_rules_are_kept_until_its_policies_change() -> None:
     store = _shared_store()
     store.upsert(namespace("team-a"))
-    floor = store.catalog.floor("team-a")
-    assert store.catalog.floor("team-a") is floor  # no policy: kept all the same
+    floor = store.catalog.namespace_rules("team-a")
+    assert store.catalog.namespace_rules("team-a") is floor  # no policy: kept all the same
     store.upsert(cluster_policy("tenants", namespaceSelector={"matchLabels": {"tier": "t"}},
                                 denyCapabilities=["sideEffects"]))
-    assert store.catalog.floor("team-a") is floor  # the selector does not match yet
+    assert store.catalog.namespace_rules("team-a") is floor  # the selector does not match yet
     store.upsert(namespace("team-a", tier="t"))
-    governed = store.catalog.floor("team-a")
-    assert governed is not floor and store.catalog.floor("team-a") is governed
+    governed = store.catalog.namespace_rules("team-a")
+    assert governed is not floor and store.catalog.namespace_rules("team-a") is governed
     assert _tool_of(store, "dev", "note")  # the inline note declares no side effects
     store.upsert(cluster_policy("tenants", namespaceSelector={"matchLabels": {"tier": "t"}},
                                 requireCapabilities=["readOnly"]))
-    edited = store.catalog.floor("team-a")
+    edited = store.catalog.namespace_rules("team-a")
     assert edited is not governed
     resolution = Resolver(store.catalog).resolve_actor(ref("team-a/dev"))
     assert resolution is not None and resolution.tools == ()

@@ -27,8 +27,8 @@ from skillkit import (
 from test_properties import SETTINGS
 
 from skillop.model.serverkeys import ServerKey
-from skillop.resolve.policy import OWN, GlobRules, SkillGate
 from skillop.resolve.resolver import Resolver
+from skillop.resolve.skillgate import OWN, GlobRules, SkillGate
 from skillop.sources.mcp_tools import McpToolInfo
 
 # top ─┬─ bad ─┬─ only-bad

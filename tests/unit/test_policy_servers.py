@@ -20,7 +20,7 @@ from skillop.model.names import ObjectRef
 from skillop.model.policies import url_host
 from skillop.operator.store import Store
 from skillop.resolve.explain import explain
-from skillop.resolve.policy import floor_of
+from skillop.resolve.policy import namespace_rules_of
 from skillop.resolve.resolver import Resolver
 
 HOST = "db.platform.svc.cluster.local"
@@ -302,7 +302,7 @@ def test_each_new_rule_enters_the_memo_key() -> None:
     docs = [cluster_policy("p", mcpServers={"allow": ["*"]}),
             cluster_policy("p", mcpServers={"allow": ["*"], "tools": FIXES}),
             cluster_policy("p", mcpServers={"allow": ["*"], **SCOPED})]
-    keys = {floor_of([_policy(doc)]).key for doc in docs}
+    keys = {namespace_rules_of([_policy(doc)]).key for doc in docs}
     assert len(keys) == 3
 
 

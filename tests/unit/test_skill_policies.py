@@ -36,7 +36,7 @@ from skillop.model.policies import url_host
 from skillop.operator.store import Store
 from skillop.resolve.catalog import Catalog
 from skillop.resolve.explain import explain
-from skillop.resolve.policy import VERDICTS
+from skillop.resolve.namespace_rules import VERDICTS
 from skillop.resolve.resolver import Resolver
 
 SKILLS = [

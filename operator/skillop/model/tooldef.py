@@ -83,7 +83,7 @@ class ToolDef:
         on this one in the ``kind`` slot while ``made_from`` is the very same
         object (at most the slot's bound of each kind, the latest).
 
-        A kept ToolDef (a registry Tool's, an MCP server's: ``model.kept``) and an
+        A kept ToolDef (a registry Tool's, an MCP server's: ``model.identitymemo``) and an
         unchanged spec's override object then give the same overridden ToolDef
         from one resolution to the next, and with it everything memoized on it:
         canonical JSON, token counts, a policy's verdicts.

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from skillop.model.kept import Kept
+from skillop.model.identitymemo import IdentityMemo
 from skillop.model.manifest import (
     POLICY_KINDS,
     ActorResource,
@@ -31,7 +31,8 @@ from skillop.model.names import ObjectRef, did_you_mean
 from skillop.model.policies import ClusterSkillPolicySpec
 from skillop.model.serverkeys import ServerKey
 from skillop.model.tooldef import ToolDef
-from skillop.resolve.policy import AppliedPolicy, Floor, applied_policy, floor_of
+from skillop.resolve.namespace_rules import AppliedPolicy, NamespaceRules
+from skillop.resolve.policy import applied_policy, namespace_rules_of
 from skillop.sources.mcp_tools import McpToolInfo, ToolDefMemo
 
 SHARED_LABEL = "skillop.dev/shared"
@@ -63,10 +64,12 @@ class Catalog:
     #: ``anonymousTools[i]``, is the very same object (a cache too): what is
     #: memoized on them (canonical JSON, token count, ToolSet templates, policy
     #: verdicts) then serves every batch.
-    defs: Kept[ToolDef] = field(default_factory=Kept, compare=False, repr=False)
-    #: Each namespace's Floor (``floor``) and what it was made from (a cache too).
-    floors: dict[str, tuple[tuple[tuple[object, AppliedPolicy], ...], Floor]] = field(
-        default_factory=dict, compare=False, repr=False)
+    defs: IdentityMemo[ToolDef] = field(default_factory=IdentityMemo, compare=False,
+                                        repr=False)
+    #: Each namespace's NamespaceRules (``namespace_rules``) and what they were
+    #: made from (a cache too).
+    kept_rules: dict[str, tuple[tuple[tuple[object, AppliedPolicy], ...], NamespaceRules]] = (
+        field(default_factory=dict, compare=False, repr=False))
 
     @classmethod
     def of(cls, objects: Iterable[Parsed]) -> Catalog:
@@ -109,25 +112,25 @@ class Catalog:
         out = [p for p in self.policies.values() if self.governs(p, namespace)]
         return tuple(sorted(out, key=lambda p: (p.meta.namespace != "", p.meta.name)))
 
-    def floor(self, namespace: str) -> Floor:
-        """``floor_of`` the policies governing ``namespace``, kept while they are
+    def namespace_rules(self, namespace: str) -> NamespaceRules:
+        """``namespace_rules_of`` the policies governing ``namespace``, kept while they are
         the very same spec objects at the same generations, so that the verdicts
         it memoizes (a skill's, a tool's by its capabilities, an MCP server's)
         serve every batch until a policy, or the namespace's labels, change.
-        Its skill verdicts are by name, a pure function of the globs; a floor
+        Its skill verdicts are by name, a pure function of the globs; rules
         holding many more than there are skills (skills came and went) is made
         afresh."""
         policies = self.policies_for(namespace)
         made_from = tuple((p.spec, applied_policy(p)) for p in policies)
-        found = self.floors.get(namespace)
+        found = self.kept_rules.get(namespace)
         if (found is not None and len(found[0]) == len(made_from)
                 and all(a[0] is b[0] and a[1] == b[1]
                         for a, b in zip(found[0], made_from, strict=True))
                 and found[1].gate.known <= 4 * len(self.skills) + 1024):
             return found[1]
-        floor = floor_of(policies)
-        self.floors[namespace] = (made_from, floor)
-        return floor
+        rules = namespace_rules_of(policies)
+        self.kept_rules[namespace] = (made_from, rules)
+        return rules
 
     def governs(self, policy: PolicyResource, namespace: str) -> bool:
         """Whether ``policy`` applies to the Actors of ``namespace``: a SkillPolicy to

@@ -38,17 +38,10 @@ from skillop.resolve.credentials import (
 )
 from skillop.resolve.entries import Entry, Flat, merge_into
 from skillop.resolve.flatten import Flattener
+from skillop.resolve.namespace_rules import AppliedPolicy, Ceiling, NamespaceRules
 from skillop.resolve.naming import binding_names, effective_names
-from skillop.resolve.policy import (
-    AppliedPolicy,
-    Ceiling,
-    EffectivePolicy,
-    Floor,
-    MarkedEntries,
-    Refusal,
-    SkillGate,
-    effective_policy,
-)
+from skillop.resolve.policy import EffectivePolicy, MarkedEntries, effective_policy
+from skillop.resolve.skillgate import Refusal, SkillGate
 from skillop.resolve.skills import SkillView, skill_view
 from skillop.resolve.tokens import ENCODING
 from skillop.resolve.toolset import (
@@ -160,7 +153,7 @@ class Resolver:
         self.flattener = Flattener(self.view, self._cyclic, self._subject_of)
         self._policy_memos: dict[SkillGate, dict[ObjectRef, Flat]] = {}
         self._effective: dict[tuple[Any, ...], EffectivePolicy] = {}
-        self._floors: dict[str, Floor] = {}
+        self._namespace_rules: dict[str, NamespaceRules] = {}
         #: Approval-marked entries, shared by every namespace (``screen``).
         self._marks: MarkedEntries = {}
         self._names: dict[ObjectRef, tuple[str, ...]] = {}
@@ -283,8 +276,8 @@ class Resolver:
     def effective_policy(self, actor: ActorResource) -> EffectivePolicy:
         """The Actor's own policy tightened by every policy governing its namespace:
         one object for every Actor of a namespace with the same own policy, so its
-        skill verdicts are shared; and one ``Floor`` (the policies' part) for the
-        whole namespace, so its tool verdicts are shared whatever the own policy."""
+        skill verdicts are shared; and one ``NamespaceRules`` (the policies' part)
+        for the whole namespace, so its tool verdicts are shared whatever the own policy."""
         ns, own = actor.meta.namespace, actor.spec.skill_access_policy
         # Every field of the own policy, whatever fields it has: a field left out
         # would hand one Actor another's effective policy.
@@ -292,10 +285,10 @@ class Resolver:
                       for v in own.model_dump(mode="python").values()))
         found = self._effective.get(slot)
         if found is None:
-            floor = self._floors.get(ns)
-            if floor is None:
-                floor = self._floors[ns] = self.catalog.floor(ns)
-            found = self._effective[slot] = effective_policy(own, floor)
+            rules = self._namespace_rules.get(ns)
+            if rules is None:
+                rules = self._namespace_rules[ns] = self.catalog.namespace_rules(ns)
+            found = self._effective[slot] = effective_policy(own, rules)
         return found
 
     def _policy_problems(self, actor: ActorResource) -> list[Problem]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from skillop.model.canonical import json_digest, sha256_digest
 from skillop.model.capabilities import Capabilities, mcp_capabilities
-from skillop.model.kept import Kept
+from skillop.model.identitymemo import IdentityMemo
 from skillop.model.specs import McpServer
 from skillop.model.tooldef import ToolDef
 
@@ -61,9 +61,9 @@ def mcp_tool_defs(server: McpServer, infos: Iterable[McpToolInfo]) -> tuple[Tool
     )
 
 
-class ToolDefMemo(Kept[tuple[ToolDef, ...]]):
+class ToolDefMemo(IdentityMemo[tuple[ToolDef, ...]]):
     """``mcp_tool_defs`` results kept from one resolution to the next
-    (``model.kept``): a server's ToolDefs depend only on its spec object and its
+    (``model.identitymemo``): a server's ToolDefs depend only on its spec object and its
     tool list, so they are reused while both are the very same objects. Reused
     ToolDefs keep their cached fragments, digests and JSON templates: a batch
     touching 30 Actors of 300 tools each does not rebuild 9,000 definitions.

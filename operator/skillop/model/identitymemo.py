@@ -17,7 +17,7 @@ from typing import Generic, TypeVar
 T = TypeVar("T")
 
 
-class Kept(Generic[T]):
+class IdentityMemo(Generic[T]):
     """``build()`` results by owner and field, reused while made from the same objects."""
 
     def __init__(self) -> None:
