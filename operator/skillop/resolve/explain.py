@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from skillop.model.names import ObjectRef
 from skillop.model.tooldef import ToolDef
 from skillop.resolve.entries import Entry
-from skillop.resolve.resolver import TOKEN_CONTRIBUTORS, Resolution, Resolver, largest_tools
+from skillop.resolve.limits import TOKEN_CONTRIBUTORS, largest_tools
+from skillop.resolve.resolution import Resolution
+from skillop.resolve.resolver import Resolver
 from skillop.resolve.tokens import ENCODING
-from skillop.resolve.toolset import EffectiveTool
+from skillop.resolve.tooljson import EffectiveTool
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,12 +14,13 @@ tool's source: only the skill that declares a tool sets its risk.
 
 With an access policy, a pruned skill is skipped with everything reached only
 through it; flattening under a policy reuses the unpruned result of any skill
-whose closure the policy does not touch.
+whose closure the policy does not touch. A tool's ``path`` is the first path
+that reaches its skill in the flattened sets (``first_parents``, ``path_to``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from skillop.model import problems as P
 from skillop.model.names import ObjectRef
@@ -144,3 +145,41 @@ def _unknown_target(subject: object, field: str, key: str, edge: IncludeEdge,
     else:
         msg = f"skill {edge.target} has no tool {key}"
     return Problem(subject, field, P.UNKNOWN_OVERRIDE_TARGET, msg, origin)  # type: ignore[arg-type]
+
+
+def first_parents(flats: Sequence[Flat]) -> dict[ObjectRef, ObjectRef | None]:
+    """First-visit parents of a pre-order walk: each skill's first path. The
+    flattened sets hold exactly the include edges followed (pruned ones left
+    out), so the walk needs no policy."""
+    parents: dict[ObjectRef, ObjectRef | None] = {}
+    for root in flats:
+        if root.skill in parents:
+            continue
+        parents[root.skill] = None
+        stack = [iter(root.children)]
+        nodes = [root.skill]
+        while stack:
+            child = next(stack[-1], None)
+            if child is None:
+                stack.pop()
+                nodes.pop()
+                continue
+            if child.skill in parents:
+                continue
+            parents[child.skill] = nodes[-1]
+            nodes.append(child.skill)
+            stack.append(iter(child.children))
+    return parents
+
+
+def path_to(parents: dict[ObjectRef, ObjectRef | None], skill: ObjectRef,
+            memo: dict[ObjectRef, tuple[ObjectRef, ...]]) -> tuple[ObjectRef, ...]:
+    """The include path from a root to ``skill`` along ``parents``; one tuple per
+    skill (``memo``), shared by its tools."""
+    found = memo.get(skill)
+    if found is None:
+        path = [skill]
+        while (parent := parents.get(path[-1])) is not None:
+            path.append(parent)
+        found = memo[skill] = tuple(reversed(path))
+    return found

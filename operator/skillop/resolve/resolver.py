@@ -15,9 +15,7 @@ one: its own tightened by every SkillPolicy and ClusterSkillPolicy that applies
 from __future__ import annotations
 
 import functools
-import heapq
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from skillop.model import problems as P
@@ -26,121 +24,25 @@ from skillop.model.names import ObjectRef, RefError, parse_ref
 from skillop.model.policies import ServerHost, server_host
 from skillop.model.problems import Problem, Subject
 from skillop.model.specs import ApprovalSettings, Disclosure, McpServer
-from skillop.model.toolset import Owner, ServerEntry, ToolSetDocument, default_configmap_name
-from skillop.model.wording import count
+from skillop.model.toolset import Owner, ServerEntry
 from skillop.resolve import graph
 from skillop.resolve.catalog import Catalog
-from skillop.resolve.credentials import (
-    CredentialCheck,
-    CredentialUse,
-    UsesMemo,
-    check_credentials,
-)
+from skillop.resolve.credentials import CredentialCheck, UsesMemo, check_credentials
 from skillop.resolve.entries import Entry, Flat, merge_into
-from skillop.resolve.flatten import Flattener
-from skillop.resolve.namespace_rules import AppliedPolicy, Ceiling, NamespaceRules
+from skillop.resolve.flatten import Flattener, first_parents, path_to
+from skillop.resolve.limits import budget_problems, size_problems
+from skillop.resolve.namespace_rules import AppliedPolicy, NamespaceRules
 from skillop.resolve.naming import binding_names, effective_names
 from skillop.resolve.policy import EffectivePolicy, MarkedEntries, effective_policy
+from skillop.resolve.resolution import PrunedItem, Resolution
 from skillop.resolve.skillgate import Refusal, SkillGate
 from skillop.resolve.skills import SkillView, skill_view
-from skillop.resolve.tokens import ENCODING
-from skillop.resolve.toolset import (
-    EffectiveTool,
-    configmap_layout,
-    configmap_name,
-    disclosure_entry,
-    toolset_document,
-    toolset_text,
-    used_servers,
-)
+from skillop.resolve.tooljson import EffectiveTool
+from skillop.resolve.toolset import disclosure_entry, toolset_document, toolset_text, used_servers
 
-
-@dataclass(frozen=True, slots=True)
-class PrunedItem:
-    kind: str
-    name: str
-    reason: str
-    skill: str | None = None
-    #: The SkillPolicy or ClusterSkillPolicy that removed it (``ClusterSkillPolicy
-    #: tenants``) and its rule (``deny``); None for the Actor's own policy.
-    policy: str | None = None
-    rule: str | None = None
-
-    @classmethod
-    def of(cls, kind: str, name: str, refusal: Refusal, skill: str | None = None,
-           ) -> PrunedItem:
-        return cls(kind, name, refusal.reason, skill, refusal.policy, refusal.rule)
-
-    def to_dict(self) -> dict[str, str]:
-        out = {"kind": self.kind, "name": self.name, "reason": self.reason}
-        for key in ("skill", "policy", "rule"):
-            value = getattr(self, key)
-            if value is not None:
-                out[key] = value
-        return out
-
-
-@dataclass(frozen=True)
-class Resolution:
-    """Everything known about one Actor's (or Skill's) effective tool set."""
-
-    subject: Subject
-    tools: tuple[EffectiveTool, ...]
-    skills: tuple[ObjectRef, ...]
-    problems: tuple[Problem, ...]
-    warnings: tuple[str, ...]
-    pruned: tuple[PrunedItem, ...]
-    #: The ToolSet document's hash.
-    hash: str
-    #: The document's canonical JSON: what the ConfigMap stores.
-    text: str = field(repr=False)
-    #: Builds the document (``toolset``): only the CLI reads it, and the operator,
-    #: writing ``text``, never pays for it.
-    build_document: Callable[[], ToolSetDocument] = field(repr=False, compare=False)
-    dropped: tuple[tuple[Entry, str], ...] = ()
-    #: The SkillPolicies and ClusterSkillPolicies that applied (an Actor's).
-    policies: tuple[AppliedPolicy, ...] = ()
-    #: What the set's tool definitions cost the model, in tokens (``resolve.tokens``).
-    tokens: int = 0
-    #: The document's ``mcpServers`` (what the gateway connects to, and the Secrets
-    #: and CA bundles its pod must mount), without building the whole document.
-    servers: tuple[ServerEntry, ...] = field(default=(), repr=False, compare=False)
-    #: Which Secret the set sends where, and where unbound (an Actor's;
-    #: ``resolve.credentials``).
-    binding: CredentialCheck = field(default_factory=CredentialCheck)
-
-    @property
-    def credentials(self) -> tuple[CredentialUse, ...]:
-        """Every Secret of the Actor's namespace the set sends, and where."""
-        return self.binding.uses
-
-    @property
-    def bound_servers(self) -> tuple[ServerEntry, ...]:
-        """``servers`` without those sending a Secret where the Actor did not bind
-        it: what a pod may be given credentials for."""
-        unbound = self.binding.unbound
-        return tuple(s for s in self.servers if (s.skill, s.name) not in unbound) \
-            if unbound else self.servers
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
-    @functools.cached_property
-    def toolset(self) -> ToolSetDocument:
-        """The ToolSet document, whose canonical JSON is ``text``."""
-        return self.build_document()
-
-    @functools.cached_property
-    def document(self) -> dict[str, Any]:
-        """The ToolSet document as JSON values, keys in the contract's order."""
-        return self.toolset.as_dict()
-
-    def tool(self, name: str) -> EffectiveTool | None:
-        for tool in self.tools:
-            if name in (tool.name, tool.binding_name, tool.entry.qualified_name):
-                return tool
-        return None
+#: This module's own, and the result types callers import from here
+#: (``resolve.resolution``).
+__all__ = ["PrunedItem", "Resolution", "Resolver"]
 
 
 class Resolver:
@@ -450,15 +352,16 @@ class Resolver:
                 approval: ApprovalSettings | None = None) -> Resolution:
         names = effective_names([(e.tool.name, e.qualified_name) for e in entries])
         bindings = binding_names(names)
-        parents = self._tree(flats)
+        parents = first_parents(flats)
         paths: dict[ObjectRef, tuple[ObjectRef, ...]] = {}  # one per skill, shared by its tools
         tools = tuple(sorted(
-            (EffectiveTool.of(name, bindings[name], entry, _path(parents, entry.skill, paths))
+            (EffectiveTool.of(name, bindings[name], entry, path_to(parents, entry.skill, paths))
              for name, entry in zip(names, entries, strict=True)),
             key=lambda t: t.name))
         tokens = sum(t.tokens for t in tools)
         if budget is not None:
-            problems += self._budget_problems(subject, budget, tools, tokens)
+            problems += budget_problems(subject, budget, tools, tokens,
+                                        origin=self._origin(subject))
         servers = used_servers(tools, self._servers(skills), self._server_entries)
         binding = CredentialCheck()
         if actor is not None:
@@ -471,53 +374,15 @@ class Resolver:
         text, digest = toolset_text(owner_kind=owner_kind, owner=owner, tools=tools,
                                     servers=servers, disclosure=shown, approval=approval)
         if owner_kind == "actor" and not problems:
-            problems += self._size_problems(subject, tools, text, digest)
+            stored = self.catalog.actors.get(ObjectRef(subject.namespace, subject.name))
+            problems += size_problems(subject, tools, text, digest, actor=stored,
+                                      origin=self._origin(subject))
         document = functools.partial(toolset_document, owner_kind=owner_kind, owner=owner,
                                      tools=tools, servers=servers, digest=digest,
                                      disclosure=shown, approval=approval)
         return Resolution(subject, tools, skills, tuple(problems), tuple(warnings),
                           tuple(pruned), digest, text, document, tuple(dropped), policies,
                           tokens, servers, binding)
-
-    def _budget_problems(self, subject: Subject, policy: EffectivePolicy,
-                         tools: Sequence[EffectiveTool], tokens: int) -> list[Problem]:
-        """``TooManyTools`` and ``TooManyToolTokens``: the set over its budgets."""
-        out = []
-        if policy.max_tools is not None and len(tools) > policy.max_tools.value:
-            out.append(self._budget_problem(
-                subject, "maxTools", P.TOO_MANY_TOOLS, policy.max_tools,
-                f"{count(len(tools), 'tool')} exceed the budget of {policy.max_tools.value}"))
-        if policy.max_tool_tokens is not None and tokens > policy.max_tool_tokens.value:
-            largest = ", ".join(f"{t.binding_name} ({t.tokens})"
-                                for t in largest_tools(tools, TOKEN_CONTRIBUTORS))
-            out.append(self._budget_problem(
-                subject, "maxToolTokens", P.TOO_MANY_TOOL_TOKENS, policy.max_tool_tokens,
-                f"the tools cost {tokens} tokens ({ENCODING}), over the budget of"
-                f" {policy.max_tool_tokens.value}", f"; the largest: {largest}"))
-        return out
-
-    def _budget_problem(self, subject: Subject, rule: str, reason: str, budget: Ceiling,
-                        message: str, detail: str = "") -> Problem:
-        """A budget exceeded, on the Actor's field or naming the policy whose
-        ceiling is the budget."""
-        if budget.policy is None:
-            return Problem(subject, f"spec.skillAccessPolicy.{rule}", reason, message + detail,
-                           self._origin(subject))
-        # The field is the Actor's: its skills bring the tools a policy's ceiling caps.
-        return Problem(subject, "spec.skills", reason,
-                       f"{message} set by {budget.policy} ({rule}){detail}", self._origin(subject))
-
-    def _size_problems(self, subject: Subject, tools: Sequence[EffectiveTool],
-                       text: str, digest: str) -> list[Problem]:
-        """``TooLarge`` when the actor's set cannot be stored, even packed into
-        the most ConfigMaps an Actor has (see toolset)."""
-        actor = self.catalog.actors.get(ObjectRef(subject.namespace, subject.name))
-        name = (configmap_name(actor) if actor is not None
-                else default_configmap_name(subject.name))
-        problem = configmap_layout(name, text, digest, tools).problem
-        if problem is None:
-            return []
-        return [Problem(subject, "spec.skills", P.TOO_LARGE, problem, self._origin(subject))]
 
     def _origin(self, subject: Subject) -> str | None:
         ref = ObjectRef(subject.namespace, subject.name)
@@ -531,31 +396,6 @@ class Resolver:
             if view is not None:
                 out += [(ref, server) for server in view.servers]
         return out
-
-    @staticmethod
-    def _tree(flats: Sequence[Flat]) -> dict[ObjectRef, ObjectRef | None]:
-        """First-visit parents of a pre-order walk: each skill's first path. The
-        flattened sets hold exactly the include edges followed (pruned ones left
-        out), so the walk needs no policy."""
-        parents: dict[ObjectRef, ObjectRef | None] = {}
-        for root in flats:
-            if root.skill in parents:
-                continue
-            parents[root.skill] = None
-            stack = [iter(root.children)]
-            nodes = [root.skill]
-            while stack:
-                child = next(stack[-1], None)
-                if child is None:
-                    stack.pop()
-                    nodes.pop()
-                    continue
-                if child.skill in parents:
-                    continue
-                parents[child.skill] = nodes[-1]
-                nodes.append(child.skill)
-                stack.append(iter(child.children))
-        return parents
 
     # -- whole catalog ------------------------------------------------------------
     def all_problems(self) -> list[Problem]:
@@ -578,23 +418,3 @@ class Resolver:
             if view is not None:
                 out.update(dict.fromkeys(view.warnings))
         return list(out)
-
-
-#: How many of the costliest tools a token budget problem names.
-TOKEN_CONTRIBUTORS = 5
-
-
-def largest_tools(tools: Sequence[EffectiveTool], count: int) -> list[EffectiveTool]:
-    """The ``count`` tools that cost the most tokens, costliest first (ties by name)."""
-    return heapq.nsmallest(count, tools, key=lambda t: (-t.tokens, t.name))
-
-
-def _path(parents: dict[ObjectRef, ObjectRef | None], skill: ObjectRef,
-          memo: dict[ObjectRef, tuple[ObjectRef, ...]]) -> tuple[ObjectRef, ...]:
-    found = memo.get(skill)
-    if found is None:
-        path = [skill]
-        while (parent := parents.get(path[-1])) is not None:
-            path.append(parent)
-        found = memo[skill] = tuple(reversed(path))
-    return found

@@ -3,179 +3,51 @@
 Tools are sorted by effective name; servers and Agent Skills by name. The hash
 is the sha256 of the document's canonical JSON (sorted keys, no spaces) without
 its own ``hash`` field, so equal inputs give equal bytes and equal hashes.
+Each tool's JSON comes from ``resolve.tooljson``; how the text is stored in
+ConfigMaps is ``resolve.layout``.
 """
 
 from __future__ import annotations
 
-import gzip
-import heapq
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from json.encoder import encode_basestring
 from typing import Any
 
-from skillop.model.canonical import bytes_digest, canonical_json, sha256_digest
-from skillop.model.manifest import ActorResource
-from skillop.model.memo import Slot
+from skillop.model.canonical import canonical_json, sha256_digest
 from skillop.model.names import ObjectRef
 from skillop.model.specs import ApprovalSettings, Disclosure, McpServer
-from skillop.model.tooldef import ToolDef
 from skillop.model.toolset import (
     CALL_TOOL,
-    INDEX_KEY,
-    MAX_CONFIGMAP_BYTES,
-    MAX_DOCUMENT_BYTES,
-    MAX_PARTS,
-    PACKED_KEY,
     SEARCH_TOOL,
-    TOOLS_KEY,
     AgentSkillEntry,
     DisclosureEntry,
     DocumentModel,
     Owner,
-    PackedChunk,
-    PackedIndex,
     ServerEntry,
     TokenCount,
-    ToolEntry,
     ToolSetDocument,
-    agent_skill_key,
-    chunk_key,
-    default_configmap_name,
-    part_configmap_name,
 )
-from skillop.resolve.entries import Entry
-from skillop.resolve.tokens import ENCODING, tool_tokens
+from skillop.resolve.layout import (
+    SIZE_CONTRIBUTORS,
+    Layout,
+    StoredConfigMap,
+    configmap_data,
+    configmap_layout,
+    configmap_name,
+    data_size,
+    tools_json,
+)
+from skillop.resolve.tokens import ENCODING
+from skillop.resolve.tooljson import EffectiveTool, path_json, path_names, tool_entry, tool_json
 
-
-@dataclass(frozen=True, slots=True)
-class EffectiveTool:
-    name: str
-    binding_name: str
-    entry: Entry
-    path: tuple[ObjectRef, ...]
-    #: What the model is sent for this tool, in tokens (``resolve.tokens``).
-    tokens: int
-
-    @classmethod
-    def of(cls, name: str, binding_name: str, entry: Entry,
-           path: tuple[ObjectRef, ...]) -> EffectiveTool:
-        return cls(name, binding_name, entry, path, tool_tokens(binding_name, entry.tool))
-
-    @property
-    def key(self) -> str | None:
-        """The ConfigMap key of an Agent Skill's body."""
-        if self.entry.tool.source != "agent_skill":
-            return None
-        return agent_skill_key(self.binding_name)
-
-
-def _json_value(value: Any) -> str:
-    """``canonical_json(value)``, with shortcuts for strings and lists of strings (the
-    encoder json.dumps uses for strings, and its separators)."""
-    if isinstance(value, str):
-        return encode_basestring(value)
-    if isinstance(value, list):
-        try:
-            return "[" + ",".join(map(encode_basestring, value)) + "]"
-        except TypeError:  # not all strings
-            pass
-    return canonical_json(value)
-
-
-#: Tool document keys whose values are the ToolDef's own fields, unchanged.
-_DEFINITION_KEYS = frozenset({"source", "title", "description", "inputSchema", "outputSchema",
-                              "capabilities", "runtime", "mcpServer", "execution"})
-#: Tool document keys whose values depend on the actor. Every other key's value
-#: must depend on the ToolDef and its declaring skill alone: its JSON is cached
-#: per ToolDef (``_tool_json``).
-_PER_ACTOR_KEYS = frozenset({"name", "bindingName", "path", "tokens"})
-Template = tuple[str, str, str, str, str]
-#: A ToolDef's templates by declaring skill (``_tool_json``): a registry Tool's
-#: ToolDef is shared by every skill referencing it without overrides, so the
-#: bound is above the skills that reference one Tool in a large catalog.
-TEMPLATES: Slot[ObjectRef, Template] = Slot("toolset-template", bound=1024)
-
-
-def _tool_json(tool: EffectiveTool, path_json: str) -> str:
-    """``canonical_json`` of ``tool_entry(tool)``, without building the entry;
-    ``path_json`` is the JSON of the tool's path.
-
-    A ToolDef is shared by every actor that reaches it (and an MCP tool's is kept
-    from one resolution to the next), so the JSON of all but the per-actor keys is
-    built once per ToolDef and declaring skill, from the ToolDef's cached
-    fragments; only the binding name and name are encoded here.
-    """
-    entry = tool.entry
-    template = TEMPLATES.get(entry.tool.memo, entry.skill)
-    if template is None:
-        template = TEMPLATES.put(entry.tool.memo, entry.skill,
-                                 _template(_entry_fields(tool), entry.tool))
-    before_binding, before_name, before_path, before_tokens, end = template
-    binding = encode_basestring(tool.binding_name)
-    name = binding if tool.name == tool.binding_name else encode_basestring(tool.name)
-    return (f"{before_binding}{binding}{before_name}{name}{before_path}{path_json}"
-            f"{before_tokens}{tool.tokens}{end}")
-
-
-#: ``ToolEntry``'s (document key, attribute) pairs in canonical (sorted) order.
-_TOOL_KEYS = tuple(sorted((field.alias or name, name)
-                          for name, field in ToolEntry.model_fields.items()))
-
-
-def _template(fields: Mapping[str, Any], tool: ToolDef) -> Template:
-    """The canonical JSON of the entry whose field values are ``fields``
-    (``_entry_fields``) as the constant texts around its per-actor values, which
-    sort as ``bindingName``, ``name``, ``path``, ``tokens``: ``texts[0] +
-    json(bindingName) + texts[1] + json(name) + texts[2] + json(path) + texts[3] +
-    json(tokens) + texts[4]``. Unset (None) fields are absent, as
-    ``ToolSetDocument.canonical`` leaves them out."""
-    fragments = tool.fragments()
-    texts: list[str] = []
-    text = "{"
-    for key, attribute in _TOOL_KEYS:
-        value = fields[attribute]  # a KeyError when ToolEntry gains a field _entry_fields lacks
-        if value is None:
-            continue
-        text += ("" if text == "{" else ",") + encode_basestring(key) + ":"
-        if key in _PER_ACTOR_KEYS:
-            texts.append(text)
-            text = ""
-        else:
-            text += fragments[key] if key in _DEFINITION_KEYS else _json_value(value)
-    texts.append(text + "}")
-    before_binding, before_name, before_path, before_tokens, end = texts
-    return before_binding, before_name, before_path, before_tokens, end
-
-
-def tool_entry(tool: EffectiveTool, path: Sequence[str] | None = None) -> ToolEntry:
-    """One tool. Optional fields (``title``, ``outputSchema``, ``runtime``,
-    ``mcpServer``, ``upstreamName``, ``execution``) are unset when they do not
-    apply; ``digest`` pins the definition (see docs/decisions.md); an MCP tool's
-    ``upstreamDigest`` is its definition as the server gave it, before overrides
-    (docs/toolset.md). ``path`` is ``tool.path`` spelled out, when the caller has it.
-
-    Built without validation: every value comes from models that were validated
-    (``ToolSetDocument.parse`` checks what a reader gets)."""
-    return ToolEntry.model_construct(**_entry_fields(tool, path))
-
-
-def _entry_fields(tool: EffectiveTool, path: Sequence[str] | None = None) -> dict[str, Any]:
-    """``tool_entry``'s field values by attribute name: what the ToolSet text's
-    per-ToolDef template is made of too (``_tool_json``), without building the
-    model (pydantic's ``model_construct`` costs more than the rest of a template)."""
-    t = tool.entry.tool
-    return {
-        "name": tool.name, "binding_name": tool.binding_name,
-        "qualified_name": tool.entry.qualified_name, "source": t.source,
-        "skill": tool.entry.skill.canonical, "title": t.title, "description": t.description,
-        "input_schema": t.input_schema, "output_schema": t.output_schema,
-        "capabilities": t.capabilities.to_dict(), "runtime": t.runtime,
-        "mcp_server": t.mcp_server, "upstream_name": t.name if t.source == "mcp" else None,
-        "execution": t.execution,
-        "path": tuple(ref.canonical for ref in tool.path) if path is None else tuple(path),
-        "digest": t.digest(), "tokens": tool.tokens, "upstream_digest": t.upstream_digest,
-    }
+#: This module's own, and what callers import from here though one tool's entry
+#: is built in ``resolve.tooljson`` and the set is stored by ``resolve.layout``.
+__all__ = [
+    "SIZE_CONTRIBUTORS", "EffectiveTool", "Layout", "StoredConfigMap", "configmap_data",
+    "configmap_layout", "configmap_name", "data_size", "disclosure_entry", "document_hash",
+    "server_entry", "tool_entry", "tools_json", "toolset_document", "toolset_text",
+    "used_servers",
+]
 
 
 def server_entry(skill: ObjectRef, server: McpServer) -> ServerEntry:
@@ -215,7 +87,7 @@ def toolset_text(
     paths: dict[int, str] = {}
     body = _header(owner_kind=owner_kind, owner=owner, tools=tools, servers=servers,
                    disclosure=disclosure, approval=approval)
-    tools_json = [_tool_json(t, _path_json(t.path, paths)) for t in tools]
+    tools_json = [tool_json(t, path_json(t.path, paths)) for t in tools]
     digest = _hash(body, tools_json)
     return _canonical({**body, "hash": digest}, tools_json, with_hash=True), digest
 
@@ -231,7 +103,7 @@ def toolset_document(
     return ToolSetDocument.model_construct(
         actor=_owner(owner_kind, "actor", owner), skill=_owner(owner_kind, "skill", owner),
         hash=digest,
-        tools=tuple(tool_entry(t, _path_names(t.path, paths)) for t in tools),
+        tools=tuple(tool_entry(t, path_names(t.path, paths)) for t in tools),
         mcp_servers=servers, agent_skills=_agent_skills(tools),
         tokens=_token_count(tools), disclosure=disclosure, approval=approval,
     )
@@ -313,24 +185,6 @@ def _agent_skills(tools: Sequence[EffectiveTool]) -> tuple[AgentSkillEntry, ...]
                  for t in tools if t.key is not None)
 
 
-def _path_json(path: tuple[ObjectRef, ...], memo: dict[int, str]) -> str:
-    """``path`` as JSON; memoized by identity like ``_path_names``."""
-    found = memo.get(id(path))
-    if found is None:
-        found = memo[id(path)] = _json_value([ref.canonical for ref in path])
-    return found
-
-
-def _path_names(path: tuple[ObjectRef, ...], memo: dict[int, tuple[str, ...]],
-                ) -> tuple[str, ...]:
-    """``path`` as canonical names; memoized by identity, as the tools of one skill
-    share one path tuple (``memo`` lives for one call, while the tuples are alive)."""
-    found = memo.get(id(path))
-    if found is None:
-        found = memo[id(path)] = tuple(ref.canonical for ref in path)
-    return found
-
-
 def document_hash(doc: dict[str, Any]) -> str:
     """sha256 of the document's canonical JSON, without its ``hash`` field."""
     return _hash(doc, None)
@@ -355,154 +209,3 @@ def _canonical(doc: dict[str, Any], tools_json: list[str] | None, *, with_hash: 
         + ("[" + ",".join(tools_json) + "]" if key == "tools" else canonical_json(body[key]))
         for key in keys
     ) + "}"
-
-
-def tools_json(text: str) -> str:
-    """The bytes of ``tools.json``: the canonical text and a newline. The ConfigMap
-    holds them and ``skillop tools -o json`` prints them, so the two compare equal
-    with ``diff`` (docs/api.md, Reading manifests: byte-identical)."""
-    return text + "\n"
-
-
-def data_size(data: dict[str, str]) -> int:
-    """A ConfigMap's data size as the API server counts it: UTF-8 bytes."""
-    return sum(len(k.encode()) + len(v.encode()) for k, v in data.items())
-
-
-def configmap_data(text: str, tools: Sequence[EffectiveTool]) -> dict[str, str]:
-    """The ConfigMap's data: ``tools.json``, the document's canonical JSON (sorted
-    keys, no spaces: compact, and exactly the bytes that were hashed, plus the
-    hash; ``toolset_text``) and one key per Agent Skill body."""
-    data = {TOOLS_KEY: tools_json(text)}
-    for tool in tools:
-        if tool.key is not None and tool.entry.tool.body is not None:
-            data[tool.key] = tool.entry.tool.body
-    return data
-
-
-@dataclass(frozen=True, slots=True)
-class StoredConfigMap:
-    """One ConfigMap of an Actor's set: its name, ``data`` and ``binaryData``."""
-
-    name: str
-    data: Mapping[str, str]
-    binary: Mapping[str, bytes]
-
-    def size(self) -> int:
-        """What the API server counts against its limit: keys and values, in bytes."""
-        return data_size(dict(self.data)) + sum(len(k) + len(v) for k, v in self.binary.items())
-
-
-@dataclass(frozen=True, slots=True)
-class Layout:
-    """How an Actor's set is stored (docs/toolset.md): one ConfigMap holding
-    ``tools.json`` when it fits, else the set packed into the Actor's ConfigMap and
-    its parts. ``problem`` says why it cannot be stored at all (``TooLarge``)."""
-
-    #: The Actor's own ConfigMap first, then its parts in order.
-    configmaps: tuple[StoredConfigMap, ...]
-    #: The bytes of ``tools.json``, and (packed) of its gzip.
-    document_bytes: int
-    compressed_bytes: int | None = None
-    problem: str | None = None
-
-    @property
-    def main(self) -> StoredConfigMap:
-        return self.configmaps[0]
-
-    @property
-    def parts(self) -> tuple[StoredConfigMap, ...]:
-        return self.configmaps[1:]
-
-
-#: Room kept in the Actor's ConfigMap for the index of a packed set.
-_INDEX_ROOM = 4096
-#: How many of the largest contributors a TooLarge reason names.
-SIZE_CONTRIBUTORS = 5
-
-
-def configmap_layout(name: str, text: str, digest: str,
-                     tools: Sequence[EffectiveTool]) -> Layout:
-    """The ConfigMaps that store the set whose canonical JSON is ``text`` (hash
-    ``digest``) for the Actor whose ConfigMap is ``name``.
-
-    A set that fits is exactly ``configmap_data`` (the same key, bytes and hash
-    as ever). A larger one is packed: ``tools.json``'s bytes gzip-compressed
-    (deterministic: no time, no name), cut into chunks that each fill a
-    ConfigMap, the first in the Actor's ConfigMap with the index and the Agent
-    Skill bodies."""
-    data = configmap_data(text, tools)
-    document_bytes = len(data[TOOLS_KEY].encode())
-    if data_size(data) <= MAX_CONFIGMAP_BYTES:
-        return Layout((StoredConfigMap(name, data, {}),), document_bytes)
-    bodies = {k: v for k, v in data.items() if k != TOOLS_KEY}
-    room = MAX_CONFIGMAP_BYTES - data_size(bodies) - _INDEX_ROOM - len(INDEX_KEY)
-    if room < MAX_CONFIGMAP_BYTES // 2:
-        return Layout((), document_bytes, problem=_bodies_too_large(bodies))
-    packed = _gzip(data[TOOLS_KEY], digest)
-    chunks = [packed[:room]]
-    rest = packed[room:]
-    while rest:
-        take = MAX_CONFIGMAP_BYTES - len(chunk_key(len(chunks)))
-        chunks.append(rest[:take])
-        rest = rest[take:]
-    if len(chunks) > MAX_PARTS or document_bytes > MAX_DOCUMENT_BYTES:
-        return Layout((), document_bytes, len(packed),
-                      problem=_too_large(document_bytes, len(packed), tools, bodies))
-    names = [name, *(part_configmap_name(name, i) for i in range(1, len(chunks)))]
-    index = PackedIndex(hash=digest, size=document_bytes, chunks=tuple(
-        PackedChunk(key=chunk_key(i), config_map=names[i], sha256=bytes_digest(chunk),
-                    size=len(chunk)) for i, chunk in enumerate(chunks)))
-    main = StoredConfigMap(name, {INDEX_KEY: index.text(), **bodies}, {PACKED_KEY: chunks[0]})
-    return Layout((main, *(StoredConfigMap(names[i], {}, {chunk_key(i): chunk})
-                           for i, chunk in enumerate(chunks) if i)),
-                  document_bytes, len(packed))
-
-
-#: The last few sets packed, by hash: an Actor's set is compared with its
-#: ConfigMaps on every pass, and compressing 10 MiB again each time would cost
-#: the operator a fifth of a second per large Actor.
-_PACKED: dict[str, bytes] = {}
-_PACKED_KEPT = 8
-
-
-def _gzip(tools_json_text: str, digest: str) -> bytes:
-    found = _PACKED.get(digest)
-    if found is None:
-        found = gzip.compress(tools_json_text.encode(), compresslevel=6, mtime=0)
-        if len(_PACKED) >= _PACKED_KEPT:
-            del _PACKED[next(iter(_PACKED))]
-        _PACKED[digest] = found
-    return found
-
-
-def _kib(size: int) -> str:
-    return f"{size / 1024:,.0f} KiB" if size < 10 * 1024 * 1024 else f"{size / 2**20:,.1f} MiB"
-
-
-def _too_large(document: int, compressed: int, tools: Sequence[EffectiveTool],
-               bodies: Mapping[str, str]) -> str:
-    capacity = MAX_PARTS * MAX_CONFIGMAP_BYTES
-    paths: dict[int, str] = {}
-    sizes = [(len(_tool_json(t, _path_json(t.path, paths)).encode()), t.binding_name)
-             for t in tools]
-    sizes += [(len(v.encode()), k) for k, v in bodies.items()]
-    largest = ", ".join(f"{name} ({_kib(size)})"
-                        for size, name in heapq.nlargest(SIZE_CONTRIBUTORS, sizes))
-    return (f"the ToolSet is {_kib(document)} ({_kib(compressed)} compressed); an Actor's set"
-            f" is stored in at most {MAX_PARTS} ConfigMaps of {MAX_CONFIGMAP_BYTES // 1024} KiB"
-            f" ({_kib(capacity)} compressed); the largest:"
-            f" {largest}")
-
-
-def _bodies_too_large(bodies: Mapping[str, str]) -> str:
-    sizes = sorted(((len(v.encode()), k) for k, v in bodies.items()), reverse=True)
-    largest = ", ".join(f"{k} ({_kib(n)})" for n, k in sizes[:SIZE_CONTRIBUTORS])
-    return (f"the Agent Skill bodies are {_kib(sum(n for n, _ in sizes))}; the Actor's ConfigMap"
-            f" holds them with the tools in at most {MAX_CONFIGMAP_BYTES // 1024} KiB;"
-            f" the largest: {largest}")
-
-
-def configmap_name(actor: ActorResource) -> str:
-    """The Actor's ConfigMap: ``spec.configMapName``, default ``<actor>-tools``."""
-    return actor.spec.config_map_name or default_configmap_name(actor.meta.name)
