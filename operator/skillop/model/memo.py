@@ -30,16 +30,27 @@ V = TypeVar("V")
 
 class Memo:
     """The slots' entries for one object (``ToolDef.memo``): by slot, then key.
-    Read and written through ``Slot`` and ``Cell`` only."""
+    Read and written through ``Slot`` and ``Cell`` only.
+
+    Made with no ``__init__`` (every ToolDef has one, most never written): the
+    table comes with the first entry."""
 
     __slots__ = ("_tables",)
-
-    def __init__(self) -> None:
-        self._tables: dict[object, Any] = {}
+    _tables: dict[object, Any]
 
     def __len__(self) -> int:
         """How many values are kept, over every slot."""
-        return sum(len(t) if isinstance(t, dict) else 1 for t in self._tables.values())
+        tables = _tables(self)
+        return sum(len(t) if isinstance(t, dict) else 1 for t in tables.values())
+
+
+def _tables(memo: Memo) -> dict[object, Any]:
+    """The memo's table, made on first use."""
+    try:
+        return memo._tables
+    except AttributeError:
+        memo._tables = {}
+        return memo._tables
 
 
 class Slot(Generic[K, V]):
@@ -61,15 +72,19 @@ class Slot(Generic[K, V]):
         return f"Slot({self.name!r}, bound={self.bound})"
 
     def get(self, memo: Memo, key: K) -> V | None:
-        table: dict[K, V] | None = memo._tables.get(self)
-        return None if table is None else table.get(key)
+        try:  # one call for every tool of every Actor: no test but the lookups
+            table: dict[K, V] = memo._tables[self]
+        except (AttributeError, KeyError):
+            return None
+        return table.get(key)
 
     def put(self, memo: Memo, key: K, value: V) -> V:
         """Keep ``value`` under ``key`` (and return it), forgetting the oldest
         entry beyond the bound (a forgotten one is computed again)."""
-        table: dict[K, V] | None = memo._tables.get(self)
+        tables = _tables(memo)
+        table: dict[K, V] | None = tables.get(self)
         if table is None:
-            table = memo._tables[self] = {}
+            table = tables[self] = {}
         else:
             table.pop(key, None)
         table[key] = value
@@ -80,7 +95,7 @@ class Slot(Generic[K, V]):
 
     def entries(self, memo: Memo) -> Mapping[K, V]:
         """What the object keeps in this slot (read-only)."""
-        return MappingProxyType(memo._tables.get(self, {}))
+        return MappingProxyType(_tables(memo).get(self, {}))
 
 
 class Cell(Generic[V]):
@@ -95,11 +110,14 @@ class Cell(Generic[V]):
         return f"Cell({self.name!r})"
 
     def get(self, memo: Memo) -> V | None:
-        found: V | None = memo._tables.get(self)
+        try:
+            found: V | None = memo._tables.get(self)
+        except AttributeError:
+            return None
         return found
 
     def put(self, memo: Memo, value: V) -> V:
-        memo._tables[self] = value
+        _tables(memo)[self] = value
         return value
 
 
