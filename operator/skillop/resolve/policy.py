@@ -13,6 +13,10 @@ source; approval requirements add up; ``maxTools`` is the least of all. So a
 rule is never loosened by another: adding a policy can only remove tools (or,
 by ``requireApproval``, mark them), never add one. Every refusal names where it
 came from (``ClusterSkillPolicy tenants: deny '*/shell-*'``).
+
+The skill rules are ``resolve.skillgate``; the policies' tool rules, judged
+once per namespace and memoized on each ToolDef, ``resolve.namespace_rules``;
+this module combines them with the Actor's own and screens its tools.
 """
 
 from __future__ import annotations
