@@ -14,7 +14,7 @@ import urllib3
 from kubernetes.client import ApiException
 
 from skillop.model.names import ObjectRef
-from skillop.operator import kube
+from skillop.operator.kube import client as kube
 from skillop.operator.kube import Gone, Kube, LeaseUnavailable, WriteFailed
 
 
