@@ -23,7 +23,9 @@ from skillop.model.toolset import (
     PackedIndex,
     chunk_key,
 )
-from skillop.operator.outputs import ObservedConfigMap, Plan, actor_plan, observe_configmap
+from skillop.operator.actorplan import actor_plan
+from skillop.operator.configmaps import ObservedConfigMap, observe_configmap
+from skillop.operator.outputs import Plan
 from skillop.resolve.resolver import Resolution, Resolver
 from skillop.resolve.toolset import configmap_data, configmap_layout, tools_json
 

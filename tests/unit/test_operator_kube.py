@@ -14,8 +14,8 @@ import urllib3
 from kubernetes.client import ApiException
 
 from skillop.model.names import ObjectRef
-from skillop.operator.kube import client as kube
 from skillop.operator.kube import Gone, Kube, LeaseUnavailable, WriteFailed
+from skillop.operator.kube import client as kube
 
 
 @pytest.fixture

@@ -38,16 +38,16 @@ from skillop.model.problems import Problem
 from skillop.model.status import RecordedStatus, utcnow
 from skillop.model.toolset import MAX_PARTS, part_configmap_name
 from skillop.model.wording import count
+from skillop.operator.actorplan import actor_plan
+from skillop.operator.configmaps import ObservedConfigMap
 from skillop.operator.credentials import CredentialChecker
 from skillop.operator.deps import Key, key, ref_of
 from skillop.operator.kube import Gone, Refused
 from skillop.operator.metrics import Metrics
 from skillop.operator.outputs import (
     EventSpec,
-    ObservedConfigMap,
     Plan,
     ServerReport,
-    actor_plan,
     invalid_status,
     policy_status,
     skill_plan,
