@@ -355,6 +355,8 @@ KUBE_CALLS: dict[str, set[Grant]] = {
     "delete_namespaced_custom_object": {("skillop.dev", "toolcallapprovals", "delete")},
     "create_namespaced_config_map": {("", "configmaps", "create")},
     "replace_namespaced_config_map": {("", "configmaps", "update")},
+    # A part of a packed set the set no longer has (docs/toolset.md, Large sets).
+    "delete_namespaced_config_map": {("", "configmaps", "delete")},
     "read_namespaced_config_map": {("", "configmaps", "get")},
     "create_namespaced_event": {("", "events", "create")},
     "read_namespaced_secret": {("", "secrets", "get")},  # only with mcp.headersFromSecrets
@@ -399,7 +401,8 @@ NAMESPACED_GRANTS: set[Grant] = (
             ["get", "list", "watch"])
     | _grants("skillop.dev", ["skills/status", "actors/status", "skillpolicies/status"],
               ["get", "patch"])
-    | _grants("", ["configmaps"], ["get", "list", "watch", "create", "update", "patch"])
+    | _grants("", ["configmaps"], ["get", "list", "watch", "create", "update", "patch",
+                                   "delete"])
     | _grants("", ["events"], ["create", "patch"])
     | _grants("", ["pods"], ["list", "watch"])  # injection.enabled (the default)
     | _grants("skillop.dev", ["toolcallapprovals"], ["get", "list", "watch", "delete"])

@@ -33,7 +33,7 @@ from skillop.operator.outputs import (
     tools_from,
 )
 from skillop.resolve.resolver import Resolution
-from skillop.resolve.toolset import configmap_layout, configmap_name
+from skillop.resolve.toolset import StoredConfigMap, configmap_layout, configmap_name
 
 
 def actor_plan(actor: ActorResource, resolution: Resolution, *, old_status: Mapping[str, Any],
@@ -60,6 +60,7 @@ def actor_plan(actor: ActorResource, resolution: Resolution, *, old_status: Mapp
                   if differs(actor, part, resolution.hash, (observed_parts or {}).get(part.name)))
     configmap = (configmap_body(actor, stored[0], resolution.hash)
                  if stored and differs(actor, stored[0], resolution.hash, observed) else None)
+    stale = _stale_parts(actor, stored, observed_parts or {})
     recorded = RecordedStatus.read(old_status)
     built = _actor_status(actor, resolution, problems, old_status, recorded, observed, cm_name,
                           now, extra_warnings)
@@ -73,8 +74,20 @@ def actor_plan(actor: ActorResource, resolution: Resolution, *, old_status: Mapp
         events += _outdated_event(recorded, credentials)
     status = built.wire()
     return Plan(None if same_status(old_status, status) else status, configmap, tuple(events),
-                parts)
+                parts, stale)
 
+
+def _stale_parts(actor: ActorResource, stored: Sequence[StoredConfigMap],
+                 observed_parts: Mapping[str, ObservedConfigMap]) -> tuple[ObservedConfigMap, ...]:
+    """The Actor's parts its set no longer has (it shrank, or fits one ConfigMap now).
+    Only with a set to write (``stored``): while the Actor is not Ready its ConfigMaps
+    keep the last good set, parts and all. A ConfigMap of that name that another
+    Actor owns is not this one's to delete."""
+    if not stored:
+        return ()
+    kept = {s.name for s in stored}
+    return tuple(seen for name, seen in sorted(observed_parts.items())
+                 if name not in kept and seen.owner == actor.meta.name)
 
 
 def _with_credentials(status: ActorStatus, state: CredentialState,
@@ -158,7 +171,6 @@ def _actor_status(actor: ActorResource, resolution: Resolution, problems: list[P
                   for p in resolution.policies[:MAX_POLICIES]] or None,
         warnings=clipped_warnings([*cut, *resolution.warnings, *extra_warnings]),
     )
-
 
 
 def _events(old_status: Mapping[str, Any], recorded: RecordedStatus,

@@ -97,12 +97,10 @@ def base64_values(binary: Mapping[str, bytes]) -> dict[str, str]:
     return {k: base64.b64encode(v).decode() for k, v in binary.items()}
 
 
-
 def differs(actor: ActorResource, stored: StoredConfigMap, tools_hash: str,
              observed: ObservedConfigMap | None) -> bool:
     return observed is None or observed.needs_rewrite(
         actor, data_digest(stored.data, base64_values(stored.binary)), tools_hash)
-
 
 
 def configmap_body(actor: ActorResource, stored: StoredConfigMap, tools_hash: str,

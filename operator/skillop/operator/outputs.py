@@ -37,6 +37,7 @@ from skillop.model.status import (
 )
 from skillop.model.wording import count
 from skillop.operator.conditions import common_conditions, condition, problem_summary
+from skillop.operator.configmaps import ObservedConfigMap
 from skillop.operator.listing import Listing
 from skillop.operator.pinning import PinState
 from skillop.resolve.inject import Credentials
@@ -75,7 +76,9 @@ class Plan:
     events: tuple[EventSpec, ...] = ()
     #: The parts of a packed set that differ from what is observed, in order.
     parts: tuple[dict[str, Any], ...] = ()
-
+    #: Parts of the Actor's set that its index no longer names (the set shrank):
+    #: deleted once the Actor's ConfigMap, which holds the index, is written.
+    stale: tuple[ObservedConfigMap, ...] = ()
 
 
 def status_tools(resolution: Resolution) -> list[StatusTool]:
@@ -177,7 +180,6 @@ def policy_status(kind: str, problems: Sequence[Problem], *, generation: int,
                           generation=generation, old=recorded, now=now)
     status = PolicyStatus(observed_generation=generation, conditions=[ready]).wire()
     return None if same_status(old, status) else status
-
 
 
 # -- skills ---------------------------------------------------------------------

@@ -298,6 +298,11 @@ class Store:
     def record_configmap(self, body: Mapping[str, Any]) -> None:
         self._managed_configmap(body)
 
+    def forget_configmap(self, ref: ObjectRef) -> None:
+        """A managed ConfigMap the operator deleted: its deletion's watch event is
+        no news (no Actor to check, none to requeue)."""
+        self.managed.pop(ref, None)
+
     # -- internals ----------------------------------------------------------------
     def _table(self, kind: str) -> dict[ObjectRef, Any]:
         return self.catalog.table(kind)

@@ -30,6 +30,8 @@ class Writer(Protocol):
 
     async def apply_configmap(self, body: dict[str, Any], *, exists: bool) -> str | None: ...
 
+    async def delete_configmap(self, ref: ObjectRef, *, version: str | None = None) -> None: ...
+
     async def post_event(self, kind: str, ref: ObjectRef, uid: str, type_: str, reason: str,
                          message: str) -> None: ...
 
@@ -74,6 +76,11 @@ class PlanWrites:
                                                  version=version)
             if failed is not None:
                 return failed
+        # After the index: no index a pod may read next names a part deleted here.
+        for stale in plan.stale:
+            failed = await self._delete_configmap(kind, ref, stale)
+            if failed is not None:
+                return failed
         # Only what is still to write is kept: a window holds statuses, not ConfigMaps.
         return StatusWrite(kind, ref, uid, plan.status, plan.events)
 
@@ -95,6 +102,26 @@ class PlanWrites:
             return failed
         self._sent.configmap(key(kind, ref))
         self.store.record_configmap(_versioned(configmap, written[0]))
+        return None
+
+    async def _delete_configmap(self, kind: str, ref: ObjectRef,
+                                stale: ObservedConfigMap) -> Key | None:
+        """Delete a part the set no longer has, if it is still the version seen (a
+        part written since, by another replica, is left to the watch's next word)."""
+        part = ObjectRef(ref.namespace, stale.name)
+
+        async def delete() -> None:
+            await self.writer.delete_configmap(part, version=stale.resource_version)
+
+        try:
+            failed = await self._attempt(kind, ref, delete())
+        except Refused as err:  # nothing a retry would change; it goes with the Actor
+            log.warning("%s %s: %s; left to the garbage collector", kind, ref, err)
+            return None
+        if failed is not None:
+            return failed
+        self._sent.configmap(key(kind, ref))
+        self.store.forget_configmap(part)
         return None
 
     async def _write_status(self, staged: StatusWrite) -> Key | None:

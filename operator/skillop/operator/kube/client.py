@@ -206,6 +206,26 @@ class Kube(LeaseCalls):
         return _resource_version(
             await self._write("ConfigMap", f"write configmap {ns}/{name}", write))
 
+    async def delete_configmap(self, ref: ObjectRef, *, version: str | None = None) -> None:
+        """Delete a ConfigMap (gone already is fine). With ``version``, only that
+        version (a precondition): changed since, HTTP 409 is not retried, and the
+        change the watch then shows decides again."""
+        options = {"preconditions": {"resourceVersion": version}} if version else None
+
+        def delete() -> bytes:
+            try:
+                return _drained(self.core.delete_namespaced_config_map(
+                    ref.name, ref.namespace, body=options, _preload_content=False))
+            except self._client.ApiException as err:
+                if err.status == 404:
+                    return b""
+                if err.status == 409 and version is not None:
+                    raise WriteFailed(f"delete configmap {ref}: changed since resourceVersion"
+                                      f" {version} (HTTP 409)") from None
+                raise
+
+        await self._write("ConfigMap", f"delete configmap {ref}", delete)
+
     async def post_event(self, kind: str, ref: ObjectRef, uid: str, type_: str, reason: str,
                          message: str) -> None:
         now = datetime.datetime.now(datetime.UTC)
