@@ -97,7 +97,7 @@ class PlanWrites:
         except Refused as err:
             log.warning("%s %s: %s; not retried: its status says so", kind, ref, err)
             return Refusal(f"the API server refused ConfigMap {body['metadata']['name']}:"
-                            f" HTTP {err.status}: {err.message}")
+                           f" HTTP {err.status}: {err.message}")
         if failed is not None:
             return failed
         self._sent.configmap(key(kind, ref))
