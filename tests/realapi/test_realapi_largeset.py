@@ -256,3 +256,16 @@ def test_a_set_grown_to_three_configmaps_and_shrunk_to_one_has_its_parts_deleted
     # Nothing comes back: the deletions are no news to the operator.
     time.sleep(3)
     assert _set_writes(real, since) == writes
+
+
+def test_the_actors_deletion_takes_every_part_with_it(written: tuple[RealCluster, Any]) -> None:
+    real, _ = written
+    skills = [s["metadata"]["name"] for s in real.list("Skill", NS)]
+    old_hash = real.get("Actor", NS, "big")["status"]["toolsHash"]
+    real.patch_spec("Actor", NS, "big", {"skills": skills})  # every Skill: three ConfigMaps
+    wait_for(lambda: real.get("Actor", NS, "big")["status"].get("toolsHash") != old_hash
+             and real.configmap(NS, PART2) is not None,
+             timeout=300, interval=0.5, message="the set in three ConfigMaps again")
+    real.delete("Actor", NS, "big")
+    wait_for(lambda: all(real.configmap(NS, n) is None for n in (CM, PART, PART2)),
+             timeout=120, interval=0.5, message="the garbage collector's deletions")
