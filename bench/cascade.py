@@ -600,8 +600,9 @@ def memory_child(n_skills: int, n_actors: int) -> dict[str, Any]:
     import skillop.operator.handlers
     import skillop.sources.mcp_watch  # noqa: F401
     from skillop.model.names import ObjectRef
+    from skillop.operator.actorplan import actor_plan
     from skillop.operator.deps import key
-    from skillop.operator.outputs import actor_plan, skill_plan
+    from skillop.operator.outputs import skill_plan
     from skillop.operator.runtime import _declared_states
     from skillop.operator.store import Store
     from skillop.resolve.resolver import Resolver

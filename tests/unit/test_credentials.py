@@ -10,9 +10,10 @@ from typing import Any
 from skillkit import actor, anon, resolver, skill
 
 from skillop.model.names import ObjectRef
+from skillop.operator.actorplan import actor_plan
 from skillop.operator.credentials import CredentialChecker
 from skillop.operator.kube import WriteFailed
-from skillop.operator.outputs import CredentialState, actor_plan
+from skillop.operator.outputs import CredentialState
 from skillop.operator.store import Store
 from skillop.resolve.inject import Credentials, Target, inject
 

@@ -18,7 +18,8 @@ import lupa
 import pytest
 from skillkit import actor, anon, catalog, ref, skill
 
-from skillop.operator.outputs import actor_plan, skill_plan
+from skillop.operator.actorplan import actor_plan
+from skillop.operator.outputs import skill_plan
 from skillop.resolve.resolver import Resolver
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "gitops.md"

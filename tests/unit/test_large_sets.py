@@ -23,7 +23,9 @@ from skillop.model.toolset import (
     PackedIndex,
     chunk_key,
 )
-from skillop.operator.outputs import ObservedConfigMap, Plan, actor_plan, observe_configmap
+from skillop.operator.actorplan import actor_plan
+from skillop.operator.configmaps import ObservedConfigMap, observe_configmap
+from skillop.operator.outputs import Plan
 from skillop.resolve.resolver import Resolution, Resolver
 from skillop.resolve.toolset import configmap_data, configmap_layout, tools_json
 
@@ -134,6 +136,30 @@ def test_unchanged_parts_are_not_written_again_and_an_edited_one_is_repaired() -
     assert again.configmap is None and again.parts == (first.parts[1],)
     deleted = {k: v for k, v in seen.items() if k != "dev-tools-part-1"}
     assert _plan(docs, deleted).parts == (first.parts[0],)
+
+
+def test_a_set_that_shrinks_deletes_the_parts_its_index_no_longer_names() -> None:
+    seen = _echo(_plan(_docs(600)))
+    assert sorted(seen) == ["dev-tools", "dev-tools-part-1", "dev-tools-part-2"]
+    small = _docs(100, size=500)  # fits one ConfigMap as tools.json again
+    plan = _plan(small, seen)
+    assert plan.configmap is not None and TOOLS_KEY in plan.configmap["data"]
+    assert [s.name for s in plan.stale] == ["dev-tools-part-1", "dev-tools-part-2"]
+    # Once deleted (the watch no longer shows them), nothing more to do.
+    assert _plan(small, {"dev-tools": _echo(plan)["dev-tools"]}).stale == ()
+    # Shrunk to two ConfigMaps: only the third goes.
+    two = _docs(400)
+    assert [s.name for s in _plan(two, seen).stale] == ["dev-tools-part-2"]
+    # While the Actor does not resolve, its ConfigMaps keep the last good set, parts and all.
+    broken = _docs(100, size=500)
+    broken[-1]["spec"]["skills"].append("missing")
+    assert _plan(broken, seen).stale == ()
+    # A ConfigMap of a part's name that another Actor owns is not this one's to delete.
+    other = json.loads(json.dumps(_plan(_docs(600)).parts[1]))
+    other["metadata"]["ownerReferences"][0].update(name="ops", uid="uid-ops")
+    other["metadata"]["labels"]["skillop.dev/actor"] = "ops"
+    foreign = {**seen, "dev-tools-part-2": observe_configmap(other)}
+    assert [s.name for s in _plan(small, foreign).stale] == ["dev-tools-part-1"]
 
 
 def test_a_set_too_large_even_packed_names_its_size_and_largest_tools() -> None:

@@ -14,8 +14,8 @@ import urllib3
 from kubernetes.client import ApiException
 
 from skillop.model.names import ObjectRef
-from skillop.operator import kube
 from skillop.operator.kube import Gone, Kube, LeaseUnavailable, WriteFailed
+from skillop.operator.kube import client as kube
 
 
 @pytest.fixture
@@ -213,3 +213,36 @@ def test_a_body_the_api_server_refuses_for_good_is_refused_at_once_with_its_word
     assert refused.value.status == status
     assert refused.value.message == ('ConfigMap "dev-tools" is invalid: []: Too long: must have'
                                      " at most 1048576 bytes")
+
+
+class Deleting:
+    """A CoreV1Api whose ConfigMaps answer deletions: ``answers`` in turn (an
+    ApiException to raise, or None for a deletion done)."""
+
+    def __init__(self, *answers: ApiException | None) -> None:
+        self.answers = list(answers)
+        self.sent: list[tuple[str, str, Any]] = []
+
+    def delete_namespaced_config_map(self, name: str, namespace: str, *, body: Any,
+                                     _preload_content: bool) -> Raw:
+        self.sent.append((namespace, name, body))
+        answer = self.answers.pop(0)
+        if answer is not None:
+            raise answer
+        return Raw(b"{}")
+
+
+def test_a_part_is_deleted_only_at_the_version_seen_and_gone_already_is_fine(api: Kube,
+                                                                             ) -> None:
+    part = ObjectRef("team-a", "big-tools-part-2")
+    api.core = Deleting(None, ApiException(status=404, reason="Not Found"))
+    asyncio.run(api.delete_configmap(part, version="41"))
+    asyncio.run(api.delete_configmap(part))
+    assert api.core.sent == [("team-a", "big-tools-part-2",
+                              {"preconditions": {"resourceVersion": "41"}}),
+                             ("team-a", "big-tools-part-2", None)]
+    # Written since (HTTP 409 on the precondition): not retried, not deleted.
+    api.core = Deleting(ApiException(status=409, reason="Conflict"))
+    with pytest.raises(WriteFailed, match="changed since resourceVersion 41"):
+        asyncio.run(api.delete_configmap(part, version="41"))
+    assert len(api.core.sent) == 1 and api.writes == 3

@@ -10,17 +10,15 @@ from typing import Any
 from skillkit import actor, anon, catalog, noise, ref, skill
 
 from skillop.model import problems as P
+from skillop.model.names import ACTOR_LABEL
 from skillop.model.status import MAX_PRUNED, MAX_TEXT, ActorStatus, SkillStatus
 from skillop.model.toolset import MAX_CONFIGMAP_BYTES, TOOLS_KEY
+from skillop.operator.actorplan import actor_plan
+from skillop.operator.configmaps import HASH_ANNOTATION, MANAGED_BY, ObservedConfigMap
 from skillop.operator.listing import Listing
 from skillop.operator.outputs import (
-    ACTOR_LABEL,
-    HASH_ANNOTATION,
-    MANAGED_BY,
-    ObservedConfigMap,
     Plan,
     ServerReport,
-    actor_plan,
     invalid_status,
     remembered,
     skill_plan,

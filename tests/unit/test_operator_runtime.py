@@ -48,6 +48,10 @@ class Recorder:
         self.calls.append(("configmap", f"{meta['namespace']}/{meta['name']}", exists,
                            copy.deepcopy(body)))
 
+    async def delete_configmap(self, ref: ObjectRef, *, version: str | None = None) -> None:
+        self._maybe_fail()
+        self.calls.append(("delete", ref.canonical, version))
+
     async def post_event(self, kind: str, ref: ObjectRef, uid: str, type_: str, reason: str,
                          message: str) -> None:
         self.calls.append(("event", kind, ref.canonical, uid, reason))
@@ -503,3 +507,33 @@ def test_a_packed_sets_parts_are_written_before_the_actors_configmap() -> None:
     again = writer.take()
     assert [(c[0], c[1], c[2]) for c in again] == [
         ("configmap", f"{_cm('dev')}-part-2", False)]
+
+
+def test_parts_a_shrunk_set_no_longer_has_are_deleted_after_the_actors_configmap() -> None:
+    from skillkit import noise
+
+    store, writer = Store(), Recorder()
+    made = [anon(f"tool{i:04d}", description=noise(str(i), 4000)) for i in range(600)]
+    big = _uid(skill("big", anonymousTools=made))
+    changed: set[Key] = set()
+    for doc in (big, _uid(actor("dev", skills=["big"]))):
+        changed |= store.upsert(doc)
+    rec = Reconciler(store, writer, clock=_clock())
+    asyncio.run(rec.process(changed))
+    for n, call in enumerate(c for c in writer.take() if c[0] == "configmap"):
+        echoed = json.loads(json.dumps(call[3]))
+        echoed["metadata"]["resourceVersion"] = f"rv-{n}"
+        store.upsert(echoed)
+    big["spec"]["anonymousTools"] = made[:3]
+    asyncio.run(rec.process(store.upsert(big)))
+    calls = [(c[0], c[1], c[2] if c[0] == "delete" else None) for c in writer.take()
+             if c[0] in ("configmap", "delete", "status") and c[1] != "Skill"]
+    assert calls == [("configmap", _cm("dev"), None),
+                     ("delete", f"{_cm('dev')}-part-1", "rv-0"),
+                     ("delete", f"{_cm('dev')}-part-2", "rv-1"),
+                     ("status", "Actor", None)]
+    # Their deletion, told by the watch, is no news; asked again, nothing is written.
+    assert store.remove("ConfigMap", "team-a", "dev-tools-part-1") == set()
+    assert store.remove("ConfigMap", "team-a", "dev-tools-part-2") == set()
+    asyncio.run(rec.process({key("Actor", ref("team-a/dev"))}))
+    assert writer.take() == []

@@ -10,8 +10,8 @@ from skillkit import actor, anon, configmap, namespace, ref, skill, skill_md, to
 from skillop.model import problems as P
 from skillop.model.serverkeys import ServerKey
 from skillop.model.toolset import TOOLS_KEY, default_configmap_name
+from skillop.operator.configmaps import HASH_ANNOTATION, MANAGED_BY
 from skillop.operator.deps import key, server_dep
-from skillop.operator.outputs import HASH_ANNOTATION, MANAGED_BY
 from skillop.operator.store import Store
 from skillop.resolve.resolver import Resolver
 from skillop.sources.mcp_tools import McpToolInfo

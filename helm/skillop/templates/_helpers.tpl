@@ -62,7 +62,7 @@ app.kubernetes.io/part-of: skillop
 {{/*
 Rules on namespaced resources: bound with a ClusterRoleBinding when every namespace
 is watched, with a RoleBinding in each namespace otherwise. Each rule is one API call
-the operator makes (operator/skillop/operator/kube.py) or one kopf needs to watch the
+the operator makes (operator/skillop/operator/kube/) or one kopf needs to watch the
 objects (skillop has no kopf handler that annotates them); tests/unit/test_chart.py
 keeps the two in step. The Lease (leader election) is granted in the release
 namespace only (leader-election.yaml).
@@ -84,7 +84,7 @@ namespace only (leader-election.yaml).
   verbs: ["get", "patch"]
 - apiGroups: [""]
   resources: ["configmaps"]
-  verbs: ["get", "list", "watch", "create", "update", "patch"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]

@@ -27,53 +27,43 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Protocol, TypeVar
 
-from skillop.model.canonical import json_digest
 from skillop.model.manifest import POLICY_KINDS, ActorResource, SkillResource
 from skillop.model.names import ObjectRef
 from skillop.model.problems import Problem
 from skillop.model.status import RecordedStatus, utcnow
 from skillop.model.toolset import MAX_PARTS, part_configmap_name
 from skillop.model.wording import count
+from skillop.operator.actorplan import actor_plan
 from skillop.operator.credentials import CredentialChecker
 from skillop.operator.deps import Key, key, ref_of
-from skillop.operator.kube import Gone, Refused
 from skillop.operator.metrics import Metrics
 from skillop.operator.outputs import (
     EventSpec,
-    ObservedConfigMap,
     Plan,
     ServerReport,
-    actor_plan,
     invalid_status,
     policy_status,
     skill_plan,
 )
 from skillop.operator.store import Store
-from skillop.operator.transitions import failing_transitions
+from skillop.operator.writing import (
+    PlanWrites,
+    Refusal,
+    Sent,
+    Staged,
+    StatusWrite,
+    Writer,
+    written_digest,
+)
 from skillop.resolve.inject import credentials_of
 from skillop.resolve.resolver import Resolver
 from skillop.resolve.toolset import configmap_name
 
 log = logging.getLogger("skillop.reconcile")
 T = TypeVar("T")
-
-
-class Writer(Protocol):
-    async def patch_status(self, kind: str, ref: ObjectRef, new: dict[str, Any],
-                           old: dict[str, Any]) -> str | None: ...
-
-    async def apply_configmap(self, body: dict[str, Any], *, exists: bool) -> str | None: ...
-
-    async def post_event(self, kind: str, ref: ObjectRef, uid: str, type_: str, reason: str,
-                         message: str) -> None: ...
-
-    async def read_configmap(self, ref: ObjectRef) -> dict[str, Any] | None: ...
-
-    async def uid_of(self, kind: str, ref: ObjectRef) -> str | None: ...
 
 
 class Lister(Protocol):
@@ -90,7 +80,7 @@ ServerStates = Callable[[SkillResource], Sequence[ServerReport]]
 ActorWarnings = Callable[[ActorResource, Sequence[ObjectRef]], Sequence[str]]
 
 
-class Reconciler:
+class Reconciler(PlanWrites):
     def __init__(self, store: Store, writer: Writer, *, debounce: float = 0.05,
                  concurrency: int = 16, clock: Callable[[], str] = utcnow,
                  server_states: ServerStates | None = None,
@@ -110,9 +100,9 @@ class Reconciler:
         self._limit = asyncio.Semaphore(concurrency)
         self._window = 16 * concurrency
         self._events: list[tuple[str, ObjectRef, str, EventSpec]] = []
-        self._sent = _Sent()  # this batch's writes, for its log line
+        self._sent = Sent()  # this batch's writes, for its log line
         #: Actors whose ConfigMaps the API server refused for good: what was sent
-        #: (``_written_digest``) and its words, so the same is not sent again.
+        #: (``written_digest``) and its words, so the same is not sent again.
         self._refused: dict[ObjectRef, tuple[str, str]] = {}
         #: Kinds a watch listed again (a watch gap): their membership is checked.
         self._relisted: set[str] = set()
@@ -235,12 +225,12 @@ class Reconciler:
             *(functools.partial(self._invalid, k) for k in sorted(changed)
               if k in self.store.invalid)]
         failed: list[Key] = []
-        self._sent = _Sent()
+        self._sent = Sent()
         for start in range(0, len(jobs), self._window):
             staged = await self._bounded(jobs[start:start + self._window])
             failed += [s for s in staged if isinstance(s, tuple)]
             writes = [functools.partial(self._write_status, s) for s in staged
-                      if isinstance(s, _StatusWrite)]
+                      if isinstance(s, StatusWrite)]
             failed += [k for k in await self._bounded(writes) if k is not None]
         written = time.monotonic() - started
         events, self._events = self._events, []
@@ -321,7 +311,7 @@ class Reconciler:
         k = key("Skill", ref)
         plan = skill_plan(skill, resolution, old_status=self.store.statuses.get(k, {}),
                           servers=self.server_states(skill), now=self.clock())
-        return _StatusWrite("Skill", ref, skill.meta.uid, plan.status, plan.events)
+        return StatusWrite("Skill", ref, skill.meta.uid, plan.status, plan.events)
 
     async def _actor(self, resolver: Resolver, ref: ObjectRef) -> Staged:
         actor = self.store.catalog.actors.get(ref)
@@ -350,7 +340,7 @@ class Reconciler:
                               credentials=credentials, observed_parts=parts, refused=refused)
 
         plan = plan_with()
-        attempt = _written_digest(plan)
+        attempt = written_digest(plan)
         before = self._refused.get(ref)
         if attempt is not None and before is not None and before[0] == attempt:
             # Refused for good already: the same ConfigMaps are not sent again.
@@ -361,12 +351,12 @@ class Reconciler:
                                    exists=observed is not None,
                                    version=observed.resource_version if observed else None,
                                    parts=parts)
-        if not isinstance(staged, _Refusal):
+        if not isinstance(staged, Refusal):
             return staged
         assert attempt is not None
         self._refused[ref] = (attempt, staged.message)
         refused = plan_with(staged.message)
-        return _StatusWrite("Actor", ref, actor.meta.uid, refused.status, refused.events)
+        return StatusWrite("Actor", ref, actor.meta.uid, refused.status, refused.events)
 
     def _part_names(self, ref: ObjectRef, actor: ActorResource) -> list[str]:
         """The names a packed set's parts may have (whether written or not)."""
@@ -400,7 +390,7 @@ class Reconciler:
                                old=self.store.statuses.get(k, {}), now=self.clock())
         if status is None:
             return None
-        return _StatusWrite(kind, ref, policy.meta.uid, status, ())
+        return StatusWrite(kind, ref, policy.meta.uid, status, ())
 
     async def _invalid(self, k: Key) -> Staged:
         """An object whose spec does not parse: Ready=False with every problem."""
@@ -420,163 +410,7 @@ class Reconciler:
         if status is None:
             return None
         # The uid the store holds: ``kubectl describe`` finds an Event by it.
-        return _StatusWrite(kind, ref, self.store.uids.get(kind, {}).get(ref, ""), status, ())
-
-    async def _write(self, kind: str, ref: ObjectRef, uid: str, plan: Plan, *,
-                     exists: bool = False, version: str | None = None,
-                     parts: Mapping[str, ObservedConfigMap] | None = None,
-                     ) -> Staged | _Refusal:
-        """Write the plan's ConfigMaps (a packed set's parts first, then the Actor's
-        own, which holds the index naming them); stage its status (and events) for
-        after the window's ConfigMaps. A failed ConfigMap stages nothing: the key is
-        retried; one the API server refused for good is a ``_Refusal`` (not retried).
-        A rewrite asserts the ``version`` last seen (docs/operations.md,
-        Faults): changed meanwhile, it fails and is made again from what
-        the watch then shows."""
-        seen = parts or {}
-        writes = [(body, seen.get(body["metadata"]["name"])) for body in plan.parts]
-        for body, observed in writes:
-            failed = await self._write_configmap(
-                kind, ref, body, exists=observed is not None,
-                version=observed.resource_version if observed is not None else None)
-            if failed is not None:
-                return failed
-        if plan.configmap is not None:
-            failed = await self._write_configmap(kind, ref, plan.configmap, exists=exists,
-                                                 version=version)
-            if failed is not None:
-                return failed
-        # Only what is still to write is kept: a window holds statuses, not ConfigMaps.
-        return _StatusWrite(kind, ref, uid, plan.status, plan.events)
-
-    async def _write_configmap(self, kind: str, ref: ObjectRef, configmap: dict[str, Any], *,
-                               exists: bool, version: str | None) -> Key | _Refusal | None:
-        body = _versioned(configmap, version if exists else None)
-        written: list[str | None] = []
-
-        async def write() -> None:
-            written.append(await self.writer.apply_configmap(body, exists=exists))
-
-        try:
-            failed = await self._attempt(kind, ref, write())
-        except Refused as err:
-            log.warning("%s %s: %s; not retried: its status says so", kind, ref, err)
-            return _Refusal(f"the API server refused ConfigMap {body['metadata']['name']}:"
-                            f" HTTP {err.status}: {err.message}")
-        if failed is not None:
-            return failed
-        self._sent.configmap(key(kind, ref))
-        self.store.record_configmap(_versioned(configmap, written[0]))
-        return None
-
-    async def _write_status(self, staged: _StatusWrite) -> Key | None:
-        kind, ref, status = staged.kind, staged.ref, staged.status
-        if status is not None:
-            old = self.store.statuses.get(key(kind, ref), {})
-            made: list[str | None] = []
-
-            async def write() -> None:
-                made.append(await self.writer.patch_status(kind, ref, status, old))
-
-            try:
-                failed = await self._attempt(kind, ref, write())
-            except Refused as err:  # the same status would be refused again
-                log.warning("%s %s: %s; not retried", kind, ref, err)
-                return None
-            if failed is not None:
-                return failed
-            self._sent.status(key(kind, ref))
-            self.store.record_status(kind, ref, status, version=made[0] if made else None)
-            # Compared with what the API server held: once per transition, and
-            # nothing when a restart finds the status as it should be.
-            warnings = failing_transitions(old, status)
-        else:
-            warnings = ()
-        # Events go out once the batch's ConfigMaps and statuses are written: they
-        # inform, and must not delay the writes that carry the new tool sets.
-        self._events += [(kind, ref, staged.uid, event)
-                         for event in (*warnings, *staged.events)]
-        return None
-
-    async def _attempt(self, kind: str, ref: ObjectRef, write: Awaitable[None]) -> Key | None:
-        """Await one write; on failure, log it and return the key to retry.
-        ``Refused`` (for good) is raised to the caller, who says so where it can."""
-        try:
-            await write
-        except Refused:
-            raise
-        except Gone as err:  # deleted meanwhile: no retry; the store is checked
-            log.info("%s %s: %s; checking what still exists", kind, ref, err)
-            self.relisted(kind)
-            return None
-        except Exception as err:  # WriteFailed, or the API client's own errors
-            log.warning("%s %s: %s; will retry", kind, ref, err)
-            return key(kind, ref)
-        return None
-
-
-def _versioned(body: dict[str, Any], version: str | None) -> dict[str, Any]:
-    """``body`` asserting ``version`` (None: as it is)."""
-    if version is None:
-        return body
-    return {**body, "metadata": {**body["metadata"], "resourceVersion": version}}
-
-
-@dataclass(frozen=True, slots=True)
-class _Refusal:
-    """A ConfigMap the API server refused for good, and its words."""
-
-    message: str
-
-
-def _written_digest(plan: Plan) -> str | None:
-    """What identifies the ConfigMaps a plan writes (None: it writes none)."""
-    bodies = [*plan.parts, *([plan.configmap] if plan.configmap is not None else [])]
-    if not bodies:
-        return None
-    return json_digest([[b["metadata"]["name"], b.get("data"), b.get("binaryData")]
-                        for b in bodies])
-
-
-@dataclass(frozen=True, slots=True)
-class _StatusWrite:
-    """An object whose ConfigMap (if any) is written: its status and events to go."""
-
-    kind: str
-    ref: ObjectRef
-    uid: str
-    status: dict[str, Any] | None
-    events: tuple[EventSpec, ...]
-
-
-@dataclass(slots=True)
-class _Sent:
-    """What one batch sent the API server (not what it resolved): the log says it."""
-
-    statuses: int = 0
-    configmaps: int = 0
-    objects: set[Key] = field(default_factory=set)
-
-    def status(self, k: Key) -> None:
-        self.statuses += 1
-        self.objects.add(k)
-
-    def configmap(self, k: Key) -> None:
-        self.configmaps += 1
-        self.objects.add(k)
-
-    def summary(self, planned: int, failed: set[Key]) -> str:
-        """"2 written (2 statuses, 1 ConfigMap), 14 unchanged, 0 to retry"."""
-        unchanged = planned - len(self.objects | failed)
-        return (f"{count(len(self.objects), 'object')} written"
-                f" ({count(self.statuses, 'status', 'statuses')},"
-                f" {count(self.configmaps, 'ConfigMap')}), {unchanged} unchanged,"
-                f" {len(failed)} to retry")
-
-
-#: What an object's first phase leaves: nothing to do (None), a key to retry, or
-#: a status to write once the window's ConfigMaps are written.
-Staged = _StatusWrite | Key | None
+        return StatusWrite(kind, ref, self.store.uids.get(kind, {}).get(ref, ""), status, ())
 
 
 def _declared_states(skill: SkillResource) -> list[ServerReport]:

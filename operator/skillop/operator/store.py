@@ -44,6 +44,7 @@ from skillop.model.manifest import (
 from skillop.model.names import ObjectRef
 from skillop.model.problems import Problem
 from skillop.model.serverkeys import ServerKey
+from skillop.operator.configmaps import ObservedConfigMap, is_managed, observe_configmap
 from skillop.operator.deps import (
     DependencyIndex,
     Key,
@@ -53,12 +54,7 @@ from skillop.operator.deps import (
     server_dep,
     skill_dependencies,
 )
-from skillop.operator.outputs import (
-    ObservedConfigMap,
-    is_managed,
-    observe_configmap,
-    remembered,
-)
+from skillop.operator.outputs import remembered
 from skillop.resolve.catalog import Catalog
 from skillop.resolve.inject import Credentials, actor_of, gateway_container, mounted_credentials
 from skillop.sources.mcp_tools import McpToolInfo
@@ -301,6 +297,11 @@ class Store:
 
     def record_configmap(self, body: Mapping[str, Any]) -> None:
         self._managed_configmap(body)
+
+    def forget_configmap(self, ref: ObjectRef) -> None:
+        """A managed ConfigMap the operator deleted: its deletion's watch event is
+        no news (no Actor to check, none to requeue)."""
+        self.managed.pop(ref, None)
 
     # -- internals ----------------------------------------------------------------
     def _table(self, kind: str) -> dict[ObjectRef, Any]:

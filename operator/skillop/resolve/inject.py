@@ -38,16 +38,22 @@ from __future__ import annotations
 import copy
 import hashlib
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from skillop import __version__
 from skillop.model import settings as known
-from skillop.model.names import ACTOR_LABEL, OBJECT_NAME_RE, ObjectRef, did_you_mean
-from skillop.model.specs import EnvVar, HeadersFrom, McpTls
-from skillop.model.toolset import MAX_PARTS, default_configmap_name, part_configmap_name
-from skillop.resolve.catalog import Catalog
+from skillop.model.names import ACTOR_LABEL, OBJECT_NAME_RE
+from skillop.model.toolset import MAX_PARTS, part_configmap_name
+
+# Re-exported: the Target of a pod, read from the catalog (``injecttarget``).
+from skillop.resolve.injecttarget import Credentials as Credentials
+from skillop.resolve.injecttarget import Target as Target
+from skillop.resolve.injecttarget import credentials_of as credentials_of
+from skillop.resolve.injecttarget import namespace_secrets as namespace_secrets
+from skillop.resolve.injecttarget import target_of as target_of
+from skillop.resolve.injecttarget import unknown_actor as unknown_actor
 
 # Re-exported: callers (the webhook, the CLI, the store) read pods through here.
 from skillop.resolve.podguard import SIDECAR_NAME as SIDECAR_NAME
@@ -64,8 +70,6 @@ from skillop.resolve.podguard import (
     pod_spec,
 )
 from skillop.resolve.podguard import gateway_container as gateway_container
-from skillop.resolve.resolver import Resolver
-from skillop.resolve.toolset import configmap_name
 
 DEFAULT_IMAGE = f"ghcr.io/skillop/skillop:{__version__}"
 DEFAULT_PORT = known.INJECT_PORT.default
@@ -102,47 +106,6 @@ _WORKLOAD_TEMPLATES = {"Deployment": ("spec", "template"), "ReplicaSet": ("spec"
 
 
 @dataclass(frozen=True)
-class Credentials:
-    """What an Actor's ToolSet names for its MCP servers (names only, never values)."""
-
-    #: Secrets: ``headersFrom.secretRef``, ``env[].valueFrom.secretKeyRef``,
-    #: ``tls.caSecretRef``, sorted, once each.
-    secrets: tuple[str, ...] = ()
-    #: ConfigMaps holding CA bundles (``tls.caConfigMapRef``), sorted, once each.
-    configmaps: tuple[str, ...] = ()
-    #: The keys that must be in those Secrets: (Secret, key), sorted (headersFrom
-    #: uses whatever keys the Secret has).
-    secret_keys: tuple[tuple[str, str], ...] = ()
-
-    def not_in(self, mounted: Credentials) -> Credentials:
-        """What this names that ``mounted`` lacks."""
-        return Credentials(
-            secrets=tuple(s for s in self.secrets if s not in mounted.secrets),
-            configmaps=tuple(c for c in self.configmaps if c not in mounted.configmaps))
-
-    def __bool__(self) -> bool:
-        return bool(self.secrets or self.configmaps)
-
-
-@dataclass(frozen=True)
-class Target:
-    """Whose gateway a pod gets: the Actor, its ConfigMap and what its set names."""
-
-    actor: str
-    configmap: str
-    credentials: Credentials = field(default_factory=Credentials)
-    #: Secrets no container but the gateway may hold besides the set's: for an
-    #: Actor not known or not Ready (its set is not known), those the Skills of
-    #: its namespace name as upstream credentials.
-    guarded: tuple[str, ...] = ()
-
-    @property
-    def withheld(self) -> frozenset[str]:
-        """Every Secret only the gateway may hold."""
-        return frozenset((*self.credentials.secrets, *self.guarded))
-
-
-@dataclass(frozen=True)
 class SidecarSettings:
     """The sidecar's image and settings (the chart's ``injection`` values)."""
 
@@ -155,80 +118,6 @@ class SidecarSettings:
     requests: tuple[tuple[str, str], ...] = known.INJECT_RESOURCES.default["requests"]
     limits: tuple[tuple[str, str], ...] = known.INJECT_RESOURCES.default["limits"]
 
-
-class _Server(Protocol):
-    """An MCP server as a set (``ServerEntry``) or a Skill (``McpServer``) names it."""
-
-    @property
-    def headers_from(self) -> HeadersFrom | None: ...
-    @property
-    def env(self) -> Sequence[EnvVar] | None: ...
-    @property
-    def tls(self) -> McpTls | None: ...
-
-
-def credentials_of(servers: Iterable[_Server]) -> Credentials:
-    """The Secrets and CA ConfigMaps the servers of a set name (the document's
-    ``mcpServers``; ``Resolution.servers``)."""
-    secrets: set[str] = set()
-    configmaps: set[str] = set()
-    keys: set[tuple[str, str]] = set()
-    for server in servers:
-        if server.headers_from is not None:
-            secrets.add(server.headers_from.secret_ref.name)
-        for env in server.env or ():
-            ref = env.value_from.secret_key_ref if env.value_from is not None else None
-            if ref is not None:
-                secrets.add(ref.name)
-                keys.add((ref.name, ref.key))
-        tls = server.tls
-        if tls is not None and tls.ca_secret_ref is not None:
-            secrets.add(tls.ca_secret_ref.name)
-            keys.add((tls.ca_secret_ref.name, tls.ca_secret_ref.key))
-        if tls is not None and tls.ca_config_map_ref is not None:
-            configmaps.add(tls.ca_config_map_ref.name)
-    return Credentials(secrets=tuple(sorted(secrets)), configmaps=tuple(sorted(configmaps)),
-                       secret_keys=tuple(sorted(keys)))
-
-
-def target_of(resolver: Resolver, namespace: str, actor: str) -> Target:
-    """The Target of a pod labelled for ``actor`` in ``namespace``, from the catalog.
-
-    An Actor that does not exist (yet) or does not resolve (not Ready) names no
-    credentials: its pod still gets the gateway and the (optional) ConfigMap,
-    and serves no tools until the Actor resolves; meanwhile the Secrets its
-    namespace's Skills name are ``guarded`` (no agent may hold them).
-    """
-    found = resolver.catalog.actors.get(ObjectRef(namespace, actor))
-    if found is None:
-        return Target(actor=actor, configmap=default_configmap_name(actor),
-                      guarded=namespace_secrets(resolver.catalog, namespace))
-    resolution = resolver.resolve_actor(found.ref)
-    if resolution is None or not resolution.ok:
-        return Target(actor=actor, configmap=configmap_name(found),
-                      guarded=namespace_secrets(resolver.catalog, namespace))
-    return Target(actor=actor, configmap=configmap_name(found),
-                  credentials=credentials_of(resolution.servers))
-
-
-def namespace_secrets(catalog: Catalog, namespace: str) -> tuple[str, ...]:
-    """The Secrets the MCP servers of ``namespace``'s Skills name: what a set
-    there may come to mount, known before the Actor is."""
-    return credentials_of(server for ref, skill in catalog.skills.items()
-                          if ref.namespace == namespace
-                          for server in skill.spec.mcp_servers).secrets
-
-
-def unknown_actor(resolver: Resolver, namespace: str, actor: str) -> str | None:
-    """What to warn when a pod's label names an Actor the catalog does not have (a
-    typo is admitted silently otherwise: the pod gets a gateway serving nothing),
-    with the namespace's closest Actor names; None when it exists."""
-    ref = ObjectRef(namespace, actor)
-    if ref in resolver.catalog.actors:
-        return None
-    names = (r.name for r in resolver.catalog.actors if r.namespace == namespace)
-    return (f"Actor {ref} not found{did_you_mean(actor, names)} (label {ACTOR_LABEL}):"
-            " the gateway serves no tools until it exists")
 
 
 # -- reading a pod ---------------------------------------------------------------

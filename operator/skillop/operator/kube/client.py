@@ -1,4 +1,4 @@
-"""The one module that talks to the Kubernetes API (besides kopf's own watching).
+"""The client of the Kubernetes API: every call but the Lease's (``kube.lease``).
 
 Uses the official client from a thread pool. Conflicts (409), throttling (429),
 server errors and network failures (OSError, urllib3's MaxRetryError and
@@ -8,9 +8,7 @@ Secrets are read only here and their values are never logged.
 
 Writes pass a gate (``may_write``): with leader election, only the leader's
 writes go out; a standby's are refused before any request (``NotLeader``).
-Lease calls (leader election) bypass the gate, use their own thread (a burst of
-writes never delays a renewal) and are never retried here: a 409 means another
-replica won the race, and the elector decides what to do next.
+Lease calls (leader election, ``kube.lease``) bypass the gate.
 """
 
 from __future__ import annotations
@@ -23,12 +21,21 @@ import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import urllib3
-
 from skillop.model.names import API_GROUP, API_VERSION, ObjectRef
+from skillop.operator.kube.errors import (
+    REFUSED,
+    TRANSIENT,
+    Gone,
+    NotLeader,
+    Refused,
+    WriteFailed,
+    api_message,
+    namespace_terminating,
+    network,
+)
+from skillop.operator.kube.lease import LeaseCalls
 
 if TYPE_CHECKING:
     from skillop.operator.metrics import Metrics
@@ -37,10 +44,6 @@ log = logging.getLogger("skillop.kube")
 T = TypeVar("T")
 RETRIABLE = {409, 429, 500, 502, 503, 504}
 BACKOFF = (0.05, 0.2, 0.5, 1.0, 2.0)
-#: Network failures, all transient: OSError (refused, reset, timeout) and urllib3's
-#: own, which are not OSErrors (MaxRetryError once its retries are spent with the
-#: API server down, ProtocolError for a connection dropped mid-response).
-TRANSIENT: tuple[type[Exception], ...] = (OSError, urllib3.exceptions.HTTPError)
 #: Kinds without a namespace: listed cluster-wide even when the operator watches
 #: only some namespaces.
 CLUSTER_SCOPED = frozenset({"Namespace", "ClusterSkillPolicy"})
@@ -52,86 +55,7 @@ METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v
 LIST_PAGE = 500
 
 
-class WriteFailed(Exception):
-    """A write still failing after the retries; the caller re-queues the object."""
-
-
-class Gone(WriteFailed):
-    """A write to an object that no longer exists (HTTP 404), or into a namespace
-    being deleted (HTTP 403, cause NamespaceTerminating): not retried."""
-
-
-class Refused(WriteFailed):
-    """A write the API server refused for good (HTTP 400 or 422: invalid, e.g. a
-    ConfigMap over its size limit): the same body would be refused again, so it is
-    not retried. ``message`` is the API server's own, on one line."""
-
-    def __init__(self, what: str, status: int, message: str) -> None:
-        super().__init__(f"{what}: HTTP {status}: {message}")
-        self.status, self.message = status, message
-
-
-#: What the API server answers for a body it will never accept.
-REFUSED = frozenset({400, 422})
-
-
-def _api_message(err: Any) -> str:
-    """The message of the API server's Status answer, on one line (its reason if none)."""
-    try:
-        message = json.loads(err.body or "{}").get("message")
-    except (ValueError, AttributeError):
-        message = None
-    text = " ".join(str(message or err.reason or "invalid").split())
-    return text if len(text) <= 400 else text[:397] + "..."
-
-
-class NotLeader(WriteFailed):
-    """A write refused by the gate: this replica is not the leader (nothing was sent)."""
-
-
-class LeaseConflict(Exception):
-    """The Lease changed since it was read (HTTP 409): another replica got there first."""
-
-
-class LeaseUnavailable(Exception):
-    """The Lease could not be read or written (API unreachable, an error status)."""
-
-
-#: The wire format of Lease times (metav1.MicroTime).
-MICRO_TIME = "%Y-%m-%dT%H:%M:%S.%fZ"
-
-
-@dataclass(frozen=True)
-class LeaseRecord:
-    """A coordination.k8s.io/v1 Lease's spec, as leader election reads and writes it."""
-
-    holder: str
-    duration_seconds: int
-    acquire_time: str | None = None
-    renew_time: str | None = None
-    transitions: int = 0
-    #: The version read; a write asserts it (optimistic concurrency).
-    resource_version: str | None = None
-
-    def spec(self) -> dict[str, Any]:
-        spec: dict[str, Any] = {"leaseDurationSeconds": self.duration_seconds,
-                                "leaseTransitions": self.transitions}
-        if self.holder:
-            spec["holderIdentity"] = self.holder
-        if self.acquire_time:
-            spec["acquireTime"] = self.acquire_time
-        if self.renew_time:
-            spec["renewTime"] = self.renew_time
-        return spec
-
-
-def _micro_time(value: Any) -> str | None:
-    if isinstance(value, datetime.datetime):
-        return value.astimezone(datetime.UTC).strftime(MICRO_TIME)
-    return str(value) if value else None
-
-
-class Kube:
+class Kube(LeaseCalls):
     def __init__(self, *, threads: int = 16, user_agent: str | None = None) -> None:
         import kubernetes  # the operator only: the CLI never imports the client
 
@@ -161,10 +85,6 @@ class Kube:
         if not self.may_write():
             self._count(kind, "refused")
             raise NotLeader(f"{what}: not the leader")
-
-    def _count(self, kind: str, outcome: str) -> None:
-        if self.metrics is not None:
-            self.metrics.api_write(kind, outcome)
 
     async def _write(self, kind: str, what: str, fn: Callable[[], T], *,
                      gone_on_404: bool = False, maybe_done: bool = True) -> T:
@@ -204,19 +124,19 @@ class Kube:
             except self._client.ApiException as err:
                 if err.status == 404 and gone_on_404:
                     raise Gone(f"{what}: HTTP 404 (deleted)") from None
-                if _namespace_terminating(err):
+                if namespace_terminating(err):
                     # Its namespace is being deleted: what is written there goes
                     # with it, so a retry (or a re-created ConfigMap) only adds noise.
                     raise Gone(f"{what}: its namespace is being deleted") from None
                 if err.status in REFUSED:
-                    raise Refused(what, err.status, _api_message(err)) from None
+                    raise Refused(what, err.status, api_message(err)) from None
                 if err.status not in retriable or delay is None:
                     raise WriteFailed(f"{what}: HTTP {err.status} {err.reason}") from None
                 log.info("%s: HTTP %s, retry %d in %.2fs", what, err.status, attempt + 1, delay)
             except TRANSIENT as err:  # connection reset, refused, timeout
                 if delay is None or not maybe_done:
-                    raise WriteFailed(f"{what}: {_network(err)}") from None
-                log.info("%s: %s, retry %d in %.2fs", what, _network(err), attempt + 1, delay)
+                    raise WriteFailed(f"{what}: {network(err)}") from None
+                log.info("%s: %s, retry %d in %.2fs", what, network(err), attempt + 1, delay)
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
@@ -285,6 +205,26 @@ class Kube:
 
         return _resource_version(
             await self._write("ConfigMap", f"write configmap {ns}/{name}", write))
+
+    async def delete_configmap(self, ref: ObjectRef, *, version: str | None = None) -> None:
+        """Delete a ConfigMap (gone already is fine). With ``version``, only that
+        version (a precondition): changed since, HTTP 409 is not retried, and the
+        change the watch then shows decides again."""
+        options = {"preconditions": {"resourceVersion": version}} if version else None
+
+        def delete() -> bytes:
+            try:
+                return _drained(self.core.delete_namespaced_config_map(
+                    ref.name, ref.namespace, body=options, _preload_content=False))
+            except self._client.ApiException as err:
+                if err.status == 404:
+                    return b""
+                if err.status == 409 and version is not None:
+                    raise WriteFailed(f"delete configmap {ref}: changed since resourceVersion"
+                                      f" {version} (HTTP 409)") from None
+                raise
+
+        await self._write("ConfigMap", f"delete configmap {ref}", delete)
 
     async def post_event(self, kind: str, ref: ObjectRef, uid: str, type_: str, reason: str,
                          message: str) -> None:
@@ -389,78 +329,9 @@ class Kube:
             return None
         return frozenset(getattr(secret, "data", None) or {})
 
-    # -- leader election ----------------------------------------------------------
-    async def _lease_call(self, what: str, fn: Callable[[], T]) -> T:
-        loop = asyncio.get_running_loop()
-        try:
-            return await loop.run_in_executor(self._lease_pool, fn)
-        except self._client.ApiException as err:
-            if err.status == 409:
-                raise LeaseConflict(what) from None
-            raise LeaseUnavailable(f"{what}: HTTP {err.status} {err.reason}") from None
-        except TRANSIENT as err:
-            raise LeaseUnavailable(f"{what}: {_network(err)}") from None
-
-    async def read_lease(self, namespace: str, name: str, *,
-                         timeout: float) -> LeaseRecord | None:
-        """The Lease, or None if there is none."""
-        def read() -> Any:
-            try:
-                return self.coordination.read_namespaced_lease(
-                    name, namespace, _request_timeout=timeout)
-            except self._client.ApiException as err:
-                if err.status == 404:
-                    return None
-                raise
-
-        lease = await self._lease_call(f"read lease {namespace}/{name}", read)
-        if lease is None:
-            return None
-        spec = lease.spec
-        return LeaseRecord(
-            holder=spec.holder_identity or "", duration_seconds=spec.lease_duration_seconds or 0,
-            acquire_time=_micro_time(spec.acquire_time), renew_time=_micro_time(spec.renew_time),
-            transitions=spec.lease_transitions or 0,
-            resource_version=lease.metadata.resource_version)
-
-    async def write_lease(self, namespace: str, name: str, record: LeaseRecord, *,
-                          timeout: float) -> str:
-        """Create the Lease (no version read) or replace the version read.
-
-        Returns the new resourceVersion; ``LeaseConflict`` if another replica
-        created or changed it first.
-        """
-        body: dict[str, Any] = {
-            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-            "metadata": {"name": name, "namespace": namespace}, "spec": record.spec()}
-        if record.resource_version is None:
-            fn: Callable[[], Any] = lambda: self.coordination.create_namespaced_lease(  # noqa: E731
-                namespace, body, _request_timeout=timeout)
-        else:
-            body["metadata"]["resourceVersion"] = record.resource_version
-            fn = lambda: self.coordination.replace_namespaced_lease(  # noqa: E731
-                name, namespace, body, _request_timeout=timeout)
-        try:
-            lease = await self._lease_call(f"write lease {namespace}/{name}", fn)
-        except LeaseConflict:
-            self._count("Lease", "conflict")
-            raise
-        except LeaseUnavailable:
-            self._count("Lease", "error")
-            raise
-        self._count("Lease", "success")
-        return str(lease.metadata.resource_version)
-
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._lease_pool.shutdown(wait=False, cancel_futures=True)
-
-
-def _network(err: Exception) -> str:
-    """A network failure in one line: its type, and urllib3's reason (no URL)."""
-    reason = getattr(err, "reason", None)
-    return f"{type(err).__name__} ({type(reason).__name__})" if reason is not None \
-        else type(err).__name__
 
 
 def _resource_version(data: bytes) -> str | None:
@@ -481,15 +352,3 @@ def _drained(response: Any) -> bytes:
     data: bytes = response.data
     return data
 
-
-def _namespace_terminating(err: Any) -> bool:
-    """Whether an API error is the refusal to create in a namespace being deleted."""
-    if getattr(err, "status", None) != 403:
-        return False
-    try:
-        details = json.loads(err.body or b"{}").get("details") or {}
-    except (ValueError, TypeError, AttributeError):
-        return False
-    causes = details.get("causes") if isinstance(details, dict) else None
-    return isinstance(causes, list) and any(
-        isinstance(c, dict) and c.get("reason") == "NamespaceTerminating" for c in causes)

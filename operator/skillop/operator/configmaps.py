@@ -1,0 +1,128 @@
+"""The ConfigMaps skillop writes for an Actor: their bodies (labels, the hash
+annotation, the Actor as controller owner), and what the operator keeps of one it
+observes, enough to tell it from the one it would write."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from skillop.model.manifest import ActorResource
+from skillop.model.names import ACTOR_LABEL, API_GROUP, GROUP_VERSION
+from skillop.resolve.toolset import StoredConfigMap
+
+MANAGED_BY = {"app.kubernetes.io/managed-by": "skillop"}
+HASH_ANNOTATION = "skillop.dev/tools-hash"
+
+
+@dataclass(frozen=True, slots=True)
+class ObservedConfigMap:
+    """What the operator knows of a ConfigMap it manages."""
+
+    name: str
+    owner: str | None
+    tools_hash: str | None
+    data_digest: str
+    #: The uid its Actor ownerReference names (None: none); a ConfigMap whose
+    #: owner is not the Actor by uid is rewritten (the garbage collector follows
+    #: the uid, and deletes a ConfigMap whose owner is gone).
+    owner_uid: str | None = None
+    #: Both labels (managed-by, and the Actor's name) are as written.
+    labelled: bool = True
+    #: The resourceVersion seen (a watch event's, or the answer to its own
+    #: write): a rewrite asserts it, so a replica that lost the Lease while its
+    #: write was on the way cannot overwrite what the new leader wrote since.
+    #: Not part of what the ConfigMap says: an echo of its own write is no news.
+    resource_version: str | None = field(default=None, compare=False)
+
+    def needs_rewrite(self, actor: ActorResource, data: str, tools_hash: str) -> bool:
+        """Whether the ConfigMap differs from the one ``actor`` should have."""
+        return (self.data_digest != data or self.tools_hash != tools_hash
+                or self.owner_uid != actor.meta.uid or not self.labelled)
+
+
+def is_managed(meta: Mapping[str, Any]) -> bool:
+    """A ConfigMap skillop writes: its managed-by label, or an Actor as controller
+    owner (a user may delete a label; the ownerReference is what ownership is)."""
+    return _managed_label(meta.get("labels") or {}) or _actor_owner(meta) is not None
+
+
+def _managed_label(labels: Mapping[str, Any]) -> bool:
+    return all(labels.get(k) == v for k, v in MANAGED_BY.items())
+
+
+def _actor_owner(meta: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    return next((o for o in meta.get("ownerReferences") or []
+                 if isinstance(o, Mapping) and o.get("kind") == "Actor"
+                 and str(o.get("apiVersion", "")).startswith(f"{API_GROUP}/")), None)
+
+
+def observe_configmap(body: Mapping[str, Any]) -> ObservedConfigMap:
+    """What the store keeps of a managed ConfigMap: enough to tell it from the one
+    the operator would write. Its Actor: the ownerReference's, else the label's
+    (an ownerless ConfigMap, after ``kubectl delete actor --cascade=orphan``)."""
+    meta = body.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    owner_ref = _actor_owner(meta)
+    owner = (owner_ref.get("name") if owner_ref is not None else None) or \
+        labels.get(ACTOR_LABEL) or None
+    return ObservedConfigMap(
+        name=str(meta.get("name", "")), owner=str(owner) if owner else None,
+        tools_hash=(meta.get("annotations") or {}).get(HASH_ANNOTATION),
+        data_digest=data_digest(body.get("data") or {}, body.get("binaryData") or {}),
+        owner_uid=str(owner_ref.get("uid")) if owner_ref is not None else None,
+        labelled=(_managed_label(labels) and owner is not None
+                  and labels.get(ACTOR_LABEL) == owner),
+        resource_version=str(meta["resourceVersion"]) if meta.get("resourceVersion") else None)
+
+
+def data_digest(data: Mapping[str, str], binary: Mapping[str, str] | None = None) -> str:
+    """sha256 of a ConfigMap's data (keys and values, NUL-separated: no re-encoding),
+    then of its ``binaryData`` (base64, as the API serves it) when it has any."""
+    digest = hashlib.sha256()
+    for k in sorted(data):
+        digest.update(k.encode())
+        digest.update(b"\0")
+        digest.update(str(data[k]).encode())
+        digest.update(b"\0")
+    for k in sorted(binary or {}):
+        digest.update(b"\1" + k.encode() + b"\0" + str((binary or {})[k]).encode() + b"\0")
+    return digest.hexdigest()
+
+
+def base64_values(binary: Mapping[str, bytes]) -> dict[str, str]:
+    return {k: base64.b64encode(v).decode() for k, v in binary.items()}
+
+
+def differs(actor: ActorResource, stored: StoredConfigMap, tools_hash: str,
+             observed: ObservedConfigMap | None) -> bool:
+    return observed is None or observed.needs_rewrite(
+        actor, data_digest(stored.data, base64_values(stored.binary)), tools_hash)
+
+
+def configmap_body(actor: ActorResource, stored: StoredConfigMap, tools_hash: str,
+               ) -> dict[str, Any]:
+    """One ConfigMap of the set: each carries the set's hash (a part too: which
+    version it belongs to, for who reads it by hand)."""
+    body: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": stored.name,
+            "namespace": actor.meta.namespace,
+            "labels": {**MANAGED_BY, ACTOR_LABEL: actor.meta.name},
+            "annotations": {HASH_ANNOTATION: tools_hash},
+            "ownerReferences": [{
+                "apiVersion": GROUP_VERSION, "kind": "Actor", "name": actor.meta.name,
+                "uid": actor.meta.uid, "controller": True, "blockOwnerDeletion": True,
+            }],
+        },
+        "data": dict(stored.data),
+    }
+    if stored.binary:
+        body["binaryData"] = base64_values(stored.binary)
+    return body
+
