@@ -45,6 +45,10 @@ MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 #: say what it does, and the cost grows with the length: on the tuning queries 64
 #: ranks as well as 128 and reads a set in about half the time (docs/benchmarks.md).
 MAX_TOKENS = 64
+#: Tokens a search query is cut to. A query's vector is computed while the model
+#: waits, and its cost grows with its length; the tuning queries (long task
+#: descriptions included) rank the same cut at 24 or 32 as at 64 (docs/benchmarks.md).
+QUERY_TOKENS = 32
 #: Texts encoded per forward pass (of similar lengths, so little padding).
 BATCH = 32
 _LAYERS, _HEADS, _EPS = 6, 12, 1e-12
@@ -134,12 +138,15 @@ class Encoder:
             np.concatenate([w.pop(f"{prefix}{p}.weight") for p in parts], axis=1))
         w[prefix + "qkv.bias"] = np.concatenate([w.pop(f"{prefix}{p}.bias") for p in parts])
 
-    def encode(self, texts: Sequence[str]) -> Matrix:
-        """One unit-length row per text (float32)."""
+    def encode(self, texts: Sequence[str], *, tokens: int = MAX_TOKENS) -> Matrix:
+        """One unit-length row per text (float32), each read up to ``tokens`` tokens
+        (at most ``MAX_TOKENS``)."""
         import numpy as np
 
         encodings = self._tokenizer.encode_batch(list(texts))
-        ids = [e.ids for e in encodings]
+        # The closing [SEP] kept: the model was trained on sequences ending in it.
+        ids = [e.ids if len(e.ids) <= tokens else [*e.ids[:tokens - 1], e.ids[-1]]
+               for e in encodings]
         out = np.zeros((len(ids), self.dimension), dtype=np.float32)
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         for start in range(0, len(order), BATCH):
