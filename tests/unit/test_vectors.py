@@ -34,7 +34,7 @@ class Counting:
     def __init__(self) -> None:
         self.read: list[str] = []
 
-    def encode(self, texts: list[str]) -> Any:
+    def encode(self, texts: list[str], *, tokens: int = 64) -> Any:
         self.read += texts
         rows = np.array([[1.0 if t in text.lower() else 0.0 for t in TOPICS] + [0.1]
                          for text in texts], dtype=np.float32)

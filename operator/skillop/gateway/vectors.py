@@ -31,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from skillop.gateway.embedding import Encoder, Unavailable, shared_encoder
+from skillop.gateway.embedding import QUERY_TOKENS, Encoder, Unavailable, shared_encoder
 from skillop.gateway.search import SearchIndex
 from skillop.model.wording import count
 
@@ -157,7 +157,8 @@ class SemanticRanker:
         assert self._cache is not None
         started = time.perf_counter()
         vectors, computed = vectors_for(index, encoder, self._cache)
-        index.attach_vectors(vectors, lambda query: encoder.encode([query])[0])
+        index.attach_vectors(
+            vectors, lambda query: encoder.encode([query], tokens=QUERY_TOKENS)[0])
         problem = self._cache.store(
             {digest(doc.sentence()): vectors[i] for i, doc in enumerate(index.documents)})
         if problem:

