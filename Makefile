@@ -30,9 +30,15 @@ typecheck: $(STAMP)
 
 # The real-API tier finds its binaries as CI does (.ci/kube-assets), or says in one
 # line that it skips and how to turn it on.
+# One pytest worker per core (pytest-xdist; PYTEST_WORKERS=0 runs in one process). A
+# file's tests stay together, in order, on one worker (--dist loadfile): its module
+# fixtures (operators, control-plane namespaces, servers) start once, as in a serial
+# run. Each worker starts its own real-API control plane (docs/testing.md).
+PYTEST_WORKERS ?= auto
 unit: $(STAMP)
 	KUBEBUILDER_ASSETS="$$(SKILLOP_K8S_CACHE=$(VENV)/k8s .ci/kube-assets)" \
-	  $(BIN)/python -m pytest -q -p no:cacheprovider -m "not e2e"
+	  $(BIN)/python -m pytest -q -p no:cacheprovider -m "not e2e" \
+	    -n $(PYTEST_WORKERS) --dist loadfile
 
 # The acceptance scenarios (docs/testing.md); @cluster features skip, saying why,
 # where the real API tier cannot start.

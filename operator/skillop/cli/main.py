@@ -9,10 +9,11 @@ Exit codes: 0 success, 1 the input has problems (one line each on stderr),
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -131,9 +132,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     ca = _ca_bundles(args)
     if ca is None:
         return EXIT_USAGE
+    return _offline_command()(args, ca=ca)
+
+
+def _offline_command() -> Callable[..., int]:
+    """The offline commands' entry; imported the first time with the cyclic collector
+    paused, and what the import made frozen out of its reach (``gc.freeze``).
+
+    The import creates every model and resolver class (pydantic, dataclasses), which
+    live as long as the process; with the collector on, each collection during the
+    import and the run walks them again: about 6% of a ``validate``'s CPU, 15-25 ms
+    (docs/benchmarks.md). The collector runs as before for what the command creates.
+    """
+    if "skillop.cli.offline" not in sys.modules:
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            import skillop.cli.offline  # noqa: F401  (its classes, made uncollected)
+        finally:
+            gc.freeze()
+            if enabled:
+                gc.enable()
     from skillop.cli.offline import offline_command
 
-    return offline_command(args, ca=ca)
+    return offline_command
 
 
 def _as_kubectl_plugin() -> bool:
