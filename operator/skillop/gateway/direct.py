@@ -30,8 +30,8 @@ from uvicorn.protocols.http.httptools_impl import (
     RequestResponseCycle,
 )
 
+from skillop.gateway.asgi import Direct, Scope
 from skillop.gateway.deadline import DeadlineProtocol
-from skillop.gateway.front import Direct, Scope
 
 _CONTENT_LENGTH: Final = b"content-length"
 _TRANSFER_ENCODING: Final = b"transfer-encoding"
