@@ -35,11 +35,23 @@ class HeaderMap(dict[str, str]):
         super().__init__(reversed(lines))
         self.lines = lines
 
+    def repeated(self, name: str) -> bool:
+        """Whether header ``name`` (lower-case) came more than once."""
+        return len(self.lines) != len(self) and sum(
+            1 for line, _ in self.lines if line == name) > 1
+
 
 def headers_of(scope: Scope) -> HeaderMap:
     """The request's headers, each decoded once."""
     return HeaderMap([(name.decode("latin-1"), value.decode("latin-1"))
                       for name, value in scope["headers"]])
+
+
+def host_repeated(scope: Scope) -> bool:
+    """Whether the request has more than one ``Host`` line: RFC 9110 (7.2) has a
+    server answer such a request 400, for two could each name another server
+    to whatever reads one of them."""
+    return sum(1 for name, _ in scope["headers"] if name == b"host") > 1
 
 
 @dataclass(frozen=True, slots=True)

@@ -71,6 +71,7 @@ from skillop.gateway.asgi import (
     Scope,
     Send,
     headers_of,
+    host_repeated,
     replay,
     run_app,
     send_direct,
@@ -125,6 +126,8 @@ class Front:
         if scope["path"] != self._path or scope["method"] != "POST":
             return None
         headers = headers_of(scope)
+        if headers.repeated("host"):
+            return None  # refused by ``__call__``
         session_id = headers.get("mcp-session-id")
         if session_id is None:
             if (self._modern is None or headers.get("mcp-protocol-version")
@@ -142,6 +145,9 @@ class Front:
             self._sessions.end(session_id, time.monotonic())
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and host_repeated(scope):
+            await send_plain(send, 400, b"more than one Host header")
+            return
         if scope["type"] != "http" or scope["path"] != self._path:
             await self._inner(scope, receive, send)
             return
