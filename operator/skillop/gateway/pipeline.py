@@ -221,9 +221,11 @@ def _record(call: Call, verdict: Verdict, started: float) -> CallRecord:
     tool = call.tool
     outcome: Outcome
     verdict_of_approval: approval.Approved | approval.Refused | None = call.approved
+    reason: str | None = None
     if isinstance(verdict, Done):
-        outcome, reason = ("error", "the tool reported an error") if verdict.result.is_error \
-            else ("ok", None)
+        outcome = "ok"
+        if verdict.result.is_error:
+            outcome, reason = "error", "the tool reported an error"
     elif isinstance(verdict, Refuse):
         outcome, reason = "refused", verdict.reason
         verdict_of_approval = verdict.verdict or call.approved
