@@ -203,7 +203,8 @@ async def serving(tmp_path: Path, upstream: Any, *, tools: list[dict[str, Any]] 
     (default: `echo`) of `upstream` (a `mcp_servers.ServerHandle`), audit lines dropped;
     ``disclosure``: the Actor's."""
     from skillop.gateway.audit import AuditLog
-    from skillop.gateway.server import Gateway, Options
+    from skillop.gateway.options import Options
+    from skillop.gateway.server import Gateway
 
     Volume(tmp_path / "tools").write(toolset_files([
         skill("srv", mcpServers=[{"name": "up", "url": upstream.url,
@@ -214,8 +215,9 @@ async def serving(tmp_path: Path, upstream: Any, *, tools: list[dict[str, Any]] 
               **({"disclosure": disclosure} if disclosure else {}))],
         "team-a/dev"))
     (tmp_path / "secrets").mkdir(exist_ok=True)
-    gateway = Gateway(Options(toolset_dir=tmp_path / "tools", secrets_dir=tmp_path / "secrets",
-                              allow=("127.0.0.1:*",), poll_interval=0.05, **options),
+    gateway = Gateway(Options.build(toolset_dir=tmp_path / "tools",
+                                    secrets_dir=tmp_path / "secrets",
+                                    allow=("127.0.0.1:*",), poll_interval=0.05, **options),
                       audit=AuditLog(lambda: io.StringIO()))
     async with gateway.running(), anyio.create_task_group() as tasks:
         tasks.start_soon(gateway.serve_http, "127.0.0.1", 0)

@@ -1,11 +1,11 @@
-"""A forward's ``timeoutSeconds`` bound (``server._Bound``): its own cancellation is a
+"""A forward's ``timeoutSeconds`` bound (``guards.forward.Bound``): its own cancellation is a
 timeout, anyone else's stays a cancellation, whichever came first."""
 
 from __future__ import annotations
 
 import asyncio
 
-from skillop.gateway.server import _Bound
+from skillop.gateway.guards.forward import Bound
 
 
 async def _bounded(seconds: float, *, cancel_after: float | None = None) -> str:
@@ -13,7 +13,7 @@ async def _bounded(seconds: float, *, cancel_after: float | None = None) -> str:
     with the task cancelled from outside after ``cancel_after`` seconds if given."""
 
     async def wait() -> str:
-        bound = _Bound(seconds)
+        bound = Bound(seconds)
         try:
             await asyncio.sleep(10)
         except asyncio.CancelledError:
@@ -54,7 +54,7 @@ def test_a_timer_that_fired_first_is_a_timeout() -> None:
 
 def test_a_bound_disarmed_in_time_never_cancels() -> None:
     async def quick() -> bool:
-        bound = _Bound(0.01)
+        bound = Bound(0.01)
         bound.disarm()
         await asyncio.sleep(0.05)  # past the bound: not cancelled
         return True

@@ -11,7 +11,8 @@ import anyio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skillop.gateway.front import Client, Front, Sessions
+from skillop.gateway.front import Front
+from skillop.gateway.sessions import Client, Sessions
 from skillop.gateway.wire import Reply
 
 SESSION = "abc123"

@@ -58,9 +58,10 @@ def volumes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path
 @asynccontextmanager
 async def serving(directory: Path, *, fast_path: bool) -> AsyncIterator[str]:
     from skillop.gateway.audit import AuditLog
-    from skillop.gateway.server import Gateway, Options
+    from skillop.gateway.options import Options
+    from skillop.gateway.server import Gateway
 
-    gateway = Gateway(Options(toolset_dir=directory, secrets_dir=directory.parent / "secrets",
+    gateway = Gateway(Options.build(toolset_dir=directory, secrets_dir=directory.parent / "secrets",
                               allow=("127.0.0.1:9",), fast_path=fast_path),
                       audit=AuditLog(lambda: io.StringIO()))
     async with gateway.running(), anyio.create_task_group() as tasks:

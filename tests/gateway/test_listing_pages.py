@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from skillop.gateway.server import _cursor, _page_of
+from skillop.gateway.listing import cursor_of as _cursor
+from skillop.gateway.listing import page_of as _page_of
 
 HASH = "sha256:" + "ab" * 32
 OTHER = "sha256:" + "cd" * 32

@@ -18,7 +18,8 @@ from mcp.server.request_state import RequestStateBoundary
 from mcp_servers import ServerHandle, make_tool
 
 from skillop.gateway.deadline import MAX_HEAD_BYTES
-from skillop.gateway.server import Gateway, Options
+from skillop.gateway.options import Options
+from skillop.gateway.server import Gateway
 
 
 @pytest.fixture
@@ -131,7 +132,7 @@ def test_the_gateway_drops_the_sdks_tracing_middleware_and_keeps_any_other(
         self.middleware.append(other)
 
     monkeypatch.setattr(Server, "__init__", with_other)
-    gateway = Gateway(Options(toolset_dir=tmp_path, secrets_dir=tmp_path, allow=()))
+    gateway = Gateway(Options.build(toolset_dir=tmp_path, secrets_dir=tmp_path, allow=()))
     kept = [m for m in gateway.server.middleware if not isinstance(m, RequestStateBoundary)]
     assert kept == [other]  # the gateway's own (the approval state's seal) aside
 #: As many half-sent requests as the audit held open.

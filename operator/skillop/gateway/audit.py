@@ -29,9 +29,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
-from typing import Final, Literal, TextIO
+from typing import TYPE_CHECKING, Final, Literal, TextIO
 
 from skillop.sources.mcp_discovery import one_line
+
+if TYPE_CHECKING:
+    from skillop.gateway.pipeline import CallRecord
 
 Outcome = Literal["ok", "error", "refused"]
 
@@ -96,6 +99,16 @@ class AuditLog:
         self._stream = stream
         self._second = -1
         self._second_text = ""
+
+    def record(self, call: CallRecord) -> None:
+        """A call's record as its line (a ``pipeline.Recorder``)."""
+        decided = call.approval
+        self.write(AuditRecord(
+            actor=call.actor, binding_name=call.binding_name, upstream=call.upstream,
+            upstream_tool=call.upstream_tool, duration_ms=call.seconds * 1000,
+            outcome=call.outcome, reason=call.reason,
+            approval=decided.request if decided is not None else None,
+            approver=decided.decided_by if decided is not None else None))
 
     def write(self, record: AuditRecord) -> None:
         stream = self._stream()

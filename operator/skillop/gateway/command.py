@@ -49,7 +49,8 @@ def _help(setting: Setting[Any]) -> str:
 
 def gateway_command(args: argparse.Namespace) -> int:
     try:
-        from skillop.gateway.server import Options, parse_listen, run_gateway
+        from skillop.gateway.options import Options
+        from skillop.gateway.serve import parse_listen, run_gateway
     except ImportError as exc:  # the mcp extra is not installed
         print(f"skillop gateway: needs the MCP SDK (pip install 'skillop[mcp]'): {exc}",
               file=sys.stderr)
@@ -57,7 +58,7 @@ def gateway_command(args: argparse.Namespace) -> int:
     try:
         ca_file = env.MCP_CA_FILE.read() if args.ca_file is None else args.ca_file
         listen = env.GATEWAY_LISTEN.read() if args.listen is None else args.listen
-        options = Options(
+        options = Options.build(
             toolset_dir=Path(args.toolset_dir or env.TOOLSET_DIR.read()),
             secrets_dir=Path(args.secrets_dir or env.SECRETS_DIR.read()),
             allow=allow_list(args.allow),

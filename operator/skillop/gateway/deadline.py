@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Final
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from skillop.gateway.uvicorn_private import HttpToolsProtocol
 
 #: The largest request head accepted (uvicorn's h11 default, ``h11_max_incomplete_event_size``).
 MAX_HEAD_BYTES: Final = 16 * 1024

@@ -24,14 +24,9 @@ from __future__ import annotations
 
 from typing import Any, Final, Protocol, cast
 
-from uvicorn.protocols.http.httptools_impl import (
-    STATUS_LINE,
-    HttpToolsProtocol,
-    RequestResponseCycle,
-)
-
+from skillop.gateway.asgi import Direct, Scope
 from skillop.gateway.deadline import DeadlineProtocol
-from skillop.gateway.front import Direct, Scope
+from skillop.gateway.uvicorn_private import STATUS_LINE, HttpToolsProtocol, RequestResponseCycle
 
 _CONTENT_LENGTH: Final = b"content-length"
 _TRANSFER_ENCODING: Final = b"transfer-encoding"

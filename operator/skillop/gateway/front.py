@@ -37,15 +37,12 @@ answered, so it is off.)
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any, Final, Protocol, cast
 
 import mcp_types as types
-from mcp.server.session import ServerSession
 from mcp.server.streamable_http import check_accept_headers
 from mcp.server.transport_security import (
     DEFAULT_MAX_REQUEST_BODY_SIZE,
@@ -59,98 +56,30 @@ from mcp.shared.inbound import (
     find_duplicated_routing_header,
     validate_mcp_param_headers,
 )
-from mcp_types.version import (
-    HANDSHAKE_PROTOCOL_VERSIONS,
-    LATEST_HANDSHAKE_VERSION,
-    MODERN_PROTOCOL_VERSIONS,
-)
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from starlette.requests import Request
 
 from skillop.gateway import wire
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+from skillop.gateway.asgi import (
+    ASGIApp,
+    Direct,
+    HeaderLines,
+    HeaderMap,
+    HeaderView,
+    Message,
+    Receive,
+    Scope,
+    Send,
+    headers_of,
+    host_repeated,
+    replay,
+    run_app,
+    send_direct,
+    send_plain,
+)
+from skillop.gateway.sessions import Client, Sessions
 
 _FAST_METHODS: Final = frozenset({"tools/call", "tools/list", "ping"})
-
-
-@dataclass(eq=False, slots=True)
-class Client:
-    """A connected MCP client: its SDK session (to notify it) and what it can do."""
-
-    #: None for a 2026-07-28 request (no session: nothing to notify).
-    session: ServerSession | None
-    can_elicit: bool
-    last_seen: float
-    #: The protocol revision its session negotiated (answers are shaped for it).
-    protocol_version: str = LATEST_HANDSHAKE_VERSION
-
-
-class Sessions:
-    """The connected clients by session id (``stdio:<n>`` for a stdio client)."""
-
-    def __init__(self) -> None:
-        self._clients: dict[str, Client] = {}
-        #: Requests being answered by session id, notification streams (GET) included;
-        #: counted from the first request on (its stream may open before the client
-        #: is registered).
-        self._open: dict[str, int] = {}
-        #: Set when a session is registered, for whoever waits on it (``registered``).
-        self._added: dict[str, asyncio.Event] = {}
-
-    def __len__(self) -> int:
-        return len(self._clients)
-
-    def add(self, key: str, client: Client) -> None:
-        self._clients[key] = client
-        event = self._added.pop(key, None)
-        if event is not None:
-            event.set()
-
-    async def registered(self, key: str, timeout: float) -> bool:
-        """Wait until ``key`` is registered (at most ``timeout`` seconds)."""
-        if key in self._clients:
-            return True
-        event = self._added.setdefault(key, asyncio.Event())
-        try:
-            await asyncio.wait_for(event.wait(), timeout)
-        except TimeoutError:
-            self._added.pop(key, None)
-            return False
-        return True
-
-    def get(self, key: str) -> Client | None:
-        return self._clients.get(key)
-
-    def forget(self, key: str) -> None:
-        self._clients.pop(key, None)
-        self._added.pop(key, None)
-
-    def items(self) -> list[tuple[str, Client]]:
-        return list(self._clients.items())
-
-    def begin(self, key: str) -> None:
-        self._open[key] = self._open.get(key, 0) + 1
-
-    def end(self, key: str, now: float) -> None:
-        left = self._open.get(key, 1) - 1
-        if left > 0:
-            self._open[key] = left
-        else:
-            self._open.pop(key, None)
-        client = self._clients.get(key)
-        if client is not None:
-            client.last_seen = now
-
-    def idle(self, timeout: float, now: float) -> list[str]:
-        """The HTTP sessions with no request open, and none for ``timeout`` seconds
-        (a client listening on its notification stream is not idle)."""
-        return [key for key, client in self._clients.items()
-                if not key.startswith("stdio:") and key not in self._open
-                and now - client.last_seen > timeout]
 
 
 class Answerer(Protocol):
@@ -162,16 +91,6 @@ class Answerer(Protocol):
         """A tool's input schema when it carries arguments in ``Mcp-Param-*`` headers
         too (``x-mcp-header``): a call's headers are checked against it. None: no
         argument of the tool is a header, so the SDK's check has nothing to compare."""
-
-
-@dataclass(frozen=True, slots=True)
-class Direct:
-    """An answer the front gives itself: status, headers (besides the server's own:
-    ``date``) and the JSON body."""
-
-    status: int
-    headers: list[tuple[bytes, bytes]]
-    body: bytes
 
 
 class Front:
@@ -206,7 +125,9 @@ class Front:
         as through ``__call__``; ``protocol`` calls this before any app runs."""
         if scope["path"] != self._path or scope["method"] != "POST":
             return None
-        headers = _headers(scope)
+        headers = headers_of(scope)
+        if headers.repeated("host"):
+            return None  # refused by ``__call__``
         session_id = headers.get("mcp-session-id")
         if session_id is None:
             if (self._modern is None or headers.get("mcp-protocol-version")
@@ -224,10 +145,13 @@ class Front:
             self._sessions.end(session_id, time.monotonic())
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and host_repeated(scope):
+            await send_plain(send, 400, b"more than one Host header")
+            return
         if scope["type"] != "http" or scope["path"] != self._path:
             await self._inner(scope, receive, send)
             return
-        headers = _headers(scope)
+        headers = headers_of(scope)
         session_id = headers.get("mcp-session-id")
         if (self._modern is not None and session_id is None
                 and headers.get("mcp-protocol-version") in MODERN_PROTOCOL_VERSIONS):
@@ -256,11 +180,11 @@ class Front:
             body = await self._whole_body(receive, send)
             if body is None:
                 return
-            receive = _replay(body, receive)
-        await _run(self._inner, scope, receive, send)
+            receive = replay(body, receive)
+        await run_app(self._inner, scope, receive, send)
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send,
-                     headers: _HeaderMap, client: Client | None) -> int | None:
+                     headers: HeaderMap, client: Client | None) -> int | None:
         """A request in a session: answered here (a known one), or by the SDK; its status."""
         if scope["method"] == "POST" and await self._may_answer(headers):
             body = await self._whole_body(receive, send)
@@ -270,15 +194,15 @@ class Front:
             if client is not None:
                 direct = await self._reply(body, client, session_id, headers)
                 if direct is not None:
-                    await _send_direct(send, direct)
+                    await send_direct(send, direct)
                     return direct.status
-            receive = _replay(body, receive)
+            receive = replay(body, receive)
             if client is None and session_id is not None and _is_initialized(body):
                 return await self._initialized(scope, receive, send, session_id)
-        return await _run(self._inner, scope, receive, send)
+        return await run_app(self._inner, scope, receive, send)
 
     async def _serve_modern(self, scope: Scope, receive: Receive, send: Send,
-                            headers: _HeaderMap, modern: ASGIApp) -> None:
+                            headers: HeaderMap, modern: ASGIApp) -> None:
         """A 2026-07-28 request: answered here when the SDK would accept it and the
         answerer can answer it (no session: the envelope says who asks), else by the
         SDK's app for that revision (in JSON mode when the client takes both, as the
@@ -291,9 +215,9 @@ class Front:
             return
         direct = await self._reply(body, None, None, headers)
         if direct is None:
-            await modern(scope, _replay(body, receive), send)
+            await modern(scope, replay(body, receive), send)
         else:
-            await _send_direct(send, direct)
+            await send_direct(send, direct)
 
     async def _whole_body(self, receive: Receive, send: Send) -> bytes | None:
         """The request's whole body; None when there is none to serve: the client went
@@ -308,7 +232,7 @@ class Front:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self._max_body:
-                await _plain(send, 413, b"Request body too large")
+                await send_plain(send, 413, b"Request body too large")
                 return None
             chunks.append(chunk)
             if not message.get("more_body", False):
@@ -325,14 +249,14 @@ class Front:
         async def hold(message: Message) -> None:
             held.append(message)
 
-        status = await _run(self._inner, scope, receive, hold)
+        status = await run_app(self._inner, scope, receive, hold)
         if status is not None and status < 300:
             await self._sessions.registered(session_id, _REGISTRATION_WAIT)
         for message in held:
             await send(message)
         return status
 
-    async def _may_answer(self, headers: _HeaderMap, *,
+    async def _may_answer(self, headers: HeaderMap, *,
                           modern: bool = False) -> bool:
         """Whether the SDK would accept this request's headers (else it must say why):
         its own checks (DNS rebinding: Host and Origin; Content-Type; Accept; for a
@@ -344,7 +268,7 @@ class Front:
         version = headers.get("mcp-protocol-version")
         return version is None or version in HANDSHAKE_PROTOCOL_VERSIONS
 
-    async def _accepted(self, headers: _HeaderMap) -> bool:
+    async def _accepted(self, headers: HeaderMap) -> bool:
         """Whether the SDK's header checks pass (``TransportSecurityMiddleware``: Host,
         Origin, Content-Type; ``check_accept_headers``; its transport's exact
         content type). They read these four values alone, against settings fixed for
@@ -355,7 +279,7 @@ class Front:
                headers.get("accept"))
         if key in self._passed:
             return True
-        request = cast(Request, _HeaderView(headers))  # all the two checks read
+        request = cast(Request, HeaderView(headers))  # all the two checks read
         if await self._security.validate_request(request, is_post=True) is not None:
             return False
         # The SDK's transport also wants exactly application/json (a private check).
@@ -371,7 +295,7 @@ class Front:
         return True
 
     async def _reply(self, body: bytes, client: Client | None, session_id: str | None,
-                     headers: _HeaderMap) -> Direct | None:
+                     headers: HeaderMap) -> Direct | None:
         """The answer to ``body`` if it is a request the answerer takes (None: the SDK
         answers it): in ``client``'s session, or (``client`` None) a 2026-07-28
         request with its ``headers``."""
@@ -406,7 +330,7 @@ class Front:
         return Direct(status, response_headers, payload)
 
     def _envelope_client(self, message: dict[str, Any], params: dict[str, Any],
-                         headers: _HeaderMap) -> Client | None:
+                         headers: HeaderMap) -> Client | None:
         """Who asks a 2026-07-28 request, by the SDK's own reading of its envelope
         (None: the SDK must answer, with its error). The ``Mcp-Param-*`` check reads
         every header as sent, as the SDK's transport gives it them (a repeated one is
@@ -420,8 +344,9 @@ class Front:
             if not isinstance(arguments, dict) or not isinstance(name, str):
                 return None
             schema = self._answerer.routed_schema(name)
+            lines = cast(Mapping[str, str], HeaderLines(headers.lines))
             if schema is not None and validate_mcp_param_headers(
-                    schema, arguments, cast(Mapping[str, str], _Pairs(headers.lines))) is not None:
+                    schema, arguments, lines) is not None:
                 return None
         # It may be asked to approve: by the SDK's input-required flow, not here.
         return Client(session=None, can_elicit=True, last_seen=0.0,
@@ -502,79 +427,3 @@ def _is_initialized(body: bytes) -> bool:
     return isinstance(message, dict) and message.get("method") == "notifications/initialized"
 
 
-class _HeaderMap(dict[str, str]):
-    """A request's headers by (lower-case) name; of a repeated header, the first, as
-    Starlette's ``Headers.get`` (and so the SDK) reads it. ``lines``: every header
-    line as sent (repeats too), as Starlette's ``Headers.items`` gives them."""
-
-    __slots__ = ("lines",)
-
-    def __init__(self, lines: list[tuple[str, str]]) -> None:
-        super().__init__(reversed(lines))
-        self.lines = lines
-
-
-def _headers(scope: Scope) -> _HeaderMap:
-    """The request's headers, each decoded once."""
-    return _HeaderMap([(name.decode("latin-1"), value.decode("latin-1"))
-                       for name, value in scope["headers"]])
-
-
-@dataclass(frozen=True, slots=True)
-class _Pairs:
-    """What ``validate_mcp_param_headers`` reads of a header map: ``items()``, every
-    line as sent."""
-
-    lines: list[tuple[str, str]]
-
-    def items(self) -> list[tuple[str, str]]:
-        return self.lines
-
-
-@dataclass(frozen=True, slots=True)
-class _HeaderView:
-    """What the SDK's header checks (``TransportSecurityMiddleware.validate_request``,
-    ``check_accept_headers``) read of a Starlette ``Request``: ``headers.get``. The
-    front has the headers already: a ``Request`` per call would parse them again."""
-
-    headers: dict[str, str]
-
-
-async def _send_direct(send: Send, direct: Direct) -> None:
-    await send({"type": "http.response.start", "status": direct.status,
-                "headers": direct.headers})
-    await send({"type": "http.response.body", "body": direct.body})
-
-
-async def _plain(send: Send, status: int, text: bytes) -> None:
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"text/plain"),
-                            (b"content-length", str(len(text)).encode())]})
-    await send({"type": "http.response.body", "body": text})
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    done = False
-
-    async def replay() -> Message:
-        nonlocal done
-        if done:
-            return await receive()
-        done = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    return replay
-
-
-async def _run(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> int | None:
-    """Run ``app`` for one request; the HTTP status it answered with."""
-    status: int | None = None
-
-    async def watch(message: Message) -> None:
-        nonlocal status
-        if message["type"] == "http.response.start":
-            status = message["status"]
-        await send(message)
-
-    await app(scope, receive, watch)
-    return status

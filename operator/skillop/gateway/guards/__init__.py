@@ -1,0 +1,34 @@
+"""The guards of a tool call, one module each, in the order a call meets them.
+
+``call_path`` is that order (``pipeline.Pipeline`` runs it): the tool must be
+the set's (``membership``); an upstream tool's live definition must be the one
+the set was resolved from (``definition_pin``); a ``requiresApproval`` call must
+be approved (``approval_gate``), after which the definition is checked again (a
+person may think for minutes); an Agent Skill is answered its SKILL.md body
+(``skill_body``); an upstream tool is forwarded within its ``timeoutSeconds``
+(``forward``). A new guard is a module here and an entry below.
+"""
+
+from __future__ import annotations
+
+from skillop.gateway.approval_request import Requests
+from skillop.gateway.guards.approval_gate import ApprovalGate
+from skillop.gateway.guards.definition_pin import DefinitionPin
+from skillop.gateway.guards.forward import Forward
+from skillop.gateway.guards.membership import Membership
+from skillop.gateway.guards.skill_body import SkillBody
+from skillop.gateway.pipeline import Guard
+
+
+def call_path(requests: Requests) -> list[Guard]:
+    """The guards of every call, in order; ``requests`` makes and follows the
+    ToolCallApprovals (``spec.approval.via: Request``)."""
+    return [
+        Membership(),
+        DefinitionPin(),
+        ApprovalGate(requests),
+        # The upstream may have changed while a human thought.
+        DefinitionPin(after_approval=True),
+        SkillBody(),
+        Forward(),
+    ]

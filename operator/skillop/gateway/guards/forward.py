@@ -1,0 +1,86 @@
+"""The call upstream, under the tool's name there, within its ``timeoutSeconds``.
+
+The result goes back as the upstream gave it, minus any secret value it echoes
+(the link redacts it). An upstream that forgot the session (restarted, expired
+it) gets the call once more, in a new one, the definition checked again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from skillop.gateway.guards.definition_pin import pin
+from skillop.gateway.pipeline import CONTINUE, Call, Done, Verdict, failed
+from skillop.gateway.upstream import SessionLost
+
+
+class Forward:
+    async def __call__(self, call: Call) -> Verdict:
+        timeout = call.member.timeout_seconds or call.default_timeout
+        bound = Bound(timeout)
+        began = time.perf_counter()
+        try:
+            return await _attempts(call)
+        except asyncio.CancelledError:
+            if bound.expired_alone():
+                return failed(f"timed out after {timeout:g} s (timeoutSeconds)")
+            raise
+        finally:
+            bound.disarm()
+            call.upstream_seconds += time.perf_counter() - began
+
+
+async def _attempts(call: Call) -> Verdict:
+    """``CallFailed`` is the transport's: the pipeline turns it into a verdict."""
+    name = call.member.upstream_name
+    assert name is not None and call.link is not None and call.conn is not None
+    try:
+        return Done(await call.link.call(call.conn, name, call.arguments))
+    except SessionLost:
+        pass
+    verdict = await pin(call)
+    if verdict is not CONTINUE:
+        return verdict
+    assert call.link is not None and call.conn is not None
+    try:
+        return Done(await call.link.call(call.conn, name, call.arguments))
+    except SessionLost:
+        return failed(f"upstream {call.link.label} unavailable: it lost the new session too")
+
+
+class Bound:
+    """A forward's ``timeoutSeconds``: one timer of the event loop that cancels the
+    calling task when it fires (the gateway runs on anyio's asyncio backend).
+
+    An anyio cancel scope bounded the forward before; made and left on every call,
+    with the anyio state it keeps for each new task (every request's is new), it
+    cost a call through an idle gateway about a tenth of its CPU
+    (bench/gateway_ab.py ``--pause``). This is what ``asyncio.timeout`` does, less
+    its own bookkeeping (about half as costly again): the cancellation it sends is
+    told from any other by the task's cancel count, as ``asyncio.timeout`` tells
+    it, so a cancellation from outside (the client's ``notifications/cancelled``,
+    its disconnect, the gateway's shutdown) stays a cancellation, even when the
+    timer fired too."""
+
+    __slots__ = ("_cancelling", "_expired", "_task", "_timer")
+
+    def __init__(self, seconds: float) -> None:
+        task = asyncio.current_task()
+        assert task is not None  # a call runs in a task
+        self._task = task
+        self._cancelling = task.cancelling()
+        self._expired = False
+        self._timer = asyncio.get_running_loop().call_later(seconds, self._expire)
+
+    def _expire(self) -> None:
+        self._expired = True
+        self._task.cancel()
+
+    def expired_alone(self) -> bool:
+        """Whether the cancellation being raised is the timer's alone (its own is
+        taken back; nobody else's is pending)."""
+        return self._expired and self._task.uncancel() <= self._cancelling
+
+    def disarm(self) -> None:
+        self._timer.cancel()

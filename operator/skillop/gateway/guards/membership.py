@@ -1,0 +1,16 @@
+"""The tool must be one of the mounted set's (else the MCP error for an unknown tool)."""
+
+from __future__ import annotations
+
+from skillop.gateway.pipeline import CONTINUE, Call, Unknown, Verdict
+
+
+class Membership:
+    async def __call__(self, call: Call) -> Verdict:
+        tool = call.served.tools.get(call.name)
+        if tool is None:
+            return Unknown(call.name)
+        call.tool = tool
+        link = call.current_link()
+        call.label = link.label if link is not None else None
+        return CONTINUE

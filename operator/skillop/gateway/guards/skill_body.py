@@ -1,0 +1,18 @@
+"""An Agent Skill's call is answered its SKILL.md body, as mounted."""
+
+from __future__ import annotations
+
+import mcp_types as types
+
+from skillop.gateway.pipeline import CONTINUE, Call, Done, Verdict, failed
+
+
+class SkillBody:
+    async def __call__(self, call: Call) -> Verdict:
+        tool = call.member
+        if tool.source != "agent_skill":
+            return CONTINUE
+        if tool.body is None:
+            return failed(f"the SKILL.md body (agent-skill.{tool.binding_name}.md)"
+                          " is not mounted")
+        return Done(types.CallToolResult(content=[types.TextContent(text=tool.body)]))

@@ -1,0 +1,244 @@
+"""A tool call as an ordered list of guards, each deciding one thing.
+
+A call of one of the set's tools (``Gateway.call``, after ``call_tool`` is
+unwrapped) runs its guards in order (``guards.CALL_PATH``); each returns one
+``Verdict``: ``Continue`` (the next guard decides), or an end: ``Done`` (the
+result), ``Refuse`` (the gateway will not run it), ``Fail`` (it could not
+complete), ``Pending`` (the client is to be asked for approval first: that round
+is not recorded, the round that decides is) or ``Unknown`` (no such tool: the MCP
+error). A guard reads and fills the ``Call`` it is given (the tool found, its
+upstream's connection, the approval); it never writes the audit line.
+
+Exceptions are the transport's alone (``gateway.upstream``'s), and ``run`` turns
+them into verdicts in one place (``_failed``), as it does anything unforeseen; a
+cancellation (by the client, its disconnect, the gateway's shutdown) is recorded
+and goes on. Every call that reaches an end other than ``Pending`` is described
+once by a ``CallRecord``, handed to each of the pipeline's ``recorders`` (the
+audit line is one): the seam where metrics or tracing attach.
+
+A new guard is one module in ``gateway/guards/`` and one entry in
+``guards.CALL_PATH`` (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, NamedTuple, Protocol
+
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+
+from skillop.gateway import approval
+from skillop.gateway.audit import Outcome
+from skillop.gateway.served import ServedSet, ServedTool
+from skillop.gateway.upstream import CallFailed, Connection, Link, Pool, UpstreamUnavailable
+from skillop.sources.mcp_discovery import one_line
+
+
+@dataclass(frozen=True, slots=True)
+class Continue:
+    """This guard lets the call on to the next."""
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """The call's result (the upstream's, or the gateway's own)."""
+
+    result: types.CallToolResult
+
+
+@dataclass(frozen=True, slots=True)
+class Refuse:
+    """The gateway will not run the call: ``reason`` for the agent and the audit line,
+    ``verdict`` the approval's refusal when that is the reason."""
+
+    reason: str
+    verdict: approval.Refused | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Fail:
+    """The call could not complete: ``reason`` for the agent, ``audit`` the same in the
+    gateway's own words (no upstream text)."""
+
+    reason: str
+    audit: str
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """The client is to be asked for approval first: ``result`` asks it."""
+
+    result: types.InputRequiredResult
+
+
+@dataclass(frozen=True, slots=True)
+class Unknown:
+    """No tool of that name in the set (the MCP error for an unknown tool)."""
+
+    name: str
+
+
+Verdict = Continue | Done | Refuse | Fail | Pending | Unknown
+
+#: The one ``Continue`` (guards return it on every call: no allocation).
+CONTINUE: Final = Continue()
+
+
+def failed(reason: str, audit: str | None = None) -> Fail:
+    return Fail(reason, reason if audit is None else audit)
+
+
+@dataclass(eq=False, slots=True)
+class Call:
+    """One call on its way through the guards: what it asks, and what the guards
+    found so far (the tool, its upstream's link and connection, the approval)."""
+
+    served: ServedSet
+    name: str
+    arguments: dict[str, Any]
+    approver: approval.Approver
+    pool: Pool | None
+    #: ``timeoutSeconds`` of a tool that sets none (``--default-timeout``).
+    default_timeout: float
+    tool: ServedTool | None = None
+    #: The upstream's name as the call began (the record's ``upstream``).
+    label: str | None = None
+    link: Link | None = None
+    conn: Connection | None = None
+    approved: approval.Approved | None = None
+    #: Seconds spent waiting on the upstream (the forward, its retry included).
+    upstream_seconds: float = 0.0
+
+    @property
+    def member(self) -> ServedTool:
+        """The set's tool (found by the membership guard, which runs first)."""
+        assert self.tool is not None
+        return self.tool
+
+    def current_link(self) -> Link | None:
+        """The tool's upstream's link now (a reload may have replaced it)."""
+        tool = self.member
+        if tool.upstream is None or self.pool is None:
+            return None
+        return self.pool.link(tool.upstream)
+
+
+class CallRecord(NamedTuple):
+    """What one call was and how it ended: the audit line's fields, and the
+    durations (the whole call, and of it the upstream's share) for an observer.
+    Immutable as a tuple: one is made on every call, and a frozen dataclass costs
+    about twice as much to make."""
+
+    actor: str
+    binding_name: str
+    upstream: str | None
+    upstream_tool: str | None
+    outcome: Outcome
+    reason: str | None
+    approval: approval.Approved | approval.Refused | None
+    seconds: float
+    upstream_seconds: float = 0.0
+
+
+class Guard(Protocol):
+    async def __call__(self, call: Call) -> Verdict: ...
+
+
+Recorder = Callable[[CallRecord], None]
+
+
+class Pipeline:
+    """The guards a call runs through, and who is told how each call ended."""
+
+    __slots__ = ("guards", "recorders", "say")
+
+    def __init__(self, guards: Sequence[Guard], recorders: Sequence[Recorder], *,
+                 say: Callable[[str], None]) -> None:
+        """``say``: the gateway's word on stderr (a call that failed unforeseen)."""
+        self.guards = tuple(guards)
+        self.recorders = tuple(recorders)
+        self.say = say
+
+    def record(self, record: CallRecord) -> None:
+        for recorder in self.recorders:
+            recorder(record)
+
+    async def run(self, call: Call) -> Verdict:
+        """The call's final verdict (never ``Continue``), recorded unless ``Pending``."""
+        started = time.perf_counter()
+        try:
+            verdict = await self._decide(call)
+        except (UpstreamUnavailable, CallFailed) as exc:
+            verdict = failed(str(exc), exc.audit)
+        except Exception as exc:  # anything unforeseen still gets its record
+            reason = f"the gateway could not complete the call ({type(exc).__name__})"
+            self.say(f"{call.tool.binding_name if call.tool else call.name}: {reason}")
+            verdict = failed(reason)
+        except BaseException:
+            # Cancelled: by the client (notifications/cancelled), its disconnect, or
+            # the gateway's shutdown. The call may have run upstream: it is recorded.
+            self.record(_record(call, failed(CANCELLED), started))
+            raise
+        if not isinstance(verdict, Pending):
+            self.record(_record(call, verdict, started))
+        return verdict
+
+    async def _decide(self, call: Call) -> Verdict:
+        for guard in self.guards:
+            verdict = await guard(call)
+            if verdict is not CONTINUE:
+                return verdict
+        raise RuntimeError("no guard ended the call")
+
+
+CANCELLED: Final = ("cancelled before it completed (client cancel, disconnect or"
+                    " gateway shutdown)")
+
+
+def answer(verdict: Verdict) -> types.CallToolResult | types.InputRequiredResult:
+    """What the client is answered for an end: errors and refusals are results
+    the model can read; an unknown tool is the MCP error."""
+    if isinstance(verdict, Done):
+        return verdict.result
+    if isinstance(verdict, Pending):
+        return verdict.result
+    if isinstance(verdict, Refuse):
+        return error_result(f"refused: {verdict.reason}")
+    if isinstance(verdict, Fail):
+        return error_result(f"error: {verdict.reason}")
+    assert isinstance(verdict, Unknown), verdict
+    raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {one_line(verdict.name, 200)}")
+
+
+def error_result(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+
+
+def _record(call: Call, verdict: Verdict, started: float) -> CallRecord:
+    """``verdict`` (an end) of ``call`` as its record."""
+    tool = call.tool
+    outcome: Outcome
+    verdict_of_approval: approval.Approved | approval.Refused | None = call.approved
+    reason: str | None = None
+    if isinstance(verdict, Done):
+        outcome = "ok"
+        if verdict.result.is_error:
+            outcome, reason = "error", "the tool reported an error"
+    elif isinstance(verdict, Refuse):
+        outcome, reason = "refused", verdict.reason
+        verdict_of_approval = verdict.verdict or call.approved
+    elif isinstance(verdict, Unknown):
+        outcome, reason = "refused", "unknown tool"
+    else:
+        assert isinstance(verdict, Fail)
+        outcome, reason = "error", verdict.audit
+    return CallRecord(
+        actor=call.served.actor,
+        binding_name=tool.binding_name if tool is not None else call.name,
+        upstream=call.label,
+        upstream_tool=tool.upstream_name if tool is not None else None,
+        outcome=outcome, reason=reason, approval=verdict_of_approval,
+        seconds=time.perf_counter() - started, upstream_seconds=call.upstream_seconds)
