@@ -104,6 +104,10 @@ class HttpCaller:
     async def close(self) -> None:
         self._origin.close()
 
+    def peer_closed(self) -> bool:
+        """Whether the upstream closed a kept-alive connection since the last asking."""
+        return self._origin.peer_closed()
+
     async def discover(self, client_info: Mapping[str, Any]) -> str | None:
         """The 2026-07-28 revision when the upstream serves it (its ``server/discover``
         answer lists it), else None (any failure: the handshake era stays)."""

@@ -210,16 +210,38 @@ class Link:
         return self.upstream.name
 
     async def connection(self) -> Connection:
-        """The open connection (session, live digests by tool name); connects when needed."""
+        """The open connection (session, live digests by tool name); connects when needed.
+
+        A connection whose upstream closed the transport's idle connections (it may
+        have restarted, with other tools, keeping no session to lose) is listed again
+        before it is used; when that listing fails (the restarted upstream does not
+        know the session), a new connection is opened and listed."""
         conn = self._current
-        if self._retired:
-            raise UpstreamUnavailable(f"upstream {self.label} unavailable: its settings"
-                                      " changed during the call")
+        self._check_retired()
+        if conn is not None and not conn.closed and conn.session is not None:
+            if conn.current.is_set() and (conn.caller is None or not conn.caller.peer_closed()):
+                return conn  # open and listed: nothing to wait for (every call's case)
+            if conn.current.is_set():
+                conn.stale()
+            try:
+                return await self._listed(conn)
+            except UpstreamUnavailable:
+                if not conn.closed:
+                    raise
+            self._check_retired()  # the listing failed: a new connection, listed
         if conn is None or conn.closed:
             conn = self._current = Connection()
             self._spawn(lambda: self._run(conn))
-        elif conn.session is not None and conn.current.is_set():
-            return conn  # open and listed: nothing to wait for (every call's case)
+        return await self._listed(conn)
+
+    def _check_retired(self) -> None:
+        if self._retired:
+            raise UpstreamUnavailable(f"upstream {self.label} unavailable: its settings"
+                                      " changed during the call")
+
+    async def _listed(self, conn: Connection) -> Connection:
+        """``conn`` once it is open and its listing current; ``UpstreamUnavailable``
+        when it does not get there within the connect timeout."""
         with anyio.move_on_after(self._settings.connect_timeout):
             await conn.ready.wait()
         if conn.session is None:
