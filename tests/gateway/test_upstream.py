@@ -10,7 +10,7 @@ import pytest
 from mcp_servers import SilentServer
 
 from skillop.gateway.served import Upstream
-from skillop.gateway.upstream import Link, Settings, UpstreamUnavailable
+from skillop.gateway.upstream import Settings, UpstreamClient, UpstreamUnavailable
 from skillop.sources.egress import EgressGuard
 
 
@@ -36,7 +36,7 @@ def test_every_connection_attempt_given_up_is_closed(tmp_path: Path) -> None:
                                 url=silent.url(), command=(), args=(), env=(),
                                 headers_secret=None)
             settings = Settings(tmp_path, EgressGuard(("127.0.0.1:*",)), connect_timeout=0.3)
-            link = Link(upstream, settings, spawn)
+            link = UpstreamClient(upstream, settings, spawn)
             for _ in range(4):
                 with pytest.raises(UpstreamUnavailable, match=r"no connection within 0\.3 s"):
                     await link.connection()

@@ -67,7 +67,6 @@ from skillop import __version__
 from skillop.gateway import approval, wire
 from skillop.gateway.approval_request import ByRequest, PendingCall, Requests
 from skillop.gateway.audit import AuditLog, AuditRecord, Outcome
-from skillop.gateway.caller import CONNECT_TIMEOUT_SECONDS
 from skillop.gateway.front import Client, Front, Sessions
 from skillop.gateway.secrets import DEFAULT_CONFIGMAPS_DIR, file_signature, secrets_signature
 from skillop.gateway.served import (
@@ -78,15 +77,16 @@ from skillop.gateway.served import (
     ToolSetError,
     load_served_set,
 )
+from skillop.gateway.transport.base import CONNECT_TIMEOUT_SECONDS
 from skillop.gateway.upstream import (
     CallFailed,
     Connection,
-    Link,
     Pool,
     SessionLost,
     Settings,
     UpstreamUnavailable,
 )
+from skillop.gateway.upstream import UpstreamClient as Link
 from skillop.gateway.vectors import SemanticRanker
 from skillop.model.settings import API_DIR, GATEWAY_RELIST_INTERVAL
 from skillop.model.toolset import CALL_TOOL, INDEX_KEY, PACKED_KEY, SEARCH_TOOL, TOOLS_KEY
