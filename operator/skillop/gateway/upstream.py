@@ -42,9 +42,10 @@ from skillop.gateway.errors import (
     UpstreamError,
     UpstreamUnavailable,
 )
-from skillop.gateway.served import ServerKey, Upstream
+from skillop.gateway.served import ServerKey
 from skillop.gateway.transport import transport_for
 from skillop.gateway.transport.base import LIMITS, Bounds, Calls, Settings, Transport
+from skillop.model.toolset import ServerEntry
 from skillop.sources.mcp_session import Unfenced, list_pages, tool_info
 from skillop.sources.mcp_tools import info_digest
 from skillop.sources.redaction import Redactor
@@ -110,7 +111,7 @@ class Connection:
 class UpstreamClient:
     """The pooled connection to one upstream; see the module docstring."""
 
-    def __init__(self, upstream: Upstream, settings: Settings, spawn: Spawn) -> None:
+    def __init__(self, upstream: ServerEntry, settings: Settings, spawn: Spawn) -> None:
         self.upstream = upstream
         self._settings = settings
         self._spawn = spawn
@@ -294,7 +295,7 @@ class Pool:
         self._links: dict[ServerKey, UpstreamClient] = {}
         self._signatures: dict[ServerKey, object] = {}
 
-    def update(self, upstreams: Mapping[ServerKey, Upstream],
+    def update(self, upstreams: Mapping[ServerKey, ServerEntry],
                signatures: Mapping[ServerKey, object]) -> None:
         for key, link in list(self._links.items()):
             if upstreams.get(key) != link.upstream or signatures.get(key) != self._signatures.get(

@@ -89,13 +89,18 @@ class McpTls(SpecModel):
     def _rules_hold(self) -> McpTls:
         return check_rules(self, _TLS_RULES)
 
-    def source(self, namespace: str) -> CaSource:
+    def ca(self) -> tuple[Literal["ConfigMap", "Secret"], CaKeyRef]:
+        """The CA bundle's reference: the ConfigMap's or the Secret's key (the rules
+        hold exactly one)."""
         if self.ca_config_map_ref is not None:
-            ref = self.ca_config_map_ref
-            return CaSource("ConfigMap", ObjectRef(namespace, ref.name), ref.key)
+            return "ConfigMap", self.ca_config_map_ref
         assert self.ca_secret_ref is not None
-        ref = self.ca_secret_ref
-        return CaSource("Secret", ObjectRef(namespace, ref.name), ref.key)
+        return "Secret", self.ca_secret_ref
+
+    def source(self, namespace: str) -> CaSource:
+        """The CA reference as a listing's key holds it (with the Skill's namespace)."""
+        kind, ref = self.ca()
+        return CaSource(kind, ObjectRef(namespace, ref.name), ref.key)
 
 
 class SecretKeySelector(SpecModel):

@@ -22,9 +22,9 @@ from mcp.client.session import ClientSession, MessageHandlerFnT
 from skillop import __version__
 from skillop.gateway import errors
 from skillop.gateway.secrets import DEFAULT_CONFIGMAPS_DIR, credentials
-from skillop.gateway.served import Upstream
 from skillop.gateway.wire import MAX_MESSAGE_BYTES
 from skillop.model.settings import GATEWAY_RELIST_INTERVAL
+from skillop.model.toolset import ServerEntry
 from skillop.sources.egress import EgressGuard
 from skillop.sources.mcp_discovery import DiscoveryLimits
 from skillop.sources.mcp_session import Unfenced
@@ -90,7 +90,7 @@ class Calls(ABC):
 class Transport(ABC):
     """How an upstream client reaches ``upstream``: one subclass per transport."""
 
-    def __init__(self, upstream: Upstream, settings: Settings) -> None:
+    def __init__(self, upstream: ServerEntry, settings: Settings) -> None:
         self.upstream = upstream
         self.settings = settings
         self.label = upstream.name

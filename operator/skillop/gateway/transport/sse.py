@@ -40,7 +40,7 @@ class SseTransport(Transport):
         """What https connections to this upstream trust (read now: a rotated CA counts)."""
         settings = self.settings
         return trust_context(self.url, ca_bundles(
-            self.upstream, secrets_root=settings.secrets_dir,
+            self.upstream.tls, secrets_root=settings.secrets_dir,
             configmaps_root=settings.configmaps_dir, ca_file=settings.ca_file))
 
     @asynccontextmanager

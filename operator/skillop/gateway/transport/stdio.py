@@ -13,7 +13,7 @@ from mcp.client.session import ClientSession, MessageHandlerFnT
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from skillop.gateway import errors
-from skillop.gateway.secrets import env_of
+from skillop.gateway.secrets import env_of, secret_values
 from skillop.gateway.transport.base import CLIENT_INFO, Bounds, Calls, Transport
 from skillop.gateway.transport.session import SessionCalls
 from skillop.sources.redaction import Redactor
@@ -30,12 +30,12 @@ class StdioTransport(Transport):
         server printing its environment would print its Secret values)."""
         upstream = self.upstream
         env = env_of(upstream, self.settings.secrets_dir)
-        self._secret_values(env[e.name] for e in upstream.env if e.secret_key is not None)
-        command = list(upstream.command)
+        self._secret_values(secret_values(upstream, env))
+        command = list(upstream.command or ())
         async with AsyncExitStack() as stack:
             errlog = stack.enter_context(_RedactedStderr(self.redactor, self.label))
             read, write = await stack.enter_async_context(stdio_client(StdioServerParameters(
-                command=command[0], args=[*command[1:], *upstream.args], env=env),
+                command=command[0], args=[*command[1:], *(upstream.args or ())], env=env),
                 errlog=errlog.writer))
             errlog.started()
             session = await stack.enter_async_context(ClientSession(
@@ -44,7 +44,8 @@ class StdioTransport(Transport):
             yield session, SessionCalls(session, self)
 
     def explain(self, exc: BaseException, bounds: Bounds) -> tuple[str, str]:
-        return errors.explain(exc, bounds, self.redactor, command=self.upstream.command[0])
+        command = self.upstream.command or ("",)
+        return errors.explain(exc, bounds, self.redactor, command=command[0])
 
 
 class _RedactedStderr:
