@@ -70,9 +70,9 @@ def secret_values(upstream: ServerEntry, env: Mapping[str, str]) -> list[str]:
 
 def credentials(root: Path, *, api_dir: Path | None = None) -> tuple[str, ...]:
     """Every value of every Secret mounted under ``root``, and the API token in
-    ``api_dir``: what a link redacts, whichever upstream it reaches. A stdio child
+    ``api_dir``: what an upstream client redacts, whichever upstream it reaches. A stdio child
     runs as the gateway's user and can read them all; an HTTP upstream may have
-    been given another's value by mistake: no link's answers may carry any."""
+    been given another's value by mistake: no upstream client's answers may carry any."""
     values: list[str] = []
     for name in _entries(root):
         for key in _entries(root / name):

@@ -47,7 +47,7 @@ HeaderMap = Mapping[tuple[str, ...], str]
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """How links connect: where Secrets are mounted, which hosts may be contacted."""
+    """How upstream clients connect: where Secrets are mounted, which hosts may be contacted."""
 
     secrets_dir: Path
     guard: EgressGuard
@@ -63,7 +63,7 @@ class Settings:
     api_dir: Path | None = None
 
     def redactor(self, own: Iterable[str]) -> Redactor:
-        """A link's redactor: its own values and every other credential mounted here."""
+        """A connection's redactor: its own values and every other credential mounted here."""
         return Redactor([*own, *credentials(self.secrets_dir, api_dir=self.api_dir)])
 
 

@@ -4,7 +4,7 @@ Every agent call crosses the gateway, so its forward is the gateway's hot path.
 The SDK's client session is built for a conversation (a task per request,
 memory streams between layers, an event stream read by a task of its own);
 a call needs one POST and its answer. ``HttpCaller`` sends that POST itself,
-in the session the link's SDK session opened (its ``mcp-session-id`` and
+in the session the transport's SDK session opened (its ``mcp-session-id`` and
 negotiated protocol version), over kept-alive connections (``http1.Origin``: a
 general HTTP client cost more a call than the rest of the gateway's work), and
 reads the answer as JSON or as an event stream (``wire``). The SDK session
@@ -15,7 +15,7 @@ upstream forgot the session: the client re-initializes), ``Unreachable`` (no
 connection, connection lost, a redirect, an unreadable answer) and ``RpcFailed``
 (the upstream's JSON-RPC error, whose text is the upstream's: redact before use).
 No redirect is followed; the URL was checked against the egress guard when the
-link was made and never changes.
+connection was opened and never changes.
 """
 
 from __future__ import annotations
@@ -197,7 +197,7 @@ class HttpCaller:
                     raise Unreachable(f"HTTP {status}") from None
                 raise
         # The type is the upstream's text, quoted whole (a part of a value is not
-        # recognised): the link redacts it, then bounds it.
+        # recognised): errors.mapped redacts it, then bounds it.
         if status >= 400:
             raise Unreachable(f"HTTP {status}")
         said = response.headers.get("content-type", "")
