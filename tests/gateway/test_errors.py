@@ -50,7 +50,7 @@ def _validation_error() -> ValidationError:
         "invalid"])
 def test_each_failure_maps_to_one_kind_with_safe_texts(
         raised: BaseException, kind: type[errors.CallFailed], agent: str) -> None:
-    with pytest.raises(kind) as caught, errors.mapped("up", Redactor([SECRET])):
+    with pytest.raises(kind) as caught, errors.Mapped("up", Redactor([SECRET])):
         raise raised
     assert isinstance(caught.value, errors.CallFailed)
     assert str(caught.value) == agent
@@ -60,7 +60,7 @@ def test_each_failure_maps_to_one_kind_with_safe_texts(
 
 @pytest.mark.parametrize("ours", [errors.SessionLost(), errors.asks_input("up")])
 def test_the_gateways_own_errors_pass_unchanged(ours: errors.UpstreamError) -> None:
-    with pytest.raises(type(ours)) as caught, errors.mapped("up", Redactor(())):
+    with pytest.raises(type(ours)) as caught, errors.Mapped("up", Redactor(())):
         raise ours
     assert caught.value is ours
 

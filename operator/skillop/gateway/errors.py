@@ -16,14 +16,14 @@ an upstream wrote). Its kinds:
 
 The library's exceptions (the SDK's, httpx's, anyio's, the OS's and the
 gateway's own HTTP client's) become these at the transport seam only, in
-``mapped`` (a call) and ``explain`` (a connection), as httpx maps the
+``Mapped`` (a call) and ``explain`` (a connection), as httpx maps the
 exceptions of the layers under it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
+from types import TracebackType
 from typing import Final
 
 import anyio
@@ -84,7 +84,7 @@ class Unreachable(UpstreamError):
 
 class RpcFailed(Exception):
     """The gateway's HTTP client got the upstream's JSON-RPC error (its text is
-    the upstream's: ``mapped`` redacts it)."""
+    the upstream's: ``Mapped`` redacts it)."""
 
     def __init__(self, code: int, message: str) -> None:
         super().__init__(message)
@@ -113,32 +113,52 @@ def _rpc_error(label: str, redactor: Redactor, code: int, message: str) -> RpcEr
     return RpcError(f"{said}: {redactor.line(message, 200)}", audit=said)
 
 
-@contextmanager
-def mapped(label: str, redactor: Redactor) -> Iterator[None]:
+class Mapped:
     """Around a forwarded call: whatever the layers under it raise, as a ``CallFailed``
-    (or ``SessionLost``) naming upstream ``label``, its texts redacted with ``redactor``."""
-    lost = f"upstream {label} unavailable: connection lost"
-    try:
-        yield
-    except UpstreamError as exc:
-        if not isinstance(exc, Unreachable):
-            raise
-        said = f"upstream {label} unavailable"  # it may quote the upstream (a content type)
-        raise ConnectionLost(f"{said}: {redactor.line(str(exc), 120)}",
-                             audit=f"{said}: {exc.audit}") from None
-    except RpcFailed as exc:
-        raise _rpc_error(label, redactor, exc.code, exc.message) from None
-    except RuntimeError:  # the SDK's client checked the result's output schema
-        raise off_schema(label) from None
-    except (UnexpectedClaimedResult, ValidationError):
-        raise not_a_result(label) from None
-    except MCPError as exc:
-        if exc.code == types.CONNECTION_CLOSED:
-            raise ConnectionLost(lost) from None
-        raise _rpc_error(label, redactor, exc.code, exc.error.message) from None
-    except (httpx2.TransportError, anyio.ClosedResourceError, anyio.BrokenResourceError,
-            anyio.EndOfStream, OSError):
-        raise ConnectionLost(lost) from None
+    (or ``SessionLost``) naming upstream ``label``, its texts redacted with
+    ``redactor``. A class, not a generator: every call enters one (a generator
+    context manager costs more than the rest of the mapping)."""
+
+    __slots__ = ("_label", "_redactor")
+
+    def __init__(self, label: str, redactor: Redactor) -> None:
+        self._label = label
+        self._redactor = redactor
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        if exc is not None and isinstance(exc, Exception):
+            mapped_to = self._map(exc)
+            if mapped_to is not None:
+                raise mapped_to from None
+
+    def _map(self, exc: Exception) -> UpstreamError | None:
+        """What ``exc`` is, or None for what is already the gateway's own."""
+        label, redactor = self._label, self._redactor
+        lost = f"upstream {label} unavailable: connection lost"
+        if isinstance(exc, Unreachable):  # it may quote the upstream (a content type)
+            said = f"upstream {label} unavailable"
+            return ConnectionLost(f"{said}: {redactor.line(str(exc), 120)}",
+                                  audit=f"{said}: {exc.audit}")
+        if isinstance(exc, UpstreamError):
+            return None
+        if isinstance(exc, RpcFailed):
+            return _rpc_error(label, redactor, exc.code, exc.message)
+        if isinstance(exc, RuntimeError):  # the SDK's client checked the output schema
+            return off_schema(label)
+        if isinstance(exc, UnexpectedClaimedResult | ValidationError):
+            return not_a_result(label)
+        if isinstance(exc, MCPError):
+            if exc.code == types.CONNECTION_CLOSED:
+                return ConnectionLost(lost)
+            return _rpc_error(label, redactor, exc.code, exc.error.message)
+        if isinstance(exc, httpx2.TransportError | anyio.ClosedResourceError
+                      | anyio.BrokenResourceError | anyio.EndOfStream | OSError):
+            return ConnectionLost(lost)
+        return None
 
 
 def explain(exc: BaseException, bounds: Wire | Unfenced, redactor: Redactor, *,

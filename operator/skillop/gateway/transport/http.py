@@ -197,7 +197,7 @@ class HttpCaller:
                     raise Unreachable(f"HTTP {status}") from None
                 raise
         # The type is the upstream's text, quoted whole (a part of a value is not
-        # recognised): errors.mapped redacts it, then bounds it.
+        # recognised): errors.Mapped redacts it, then bounds it.
         if status >= 400:
             raise Unreachable(f"HTTP {status}")
         said = response.headers.get("content-type", "")
@@ -334,7 +334,7 @@ class PlainCalls(SessionCalls):
         if not self._plain:
             return await super().call(name, arguments, header_map=header_map)
         label = self._transport.label
-        with errors.mapped(label, self._transport.redactor):
+        with errors.Mapped(label, self._transport.redactor):
             raw = await self._caller.call(
                 name, arguments, session_id=self._session_id, protocol_version=self._version,
                 client_info=CLIENT_INFO_WIRE,

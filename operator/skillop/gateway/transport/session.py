@@ -26,7 +26,7 @@ class SessionCalls(Calls):
     async def call(self, name: str, arguments: Mapping[str, Any], *,
                    header_map: HeaderMap | None) -> types.CallToolResult:
         label = self._transport.label
-        with errors.mapped(label, self._transport.redactor):
+        with errors.Mapped(label, self._transport.redactor):
             response = await self.session.call_tool(name, dict(arguments),
                                                     allow_input_required=True)
         if isinstance(response, types.InputRequiredResult):
