@@ -13,7 +13,8 @@ import anyio.abc
 import pytest
 from mcp_servers import _ack_lifespan, _bind, _read_body, _UvicornThread
 
-from skillop.gateway.caller import HttpCaller, RpcFailed, SessionLost, Unreachable
+from skillop.gateway.errors import RpcFailed, SessionLost, Unreachable
+from skillop.gateway.transport.http import HttpCaller
 
 Scope = dict[str, Any]
 Handler = Callable[[dict[str, Any], dict[str, str]], Awaitable[tuple[int, str, bytes]]]

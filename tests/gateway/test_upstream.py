@@ -9,8 +9,8 @@ import anyio
 import pytest
 from mcp_servers import SilentServer
 
-from skillop.gateway.served import Upstream
-from skillop.gateway.upstream import Link, Settings, UpstreamUnavailable
+from skillop.gateway.upstream import Settings, UpstreamClient, UpstreamUnavailable
+from skillop.model.toolset import ServerEntry
 from skillop.sources.egress import EgressGuard
 
 
@@ -32,11 +32,9 @@ def test_every_connection_attempt_given_up_is_closed(tmp_path: Path) -> None:
                         running.remove(token)
                 tasks.start_soon(tracked)
 
-            upstream = Upstream(name="hung", skill="s", transport="streamable-http",
-                                url=silent.url(), command=(), args=(), env=(),
-                                headers_secret=None)
+            upstream = ServerEntry(name="hung", skill="s", url=silent.url())
             settings = Settings(tmp_path, EgressGuard(("127.0.0.1:*",)), connect_timeout=0.3)
-            link = Link(upstream, settings, spawn)
+            link = UpstreamClient(upstream, settings, spawn)
             for _ in range(4):
                 with pytest.raises(UpstreamUnavailable, match=r"no connection within 0\.3 s"):
                     await link.connection()

@@ -343,6 +343,15 @@ class Origin:
             raise CannotConnect("cannot connect") from None
         return conn
 
+    def peer_closed(self) -> bool:
+        """Whether the server closed an idle connection since the last asking (it may
+        have restarted, with other tools): those connections are dropped."""
+        lost = [conn for conn in self._idle if conn.lost]
+        for conn in lost:
+            self._idle.remove(conn)
+            conn.close()
+        return bool(lost)
+
     def close(self) -> None:
         """Close the idle connections; those in use close when their exchange ends."""
         self._closed = True

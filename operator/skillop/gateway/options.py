@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skillop.gateway.caller import CONNECT_TIMEOUT_SECONDS
 from skillop.gateway.secrets import DEFAULT_CONFIGMAPS_DIR
+from skillop.gateway.transport.base import CONNECT_TIMEOUT_SECONDS
 from skillop.gateway.upstream import Settings
 from skillop.model.settings import API_DIR, GATEWAY_RELIST_INTERVAL
 from skillop.sources.egress import EgressGuard

@@ -33,7 +33,13 @@ from mcp.shared.exceptions import MCPError
 from skillop.gateway import approval
 from skillop.gateway.audit import Outcome
 from skillop.gateway.served import ServedSet, ServedTool
-from skillop.gateway.upstream import CallFailed, Connection, Link, Pool, UpstreamUnavailable
+from skillop.gateway.upstream import (
+    CallFailed,
+    Connection,
+    Pool,
+    UpstreamClient,
+    UpstreamUnavailable,
+)
 from skillop.sources.mcp_discovery import one_line
 
 
@@ -106,7 +112,7 @@ class Call:
     tool: ServedTool | None = None
     #: The upstream's name as the call began (the record's ``upstream``).
     label: str | None = None
-    link: Link | None = None
+    link: UpstreamClient | None = None
     conn: Connection | None = None
     approved: approval.Approved | None = None
     #: Seconds spent waiting on the upstream (the forward, its retry included).
@@ -118,7 +124,7 @@ class Call:
         assert self.tool is not None
         return self.tool
 
-    def current_link(self) -> Link | None:
+    def current_link(self) -> UpstreamClient | None:
         """The tool's upstream's link now (a reload may have replaced it)."""
         tool = self.member
         if tool.upstream is None or self.pool is None:

@@ -21,8 +21,9 @@ from collections.abc import Mapping
 from contextlib import suppress
 from pathlib import Path
 
-from skillop.gateway.served import SecretKey, Upstream
+from skillop.model.mcpserver import McpTls
 from skillop.model.settings import CONFIGMAPS_DIR, SECRETS_DIR
+from skillop.model.toolset import ServerEntry
 
 DEFAULT_SECRETS_DIR = Path(SECRETS_DIR.default)
 DEFAULT_CONFIGMAPS_DIR = Path(CONFIGMAPS_DIR.default)
@@ -37,40 +38,46 @@ class SecretMissing(Exception):
     names it, never a value."""
 
 
-def headers_of(upstream: Upstream, root: Path) -> dict[str, str]:
+def headers_of(upstream: ServerEntry, root: Path) -> dict[str, str]:
     """The HTTP headers for ``upstream``: every key of its ``headersFrom`` Secret."""
-    if upstream.headers_secret is None:
+    if upstream.headers_from is None:
         return {}
-    directory = root / upstream.headers_secret
+    secret = upstream.headers_from.secret_ref.name
+    directory = root / secret
     try:
         keys = sorted(name for name in os.listdir(directory) if not name.startswith("."))
     except OSError:
-        raise SecretMissing(f"Secret {upstream.headers_secret} is not mounted at"
-                            f" {directory}") from None
-    return {key: _value(SecretKey(upstream.headers_secret, key), root) for key in keys}
+        raise SecretMissing(f"Secret {secret} is not mounted at {directory}") from None
+    return {key: _value(secret, key, root) for key in keys}
 
 
-def env_of(upstream: Upstream, root: Path) -> dict[str, str]:
+def env_of(upstream: ServerEntry, root: Path) -> dict[str, str]:
     """The environment of a stdio upstream: literal values and Secret keys."""
     env: dict[str, str] = {}
-    for entry in upstream.env:
-        if entry.secret_key is not None:
-            env[entry.name] = _value(entry.secret_key, root)
-        elif entry.value is not None:
-            env[entry.name] = entry.value
+    for var in upstream.env or ():
+        if var.value_from is not None:
+            ref = var.value_from.secret_key_ref
+            env[var.name] = _value(ref.name, ref.key, root)
+        elif var.value is not None:
+            env[var.name] = var.value
     return env
+
+
+def secret_values(upstream: ServerEntry, env: Mapping[str, str]) -> list[str]:
+    """Of a stdio upstream's ``env``, the values read from Secrets."""
+    return [env[var.name] for var in upstream.env or () if var.value_from is not None]
 
 
 def credentials(root: Path, *, api_dir: Path | None = None) -> tuple[str, ...]:
     """Every value of every Secret mounted under ``root``, and the API token in
-    ``api_dir``: what a link redacts, whichever upstream it reaches. A stdio child
+    ``api_dir``: what an upstream client redacts, whichever upstream it reaches. A stdio child
     runs as the gateway's user and can read them all; an HTTP upstream may have
-    been given another's value by mistake: no link's answers may carry any."""
+    been given another's value by mistake: no upstream client's answers may carry any."""
     values: list[str] = []
     for name in _entries(root):
         for key in _entries(root / name):
             try:
-                values.append(_value(SecretKey(name, key), root))
+                values.append(_value(name, key, root))
             except SecretMissing:
                 continue  # a key that is not a file or not text: nothing to recognise
     if api_dir is not None:
@@ -87,22 +94,22 @@ def _entries(directory: Path) -> list[str]:
         return []
 
 
-def _value(ref: SecretKey, root: Path) -> str:
-    path = root / ref.secret / ref.key
+def _value(secret: str, key: str, root: Path) -> str:
+    path = root / secret / key
     try:
         with path.open("rb") as handle:
             raw = handle.read(_MAX_VALUE_BYTES + 1)
     except OSError:
-        raise SecretMissing(f"key {ref.key} of Secret {ref.secret} is not mounted at"
+        raise SecretMissing(f"key {key} of Secret {secret} is not mounted at"
                             f" {path}") from None
     if len(raw) > _MAX_VALUE_BYTES:
-        raise SecretMissing(f"key {ref.key} of Secret {ref.secret} is larger than"
+        raise SecretMissing(f"key {key} of Secret {secret} is larger than"
                             f" {_MAX_VALUE_BYTES} bytes")
     try:
         # A trailing newline (echo > file) is never part of a header value.
         return raw.decode("utf-8").rstrip("\r\n")
     except UnicodeDecodeError:
-        raise SecretMissing(f"key {ref.key} of Secret {ref.secret} is not UTF-8") from None
+        raise SecretMissing(f"key {key} of Secret {secret} is not UTF-8") from None
 
 
 def secrets_signature(names: tuple[str, ...], root: Path) -> Mapping[str, object]:
@@ -125,17 +132,18 @@ def secrets_signature(names: tuple[str, ...], root: Path) -> Mapping[str, object
     return signature
 
 
-def ca_bundles(upstream: Upstream, *, secrets_root: Path, configmaps_root: Path,
+def ca_bundles(tls: McpTls | None, *, secrets_root: Path, configmaps_root: Path,
                ca_file: Path | None) -> list[str]:
-    """The PEM bundles trusted for ``upstream`` besides the system's CAs."""
+    """The PEM bundles trusted besides the system's CAs: ``--ca-file``'s and a
+    server's ``tls`` one."""
     bundles = []
     if ca_file is not None:
         bundles.append(_pem(ca_file, f"the CA file {ca_file}"))
-    ca = upstream.ca
-    if ca is not None:
-        root = secrets_root if ca.kind == "Secret" else configmaps_root
+    if tls is not None:
+        kind, ca = tls.ca()
+        root = secrets_root if kind == "Secret" else configmaps_root
         path = root / ca.name / ca.key
-        bundles.append(_pem(path, f"tls: key {ca.key} of {ca.kind} {ca.name} (at {path})"))
+        bundles.append(_pem(path, f"tls: key {ca.key} of {kind} {ca.name} (at {path})"))
     return bundles
 
 

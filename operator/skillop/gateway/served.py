@@ -30,7 +30,7 @@ from pydantic import ValidationError
 
 from skillop.gateway.search import Document, SearchIndex
 from skillop.model.canonical import bytes_digest
-from skillop.model.specs import ApprovalSettings, McpTls
+from skillop.model.specs import ApprovalSettings
 from skillop.model.toolset import (
     CALL_TOOL,
     INDEX_KEY,
@@ -58,65 +58,6 @@ BodyReader = Callable[[str], str | None]
 
 class ToolSetError(Exception):
     """The mounted ToolSet cannot be served; the message is one line."""
-
-
-@dataclass(frozen=True, slots=True)
-class SecretKey:
-    """One key of a mounted Secret."""
-
-    secret: str
-    key: str
-
-
-@dataclass(frozen=True, slots=True)
-class CaRef:
-    """A server's CA bundle (``tls``): a key of a ConfigMap or of a Secret, mounted
-    into the gateway like the Secrets (docs/gateway.md, Private CAs)."""
-
-    kind: Literal["ConfigMap", "Secret"]
-    name: str
-    key: str
-
-
-@dataclass(frozen=True, slots=True)
-class EnvEntry:
-    """A stdio upstream's environment variable: a literal or a Secret key."""
-
-    name: str
-    value: str | None
-    secret_key: SecretKey | None
-
-
-@dataclass(frozen=True, slots=True)
-class Upstream:
-    """An MCP server of the set, as the gateway connects to it."""
-
-    name: str
-    skill: str
-    transport: str
-    url: str | None
-    command: tuple[str, ...]
-    args: tuple[str, ...]
-    env: tuple[EnvEntry, ...]
-    headers_secret: str | None
-    ca: CaRef | None = None
-
-    @property
-    def key(self) -> ServerKey:
-        return (self.skill, self.name)
-
-    def secrets(self) -> tuple[str, ...]:
-        """The Secrets this upstream reads (headers, env, CA), for change detection."""
-        names = {e.secret_key.secret for e in self.env if e.secret_key is not None}
-        if self.headers_secret is not None:
-            names.add(self.headers_secret)
-        if self.ca is not None and self.ca.kind == "Secret":
-            names.add(self.ca.name)
-        return tuple(sorted(names))
-
-    def configmaps(self) -> tuple[str, ...]:
-        """The ConfigMaps this upstream reads (its CA bundle), for change detection."""
-        return (self.ca.name,) if self.ca is not None and self.ca.kind == "ConfigMap" else ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +91,8 @@ class ServedSet:
     actor: str
     hash: str
     tools: Mapping[str, ServedTool]
-    upstreams: Mapping[ServerKey, Upstream]
+    #: The MCP servers the tools call, as the ToolSet holds them.
+    upstreams: Mapping[ServerKey, ServerEntry]
     listing: tuple[types.Tool, ...]
     #: ``disclosure: Search``: the index search_tools ranks; None lists every tool.
     search: SearchIndex | None = None
@@ -242,10 +184,11 @@ def parse_served_set(raw: bytes | str, *, path: str = TOOLS_KEY,
         raise ToolSetError(f"{path}: {_first_error(exc)}") from None
     except RecursionError:
         raise ToolSetError(f"{path}: not JSON (nested too deeply)") from None
-    servers: dict[ServerKey, Upstream] = {}
+    servers: dict[ServerKey, ServerEntry] = {}
     for i, server in enumerate(doc.mcp_servers):
-        upstream = _upstream(server, f"{path}: mcpServers[{i}]")
-        servers.setdefault(upstream.key, upstream)
+        if server.url is None and not server.command:
+            raise ToolSetError(f"{path}: mcpServers[{i}]: neither url nor command")
+        servers.setdefault(server.key, server)
     keys = {entry.name: entry.key for entry in doc.agent_skills}
     tools: dict[str, ServedTool] = {}
     for i, tool in enumerate(doc.tools):
@@ -320,35 +263,7 @@ CALL_TOOL_DEFINITION = types.Tool(
 )
 
 
-def _upstream(server: ServerEntry, where: str) -> Upstream:
-    if server.url is None and not server.command:
-        raise ToolSetError(f"{where}: neither url nor command")
-    env = tuple(
-        EnvEntry(var.name, var.value,
-                 None if var.value_from is None
-                 else SecretKey(var.value_from.secret_key_ref.name,
-                                var.value_from.secret_key_ref.key))
-        for var in server.env or ())
-    return Upstream(
-        name=server.name, skill=server.skill, transport=server.transport, url=server.url,
-        command=server.command or (), args=server.args or (), env=env,
-        headers_secret=(server.headers_from.secret_ref.name
-                        if server.headers_from is not None else None),
-        ca=_ca(server.tls),
-    )
-
-
-def _ca(tls: McpTls | None) -> CaRef | None:
-    """The CA reference (the model holds exactly one of the two)."""
-    if tls is None:
-        return None
-    if tls.ca_config_map_ref is not None:
-        return CaRef("ConfigMap", tls.ca_config_map_ref.name, tls.ca_config_map_ref.key)
-    assert tls.ca_secret_ref is not None
-    return CaRef("Secret", tls.ca_secret_ref.name, tls.ca_secret_ref.key)
-
-
-def _served_tool(tool: ToolEntry, where: str, servers: Mapping[ServerKey, Upstream],
+def _served_tool(tool: ToolEntry, where: str, servers: Mapping[ServerKey, ServerEntry],
                  keys: Mapping[str, str], body: BodyReader) -> ServedTool:
     caps = tool.capabilities
     timeout = caps.get("timeoutSeconds")

@@ -128,6 +128,27 @@ class ServerEntry(DocumentModel):
     headers_from: HeadersFrom | None = None
     tls: McpTls | None = None
 
+    @property
+    def key(self) -> tuple[str, str]:
+        """The server in the set: (declaring skill, server name), as tools name it."""
+        return (self.skill, self.name)
+
+    def secrets(self) -> tuple[str, ...]:
+        """The Secrets this server's connection reads (headers, env, CA)."""
+        names = {var.value_from.secret_key_ref.name for var in self.env or ()
+                 if var.value_from is not None}
+        if self.headers_from is not None:
+            names.add(self.headers_from.secret_ref.name)
+        if self.tls is not None and self.tls.ca()[0] == "Secret":
+            names.add(self.tls.ca()[1].name)
+        return tuple(sorted(names))
+
+    def configmaps(self) -> tuple[str, ...]:
+        """The ConfigMaps this server's connection reads (its CA bundle)."""
+        if self.tls is None or self.tls.ca()[0] != "ConfigMap":
+            return ()
+        return (self.tls.ca()[1].name,)
+
 
 class AgentSkillEntry(DocumentModel):
     """Where an Agent Skill's body is: a key of the same ConfigMap."""

@@ -4,18 +4,18 @@ Every agent call crosses the gateway, so its forward is the gateway's hot path.
 The SDK's client session is built for a conversation (a task per request,
 memory streams between layers, an event stream read by a task of its own);
 a call needs one POST and its answer. ``HttpCaller`` sends that POST itself,
-in the session the link's SDK session opened (its ``mcp-session-id`` and
+in the session the transport's SDK session opened (its ``mcp-session-id`` and
 negotiated protocol version), over kept-alive connections (``http1.Origin``: a
 general HTTP client cost more a call than the rest of the gateway's work), and
 reads the answer as JSON or as an event stream (``wire``). The SDK session
 stays for what is not per call: initialize, the listings, ``list_changed``.
 
-Failures are one line, safe to show: ``SessionLost`` (HTTP 404, the upstream
-forgot the session: the link re-initializes), ``Unreachable`` (no connection,
-connection lost, a redirect, an unreadable answer) and ``RpcFailed`` (the
-upstream's JSON-RPC error, whose text is the upstream's: redact before use).
+Failures are one line, safe to show (``errors``): ``SessionLost`` (HTTP 404, the
+upstream forgot the session: the client re-initializes), ``Unreachable`` (no
+connection, connection lost, a redirect, an unreadable answer) and ``RpcFailed``
+(the upstream's JSON-RPC error, whose text is the upstream's: redact before use).
 No redirect is followed; the URL was checked against the egress guard when the
-link was made and never changes.
+connection was opened and never changes.
 """
 
 from __future__ import annotations
@@ -23,23 +23,45 @@ from __future__ import annotations
 import itertools
 import ssl
 from collections.abc import Mapping
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any, Final
 
 import anyio
 import mcp_types as types
+from mcp.client.session import ClientSession
 from mcp.shared.inbound import (
     MCP_METHOD_HEADER,
     MCP_NAME_HEADER,
     MCP_PROTOCOL_VERSION_HEADER,
     encode_header_value,
+    mcp_param_headers,
 )
-from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY
-from mcp_types.version import LATEST_MODERN_VERSION, MODERN_PROTOCOL_VERSIONS
+from mcp_types import (
+    CLIENT_CAPABILITIES_META_KEY,
+    CLIENT_INFO_META_KEY,
+    PROTOCOL_VERSION_META_KEY,
+    SERVER_INFO_META_KEY,
+)
+from mcp_types.methods import is_input_required
+from mcp_types.version import (
+    HANDSHAKE_PROTOCOL_VERSIONS,
+    LATEST_MODERN_VERSION,
+    MODERN_PROTOCOL_VERSIONS,
+)
 from pydantic import ValidationError
 
-from skillop.gateway import wire
+from skillop.gateway import errors, wire
+from skillop.gateway.errors import RpcFailed, SessionLost, Unreachable
 from skillop.gateway.http1 import HttpFailed, Origin, Response, checked_headers
+from skillop.gateway.transport.base import (
+    CLIENT_INFO_WIRE,
+    CONNECT_TIMEOUT_SECONDS,
+    Calls,
+    HeaderMap,
+)
+from skillop.gateway.transport.session import SessionCalls
+from skillop.gateway.transport.sse import SseTransport
 from skillop.gateway.wire import (
     MAX_MESSAGE_BYTES,
     Answer,
@@ -51,9 +73,7 @@ from skillop.gateway.wire import (
     classify,
     decode,
 )
-
-#: How long an upstream may take to accept a connection (HTTP and stdio alike).
-CONNECT_TIMEOUT_SECONDS: Final = 10.0
+from skillop.sources.mcp_transport import Wire
 
 _ACCEPT: Final = "application/json, text/event-stream"
 #: Idle connections are dropped well before servers drop them (uvicorn: 5 s), so a
@@ -63,28 +83,6 @@ _KEEPALIVE_SECONDS: Final = 1.0
 #: read for this long, so that the connection can be reused.
 _DRAIN_SECONDS: Final = 0.2
 _NOT_ANSWERED: Final = -32601
-
-
-class SessionLost(Exception):
-    """The upstream no longer knows the session (HTTP 404)."""
-
-
-class Unreachable(Exception):
-    """The call did not get an answer. The message may quote the upstream (redact it
-    before showing it); ``own`` is the gateway's words alone, for the audit line."""
-
-    def __init__(self, message: str, *, own: str | None = None) -> None:
-        super().__init__(message)
-        self.own = own if own is not None else message
-
-
-class RpcFailed(Exception):
-    """The upstream answered the call with a JSON-RPC error."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 class HttpCaller:
@@ -103,6 +101,10 @@ class HttpCaller:
 
     async def close(self) -> None:
         self._origin.close()
+
+    def peer_closed(self) -> bool:
+        """Whether the upstream closed a kept-alive connection since the last asking."""
+        return self._origin.peer_closed()
 
     async def discover(self, client_info: Mapping[str, Any]) -> str | None:
         """The 2026-07-28 revision when the upstream serves it (its ``server/discover``
@@ -195,12 +197,12 @@ class HttpCaller:
                     raise Unreachable(f"HTTP {status}") from None
                 raise
         # The type is the upstream's text, quoted whole (a part of a value is not
-        # recognised): the link redacts it, then bounds it.
+        # recognised): errors.Mapped redacts it, then bounds it.
         if status >= 400:
             raise Unreachable(f"HTTP {status}")
         said = response.headers.get("content-type", "")
         raise Unreachable(f"unexpected answer type {said or 'none'!r}",
-                          own="the answer is neither JSON nor an event stream")
+                          audit="the answer is neither JSON nor an event stream")
 
     async def _from_stream(self, response: Response, request_id: int, *,
                            lines: str) -> Answer | Failure:
@@ -283,3 +285,70 @@ async def _drain(response: Response) -> None:
             drained += len(chunk)
             if drained > MAX_MESSAGE_BYTES:
                 break
+
+
+class StreamableHttpTransport(SseTransport):
+    """A streamable-HTTP upstream: the SDK session for what is not per call, and
+    its calls posted by ``HttpCaller`` in the session's name (see the module docstring)."""
+
+    kind = "streamable-http"
+
+    async def calls(self, stack: AsyncExitStack, session: ClientSession, bounds: Wire,
+                    headers: Mapping[str, str]) -> Calls:
+        caller = HttpCaller(self.url, headers, tls=bounds.tls,
+                            connect_timeout=self.settings.connect_timeout)
+        stack.push_async_callback(caller.close)
+        return PlainCalls(session, self, caller, bounds)
+
+
+class PlainCalls(SessionCalls):
+    """Calls posted by ``HttpCaller`` in the session of a handshake revision, or as
+    requests of their own to a 2026-07-28 server; the SDK's otherwise."""
+
+    def __init__(self, session: ClientSession, transport: StreamableHttpTransport,
+                 caller: HttpCaller, bounds: Wire) -> None:
+        super().__init__(session, transport)
+        self._caller = caller
+        self._bounds = bounds
+        self._plain = False
+        self._session_id: str | None = None
+        self._version: str | None = None
+
+    async def settle(self) -> None:
+        version = str(self.session.protocol_version)
+        if version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            return
+        self._plain, self._session_id, self._version = True, self._bounds.session_id, version
+        # A 2026-07-28 server is called in that revision: a request of its own costs
+        # it far less than one in a session (the session stays for the listings and
+        # list_changed).
+        modern = await self._caller.discover(CLIENT_INFO_WIRE)
+        if modern is not None:
+            self._session_id, self._version = None, modern
+
+    def peer_closed(self) -> bool:
+        return self._plain and self._caller.peer_closed()
+
+    async def call(self, name: str, arguments: Mapping[str, Any], *,
+                   header_map: HeaderMap | None) -> types.CallToolResult:
+        if not self._plain:
+            return await super().call(name, arguments, header_map=header_map)
+        label = self._transport.label
+        with errors.Mapped(label, self._transport.redactor):
+            raw = await self._caller.call(
+                name, arguments, session_id=self._session_id, protocol_version=self._version,
+                client_info=CLIENT_INFO_WIRE,
+                param_headers=mcp_param_headers(header_map, arguments) if header_map else {})
+            if is_input_required(raw):
+                raise errors.asks_input(label)
+            meta = raw.get("_meta")
+            if isinstance(meta, dict) and SERVER_INFO_META_KEY in meta:
+                # A 2026-07-28 answer names its server: the agent's server is the gateway.
+                raw = {**raw, "_meta": {k: v for k, v in meta.items()
+                                        if k != SERVER_INFO_META_KEY}}
+            result = types.CallToolResult.model_validate(raw)
+            if not result.is_error:
+                # The SDK's own check, as its call_tool makes it (the output schema is
+                # the one the session listed).
+                await self.session.validate_tool_result(name, result)
+        return result

@@ -1,0 +1,34 @@
+"""Calls through the MCP SDK's client session: SSE and stdio upstreams, and
+streamable-HTTP ones of a revision the gateway's own caller does not speak."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import mcp_types as types
+from mcp.client.session import ClientSession
+
+from skillop.gateway import errors
+from skillop.gateway.transport.base import Calls, HeaderMap, Transport
+
+
+class SessionCalls(Calls):
+    """``tools/call`` as the SDK's ``call_tool`` (it checks the output schema)."""
+
+    def __init__(self, session: ClientSession, transport: Transport) -> None:
+        self.session = session
+        self._transport = transport
+
+    async def settle(self) -> None:
+        """Nothing: the session is all its calls need."""
+
+    async def call(self, name: str, arguments: Mapping[str, Any], *,
+                   header_map: HeaderMap | None) -> types.CallToolResult:
+        label = self._transport.label
+        with errors.Mapped(label, self._transport.redactor):
+            response = await self.session.call_tool(name, dict(arguments),
+                                                    allow_input_required=True)
+        if isinstance(response, types.InputRequiredResult):
+            raise errors.asks_input(label)
+        return response
