@@ -66,15 +66,22 @@ def test_an_idle_session_is_ended_and_a_busy_or_listening_one_is_not(
             "params": {"name": "echo", "arguments": {}}}
 
     async def main() -> tuple[list[int], int, types.CallToolResult, types.CallToolResult]:
-        async with serving(tmp_path, upstream, session_idle_timeout=0.5) as gateway, \
+        async with serving(tmp_path, upstream, session_idle_timeout=1.0) as gateway, \
                 httpx2.AsyncClient() as http:
             assert gateway.url is not None
-            # A client by hand, without a notification stream, that goes quiet.
-            headers = await handshake(http, gateway.url)
             # The SDK's clients keep their notification stream (GET) open: `listening`
             # only listens, `busy` only calls (plain JSON the SDK's server never sees).
             async with agent(gateway.url) as listening, agent(gateway.url) as busy:
+                await _settled(gateway, 2)
+                # A client by hand, without a notification stream, that goes quiet; it
+                # joins last, so slow set-up of the others does not make it idle early.
+                headers = await handshake(http, gateway.url)
                 counts = [await _settled(gateway, 3)]
+                # Busy until the quiet one is ended, then past one more idle timeout.
+                with anyio.move_on_after(20):
+                    while gateway.connected_clients > 2:
+                        await busy.call_tool("echo", {})
+                        await anyio.sleep(0.1)
                 for _ in range(15):
                     await busy.call_tool("echo", {})
                     await anyio.sleep(0.1)

@@ -179,8 +179,10 @@ def stage(real: RealCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 
 
 def call_in_background(gw: GatewayProcess, name: str, arguments: dict[str, Any], *,
-                       timeout: float = 30) -> Callable[[], Any]:
-    """Start a tools/call by the agent; the returned function waits for its result."""
+                       timeout: float = 120) -> Callable[[], Any]:
+    """Start a tools/call by the agent; the returned function waits for its result.
+    The agent's read timeout is generous: the call waits for a person's decision
+    made through kubectl, which a loaded machine (parallel test workers) slows."""
     out: list[Any] = []
 
     async def call() -> None:
