@@ -57,9 +57,9 @@ class Resolution:
     #: when first read: they hold every tool's token count, which only ``validate``
     #: of a set too close to the size limit, and what writes or prints a set, need.
     render: Callable[[], tuple[str, str]] = field(repr=False, compare=False)
-    #: Builds the document (``toolset``) from its hash: only the CLI reads it, and
-    #: the operator, writing ``text``, never pays for it.
-    build_document: Callable[[str], ToolSetDocument] = field(repr=False, compare=False)
+    #: Builds the document (``toolset``): only the CLI reads it, and the operator,
+    #: writing ``text``, never pays for it.
+    build_document: Callable[[], ToolSetDocument] = field(repr=False, compare=False)
     dropped: tuple[tuple[Entry, str], ...] = ()
     #: The SkillPolicies and ClusterSkillPolicies that applied (an Actor's).
     policies: tuple[AppliedPolicy, ...] = ()
@@ -109,7 +109,7 @@ class Resolution:
     @functools.cached_property
     def toolset(self) -> ToolSetDocument:
         """The ToolSet document, whose canonical JSON is ``text``."""
-        return self.build_document(self.hash)
+        return self.build_document()
 
     @functools.cached_property
     def document(self) -> dict[str, Any]:

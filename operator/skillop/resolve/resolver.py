@@ -380,7 +380,7 @@ class Resolver:
                                      tools=tools, servers=servers,
                                      disclosure=shown, approval=approval)
         return Resolution(subject, tools, skills, tuple(problems), tuple(warnings),
-                          tuple(pruned), render, lambda digest: document(digest=digest),
+                          tuple(pruned), render, lambda: document(digest=render()[1]),
                           tuple(dropped), policies, servers, binding)
 
     def _origin(self, subject: Subject) -> str | None:
