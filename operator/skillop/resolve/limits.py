@@ -57,12 +57,12 @@ def _budget_problem(origin: str | None, subject: Subject, rule: str, reason: str
     return Problem(subject, "spec.skills", reason,
                    f"{message} set by {budget.policy} ({rule}){detail}", origin)
 
-#: Makes a set's ToolSet text and hash from its tools (``resolve.toolset.toolset_text``).
-Render = Callable[[], tuple[str, str]]
+#: Makes a set's ToolSet text and hash (``resolve.toolset.toolset_text``).
+Render = Callable[..., tuple[str, str]]
 
 
 def size_problems(subject: Subject, tools: Sequence[EffectiveTool], render: Render,
-                  render_with: Callable[..., tuple[str, str]], *,
+                  render_with: Render, *,
                   actor: ActorResource | None, origin: str | None) -> list[Problem]:
     """``TooLarge`` when the actor's set cannot be stored, even packed into
     the most ConfigMaps an Actor has (``resolve.layout``). ``render`` makes the set's
@@ -78,8 +78,7 @@ def size_problems(subject: Subject, tools: Sequence[EffectiveTool], render: Rend
     return [Problem(subject, "spec.skills", P.TOO_LARGE, problem, origin)]
 
 
-def _fits_uncounted(tools: Sequence[EffectiveTool],
-                    render_with: Callable[..., tuple[str, str]]) -> bool:
+def _fits_uncounted(tools: Sequence[EffectiveTool], render_with: Render) -> bool:
     """Whether the set fits one ConfigMap even with every tool's token count replaced
     by an upper bound (``EffectiveTool.bounded``): the real text differs only in
     those counts' digits, so it fits too, and is stored as it is (no ``TooLarge``).
