@@ -13,6 +13,11 @@ measures the compiler. On a shared machine the best of N says more about the
 code than the median; both are printed.
 
     python bench/startup.py [--runs 21] [-- skillop tools team-a/developer -f examples]
+    python bench/startup.py --before /tmp/old/operator --runs 15   # interleaved A/B
+
+``--before SOURCE_ROOT`` compares with another tree's ``operator/`` instead: the
+command's runs alternate between it and this one (ABAB), so a load that comes
+and goes on a shared machine weighs on both alike.
 """
 
 from __future__ import annotations
@@ -81,9 +86,30 @@ def input_size(argv: Sequence[str]) -> str:
     return f"{len(files)} files, {docs} objects, {sum(f.stat().st_size for f in files)} bytes"
 
 
+def interleaved(command: Sequence[str], runs: int, env: dict[str, str], before: Path) -> None:
+    """The command's runs alternating between ``before``'s sources and these."""
+    trees = {"before": {**env, "PYTHONPATH": str(before.resolve())},
+             "after": {**env, "PYTHONPATH": str(ROOT / "operator")}}
+    times: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in trees}
+    for tree_env in trees.values():
+        _run(command, tree_env)  # warms each tree's byte-code cache
+    for _ in range(runs):
+        for label, tree_env in trees.items():
+            wall, cpu = _run(command, tree_env)
+            times[label][0].append(wall)
+            times[label][1].append(cpu)
+    ms = 1000
+    for label, (walls, cpus) in times.items():
+        print(f"{label:<7} CPU median {statistics.median(cpus) * ms:4.0f} ms  best"
+              f" {min(cpus) * ms:4.0f} ms   wall median {statistics.median(walls) * ms:4.0f} ms"
+              f"  best {min(walls) * ms:4.0f} ms")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--runs", type=int, default=21)
+    parser.add_argument("--before", type=Path, metavar="SOURCE_ROOT",
+                        help="another tree's operator/ to compare with, runs interleaved")
     parser.add_argument("command", nargs="*",
                         default=[SKILLOP, "validate", "-f", str(ROOT / "examples")])
     args = parser.parse_args(argv)
@@ -93,6 +119,9 @@ def main(argv: list[str] | None = None) -> int:
         command = [SKILLOP, *args.command[1:]] if args.command[0] == "skillop" else args.command
         print(f"command: {' '.join(command)}")
         print(f"input: {input_size(command)}; {args.runs} runs each, byte-code cached")
+        if args.before is not None:
+            interleaved(command, args.runs, env, args.before)
+            return 0
         walls, cpus = measure(command, args.runs, env)
         print(_line("the command", walls, cpus))
         base_walls, base_cpus = measure([sys.executable, "-c", "pass"], args.runs, env)

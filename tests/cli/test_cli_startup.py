@@ -119,3 +119,30 @@ def test_the_collector_leaves_the_commands_classes_alone_and_stays_on() -> None:
                          capture_output=True, text=True, timeout=60, check=False)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "0 True False"
+
+
+#: Runs an offline command in this interpreter, then says whether it loaded the
+#: tokenizer.
+_COUNTED = """
+import contextlib, io, sys
+from skillop.cli.main import main
+with contextlib.redirect_stdout(io.StringIO()):
+    code = main(sys.argv[1:])
+from skillop.resolve.tokens import counting
+print(code, counting())
+"""
+
+
+@pytest.mark.parametrize(("args", "counted"), [
+    (("validate",), False),
+    # ``tools`` prints every tool's count: the guard sees a load when there is one.
+    (("tools", "team-a/developer"), True),
+])
+def test_validate_loads_no_tokenizer_when_nothing_reads_a_count(args: tuple[str, ...],
+                                                               counted: bool) -> None:
+    # The BPE tokenizer is about a tenth of a validate's CPU; the examples set no
+    # maxToolTokens and fit a ConfigMap whatever their counts (resolve.limits).
+    out = subprocess.run([sys.executable, "-c", _COUNTED, *args, "-f", str(EXAMPLES)],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == f"0 {counted}"

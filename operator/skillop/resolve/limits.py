@@ -5,17 +5,17 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from skillop.model import problems as P
 from skillop.model.manifest import ActorResource
 from skillop.model.problems import Problem, Subject
-from skillop.model.toolset import default_configmap_name
+from skillop.model.toolset import MAX_CONFIGMAP_BYTES, default_configmap_name
 from skillop.model.wording import count
-from skillop.resolve.layout import configmap_layout, configmap_name
+from skillop.resolve.layout import configmap_data, configmap_layout, configmap_name, data_size
 from skillop.resolve.namespace_rules import Ceiling
 from skillop.resolve.policy import EffectivePolicy
-from skillop.resolve.tokens import ENCODING
+from skillop.resolve.tokens import ENCODING, counting
 from skillop.resolve.tooljson import EffectiveTool
 
 #: How many of the costliest tools a token budget problem names.
@@ -28,13 +28,15 @@ def largest_tools(tools: Sequence[EffectiveTool], count: int) -> list[EffectiveT
 
 
 def budget_problems(subject: Subject, policy: EffectivePolicy, tools: Sequence[EffectiveTool],
-                    tokens: int, *, origin: str | None) -> list[Problem]:
-    """``TooManyTools`` and ``TooManyToolTokens``: the set over its budgets."""
+                    *, origin: str | None) -> list[Problem]:
+    """``TooManyTools`` and ``TooManyToolTokens``: the set over its budgets (the
+    tools' tokens are counted only for a ``maxToolTokens``)."""
     out = []
     if policy.max_tools is not None and len(tools) > policy.max_tools.value:
         out.append(_budget_problem(
             origin, subject, "maxTools", P.TOO_MANY_TOOLS, policy.max_tools,
             f"{count(len(tools), 'tool')} exceed the budget of {policy.max_tools.value}"))
+    tokens = 0 if policy.max_tool_tokens is None else sum(t.tokens for t in tools)
     if policy.max_tool_tokens is not None and tokens > policy.max_tool_tokens.value:
         largest = ", ".join(f"{t.binding_name} ({t.tokens})"
                             for t in largest_tools(tools, TOKEN_CONTRIBUTORS))
@@ -55,13 +57,33 @@ def _budget_problem(origin: str | None, subject: Subject, rule: str, reason: str
     return Problem(subject, "spec.skills", reason,
                    f"{message} set by {budget.policy} ({rule}){detail}", origin)
 
-def size_problems(subject: Subject, tools: Sequence[EffectiveTool], text: str, digest: str,
-                  *, actor: ActorResource | None, origin: str | None) -> list[Problem]:
+#: Makes a set's ToolSet text and hash (``resolve.toolset.toolset_text``).
+Render = Callable[..., tuple[str, str]]
+
+
+def size_problems(subject: Subject, tools: Sequence[EffectiveTool], render: Render,
+                  render_with: Render, *,
+                  actor: ActorResource | None, origin: str | None) -> list[Problem]:
     """``TooLarge`` when the actor's set cannot be stored, even packed into
-    the most ConfigMaps an Actor has (``resolve.layout``)."""
+    the most ConfigMaps an Actor has (``resolve.layout``). ``render`` makes the set's
+    text; ``render_with(tools=...)`` the same with other tools."""
+    if not counting() and _fits_uncounted(tools, render_with):
+        return []
     name = (configmap_name(actor) if actor is not None
             else default_configmap_name(subject.name))
+    text, digest = render()
     problem = configmap_layout(name, text, digest, tools).problem
     if problem is None:
         return []
     return [Problem(subject, "spec.skills", P.TOO_LARGE, problem, origin)]
+
+
+def _fits_uncounted(tools: Sequence[EffectiveTool], render_with: Render) -> bool:
+    """Whether the set fits one ConfigMap even with every tool's token count replaced
+    by an upper bound (``EffectiveTool.bounded``): the real text differs only in
+    those counts' digits, so it fits too, and is stored as it is (no ``TooLarge``).
+    Checked while this process has no tokenizer loaded, whose load costs more than
+    the text (``resolve.tokens``)."""
+    bounded = [tool.bounded() for tool in tools]
+    text, _ = render_with(tools=bounded)
+    return data_size(configmap_data(text, bounded)) <= MAX_CONFIGMAP_BYTES

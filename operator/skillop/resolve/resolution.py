@@ -53,18 +53,16 @@ class Resolution:
     problems: tuple[Problem, ...]
     warnings: tuple[str, ...]
     pruned: tuple[PrunedItem, ...]
-    #: The ToolSet document's hash.
-    hash: str
-    #: The document's canonical JSON: what the ConfigMap stores.
-    text: str = field(repr=False)
+    #: Makes the document's canonical JSON and its hash (``text``, ``hash``), once,
+    #: when first read: they hold every tool's token count, which only ``validate``
+    #: of a set too close to the size limit, and what writes or prints a set, need.
+    render: Callable[[], tuple[str, str]] = field(repr=False, compare=False)
     #: Builds the document (``toolset``): only the CLI reads it, and the operator,
     #: writing ``text``, never pays for it.
     build_document: Callable[[], ToolSetDocument] = field(repr=False, compare=False)
     dropped: tuple[tuple[Entry, str], ...] = ()
     #: The SkillPolicies and ClusterSkillPolicies that applied (an Actor's).
     policies: tuple[AppliedPolicy, ...] = ()
-    #: What the set's tool definitions cost the model, in tokens (``resolve.tokens``).
-    tokens: int = 0
     #: The document's ``mcpServers`` (what the gateway connects to, and the Secrets
     #: and CA bundles its pod must mount), without building the whole document.
     servers: tuple[ServerEntry, ...] = field(default=(), repr=False, compare=False)
@@ -88,6 +86,25 @@ class Resolution:
     @property
     def ok(self) -> bool:
         return not self.problems
+
+    @functools.cached_property
+    def _rendered(self) -> tuple[str, str]:
+        return self.render()
+
+    @property
+    def text(self) -> str:
+        """The document's canonical JSON: what the ConfigMap stores."""
+        return self._rendered[0]
+
+    @property
+    def hash(self) -> str:
+        """The ToolSet document's hash."""
+        return self._rendered[1]
+
+    @functools.cached_property
+    def tokens(self) -> int:
+        """What the set's tool definitions cost the model, in tokens (``resolve.tokens``)."""
+        return sum(t.tokens for t in self.tools)
 
     @functools.cached_property
     def toolset(self) -> ToolSetDocument:

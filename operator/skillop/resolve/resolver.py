@@ -358,10 +358,8 @@ class Resolver:
             (EffectiveTool.of(name, bindings[name], entry, path_to(parents, entry.skill, paths))
              for name, entry in zip(names, entries, strict=True)),
             key=lambda t: t.name))
-        tokens = sum(t.tokens for t in tools)
         if budget is not None:
-            problems += budget_problems(subject, budget, tools, tokens,
-                                        origin=self._origin(subject))
+            problems += budget_problems(subject, budget, tools, origin=self._origin(subject))
         servers = used_servers(tools, self._servers(skills), self._server_entries)
         binding = CredentialCheck()
         if actor is not None:
@@ -371,18 +369,19 @@ class Resolver:
         owner = f"{subject.namespace}/{subject.name}"
         shown, unknown = disclosure_entry(disclosure, tools)
         warnings += [f"{subject}: {w}" for w in unknown]
-        text, digest = toolset_text(owner_kind=owner_kind, owner=owner, tools=tools,
-                                    servers=servers, disclosure=shown, approval=approval)
+        render_set = functools.partial(toolset_text, owner_kind=owner_kind, owner=owner,
+                                       servers=servers, disclosure=shown, approval=approval)
+        render = functools.cache(functools.partial(render_set, tools=tools))
         if owner_kind == "actor" and not problems:
             stored = self.catalog.actors.get(ObjectRef(subject.namespace, subject.name))
-            problems += size_problems(subject, tools, text, digest, actor=stored,
+            problems += size_problems(subject, tools, render, render_set, actor=stored,
                                       origin=self._origin(subject))
         document = functools.partial(toolset_document, owner_kind=owner_kind, owner=owner,
-                                     tools=tools, servers=servers, digest=digest,
+                                     tools=tools, servers=servers,
                                      disclosure=shown, approval=approval)
         return Resolution(subject, tools, skills, tuple(problems), tuple(warnings),
-                          tuple(pruned), digest, text, document, tuple(dropped), policies,
-                          tokens, servers, binding)
+                          tuple(pruned), render, lambda: document(digest=render()[1]),
+                          tuple(dropped), policies, servers, binding)
 
     def _origin(self, subject: Subject) -> str | None:
         ref = ObjectRef(subject.namespace, subject.name)

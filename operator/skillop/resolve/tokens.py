@@ -12,7 +12,9 @@ a stable, honest measure to budget with (docs/decisions.md).
 
 Counting is memoized: the description and schema part per ToolDef (shared by
 every actor that reaches it, and kept between resolutions), and every text in a
-bounded cache. The tokenizer loads on first use, once per process (about 20 ms and 30 MiB).
+bounded cache. The tokenizer loads on first use, once per process (about 20 ms and 30 MiB,
+most of a ``skillop validate``'s cost after pydantic's): ``token_bound`` lets the resolver
+check what a count only bounds (the ToolSet's size) without it.
 """
 
 from __future__ import annotations
@@ -40,6 +42,11 @@ def encoding_counter(encoding: str) -> Callable[[str], int]:
     skillop writes; others to compare, bench/disclosure.py)."""
     count: Callable[[str], int] = _bindings().tokenizer_for_encoding(encoding).count
     return count
+
+
+def counting() -> bool:
+    """Whether this process has loaded the tokenizer: counts are then cheap."""
+    return encoding_counter.cache_info().currsize > 0
 
 
 def _counter() -> Callable[[str], int]:
@@ -91,3 +98,14 @@ def tool_tokens(binding_name: str, tool: ToolDef) -> int:
     if found is None:  # this runs for every tool of every Actor
         found = definition_tokens(tool)
     return count_tokens(binding_name) + found
+
+
+#: The most UTF-8 bytes one character takes: a token is at least one byte.
+_MAX_CHAR_BYTES = 4
+
+
+def token_bound(binding_name: str, tool: ToolDef) -> int:
+    """At least ``tool_tokens(binding_name, tool)``, without the tokenizer: every token
+    is one byte or more of the texts' UTF-8 (a lone surrogate is counted as one)."""
+    texts = (binding_name, tool.description, tool.fragments()["inputSchema"])
+    return _MAX_CHAR_BYTES * sum(map(len, texts))

@@ -9,7 +9,7 @@ joined from those pieces (``resolve.toolset``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from json.encoder import encode_basestring
 from typing import Any
 
@@ -19,7 +19,7 @@ from skillop.model.names import ObjectRef
 from skillop.model.tooldef import ToolDef
 from skillop.model.toolset import ToolEntry, agent_skill_key
 from skillop.resolve.entries import Entry
-from skillop.resolve.tokens import tool_tokens
+from skillop.resolve.tokens import token_bound, tool_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,13 +28,29 @@ class EffectiveTool:
     binding_name: str
     entry: Entry
     path: tuple[ObjectRef, ...]
-    #: What the model is sent for this tool, in tokens (``resolve.tokens``).
-    tokens: int
+    #: Stands for ``tokens`` where only an upper bound is needed (``bounded``).
+    stand_in: int | None = field(default=None, compare=False)
 
     @classmethod
     def of(cls, name: str, binding_name: str, entry: Entry,
            path: tuple[ObjectRef, ...]) -> EffectiveTool:
-        return cls(name, binding_name, entry, path, tool_tokens(binding_name, entry.tool))
+        return cls(name, binding_name, entry, path)
+
+    @property
+    def tokens(self) -> int:
+        """What the model is sent for this tool, in tokens (``resolve.tokens``): counted
+        when first read (the counts are memoized), so a run that reads none, such as a
+        ``validate`` without a ``maxToolTokens``, never loads the tokenizer."""
+        if self.stand_in is not None:
+            return self.stand_in
+        return tool_tokens(self.binding_name, self.entry.tool)
+
+    def bounded(self) -> EffectiveTool:
+        """This tool with an upper bound of its count for ``tokens``, which costs no
+        tokenizer (``token_bound``): a ToolSet text made of these is at least as long
+        as the real one."""
+        return EffectiveTool(self.name, self.binding_name, self.entry, self.path,
+                             token_bound(self.binding_name, self.entry.tool))
 
     @property
     def key(self) -> str | None:
