@@ -92,12 +92,12 @@ def test_a_connection_reads_headers_and_every_ca_bundle(tmp_path: Path) -> None:
     conn = asyncio.run(connection(key, reader=reader, configmaps={},
                                   ca_file=str(tmp_path / "ca.pem")))
     assert dict(conn.headers) == {"Authorization": "Bearer t"}
-    assert conn.ca_bundles == ("OPERATOR PEM", "SERVER PEM")
+    assert conn.trust.ca_bundles == ("OPERATOR PEM", "SERVER PEM")
     # A bundle the store holds is not read from the API.
     held = {CA: ConfigMapData(Meta("team-a", "corp-ca"), {"ca.crt": "HELD PEM"})}
     conn = asyncio.run(connection(key, reader=_Reader({AUTH: {}}, {}), configmaps=held,
                                   ca_file=None))
-    assert conn.ca_bundles == ("HELD PEM",)
+    assert conn.trust.ca_bundles == ("HELD PEM",)
 
 
 @pytest.mark.parametrize(("key", "ca_file", "message"), [

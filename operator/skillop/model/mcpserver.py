@@ -17,6 +17,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from skillop.model.canonical import canonical_json
 from skillop.model.credentials import USERINFO_PATTERN, has_userinfo
 from skillop.model.durations import DURATION_PATTERN, MAX_NANOS, duration_nanos
 from skillop.model.names import (
@@ -211,6 +212,32 @@ _SERVER_RULES: tuple[Rule[Any], ...] = (
 )
 
 
+#: The fields saying how a server is reached: the ToolSet's ``ServerEntry`` carries
+#: each as written (``resolve.toolset.server_entry``), a listing's key holds each
+#: unless ``UNKEYED`` says why not. A field of neither tuple fails a test.
+CONNECTION_FIELDS = ("url", "transport", "command", "args", "env", "headers_from", "tls")
+#: The fields saying which of its tools a skill takes, and how often: the set
+#: holds their effect on the tools, not the fields.
+SELECTION_FIELDS = ("name", "tools", "tool_filter", "overrides", "pin", "refresh_interval")
+#: Connection fields that only a command (stdio) server has, by its rules: the set
+#: carries them for stdio servers only (and the others for url ones only).
+STDIO_FIELDS = ("command", "args", "env")
+#: Connection fields a listing's key leaves out, and why.
+UNKEYED = {
+    "transport": "one listing per URL: the watch speaks the first naming Skill's transport",
+    **{name: "stdio servers are never listed" for name in STDIO_FIELDS},
+}
+#: Settings the key holds in slots of its own (by camelCase path): the URL in
+#: normal form, the Secret and the CA source with the Skill's namespace.
+_KEY_SLOTS = ("url", "headersFrom", "tls.caConfigMapRef", "tls.caSecretRef")
+
+
+def _leaves(value: Any, path: str) -> list[tuple[str, Any]]:
+    if isinstance(value, dict) and value:
+        return [leaf for key, item in value.items() for leaf in _leaves(item, f"{path}.{key}")]
+    return [(path, value)]
+
+
 class McpServer(SpecModel):
     """An MCP server whose tools (all of them, filtered) the skill includes."""
 
@@ -298,4 +325,15 @@ class McpServer(SpecModel):
         secret = (ObjectRef(namespace, self.headers_from.secret_ref.name)
                   if self.headers_from is not None else None)
         ca = self.tls.source(namespace) if self.tls is not None else None
-        return ServerKey(normal_url(self.url), secret, ca)
+        return ServerKey(normal_url(self.url), secret, ca, self._key_options(), tls=self.tls)
+
+    def _key_options(self) -> tuple[tuple[str, str], ...]:
+        """The connection settings, set away from their defaults, that no slot of
+        the key holds: ``(camelCase path, canonical JSON)``, sorted."""
+        keyed = set(CONNECTION_FIELDS) - set(UNKEYED)
+        written = self.model_dump(mode="json", by_alias=True, exclude_defaults=True,
+                                  include=keyed)
+        leaves = [leaf for key, value in written.items() for leaf in _leaves(value, key)]
+        return tuple(sorted(
+            (path, canonical_json(value)) for path, value in leaves
+            if not any(path == slot or path.startswith(f"{slot}.") for slot in _KEY_SLOTS)))

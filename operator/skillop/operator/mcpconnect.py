@@ -5,7 +5,9 @@ trusted besides the system's: the operator-wide one (``SKILLOP_MCP_CA_FILE``) an
 the server's ``tls`` one (a ConfigMap or Secret key). Everything is read again at
 every connection, so a rotated CA or token is used from the next one on. A bundle
 that cannot be read is ``CABundleMissing``, one line saying which and why (never
-a traceback, never a value).
+a traceback, never a value). What is read becomes one ``Connection``: the
+headers and one ``Trust`` (the bundles and the server's ``tls`` whole), handed
+through the watch to the transport, which alone reads the ``tls`` settings.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Protocol
 from skillop.model.manifest import ConfigMapData
 from skillop.model.names import ObjectRef
 from skillop.model.serverkeys import CaSource, ServerKey
+from skillop.sources.mcp_trust import Trust
 
 
 class ObjectReader(Protocol):
@@ -36,13 +39,13 @@ class CABundleMissing(Exception):
 @dataclass(frozen=True, slots=True)
 class Connection:
     headers: Mapping[str, str]
-    ca_bundles: tuple[str, ...]
+    trust: Trust
 
 
 async def connection(server: ServerKey, *, reader: ObjectReader,
                      configmaps: Mapping[ObjectRef, ConfigMapData],
                      ca_file: str | None) -> Connection:
-    """The headers and CA bundles for connecting to ``server`` now. ``configmaps``:
+    """The headers and trust for connecting to ``server`` now. ``configmaps``:
     the ConfigMaps the store holds (a CA bundle is read from the API only when it
     is not there yet)."""
     headers = dict(await reader.read_secret(server.secret)) if server.secret else {}
@@ -55,7 +58,7 @@ async def connection(server: ServerKey, *, reader: ObjectReader,
             raise CABundleMissing(
                 f"tls: {server.ca.kind} {server.ca.ref} has no key {server.ca.key}")
         bundles.append(pem)
-    return Connection(headers, tuple(bundles))
+    return Connection(headers, Trust(tuple(bundles), server.tls))
 
 
 def _read_file(path: str) -> str:

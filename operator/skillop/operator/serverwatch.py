@@ -110,7 +110,7 @@ async def run(watch: ServerWatch, listener: Listener, *, guard: EgressGuard,
                 limits=limits, on_change=changed, on_error=failed,
                 ping_interval=min(watch.interval, PING_SECONDS),
                 reconnect_backoff=(0.5, max(0.5, min(watch.interval, 30.0))),
-                only_if_announced=True, ca_bundles=conn.ca_bundles))
+                only_if_announced=True, trust=conn.trust))
             if watch.wake.is_set():
                 continue
         except Exception as err:

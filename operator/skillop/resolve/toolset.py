@@ -14,6 +14,7 @@ from json.encoder import encode_basestring
 from typing import Any
 
 from skillop.model.canonical import canonical_json, sha256_digest
+from skillop.model.mcpserver import CONNECTION_FIELDS, STDIO_FIELDS
 from skillop.model.names import ObjectRef
 from skillop.model.specs import ApprovalSettings, Disclosure, McpServer
 from skillop.model.toolset import (
@@ -51,21 +52,20 @@ __all__ = [
 
 
 def server_entry(skill: ObjectRef, server: McpServer) -> ServerEntry:
-    """A server as the set names it: its URL (and CA reference), or its stdio
-    command; Secrets only as references."""
+    """A server as the set names it: every connection field of the Skill's, as
+    written (Secrets and CA bundles only as references: the gateway reads them
+    once the pod mounts them, docs/gateway.md), lists as tuples, and each only
+    for the kind of server that has it."""
     stdio = server.url is None
+    fields = {name: _carried(getattr(server, name)) for name in CONNECTION_FIELDS
+              if (name in STDIO_FIELDS) == stdio}
     return ServerEntry.model_construct(
-        name=server.name, skill=skill.canonical, transport=server.effective_transport,
-        url=server.url,
-        command=tuple(server.command or ()) if stdio else None,
-        args=tuple(server.args) if stdio else None,
-        # Literal values are already in the Skill; valueFrom stays a reference.
-        env=tuple(server.env) if stdio else None,
-        headers_from=server.headers_from,
-        # Where the CA bundle is (a reference, as for headersFrom): the gateway
-        # trusts it once the pod mounts it (docs/gateway.md, Private CAs).
-        tls=None if stdio else server.tls,
-    )
+        name=server.name, skill=skill.canonical,
+        **{**fields, "transport": server.effective_transport})
+
+
+def _carried(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
 
 
 def _entry_dict(entry: DocumentModel) -> dict[str, Any]:

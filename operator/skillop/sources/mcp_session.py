@@ -55,7 +55,8 @@ from skillop.sources.mcp_discovery import (
     one_line,
 )
 from skillop.sources.mcp_tools import McpToolInfo
-from skillop.sources.mcp_transport import Wire, http_client, trust_context
+from skillop.sources.mcp_transport import Wire, http_client
+from skillop.sources.mcp_trust import SYSTEM_TRUST, Trust
 from skillop.sources.redaction import Redactor
 
 __all__ = ["Redactor", "classify", "list_pages", "list_tools", "open_session", "tool_info"]
@@ -376,17 +377,19 @@ async def list_tools(
     guard: EgressGuard,
     limits: DiscoveryLimits = DEFAULT_LIMITS,
     ca_bundles: Sequence[str] = (),
+    trust: Trust = SYSTEM_TRUST,
 ) -> DiscoveryResult:
     """Connect, initialize, list every page of tools, disconnect.
 
     ``ca_bundles``: PEM CA certificates trusted besides the system's (see
-    ``trust_context``). Raises ``DiscoveryError``; ``URLNotAllowed`` (and
+    ``trust_context``), besides ``trust`` (passed whole). Raises
+    ``DiscoveryError``; ``URLNotAllowed`` (and
     ``TLSError`` for a bundle that is not PEM) before any connection is attempted.
     """
     guard.check(url)
     headers = dict(headers or {})
     redact = Redactor(headers.values())
-    wire = Wire(url, transport, guard, limits, trust_context(url, ca_bundles))
+    wire = Wire(url, transport, guard, limits, trust.adding(ca_bundles).context(url))
     try:
         with anyio.fail_after(limits.total_timeout):
             async with open_session(url, transport, headers, wire, limits) as session:

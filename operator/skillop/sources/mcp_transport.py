@@ -24,10 +24,8 @@ the session layer can classify a failure by the first fatal fact.
 
 from __future__ import annotations
 
-import functools
-import os
 import ssl
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import suppress
 from typing import NoReturn
 
@@ -41,8 +39,9 @@ from skillop.sources.mcp_discovery import (
     ErrorReason,
     McpTransport,
 )
+from skillop.sources.mcp_trust import Trust, trust_context
 
-__all__ = ["Wire", "http_client", "trust_context"]
+__all__ = ["Trust", "Wire", "http_client", "trust_context"]
 
 
 class Wire:
@@ -259,39 +258,6 @@ def http_client(
         follow_redirects=False,
         trust_env=False,
     )
-
-
-def trust_context(url: str, ca_bundles: Sequence[str]) -> ssl.SSLContext:
-    """What https connections trust: the system's CAs, plus ``ca_bundles`` (PEM texts).
-
-    Private CAs are the rule inside companies; ``SSL_CERT_FILE`` and the like are
-    not read (``trust_env`` is off, as for proxies), so trust is what the caller
-    configures: per server and operator-wide in the operator, ``--ca-file`` in
-    the CLI. A bundle that is not PEM certificates is a ``TLSError`` naming ``url``.
-    Contexts are built once per distinct set of bundles and shared: loading the
-    system store costs tens of ms of CPU, once per connection otherwise.
-    """
-    try:
-        return _context(tuple(ca_bundles))
-    except (ssl.SSLError, ValueError) as err:
-        raise DiscoveryError(
-            "TLSError", display_url(url),
-            f"the CA bundle is not PEM certificates ({type(err).__name__})") from None
-
-
-@functools.lru_cache(maxsize=32)
-def _context(ca_bundles: tuple[str, ...]) -> ssl.SSLContext:
-    # The system store at OpenSSL's compiled-in paths, not the SSL_CERT_* variables.
-    paths = ssl.get_default_verify_paths()
-    context = ssl.create_default_context(
-        cafile=paths.openssl_cafile if os.path.isfile(paths.openssl_cafile) else None,
-        capath=paths.openssl_capath if os.path.isdir(paths.openssl_capath) else None,
-    )
-    for pem in ca_bundles:
-        if "-----BEGIN CERTIFICATE-----" not in pem:
-            raise ValueError("no PEM certificate")
-        context.load_verify_locations(cadata=pem)
-    return context
 
 
 def _redirect_target(base: httpx2.URL, location: str | None) -> str:

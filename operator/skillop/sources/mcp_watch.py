@@ -37,7 +37,8 @@ from skillop.sources.mcp_session import (
     list_all,
     open_session,
 )
-from skillop.sources.mcp_transport import Wire, trust_context
+from skillop.sources.mcp_transport import Wire
+from skillop.sources.mcp_trust import SYSTEM_TRUST, Trust
 from skillop.sources.redaction import Redactor
 
 __all__ = ["watch_tools"]
@@ -99,6 +100,7 @@ async def watch_tools(
     ping_interval: float = 15.0,
     only_if_announced: bool = False,
     ca_bundles: Sequence[str] = (),
+    trust: Trust = SYSTEM_TRUST,
 ) -> None:
     """Keep a session open and call ``on_change`` with the full list on every change.
 
@@ -120,9 +122,10 @@ async def watch_tools(
 
     ``URLNotAllowed`` for ``url`` itself is raised at once (retrying cannot
     help). Exceptions raised by ``on_change`` or ``on_error`` end the watch.
+    ``trust``: what https trusts, passed whole (``ca_bundles`` are trusted besides).
     """
     guard.check(url)
-    tls = trust_context(url, ca_bundles)
+    tls = trust.adding(ca_bundles).context(url)
     backoff = _Backoff(*reconnect_backoff)
     while True:
         try:

@@ -19,7 +19,8 @@ from skillop.gateway.transport.base import CLIENT_INFO, LIMITS, Bounds, Calls, T
 from skillop.gateway.transport.session import SessionCalls
 from skillop.sources.mcp_discovery import McpTransport
 from skillop.sources.mcp_session import open_session
-from skillop.sources.mcp_transport import Wire, trust_context
+from skillop.sources.mcp_transport import Wire
+from skillop.sources.mcp_trust import Trust
 
 
 class SseTransport(Transport):
@@ -38,10 +39,10 @@ class SseTransport(Transport):
 
     def trust(self) -> ssl.SSLContext:
         """What https connections to this upstream trust (read now: a rotated CA counts)."""
-        settings = self.settings
-        return trust_context(self.url, ca_bundles(
-            self.upstream.tls, secrets_root=settings.secrets_dir,
-            configmaps_root=settings.configmaps_dir, ca_file=settings.ca_file))
+        settings, tls = self.settings, self.upstream.tls
+        bundles = ca_bundles(tls, secrets_root=settings.secrets_dir,
+                             configmaps_root=settings.configmaps_dir, ca_file=settings.ca_file)
+        return Trust(tuple(bundles), tls).context(self.url)
 
     @asynccontextmanager
     async def open(self, bounds: Bounds, on_message: MessageHandlerFnT,
