@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from chartkit import load, objects
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from chartkit import load, objects
 from skillop.model.settings import SHARD_CLUSTER_OWNER, SHARD_SELECTOR
 from skillop.model.shardselector import LabelSelector
 

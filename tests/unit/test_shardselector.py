@@ -53,6 +53,6 @@ def test_requirements_hold_as_kubernetes_says(text: str, labels: dict[str, str],
     ("a=b c", "'b c' is not a label value"),
 ])
 def test_what_it_cannot_read_is_refused_by_name(text: str, words: str) -> None:
-    with pytest.raises(SettingsError, match="^SKILLOP_SHARD_SELECTOR: ") as err:
+    with pytest.raises(SettingsError, match=r"^SKILLOP_SHARD_SELECTOR: ") as err:
         SHARD_SELECTOR.read({"SKILLOP_SHARD_SELECTOR": text})
     assert words in str(err.value)
