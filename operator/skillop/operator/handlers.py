@@ -258,6 +258,8 @@ async def approval_event(type: str, body: kopf.Body, name: str, namespace: str |
     keeper: ApprovalKeeper | None = getattr(memo, "approvals", None)
     if keeper is None:
         return
+    if not memo.reconciler.shard.owns(namespace or ""):
+        return  # another shard's: its keeper marks, expires and cleans it up
     if type == "DELETED":
         keeper.deleted(namespace or "", name)
     else:
