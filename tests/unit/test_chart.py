@@ -362,6 +362,7 @@ KUBE_CALLS: dict[str, set[Grant]] = {
     "read_namespaced_secret": {("", "secrets", "get")},  # only with mcp.headersFromSecrets
     # The store's membership check after a watch gap (the lists kopf also makes).
     "list_namespace": {("", "namespaces", "list")},
+    "read_namespace": {("", "namespaces", "get")},  # a shard's fence before writing
     "list_namespaced_config_map": {("", "configmaps", "list")},
     "list_config_map_for_all_namespaces": {("", "configmaps", "list")},
     "list_namespaced_custom_object": {

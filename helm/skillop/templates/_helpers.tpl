@@ -144,5 +144,34 @@ between the two never makes Helm adopt (or cert-manager overwrite) the other's.
 
 {{/* The leader election Lease, in the release namespace. */}}
 {{- define "skillop.leaseName" -}}
-{{- include "skillop.fullname" . }}
+{{- include "skillop.fullname" . }}{{ with .Values.shard.name }}-{{ . }}{{ end }}
+{{- end }}
+
+{{- /*
+The shard's namespaceSelector (a kubectl-style equality selector string) as
+matchExpressions entries, for the admission webhooks' namespaceSelector: each
+release's webhooks see only its shard's namespaces, so an object is admitted
+(and a pod injected) by exactly one installation.
+*/}}
+{{- define "skillop.shardExpressions" -}}
+{{- range $part := splitList "," (.Values.shard.namespaceSelector | replace "==" "=") }}
+{{- $req := trim $part }}
+{{- if contains "!=" $req }}
+{{- $kv := splitList "!=" $req }}
+- key: {{ trim (first $kv) | quote }}
+  operator: NotIn
+  values: [{{ trim (last $kv) | quote }}]
+{{- else if contains "=" $req }}
+{{- $kv := splitList "=" $req }}
+- key: {{ trim (first $kv) | quote }}
+  operator: In
+  values: [{{ trim (last $kv) | quote }}]
+{{- else if hasPrefix "!" $req }}
+- key: {{ trimPrefix "!" $req | trim | quote }}
+  operator: DoesNotExist
+{{- else if $req }}
+- key: {{ $req | quote }}
+  operator: Exists
+{{- end }}
+{{- end }}
 {{- end }}

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeVar
 
 from skillop.model.hostpatterns import HostPattern
+from skillop.model.shardselector import LabelSelector
 
 T = TypeVar("T")
 
@@ -129,6 +130,14 @@ def host_pattern(env: str, raw: str) -> str:
     except ValueError as exc:
         raise SettingsError(str(exc)) from None
     return raw
+
+
+def label_selector(env: str, raw: str) -> LabelSelector:
+    """A namespace label selector (``model.shardselector``)."""
+    try:
+        return LabelSelector.parse(raw)
+    except ValueError as exc:
+        raise SettingsError(f"{env}: {exc}") from None
 
 
 def manifest_path(env: str, raw: str) -> str:
@@ -279,6 +288,13 @@ LEASE_RENEW_DEADLINE_SECONDS = Setting("SKILLOP_LEASE_RENEW_DEADLINE_SECONDS", 1
 LEASE_RETRY_SECONDS = Setting("SKILLOP_LEASE_RETRY_SECONDS", 1.0, seconds(),
                               "how often the leader renews and standbys look",
                               helm="leaderElection.retryPeriodSeconds")
+SHARD_SELECTOR = Setting("SKILLOP_SHARD_SELECTOR", LabelSelector(), label_selector,
+                         "the namespaces this installation writes (a label selector, e.g."
+                         " `skillop.dev/shard=a`); it reads every namespace; unset: all",
+                         shown="all namespaces", helm="shard.namespaceSelector")
+SHARD_CLUSTER_OWNER = Setting("SKILLOP_SHARD_CLUSTER_OWNER", True, boolean,
+                              "this installation writes the status of cluster-scoped objects"
+                              " (exactly one shard may)", helm="shard.clusterOwner")
 WEBHOOK = Setting("SKILLOP_WEBHOOK", False, boolean, "serve the validating admission webhook",
                   helm="webhook.enabled")
 WEBHOOK_PORT = Setting("SKILLOP_WEBHOOK_PORT", 9443, whole(),
@@ -362,9 +378,9 @@ SETTINGS: Final[tuple[Setting[Any], ...]] = (
     NAMESPACES, MCP_DISCOVERY, MCP_ALLOW, MCP_CA_FILE, MCP_REFRESH_SECONDS, RESYNC_SECONDS,
     DEBOUNCE_SECONDS, WRITE_CONCURRENCY, LOG_LEVEL, LIVENESS, LEADER_ELECTION, LEASE_NAME,
     LEASE_NAMESPACE, LEASE_IDENTITY, LEASE_DURATION_SECONDS, LEASE_RENEW_DEADLINE_SECONDS,
-    LEASE_RETRY_SECONDS, WEBHOOK, WEBHOOK_PORT, WEBHOOK_CERT, WEBHOOK_KEY, WEBHOOK_CA,
-    WEBHOOK_MANAGED, WEBHOOK_HOST, INJECTION, INJECT_IMAGE, INJECT_PULL_POLICY, INJECT_PORT,
-    INJECT_RESOURCES, SECRETS_READABLE,
+    LEASE_RETRY_SECONDS, SHARD_SELECTOR, SHARD_CLUSTER_OWNER, WEBHOOK, WEBHOOK_PORT,
+    WEBHOOK_CERT, WEBHOOK_KEY, WEBHOOK_CA, WEBHOOK_MANAGED, WEBHOOK_HOST, INJECTION,
+    INJECT_IMAGE, INJECT_PULL_POLICY, INJECT_PORT, INJECT_RESOURCES, SECRETS_READABLE,
     # The gateway's own, then the operator's that it reads too.
     TOOLSET_DIR, SECRETS_DIR, CONFIGMAPS_DIR, API_DIR, GATEWAY_LISTEN, GATEWAY_POLL,
     GATEWAY_TIMEOUT, GATEWAY_RELIST_INTERVAL, GATEWAY_REQUEST_TIMEOUT, SEARCH_CACHE_DIR,

@@ -17,6 +17,9 @@
   resolves with them) and handed to ``approval_keeper.ApprovalKeeper``.
 * Leader election (``leader.Elector``, a Lease) decides which replica writes;
   every replica watches, and serves the webhook and ``/metrics`` (``health``).
+* Sharding (``shard.Shard``): every installation watches the whole cluster and
+  writes only the namespaces its selector matches; a Namespace whose labels move
+  it into or out of this shard marks all of its objects.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from skillop.operator.leader import Elector, stop
 from skillop.operator.metrics import Metrics
 from skillop.operator.runtime import Reconciler
 from skillop.operator.settings import OperatorConfig
+from skillop.operator.shard import Shard
 from skillop.operator.store import Store
 
 TOOLS = (API_GROUP, API_VERSION, "tools")
@@ -88,9 +92,11 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
 
     checker = (CredentialChecker(store, writer if config.secrets_readable else None)
                if config.injection else None)
+    shard = Shard(config.shard_selector, cluster_owner=config.shard_cluster_owner,
+                  labels=store.catalog.namespaces.get, reader=writer)
     reconciler = Reconciler(store, writer, debounce=config.debounce_seconds,
                             concurrency=config.write_concurrency, metrics=metrics,
-                            credentials=checker)
+                            credentials=checker, shard=shard)
     memo.store, memo.writer, memo.reconciler = store, writer, reconciler
     memo.discovery = (attach_discovery(store, reconciler, writer, config)
                       if config.mcp_discovery else None)
@@ -199,7 +205,11 @@ def _watch(resource: tuple[str, str, str]) -> None:
 
     @kopf.index(*resource, id=f"{kind.lower()}-index")
     async def index(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+        name = str((body.get("metadata") or {}).get("name") or "")
+        owned = kind == "Namespace" and memo.reconciler.shard.owns(name)
         changed = memo.store.upsert(body)
+        if kind == "Namespace" and memo.reconciler.shard.owns(name) != owned:
+            changed = changed | memo.reconciler.of_namespace(name)  # moved between shards
         memo.reconciler.mark(changed)
         discovery = getattr(memo, "discovery", None)
         if discovery is not None and kind == "Skill":
@@ -248,6 +258,8 @@ async def approval_event(type: str, body: kopf.Body, name: str, namespace: str |
     keeper: ApprovalKeeper | None = getattr(memo, "approvals", None)
     if keeper is None:
         return
+    if not memo.reconciler.shard.owns(namespace or ""):
+        return  # another shard's: its keeper marks, expires and cleans it up
     if type == "DELETED":
         keeper.deleted(namespace or "", name)
     else:

@@ -33,12 +33,13 @@ from typing import Protocol, TypeVar
 from skillop.model.manifest import POLICY_KINDS, ActorResource, SkillResource
 from skillop.model.names import ObjectRef
 from skillop.model.problems import Problem
+from skillop.model.shardselector import LabelSelector
 from skillop.model.status import RecordedStatus, utcnow
 from skillop.model.toolset import MAX_PARTS, part_configmap_name
 from skillop.model.wording import count
 from skillop.operator.actorplan import actor_plan
 from skillop.operator.credentials import CredentialChecker
-from skillop.operator.deps import Key, key, ref_of
+from skillop.operator.deps import Affected, Key, key, ref_of
 from skillop.operator.metrics import Metrics
 from skillop.operator.outputs import (
     EventSpec,
@@ -48,6 +49,7 @@ from skillop.operator.outputs import (
     policy_status,
     skill_plan,
 )
+from skillop.operator.shard import Shard
 from skillop.operator.store import Store
 from skillop.operator.writing import (
     PlanWrites,
@@ -86,8 +88,12 @@ class Reconciler(PlanWrites):
                  server_states: ServerStates | None = None,
                  actor_warnings: ActorWarnings | None = None,
                  metrics: Metrics | None = None,
-                 credentials: CredentialChecker | None = None) -> None:
+                 credentials: CredentialChecker | None = None,
+                 shard: Shard | None = None) -> None:
         self.store = store
+        #: Which namespaces this installation writes (all, unsharded).
+        self.shard = shard or Shard(LabelSelector(), cluster_owner=True,
+                                    labels=store.catalog.namespaces.get)
         self.writer = writer
         self.debounce = debounce
         self.clock = clock
@@ -141,6 +147,10 @@ class Reconciler(PlanWrites):
                 | {key("Actor", r) for r in catalog.actors}
                 | {key(p.kind, r) for r, p in catalog.policies.items()}
                 | set(self.store.invalid))
+
+    def of_namespace(self, namespace: str) -> set[Key]:
+        """Every object of ``namespace`` a batch plans (a namespace changed shard)."""
+        return {k for k in self.everything() if ref_of(k).namespace == namespace}
 
     # -- leadership -----------------------------------------------------------------
     def lead(self) -> None:
@@ -215,7 +225,13 @@ class Reconciler(PlanWrites):
         self.batches += 1
         started = time.monotonic()
         changed = changed | await self._read_wanted()
-        affected = self.store.deps.dependents(changed)
+        # Another shard's objects are read (an include across namespaces) but
+        # neither planned nor written here.
+        owns = self.shard.owns
+        reached = self.store.deps.dependents(changed)
+        affected = Affected(frozenset(r for r in reached.skills if owns(r.namespace)),
+                            frozenset(r for r in reached.actors if owns(r.namespace)))
+        changed = {k for k in changed if owns(ref_of(k).namespace)}
         resolver = Resolver(self.store.catalog)
         jobs: list[Callable[[], Awaitable[Staged]]] = [
             *(functools.partial(self._skill, resolver, ref) for ref in sorted(affected.skills)),

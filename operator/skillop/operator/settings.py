@@ -16,6 +16,7 @@ from typing import Any
 
 from skillop.model import settings as s
 from skillop.model.settings import SettingsError
+from skillop.model.shardselector import LabelSelector
 from skillop.resolve.inject import SidecarSettings
 
 __all__ = ["OPERATOR_FIELDS", "LeaseConfig", "OperatorConfig", "SettingsError", "sidecar_from_env"]
@@ -111,6 +112,9 @@ class OperatorConfig:
     log_level: str = s.LOG_LEVEL.default
     liveness: str = s.LIVENESS.default
     lease: LeaseConfig = field(default_factory=LeaseConfig)
+    #: The namespaces this installation writes (docs/install.md, Sharding).
+    shard_selector: LabelSelector = s.SHARD_SELECTOR.default
+    shard_cluster_owner: bool = s.SHARD_CLUSTER_OWNER.default
     webhook: bool = s.WEBHOOK.default
     webhook_port: int = s.WEBHOOK_PORT.default
     webhook_cert: str | None = s.WEBHOOK_CERT.default
@@ -148,4 +152,5 @@ OPERATOR_FIELDS: dict[str, s.Setting[Any]] = {
     "webhook_cert": s.WEBHOOK_CERT, "webhook_key": s.WEBHOOK_KEY, "webhook_ca": s.WEBHOOK_CA,
     "webhook_managed": s.WEBHOOK_MANAGED, "webhook_host": s.WEBHOOK_HOST,
     "injection": s.INJECTION, "secrets_readable": s.SECRETS_READABLE,
+    "shard_selector": s.SHARD_SELECTOR, "shard_cluster_owner": s.SHARD_CLUSTER_OWNER,
 }

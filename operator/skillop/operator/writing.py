@@ -18,6 +18,7 @@ from skillop.operator.configmaps import ObservedConfigMap
 from skillop.operator.deps import Key, key
 from skillop.operator.kube import Gone, Refused
 from skillop.operator.outputs import EventSpec, Plan
+from skillop.operator.shard import Shard
 from skillop.operator.store import Store
 from skillop.operator.transitions import failing_transitions
 
@@ -49,6 +50,8 @@ class PlanWrites:
     _sent: Sent
     #: Events to post once the batch's ConfigMaps and statuses are written.
     _events: list[tuple[str, ObjectRef, str, EventSpec]]
+    #: Which namespaces this installation writes.
+    shard: Shard
     #: Says a kind must be checked against the API's list (an object found gone).
     relisted: Callable[[str], None]
 
@@ -63,6 +66,10 @@ class PlanWrites:
         A rewrite asserts the ``version`` last seen (docs/operations.md,
         Faults): changed meanwhile, it fails and is made again from what
         the watch then shows."""
+        if plan.parts or plan.configmap is not None or plan.stale:
+            mine = await self._still_mine(kind, ref)
+            if mine is not True:
+                return mine or None  # another shard's now, or a key to retry
         seen = parts or {}
         writes = [(body, seen.get(body["metadata"]["name"])) for body in plan.parts]
         for body, observed in writes:
@@ -127,6 +134,9 @@ class PlanWrites:
     async def _write_status(self, staged: StatusWrite) -> Key | None:
         kind, ref, status = staged.kind, staged.ref, staged.status
         if status is not None:
+            mine = await self._still_mine(kind, ref)
+            if mine is not True:
+                return mine or None
             old = self.store.statuses.get(key(kind, ref), {})
             made: list[str | None] = []
 
@@ -152,6 +162,16 @@ class PlanWrites:
         self._events += [(kind, ref, staged.uid, event)
                          for event in (*warnings, *staged.events)]
         return None
+
+    async def _still_mine(self, kind: str, ref: ObjectRef) -> bool | Key:
+        """The shard's fence (``shard.Shard.confirm``), asked after what the writes
+        assert was observed. A failed read is a failed write: its key, retried."""
+        try:
+            return await self.shard.confirm(ref.namespace)
+        except Exception as err:
+            log.warning("%s %s: could not confirm its namespace is this shard's: %s;"
+                        " will retry", kind, ref, err)
+            return key(kind, ref)
 
     async def _attempt(self, kind: str, ref: ObjectRef, write: Awaitable[None]) -> Key | None:
         """Await one write; on failure, log it and return the key to retry.

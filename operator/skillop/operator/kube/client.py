@@ -247,6 +247,20 @@ class Kube(LeaseCalls):
         except WriteFailed as err:
             log.warning("could not post event: %s", err)
 
+    async def namespace_labels(self, name: str) -> dict[str, str] | None:
+        """A namespace's labels as the API server holds them now (a quorum read),
+        or None if there is none: a shard's fence before it writes there."""
+        def read() -> dict[str, str] | None:
+            try:
+                namespace = self.core.read_namespace(name)
+            except self._client.ApiException as err:
+                if err.status == 404:
+                    return None
+                raise
+            return dict(getattr(namespace.metadata, "labels", None) or {})
+
+        return await self._call(f"read namespace {name}", read)
+
     async def read_configmap(self, ref: ObjectRef) -> dict[str, Any] | None:
         """A ConfigMap as the API serves it (plain JSON), or None if there is none."""
         def read() -> dict[str, Any] | None:
