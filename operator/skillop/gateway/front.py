@@ -67,6 +67,7 @@ from mcp_types.version import (
 from starlette.requests import Request
 
 from skillop.gateway import wire
+from skillop.gateway.observe import INBOUND_HEADERS
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -392,6 +393,7 @@ class Front:
             client = self._envelope_client(message, params, headers)
             if client is None:
                 return None
+        INBOUND_HEADERS.set(headers)  # observe: for the request's trace context
         reply = await self._answerer.answer(method, params, client)
         if reply is None:
             return None

@@ -69,6 +69,7 @@ from skillop.gateway.approval_request import ByRequest, PendingCall, Requests
 from skillop.gateway.audit import AuditLog, AuditRecord, Outcome
 from skillop.gateway.caller import CONNECT_TIMEOUT_SECONDS
 from skillop.gateway.front import Client, Front, Sessions
+from skillop.gateway.observe import INBOUND_HEADERS, NOTHING, Observer, observing
 from skillop.gateway.secrets import DEFAULT_CONFIGMAPS_DIR, file_signature, secrets_signature
 from skillop.gateway.served import (
     MAX_MATCHES,
@@ -171,6 +172,8 @@ class Options:
     #: lexical only), and where its vectors are cached (None: in memory only).
     semantic_search: bool = True
     search_cache_dir: Path | None = None
+    #: Where Prometheus scrapes ``/metrics`` (``--metrics-listen``; None: no metrics).
+    metrics_listen: str | None = None
 
 
 class _Bound:
@@ -251,8 +254,10 @@ class _GatewayServer(Server[Any]):
 class Gateway:
     """One gateway process: the served set, the upstream pool, the connected clients."""
 
-    def __init__(self, options: Options, *, audit: AuditLog | None = None) -> None:
+    def __init__(self, options: Options, *, audit: AuditLog | None = None,
+                 observer: Observer = NOTHING) -> None:
         self.options = options
+        self.observer = observer  # observe: metrics and traces (observe.py)
         #: Who makes and follows the ToolCallApprovals (``spec.approval.via: Request``).
         self.requests = Requests.from_environment(options.api_dir)
         self.served = ServedSet.empty()
@@ -260,7 +265,7 @@ class Gateway:
         self._settings = Settings(options.secrets_dir, EgressGuard(options.allow),
                                   options.connect_timeout, options.configmaps_dir,
                                   options.ca_file, relist_interval=options.relist_interval,
-                                  api_dir=options.api_dir)
+                                  api_dir=options.api_dir, observer=observer)
         self._pool: Pool | None = None
         self._ranker = (SemanticRanker(options.search_cache_dir, _say)
                         if options.semantic_search else None)
@@ -377,6 +382,9 @@ class Gateway:
             return False
         self._last_error = None
         old, self.served = self.served, served
+        self.observer.loaded(  # observe: the names metrics may use as labels
+            {*served.tools, *((SEARCH_TOOL, CALL_TOOL) if served.search else ())},
+            {upstream.name for upstream in served.upstreams.values()})
         if served.search is not None and self._ranker is not None:
             self._ranker.submit(served.search)
         assert self._pool is not None
@@ -433,6 +441,7 @@ class Gateway:
         headers = getattr(ctx.request, "headers", None)
         session_id = headers.get("mcp-session-id") if headers is not None else None
         caps = ctx.session.client_capabilities
+        self.observer.session_opened()  # observe
         self.sessions.add(session_id or f"stdio:{id(ctx.session)}", Client(
             ctx.session, can_elicit=caps is not None and caps.elicitation is not None,
             last_seen=time.monotonic(), protocol_version=ctx.protocol_version))
@@ -507,7 +516,11 @@ class Gateway:
                 return await ctx.session.elicit_form(message, approval.APPROVAL_SCHEMA,
                                                      related_request_id=ctx.request_id)
             approver = approval.Elicitation(ask)
-        return await self.call(params.name, params.arguments or {}, approver=approver)
+        with self.observer.request(  # observe: the request's span
+                "tools/call", params.name, meta=ctx.meta,
+                headers=getattr(ctx.request, "headers", None),
+                protocol=ctx.protocol_version):
+            return await self.call(params.name, params.arguments or {}, approver=approver)
 
     async def answer(self, method: str, params: dict[str, Any],
                      client: Client) -> wire.Reply | None:
@@ -529,7 +542,10 @@ class Gateway:
                 and self.served.approval.via == "Elicitation"):
             return None
         try:
-            result = await self.call(name, arguments or {}, approver=_NOBODY)
+            with self.observer.request(  # observe: the request's span
+                    method, name, meta=params.get("_meta"), headers=INBOUND_HEADERS.get(),
+                    protocol=client.protocol_version):
+                result = await self.call(name, arguments or {}, approver=_NOBODY)
         except MCPError as exc:
             return wire.Reply(error=(exc.code, exc.error.message))
         assert isinstance(result, types.CallToolResult)  # nobody was asked
@@ -578,6 +594,7 @@ class Gateway:
         assert served.search is not None
         if (not isinstance(query, str) or not query.strip() or isinstance(limit, bool)
                 or not isinstance(limit, int) or not 1 <= limit <= MAX_MATCHES):
+            self.observer.searched("refused")  # observe
             self._audit(served, SEARCH_TOOL, None, None, started, "refused",
                         "malformed search_tools arguments")
             return _error_result(f"refused: {SEARCH_TOOL} takes query (a non-empty string)"
@@ -595,6 +612,7 @@ class Gateway:
         if found.weak:
             answer = {"tools": [], "nothingFits": True, "note": _nothing_fits(served),
                       "closest": definitions[:MAX_WEAK]}
+        self.observer.searched("abstained" if found.weak else "matched")  # observe
         self._audit(served, SEARCH_TOOL, None, None, started, "ok", None)
         return types.CallToolResult(content=[types.TextContent(text=json.dumps(
             answer, ensure_ascii=False))], structured_content=answer)
@@ -704,8 +722,12 @@ class Gateway:
         else:
             message = _approval_prompt(served.actor or "The agent", tool.binding_name,
                                        arguments)
-        verdict = await approver.decide(approval.Question(tool.binding_name, arguments,
-                                                          message))
+        with self.observer.approval(served.approval.via) as decision:  # observe
+            verdict = await approver.decide(approval.Question(tool.binding_name, arguments,
+                                                              message))
+            if not isinstance(verdict, approval.Pending):
+                decision.append("refused" if isinstance(verdict, approval.Refused)
+                                else "approved")
         if isinstance(verdict, approval.Pending):
             raise _Pending(verdict.result)
         if isinstance(verdict, approval.Refused):
@@ -718,7 +740,8 @@ class Gateway:
         timeout = tool.timeout_seconds or self.options.default_timeout
         bound = _Bound(timeout)
         try:
-            return await self._attempts(tool, link, conn, arguments)
+            with self.observer.upstream(link.label, tool.upstream_name or ""):  # observe
+                return await self._attempts(tool, link, conn, arguments)
         except asyncio.CancelledError:
             if bound.expired_alone():
                 raise _Failed(f"timed out after {timeout:g} s (timeoutSeconds)") from None
@@ -749,12 +772,16 @@ class Gateway:
                upstream_tool: str | None, started: float, outcome: Outcome,
                reason: str | None,
                verdict: approval.Approved | approval.Refused | None = None) -> None:
+        seconds = time.perf_counter() - started
+        trace_id = self.observer.called(binding, outcome, reason, seconds,  # observe
+                                        upstream=upstream)
         self.audit.write(AuditRecord(
             actor=served.actor, binding_name=binding, upstream=upstream,
-            upstream_tool=upstream_tool, duration_ms=(time.perf_counter() - started) * 1000,
+            upstream_tool=upstream_tool, duration_ms=seconds * 1000,
             outcome=outcome, reason=reason,
             approval=verdict.request if verdict is not None else None,
-            approver=verdict.decided_by if verdict is not None else None))
+            approver=verdict.decided_by if verdict is not None else None,
+            trace_id=trace_id))
 
 
 def _shaped(method: str, version: str, result: types.Result,
@@ -841,11 +868,11 @@ def _say(message: str) -> None:
     print(f"skillop gateway: {message}", file=sys.stderr, flush=True)
 
 
-def parse_listen(text: str) -> tuple[str, int]:
+def parse_listen(text: str, *, flag: str = "--listen") -> tuple[str, int]:
     """``HOST:PORT`` (``[::1]:PORT`` for IPv6) into its parts; ValueError if not."""
     host, sep, port = text.rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) < 65536:
-        raise ValueError(f"--listen {text!r}: expected HOST:PORT")
+        raise ValueError(f"{flag} {text!r}: expected HOST:PORT")
     host = host.strip("[]") or "127.0.0.1"
     return host, int(port)
 
@@ -856,7 +883,18 @@ def run_gateway(options: Options, *, listen: str | None, stdio: bool) -> int:
         target: Sequence[Any] = ()
     else:
         target = parse_listen(listen or "127.0.0.1:8765")
-    gateway = Gateway(options, audit=AuditLog(lambda: sys.stderr) if stdio else None)
+    try:  # observe: metrics (--metrics-listen) and traces (OTEL_*)
+        observer, metrics_at = observing(
+            parse_listen(options.metrics_listen, flag="--metrics-listen")
+            if options.metrics_listen else None)
+    except (ValueError, OSError) as exc:
+        print(f"skillop gateway: {exc}", file=sys.stderr)
+        return 2
+    gateway = Gateway(options, audit=AuditLog(lambda: sys.stderr) if stdio else None,
+                      observer=observer)
+    if observer.metrics is not None:
+        observer.metrics.watch_sessions(lambda: gateway.connected_clients)
+        _say(f"metrics served on {metrics_at}")
 
     async def main() -> None:
         async with gateway.running():
@@ -867,6 +905,7 @@ def run_gateway(options: Options, *, listen: str | None, stdio: bool) -> int:
 
     with suppress(KeyboardInterrupt):
         anyio.run(main, backend_options={"use_uvloop": _has_uvloop()})
+    observer.close()  # observe: the spans still buffered are sent
     return 0
 
 

@@ -57,6 +57,7 @@ from skillop.gateway.caller import (
     SessionLost,
     Unreachable,
 )
+from skillop.gateway.observe import NOTHING, Observer
 from skillop.gateway.secrets import (
     DEFAULT_CONFIGMAPS_DIR,
     SecretMissing,
@@ -126,6 +127,8 @@ class Settings:
     relist_interval: float = GATEWAY_RELIST_INTERVAL.default
     #: Where the API token is mounted (``--api-dir``): redacted like the Secrets.
     api_dir: Path | None = None
+    #: Told of re-listings and redactions; adds the trace context to calls (observe.py).
+    observer: Observer = NOTHING
 
     def redactor(self, own: Iterable[str]) -> Redactor:
         """A link's redactor: its own values and every other credential mounted here."""
@@ -269,8 +272,9 @@ class Link:
             raw = await caller.call(name, arguments, session_id=conn.session_id,
                                     protocol_version=conn.protocol_version,
                                     client_info=_CLIENT_INFO_WIRE,
-                                    param_headers=_param_headers(conn.header_maps.get(name),
-                                                                 arguments))
+                                    param_headers=self._settings.observer.outbound(  # observe
+                                        _param_headers(conn.header_maps.get(name), arguments)),
+                                    trace=self._settings.observer.context())  # observe
         except SessionLost:
             self.drop(conn.session)
             raise
@@ -349,7 +353,10 @@ class Link:
                  if isinstance(item, dict) and item.get("type") == "text"]
         for item, text in zip(items, redactor.texts([i["text"] for i in items]), strict=True):
             item["text"] = text
-        return result if clean == data else types.CallToolResult.model_validate(clean)
+        if clean == data:
+            return result
+        self._settings.observer.redacted(self.label)  # observe
+        return types.CallToolResult.model_validate(clean)
 
     def retire(self) -> None:
         """Replaced by a new link (new settings): opens nothing more, and its
@@ -397,8 +404,10 @@ class Link:
                         conn.wake = anyio.Event()
                         if not conn.closed:
                             # Told of a change, or the interval is over (a change not told).
-                            changes = conn.changes
+                            changes, digests = conn.changes, conn.digests
                             await _listing(session, bounds, conn, self._own)
+                            self._settings.observer.relisted(  # observe
+                                self.label, changed=conn.digests != digests)
                             if conn.changes == changes:  # else listed again at once (woken)
                                 conn.current.set()
         except Exception as exc:
