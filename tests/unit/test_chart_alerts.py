@@ -9,23 +9,33 @@ import json
 import re
 import shutil
 import subprocess
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+
 from chartkit import load, objects
 
 PROMTOOL = shutil.which("promtool")
 ON = {"metrics": {"prometheusRule": {"enabled": True}, "dashboard": {"enabled": True}}}
 
 
+helm = pytest.importorskip("helm_python", reason="helm-python-sdk is not installed")
+try:
+    _CHART = load()
+except (helm.HelmError, OSError) as err:  # e.g. libhelm_c missing for this platform
+    pytest.skip(f"helm_python cannot load the chart: {err}", allow_module_level=True)
+
+
+@cache
+def _objects() -> list[dict[str, Any]]:
+    return objects(_CHART, ON)
+
+
 def _rendered(kind: str) -> dict[str, Any]:
-    try:
-        chart = load()
-    except Exception as exc:  # noqa: BLE001 (Helm not usable here: skip, saying why)
-        pytest.skip(f"helm not usable: {exc}")
-    return next(o for o in objects(chart, ON) if o["kind"] == kind
+    return next(o for o in _objects() if o["kind"] == kind
                 and (kind != "ConfigMap" or o["metadata"]["name"].endswith("-dashboard")))
 
 
