@@ -5,7 +5,6 @@ and as an HTTP header) is the parent, and the upstream receives the context on."
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Iterator
@@ -67,34 +66,6 @@ class Receiver:
         self._server.shutdown()
 
 
-class Recording(ScriptedUpstream):
-    """The scripted upstream, keeping each ``tools/call``'s headers and ``_meta``."""
-
-    def __init__(self) -> None:
-        super().__init__(Script())
-        self.seen: list[tuple[dict[str, str], dict[str, Any]]] = []
-
-    async def _app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        body = b""
-        while True:
-            event = await receive()
-            body += event.get("body", b"")
-            if not event.get("more_body"):
-                break
-        if body and (message := json.loads(body)).get("method") == "tools/call":
-            self.seen.append(({k.decode(): v.decode() for k, v in scope["headers"]},
-                              message["params"].get("_meta") or {}))
-        sent = False
-
-        async def replay() -> dict[str, Any]:
-            nonlocal sent
-            if sent:
-                return await receive()
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        await super()._app(scope, replay, send)
-
-
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
     found = Receiver()
@@ -104,7 +75,7 @@ def receiver() -> Iterator[Receiver]:
 
 def test_a_call_continues_the_agents_trace_through_the_gateway_to_the_upstream(
         tmp_path: Path, receiver: Receiver) -> None:
-    with Recording() as upstream:
+    with ScriptedUpstream(Script()) as upstream:
         docs = [skill("srv", mcpServers=[{"name": "up", "url": upstream.url,
                                           "tools": [echo_tool("echo", "up")]}]),
                 actor("dev", skills=["srv"])]

@@ -90,51 +90,46 @@ class GatewayMetrics:
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.registry = registry
-        self.calls = Counter(
-            f"{PREFIX}_calls", "tools/call by binding, outcome (ok, error, refused) and"
-            " reason (the refusal's or failure's kind; empty when ok)",
-            ["binding", "outcome", "reason"], registry=registry)
-        self.call_seconds = Histogram(
-            f"{PREFIX}_call_duration_seconds", "A call, whole (approval wait included),"
-            " by outcome", ["outcome"], buckets=CALL_BUCKETS, registry=registry)
-        self.upstream_seconds = Histogram(
-            f"{PREFIX}_upstream_duration_seconds", "The upstream's share of a call (the"
-            " forward and its answer), by upstream", ["upstream"], buckets=CALL_BUCKETS,
-            registry=registry)
-        self.upstream_failures = Counter(
-            f"{PREFIX}_upstream_failures", "Calls the upstream failed, by upstream and kind"
-            " (timeout, unavailable, rpc_error, bad_result)", ["upstream", "kind"],
-            registry=registry)
-        self.approvals_requested = Counter(
-            f"{PREFIX}_approvals_requested", "Approvals asked for, by way (Request,"
-            " Elicitation)", ["via"], registry=registry)
-        self.approvals_decided = Counter(
-            f"{PREFIX}_approvals_decided", "Approvals decided, by decision (approved,"
-            " refused)", ["decision"], registry=registry)
-        self.approvals_waiting = Gauge(
-            f"{PREFIX}_approvals_waiting", "Calls waiting for an approval now",
-            registry=registry)
-        self.approval_seconds = Histogram(
-            f"{PREFIX}_approval_wait_seconds", "From asking for an approval to its"
-            " decision, by decision", ["decision"], buckets=DECISION_BUCKETS,
-            registry=registry)
-        self.redactions = Counter(
-            f"{PREFIX}_redactions", "Upstream results that echoed a secret value (removed"
-            " before the agent saw it), by upstream", ["upstream"], registry=registry)
-        self.relistings = Counter(
-            f"{PREFIX}_upstream_relistings", "Upstream tool listings after the first (on"
-            " list_changed or the relist interval), by upstream", ["upstream"],
-            registry=registry)
-        self.definition_changes = Counter(
-            f"{PREFIX}_definition_changes", "Re-listings whose definitions differ from the"
-            " previous listing's, by upstream", ["upstream"], registry=registry)
-        self.sessions = Gauge(
-            f"{PREFIX}_sessions", "MCP sessions open now", registry=registry)
-        self.sessions_opened = Counter(
-            f"{PREFIX}_sessions_opened", "MCP sessions opened", registry=registry)
-        self.searches = Counter(
-            f"{PREFIX}_search_queries", "search_tools queries by result (matched,"
-            " abstained: nothing fit, refused: malformed)", ["result"], registry=registry)
+
+        def counter(name: str, text: str, *labels: str) -> Counter:
+            return Counter(f"{PREFIX}_{name}", text, labels, registry=registry)
+
+        def timing(name: str, text: str, label: str, buckets: tuple[float, ...]) -> Histogram:
+            return Histogram(f"{PREFIX}_{name}", text, [label], buckets=buckets,
+                             registry=registry)
+
+        self.calls = counter("calls", "tools/call by binding, outcome (ok, error, refused)"
+                             " and reason (the refusal's or failure's kind; empty when ok)",
+                             "binding", "outcome", "reason")
+        self.call_seconds = timing("call_duration_seconds", "A call, whole (approval wait"
+                                   " included), by outcome", "outcome", CALL_BUCKETS)
+        self.upstream_seconds = timing("upstream_duration_seconds", "The upstream's share of"
+                                       " a call (the forward and its answer), by upstream",
+                                       "upstream", CALL_BUCKETS)
+        self.upstream_failures = counter("upstream_failures", "Calls the upstream failed, by"
+                                         " upstream and kind (timeout, unavailable, rpc_error,"
+                                         " bad_result)", "upstream", "kind")
+        self.approvals_requested = counter("approvals_requested", "Approvals asked for, by"
+                                           " way (Request, Elicitation)", "via")
+        self.approvals_decided = counter("approvals_decided", "Approvals decided, by decision"
+                                         " (approved, refused)", "decision")
+        self.approvals_waiting = Gauge(f"{PREFIX}_approvals_waiting",
+                                       "Calls waiting for an approval now", registry=registry)
+        self.approval_seconds = timing("approval_wait_seconds", "From asking for an approval"
+                                       " to its decision, by decision", "decision",
+                                       DECISION_BUCKETS)
+        self.redactions = counter("redactions", "Upstream results that echoed a secret value"
+                                  " (removed before the agent saw it), by upstream", "upstream")
+        self.relistings = counter("upstream_relistings", "Upstream tool listings after the"
+                                  " first (on list_changed or the relist interval), by"
+                                  " upstream", "upstream")
+        self.definition_changes = counter("definition_changes", "Re-listings whose"
+                                          " definitions differ from the previous listing's,"
+                                          " by upstream", "upstream")
+        self.sessions = Gauge(f"{PREFIX}_sessions", "MCP sessions open now", registry=registry)
+        self.sessions_opened = counter("sessions_opened", "MCP sessions opened")
+        self.searches = counter("search_queries", "search_tools queries by result (matched,"
+                                " abstained: nothing fit, refused: malformed)", "result")
         self._served: Container[str] = ()
         self._upstreams: Container[str] = ()
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from contextvars import ContextVar
 from typing import Any, Final
@@ -111,21 +111,11 @@ class Observer:
                                               time.perf_counter() - started)
 
     # -- around the calls ------------------------------------------------------------
-    def relisted(self, upstream: str, *, changed: bool) -> None:
+    def count(self, event: Callable[[m.GatewayMetrics], None]) -> None:
+        """Something to count besides a call (a re-listing, a redaction, a session, a
+        search): ``event`` is given the metrics, if they are on."""
         if self.metrics is not None:
-            self.metrics.relisted(upstream, changed=changed)
-
-    def redacted(self, upstream: str) -> None:
-        if self.metrics is not None:
-            self.metrics.redacted(upstream)
-
-    def session_opened(self) -> None:
-        if self.metrics is not None:
-            self.metrics.session_opened()
-
-    def searched(self, result: str) -> None:
-        if self.metrics is not None:
-            self.metrics.searched(result)
+            event(self.metrics)
 
     def close(self) -> None:
         if self.tracing is not None:

@@ -441,7 +441,7 @@ class Gateway:
         headers = getattr(ctx.request, "headers", None)
         session_id = headers.get("mcp-session-id") if headers is not None else None
         caps = ctx.session.client_capabilities
-        self.observer.session_opened()  # observe
+        self.observer.count(lambda m: m.session_opened())  # observe
         self.sessions.add(session_id or f"stdio:{id(ctx.session)}", Client(
             ctx.session, can_elicit=caps is not None and caps.elicitation is not None,
             last_seen=time.monotonic(), protocol_version=ctx.protocol_version))
@@ -594,7 +594,7 @@ class Gateway:
         assert served.search is not None
         if (not isinstance(query, str) or not query.strip() or isinstance(limit, bool)
                 or not isinstance(limit, int) or not 1 <= limit <= MAX_MATCHES):
-            self.observer.searched("refused")  # observe
+            self.observer.count(lambda m: m.searched("refused"))  # observe
             self._audit(served, SEARCH_TOOL, None, None, started, "refused",
                         "malformed search_tools arguments")
             return _error_result(f"refused: {SEARCH_TOOL} takes query (a non-empty string)"
@@ -612,7 +612,8 @@ class Gateway:
         if found.weak:
             answer = {"tools": [], "nothingFits": True, "note": _nothing_fits(served),
                       "closest": definitions[:MAX_WEAK]}
-        self.observer.searched("abstained" if found.weak else "matched")  # observe
+        self.observer.count(  # observe
+            lambda m: m.searched("abstained" if found.weak else "matched"))
         self._audit(served, SEARCH_TOOL, None, None, started, "ok", None)
         return types.CallToolResult(content=[types.TextContent(text=json.dumps(
             answer, ensure_ascii=False))], structured_content=answer)

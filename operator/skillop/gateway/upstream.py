@@ -355,7 +355,7 @@ class Link:
             item["text"] = text
         if clean == data:
             return result
-        self._settings.observer.redacted(self.label)  # observe
+        self._settings.observer.count(lambda m: m.redacted(self.label))  # observe
         return types.CallToolResult.model_validate(clean)
 
     def retire(self) -> None:
@@ -406,8 +406,9 @@ class Link:
                             # Told of a change, or the interval is over (a change not told).
                             changes, digests = conn.changes, conn.digests
                             await _listing(session, bounds, conn, self._own)
-                            self._settings.observer.relisted(  # observe
-                                self.label, changed=conn.digests != digests)
+                            changed = conn.digests != digests
+                            self._settings.observer.count(  # observe; called at once:
+                                lambda m: m.relisted(self.label, changed=changed))  # noqa: B023
                             if conn.changes == changes:  # else listed again at once (woken)
                                 conn.current.set()
         except Exception as exc:
