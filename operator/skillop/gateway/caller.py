@@ -130,11 +130,13 @@ class HttpCaller:
         At a 2026-07-28 ``protocol_version`` the call is a request of its own: the
         envelope in ``_meta`` (with ``client_info``), the routing headers and the
         tool's ``Mcp-Param-*`` headers (``param_headers``), no session. ``trace``, the
-        caller's trace context (``traceparent``), goes into ``_meta`` too."""
+        caller's trace context (``traceparent``), goes as headers and into ``_meta``."""
         request_id = next(self._ids)
         try:
             template = self._template(name, session_id, protocol_version, client_info)
             body = template.body(request_id, arguments, trace)
+            if trace:
+                param_headers = {**(param_headers or {}), **trace}
             async with self._origin.post(body, param_headers, lines=template.lines) as response:
                 answer = await self._answer(response, request_id, lines=template.lines,
                                             in_session=session_id is not None)

@@ -81,15 +81,9 @@ class Observer:
             if self.metrics is not None:
                 self.metrics.forwarded(label, time.perf_counter() - started)
 
-    def outbound(self, headers: Mapping[str, str]) -> Mapping[str, str]:
-        """``headers`` with the current trace context added (for the upstream)."""
-        if self.tracing is None:
-            return headers
-        context = self.tracing.context()
-        return {**headers, **context} if context else headers
-
     def context(self) -> Mapping[str, str]:
-        """The current trace context, for an upstream request's ``_meta``."""
+        """The current trace context, for an upstream request (its headers and
+        ``_meta``; empty when not tracing)."""
         return self.tracing.context() if self.tracing is not None else _NO_CONTEXT
 
     @contextmanager

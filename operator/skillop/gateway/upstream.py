@@ -272,8 +272,8 @@ class Link:
             raw = await caller.call(name, arguments, session_id=conn.session_id,
                                     protocol_version=conn.protocol_version,
                                     client_info=_CLIENT_INFO_WIRE,
-                                    param_headers=self._settings.observer.outbound(  # observe
-                                        _param_headers(conn.header_maps.get(name), arguments)),
+                                    param_headers=_param_headers(conn.header_maps.get(name),
+                                                                 arguments),
                                     trace=self._settings.observer.context())  # observe
         except SessionLost:
             self.drop(conn.session)
