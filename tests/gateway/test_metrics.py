@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import string
+from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -101,3 +102,19 @@ def test_without_tracing_nothing_of_opentelemetry_is_imported() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=env, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_traces_asked_for_without_the_sdk_is_one_line_naming_the_extra(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    blocker = tmp_path / "sitecustomize.py"  # the SDK as if not installed
+    blocker.write_text("import sys\nsys.modules['opentelemetry.sdk'] = None\n")
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join([str(tmp_path), *sys.path]),
+           "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"}
+    out = subprocess.run([sys.executable, "-m", "skillop", "gateway", "--toolset-dir",
+                          str(tmp_path), "--listen", "127.0.0.1:0"],
+                         capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == [
+        "skillop gateway: the OTEL_* variables ask for traces, but the tracing extra is not"
+        " installed (pip install 'skillop[tracing]')"]

@@ -65,12 +65,16 @@ class Tracing:
     """The SDK's tracer provider, set up from the environment (imports OpenTelemetry)."""
 
     def __init__(self, environ: Mapping[str, str] = os.environ) -> None:
-        from opentelemetry import trace
-        from opentelemetry.propagate import extract, inject
-        from opentelemetry.sdk.resources import Resource
-        from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
-        from opentelemetry.trace import SpanKind, Status, StatusCode
+        try:
+            from opentelemetry import trace
+            from opentelemetry.propagate import extract, inject
+            from opentelemetry.sdk.resources import Resource
+            from opentelemetry.sdk.trace import TracerProvider
+            from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+            from opentelemetry.trace import SpanKind, Status, StatusCode
+        except ImportError:
+            raise TracingError("the OTEL_* variables ask for traces, but the tracing extra"
+                               " is not installed (pip install 'skillop[tracing]')") from None
 
         exporter: SpanExporter
         if environ.get("OTEL_TRACES_EXPORTER", "").strip().lower() == "console":
