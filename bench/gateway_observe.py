@@ -97,9 +97,10 @@ def _hooks(calls: int, environ: dict[str, str]) -> None:
                     observer.context()
                 observer.called("ping", "ok", None, 0.001, upstream="upstream")
         figures.append(f"{name} {(time.process_time() - start) / calls * 1e6:.1f} us")
-    observers["traces"].close()  # its spans exported: their encoding counted
+    observers["traces"].close()
     print(f"observer hooks alone, {calls} calls, CPU per call: " + ", ".join(figures)
-          + " (traces: span making only; the export runs in the SDK's thread)")
+          + " (traces: the spans, and their export as far as the SDK's thread ran"
+          " meanwhile: this process's CPU, all threads)")
 
 
 def _free_port() -> int:
