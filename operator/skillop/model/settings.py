@@ -351,6 +351,11 @@ GATEWAY_REQUEST_TIMEOUT = Setting(
     "SKILLOP_GATEWAY_REQUEST_TIMEOUT", 10.0, seconds(),
     "seconds an HTTP request has to arrive whole, headers and body (later: `408`, and"
     " its connection closed)", reader="gateway", flag="--request-timeout")
+GATEWAY_METRICS_LISTEN: Setting[str | None] = Setting(
+    "SKILLOP_GATEWAY_METRICS_LISTEN", None, optional_text,
+    "Prometheus metrics at `http://HOST:PORT/metrics`, a port of their own (unset: no"
+    " metrics; docs/operations.md)", reader="gateway", flag="--metrics-listen",
+    shown="none")
 SEARCH_CACHE_DIR = Setting(
     "SKILLOP_SEARCH_CACHE_DIR", "/tmp/skillop-search", text,
     "where `search_tools`' sentence vectors are cached by digest (an `emptyDir` keeps them"
@@ -368,6 +373,7 @@ SETTINGS: Final[tuple[Setting[Any], ...]] = (
     # The gateway's own, then the operator's that it reads too.
     TOOLSET_DIR, SECRETS_DIR, CONFIGMAPS_DIR, API_DIR, GATEWAY_LISTEN, GATEWAY_POLL,
     GATEWAY_TIMEOUT, GATEWAY_RELIST_INTERVAL, GATEWAY_REQUEST_TIMEOUT, SEARCH_CACHE_DIR,
+    GATEWAY_METRICS_LISTEN,
 )
 #: The operator's settings that the gateway reads as well (its ``--allow`` and
 #: ``--ca-file`` defaults).
