@@ -306,6 +306,11 @@ INJECT_PULL_POLICY = Setting("SKILLOP_INJECT_PULL_POLICY", "IfNotPresent",
                              helm="injection.image.pullPolicy")
 INJECT_PORT = Setting("SKILLOP_INJECT_PORT", GATEWAY_PORT, whole(),
                       "the injected gateway's loopback port", helm="injection.port")
+INJECT_METRICS_PORT: Setting[int | None] = Setting(
+    "SKILLOP_INJECT_METRICS_PORT", None, whole(),
+    "the injected gateway's Prometheus metrics port, on the pod's IP (its"
+    " `SKILLOP_GATEWAY_METRICS_LISTEN`, container port `skillop-metrics`, which the chart's"
+    " PodMonitor scrapes; unset: no metrics)", helm="injection.metricsPort")
 INJECT_RESOURCES: Setting[dict[str, Resources]] = Setting(
     "SKILLOP_INJECT_RESOURCES",
     {"requests": (("cpu", "50m"), ("memory", "64Mi")), "limits": (("memory", "512Mi"),)},
@@ -369,7 +374,7 @@ SETTINGS: Final[tuple[Setting[Any], ...]] = (
     LEASE_NAMESPACE, LEASE_IDENTITY, LEASE_DURATION_SECONDS, LEASE_RENEW_DEADLINE_SECONDS,
     LEASE_RETRY_SECONDS, WEBHOOK, WEBHOOK_PORT, WEBHOOK_CERT, WEBHOOK_KEY, WEBHOOK_CA,
     WEBHOOK_MANAGED, WEBHOOK_HOST, INJECTION, INJECT_IMAGE, INJECT_PULL_POLICY, INJECT_PORT,
-    INJECT_RESOURCES, SECRETS_READABLE,
+    INJECT_METRICS_PORT, INJECT_RESOURCES, SECRETS_READABLE,
     # The gateway's own, then the operator's that it reads too.
     TOOLSET_DIR, SECRETS_DIR, CONFIGMAPS_DIR, API_DIR, GATEWAY_LISTEN, GATEWAY_POLL,
     GATEWAY_TIMEOUT, GATEWAY_RELIST_INTERVAL, GATEWAY_REQUEST_TIMEOUT, SEARCH_CACHE_DIR,
