@@ -71,11 +71,12 @@ class _Reconnecting:
 
 def _hooks(calls: int, environ: dict[str, str]) -> None:
     """CPU per call of the hooks a forwarded call passes (a request, the forward,
-    its end), as the gateway makes them."""
+    its end: the record at the pipeline's seam), as the gateway makes them."""
     from prometheus_client import CollectorRegistry
 
     from skillop.gateway.metrics import GatewayMetrics
     from skillop.gateway.observe import NOTHING, Observer
+    from skillop.gateway.pipeline import CallRecord, Pipeline
     from skillop.gateway.tracing import Tracing
 
     saved = dict(os.environ)
@@ -88,14 +89,19 @@ def _hooks(calls: int, environ: dict[str, str]) -> None:
     observers = {"off": NOTHING, "metrics": Observer(metrics=GatewayMetrics(CollectorRegistry())),
                  "traces": Observer(metrics=GatewayMetrics(CollectorRegistry()), tracing=tracing)}
     figures = []
+    record = CallRecord(actor="bench", binding_name="ping", upstream="upstream",
+                        upstream_tool="ping", outcome="ok", reason=None, approval=None,
+                        seconds=0.001, upstream_seconds=0.0008)
     for name, observer in observers.items():
         observer.loaded({"ping"}, {"upstream"})
+        seam = Pipeline((), [observer.record], say=print,
+                        trace_id=observer.trace_id if observer.tracing else None)
         start = time.process_time()
         for _ in range(calls):
             with observer.request("tools/call", "ping", protocol="2026-07-28"):
                 with observer.upstream("upstream", "ping"):
                     observer.context()
-                observer.called("ping", "ok", None, 0.001, upstream="upstream")
+                seam.record(record)
         figures.append(f"{name} {(time.process_time() - start) / calls * 1e6:.1f} us")
     observers["traces"].close()
     print(f"observer hooks alone, {calls} calls, CPU per call: " + ", ".join(figures)

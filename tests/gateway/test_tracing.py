@@ -5,6 +5,8 @@ and as an HTTP header) is the parent, and the upstream receives the context on."
 
 from __future__ import annotations
 
+import json
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -109,6 +111,37 @@ def test_a_call_continues_the_agents_trace_through_the_gateway_to_the_upstream(
     assert servers[OTHER_TRACE]["parent"] == AGENT_SPAN
     assert by_header_meta["traceparent"].split("-")[1] == OTHER_TRACE
     assert audit[1]["traceId"] == OTHER_TRACE
+
+
+def test_a_call_through_an_sdk_session_carries_the_context_in_meta(
+        tmp_path: Path, receiver: Receiver) -> None:
+    """A stdio upstream (called through the SDK's client session, as SSE ones and
+    older streamable-HTTP ones are) gets the call's context in ``params._meta``,
+    from the gateway's forward span."""
+    raw = Path(__file__).with_name("raw_stdio_upstream.py")
+    docs = [skill("raw", mcpServers=[{"name": "raw", "command": [sys.executable, str(raw)],
+                                      "env": [{"name": "ECHO_META", "value": "1"}],
+                                      "tools": [echo_tool("ask", "raw")]}]),
+            actor("dev", skills=["raw"])]
+    volume = Volume(tmp_path / "tools")
+    volume.write(toolset_files(docs, "team-a/dev"))
+    (tmp_path / "secrets").mkdir()
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "OTEL_TRACES_SAMPLER": "always_on"}
+    with GatewayProcess(volume.root, tmp_path / "secrets", env=env) as gw:
+        answer = anyio.run(_call_ask, gw.url)
+    sent = json.loads(answer["content"][0]["text"])
+    assert sent["traceparent"].split("-")[1] == TRACE_ID
+
+
+async def _call_ask(url: str) -> dict[str, Any]:
+    async with httpx2.AsyncClient(timeout=10) as http:
+        headers = await handshake(http, url)
+        answer = (await http.post(url, headers=headers, json={
+            "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                "name": "ask", "arguments": {}, "_meta": {"traceparent": TRACEPARENT}}})).json()
+    assert "result" in answer, answer
+    result: dict[str, Any] = answer["result"]
+    return result
 
 
 async def _calls(url: str) -> dict[str, str]:
