@@ -126,11 +126,22 @@ def test_a_call_through_an_sdk_session_carries_the_context_in_meta(
     volume = Volume(tmp_path / "tools")
     volume.write(toolset_files(docs, "team-a/dev"))
     (tmp_path / "secrets").mkdir()
-    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "OTEL_TRACES_SAMPLER": "always_on"}
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "OTEL_BSP_SCHEDULE_DELAY": "50",
+           "OTEL_TRACES_SAMPLER": "always_on"}
     with GatewayProcess(volume.root, tmp_path / "secrets", env=env) as gw:
         answer = anyio.run(_call_ask, gw.url)
-    sent = json.loads(answer["content"][0]["text"])
-    assert sent["traceparent"].split("-")[1] == TRACE_ID
+        _, trace_id, parent, _ = json.loads(answer["content"][0]["text"])["traceparent"].split("-")
+        deadline = time.monotonic() + 15
+        while parent not in {s["span_id"] for s in receiver.spans} and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert trace_id == TRACE_ID
+    # The upstream's parent is a span of the gateway's, under its forward (CLIENT) span.
+    spans = {s["span_id"]: s for s in receiver.spans}
+    chain = [spans[parent]]
+    while chain[-1]["parent"] in spans:
+        chain.append(spans[chain[-1]["parent"]])
+    assert any(s["kind"] == 3 and s["name"] == "tools/call ask" for s in chain), chain
+    assert chain[-1]["parent"] == AGENT_SPAN and chain[-1]["kind"] == 2  # the SERVER span
 
 
 async def _call_ask(url: str) -> dict[str, Any]:
