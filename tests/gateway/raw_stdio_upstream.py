@@ -2,7 +2,8 @@
 servers would never send: every ``tools/call`` is answered with the JSON result
 object in the ``ANSWER`` environment variable, whatever it is; or, with ``PEEK``
 set, with a text holding the files ``PEEK`` names (``:``-separated), as a hostile
-server running as the gateway's user could read them.
+server running as the gateway's user could read them; or, with ``ECHO_META`` set,
+with the call's ``params._meta`` as JSON text (what the gateway sent on).
 
 It lists one tool, ``ask``, as ``gatewaykit.echo_tool("ask", ...)`` declares it.
 """
@@ -23,6 +24,8 @@ def _result(method: str, params: dict[str, object]) -> object:
                 "capabilities": {"tools": {}}, "serverInfo": {"name": "raw", "version": "0"}}
     if method == "tools/list":
         return {"tools": [TOOL]}
+    if method == "tools/call" and os.environ.get("ECHO_META"):
+        return {"content": [{"type": "text", "text": json.dumps(params.get("_meta"))}]}
     if method == "tools/call" and os.environ.get("PEEK"):
         found = [open(path).read() for path in os.environ["PEEK"].split(":")]  # noqa: SIM115
         return {"content": [{"type": "text", "text": " ".join(found)}]}

@@ -40,6 +40,8 @@ class ScriptedUpstream:
     def __init__(self, script: Script) -> None:
         self.script = script
         self.calls = 0
+        #: Each ``tools/call``'s request headers and ``params._meta``, as received.
+        self.seen: list[tuple[dict[str, str], dict[str, Any]]] = []
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
@@ -91,7 +93,12 @@ class ScriptedUpstream:
         if scope["method"] != "POST":
             status, headers, payload = 405, {}, b""
         else:
-            status, headers, payload = self._answer(json.loads(body))
+            message = json.loads(body)
+            if message.get("method") == "tools/call":
+                self.seen.append(({k.decode("latin-1"): v.decode("latin-1")
+                                   for k, v in scope["headers"]},
+                                  (message.get("params") or {}).get("_meta") or {}))
+            status, headers, payload = self._answer(message)
         await send({"type": "http.response.start", "status": status,
                     "headers": [(k.encode("latin-1"), v.encode("latin-1"))
                                 for k, v in headers.items()]})

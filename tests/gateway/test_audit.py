@@ -29,7 +29,7 @@ def _reference(record: AuditRecord, stamp: str) -> str:
         "upstreamTool": bounded(record.upstream_tool),
         "durationMs": round(record.duration_ms, 3), "outcome": record.outcome}
     for key, value in (("reason", record.reason), ("approval", record.approval),
-                       ("approver", record.approver)):
+                       ("approver", record.approver), ("traceId", record.trace_id)):
         if value is not None:
             body[key] = bounded(value)
     return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
@@ -38,15 +38,17 @@ def _reference(record: AuditRecord, stamp: str) -> str:
 @given(actor=_TEXT, binding=_TEXT, upstream=_MAYBE, tool=_MAYBE,
        duration=st.floats(min_value=0, max_value=1e9, allow_nan=False),
        outcome=st.sampled_from(["ok", "error", "refused"]), reason=_MAYBE,
-       approval=_MAYBE, approver=_MAYBE)
+       approval=_MAYBE, approver=_MAYBE, trace_id=st.none() | st.text("0123456789abcdef",
+                                                                     min_size=32, max_size=32))
 def test_the_line_is_the_records_json(actor: str, binding: str, upstream: str | None,
                                       tool: str | None, duration: float, outcome: str,
                                       reason: str | None, approval: str | None,
-                                      approver: str | None) -> None:
+                                      approver: str | None, trace_id: str | None) -> None:
     record = AuditRecord(actor=actor, binding_name=binding, upstream=upstream,
                          upstream_tool=tool, duration_ms=duration,
                          outcome=outcome,  # type: ignore[arg-type]
-                         reason=reason, approval=approval, approver=approver)
+                         reason=reason, approval=approval, approver=approver,
+                         trace_id=trace_id)
     now = datetime(2026, 7, 28, 9, 5, 3, 123456, tzinfo=UTC)
     line = record.line(now)
     assert line == _reference(record, "2026-07-28T09:05:03.123Z")

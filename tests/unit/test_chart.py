@@ -319,6 +319,16 @@ def test_env_from_values() -> None:
     assert env({"mcp": {"discovery": False}})["SKILLOP_MCP_DISCOVERY"] == "false"
 
 
+def test_the_injected_gateways_metrics_port_reaches_the_operator() -> None:
+    from skillop.model.settings import INJECT_METRICS_PORT
+
+    assert INJECT_METRICS_PORT.read({"SKILLOP_INJECT_METRICS_PORT": env()[
+        "SKILLOP_INJECT_METRICS_PORT"]}) is None  # unset: no metrics
+    assert env({"injection": {"metricsPort": 9464}})["SKILLOP_INJECT_METRICS_PORT"] == "9464"
+    with pytest.raises(helm.HelmValuesError):
+        render({"injection": {"metricsPort": 0}})
+
+
 def test_env_is_what_the_operator_reads(monkeypatch: pytest.MonkeyPatch) -> None:
     from skillop.operator.settings import OperatorConfig
 

@@ -88,7 +88,7 @@ def test_multi_stage_on_python_311_slim(stages: list[Stage]) -> None:
     builder = stages[0]
     assert builder.name == "builder"
     runs = " ".join(builder.get("RUN"))
-    assert re.search(r"pip wheel .*--wheel-dir /wheels .*\.\[operator\]", runs), runs
+    assert re.search(r"pip wheel .*--wheel-dir /wheels .*\.\[operator,tracing\]", runs), runs
 
 
 def test_final_stage_has_no_build_tools(final: Stage) -> None:
@@ -97,7 +97,8 @@ def test_final_stage_has_no_build_tools(final: Stage) -> None:
     (install,) = [r for r in final.get("RUN") if "pip install" in r]
     assert "--no-cache-dir" in install
     assert "--no-index" in install and "/wheels" in install  # only the builder's wheels
-    assert "skillop[operator]" in install
+    # The gateway's traces too (the image is the injected gateway's; OTEL_* turn them on).
+    assert "skillop[operator,tracing]" in install
     # Nothing is copied from the build context into the final image: only wheels.
     assert final.get("COPY") == [] and final.get("ADD") == []
 

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from skillkit import actor, anon, resolver, skill
 
+from skillop.model.settings import GATEWAY_METRICS_LISTEN
 from skillop.resolve.inject import (
     API_DIR,
     CONFIGMAPS_DIR,
@@ -207,6 +208,36 @@ def test_opt_outs_port_url_containers_and_the_whole_sidecar() -> None:
     assert env(own["spec"]["containers"][0]) == {"SKILLOP_MCP_URL": "http://elsewhere/mcp"}
     off = pod(annotations={"skillop.dev/inject": "false"})
     assert run(off) == off
+
+
+def test_a_metrics_port_gives_the_sidecar_metrics_on_the_pods_ip_under_a_named_port() -> None:
+    off = sidecar(run(pod()))
+    assert "SKILLOP_GATEWAY_METRICS_LISTEN" not in env(off)
+    assert [p["name"] for p in off["ports"]] == ["skillop-mcp"]
+    on = sidecar(run(pod(), settings=SidecarSettings(metrics_port=9464)))
+    # The gateway's own setting, read by `skillop gateway` (its --metrics-listen).
+    assert GATEWAY_METRICS_LISTEN.read({k: v for k, v in env(on).items()
+                                        if isinstance(v, str)}) == "0.0.0.0:9464"
+    # The chart's PodMonitor scrapes the port by this name.
+    assert on["ports"] == [
+        {"name": "skillop-mcp", "containerPort": 8765, "protocol": "TCP"},
+        {"name": "skillop-metrics", "containerPort": 9464, "protocol": "TCP"}]
+    # MCP stays on loopback.
+    assert on["command"][-1] == "127.0.0.1:8765"
+
+
+@pytest.mark.parametrize(("case", "message"), [
+    (pod(agent(ports=[{"containerPort": 9464}])),
+     "container agent: already uses port 9464, the gateway's metrics port"),
+    (pod(annotations={"skillop.dev/gateway-port": "9464"}),
+     "metadata.annotations.skillop.dev/gateway-port: 9464 is the gateway's metrics port"),
+])
+def test_the_metrics_port_is_no_port_the_pod_or_gateway_uses(case: dict[str, Any],
+                                                               message: str) -> None:
+    with pytest.raises(Refused) as err:
+        run(case, settings=SidecarSettings(metrics_port=9464))
+    assert message in str(err.value)
+    assert "\n" not in str(err.value)
 
 
 @pytest.mark.parametrize(("case", "message"), [

@@ -140,14 +140,15 @@ def test_the_injected_sidecars_settings_come_from_the_charts_variables(
     monkeypatch.setenv("SKILLOP_INJECTION", "true")
     monkeypatch.setenv("SKILLOP_INJECT_IMAGE", "registry.example/skillop:1.2")
     monkeypatch.setenv("SKILLOP_INJECT_PORT", "9100")
+    monkeypatch.setenv("SKILLOP_INJECT_METRICS_PORT", "9464")
     monkeypatch.setenv("SKILLOP_INJECT_PULL_POLICY", "Always")
     monkeypatch.setenv("SKILLOP_INJECT_RESOURCES", '{"requests": {"cpu": "10m"}}')
     monkeypatch.setenv("SKILLOP_MCP_ALLOW", "*.internal")
     config = OperatorConfig.from_env()
     assert config.injection and config.serves_webhooks
     sidecar = config.sidecar
-    assert (sidecar.image, sidecar.port, sidecar.pull_policy) == (
-        "registry.example/skillop:1.2", 9100, "Always")
+    assert (sidecar.image, sidecar.port, sidecar.metrics_port, sidecar.pull_policy) == (
+        "registry.example/skillop:1.2", 9100, 9464, "Always")
     assert sidecar.requests == (("cpu", "10m"),)
     assert sidecar.limits == (("memory", "512Mi"),)  # not given: the default
     assert sidecar.allow == ("*.internal",)
@@ -155,6 +156,7 @@ def test_the_injected_sidecars_settings_come_from_the_charts_variables(
 
 @pytest.mark.parametrize(("name", "value", "message"), [
     ("SKILLOP_INJECT_PORT", "0", "must be between 1 and 65535"),
+    ("SKILLOP_INJECT_METRICS_PORT", "http", "is not a whole number"),
     ("SKILLOP_INJECT_PULL_POLICY", "Sometimes", "is not one of Always, IfNotPresent, Never"),
     ("SKILLOP_INJECT_RESOURCES", "{", "is not JSON"),
     ("SKILLOP_INJECT_RESOURCES", '{"limit": {}}', "must be an object with requests"),

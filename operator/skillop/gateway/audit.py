@@ -58,6 +58,8 @@ class AuditRecord:
     reason: str | None = None
     approval: str | None = None
     approver: str | None = None
+    #: The call's trace (32 hex digits), when the gateway traces (docs/gateway.md).
+    trace_id: str | None = None
 
     def line(self, now: datetime) -> str:
         """The record as one line of JSON, at ``now`` (UTC)."""
@@ -71,7 +73,7 @@ class AuditRecord:
                  ',"durationMs":', repr(duration) if math.isfinite(duration) else
                  json.dumps(duration), ',"outcome":', _json(self.outcome)]
         for key, value in (("reason", self.reason), ("approval", self.approval),
-                           ("approver", self.approver)):
+                           ("approver", self.approver), ("traceId", self.trace_id)):
             if value is not None:
                 parts += [',"', key, '":', _json(_bounded(value))]
         parts.append("}")
@@ -108,7 +110,8 @@ class AuditLog:
             upstream_tool=call.upstream_tool, duration_ms=call.seconds * 1000,
             outcome=call.outcome, reason=call.reason,
             approval=decided.request if decided is not None else None,
-            approver=decided.decided_by if decided is not None else None))
+            approver=decided.decided_by if decided is not None else None,
+            trace_id=call.trace_id))
 
     def write(self, record: AuditRecord) -> None:
         stream = self._stream()

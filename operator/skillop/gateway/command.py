@@ -28,6 +28,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         (env.MCP_CA_FILE, "PEM"), (env.API_DIR, "DIR"), (env.SEARCH_CACHE_DIR, "DIR"))
     for path, metavar in paths:
         p.add_argument(path.flag or "", metavar=metavar, help=_help(path))
+    p.add_argument(env.GATEWAY_METRICS_LISTEN.flag or "", metavar="HOST:PORT",
+                   help=_help(env.GATEWAY_METRICS_LISTEN))
     mode = p.add_mutually_exclusive_group()
     mode.add_argument(env.GATEWAY_LISTEN.flag or "", metavar="HOST:PORT",
                       help=_help(env.GATEWAY_LISTEN))
@@ -72,9 +74,12 @@ def gateway_command(args: argparse.Namespace) -> int:
             configmaps_dir=Path(args.configmaps_dir or env.CONFIGMAPS_DIR.read()),
             ca_file=Path(ca_file) if ca_file else None,
             api_dir=Path(args.api_dir or env.API_DIR.read()),
-            search_cache_dir=Path(args.search_cache_dir or env.SEARCH_CACHE_DIR.read()))
+            search_cache_dir=Path(args.search_cache_dir or env.SEARCH_CACHE_DIR.read()),
+            metrics_listen=args.metrics_listen or env.GATEWAY_METRICS_LISTEN.read())
         if not args.stdio:
             parse_listen(listen)
+        if options.metrics_listen:
+            parse_listen(options.metrics_listen, flag="--metrics-listen")
     except ValueError as exc:  # SettingsError too: it names the variable
         print(f"skillop gateway: {exc}", file=sys.stderr)
         return 2

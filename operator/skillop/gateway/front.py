@@ -77,6 +77,7 @@ from skillop.gateway.asgi import (
     send_direct,
     send_plain,
 )
+from skillop.gateway.observe import INBOUND_HEADERS
 from skillop.gateway.sessions import Client, Sessions
 
 _FAST_METHODS: Final = frozenset({"tools/call", "tools/list", "ping"})
@@ -316,6 +317,7 @@ class Front:
             client = self._envelope_client(message, params, headers)
             if client is None:
                 return None
+        INBOUND_HEADERS.set(headers)  # observe: for the request's trace context
         reply = await self._answerer.answer(method, params, client)
         if reply is None:
             return None

@@ -39,6 +39,8 @@ class Options:
     #: lexical only), and where its vectors are cached (None: in memory only).
     semantic_search: bool = True
     search_cache_dir: Path | None = None
+    #: Where Prometheus scrapes ``/metrics`` (``--metrics-listen``; None: no metrics).
+    metrics_listen: str | None = None
 
     @classmethod
     def build(cls, *, toolset_dir: Path, secrets_dir: Path, allow: tuple[str, ...],

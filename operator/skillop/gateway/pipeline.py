@@ -147,6 +147,8 @@ class CallRecord(NamedTuple):
     approval: approval.Approved | approval.Refused | None
     seconds: float
     upstream_seconds: float = 0.0
+    #: The call's trace (32 hex digits), when the gateway traces: set at the seam.
+    trace_id: str | None = None
 
 
 class Guard(Protocol):
@@ -159,16 +161,21 @@ Recorder = Callable[[CallRecord], None]
 class Pipeline:
     """The guards a call runs through, and who is told how each call ended."""
 
-    __slots__ = ("guards", "recorders", "say")
+    __slots__ = ("_trace_id", "guards", "recorders", "say")
 
     def __init__(self, guards: Sequence[Guard], recorders: Sequence[Recorder], *,
-                 say: Callable[[str], None]) -> None:
-        """``say``: the gateway's word on stderr (a call that failed unforeseen)."""
+                 say: Callable[[str], None],
+                 trace_id: Callable[[], str | None] | None = None) -> None:
+        """``say``: the gateway's word on stderr (a call that failed unforeseen);
+        ``trace_id``: the current trace's id, for every record (None: not tracing)."""
         self.guards = tuple(guards)
         self.recorders = tuple(recorders)
         self.say = say
+        self._trace_id = trace_id
 
     def record(self, record: CallRecord) -> None:
+        if self._trace_id is not None:
+            record = record._replace(trace_id=self._trace_id())
         for recorder in self.recorders:
             recorder(record)
 

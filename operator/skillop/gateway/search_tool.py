@@ -11,6 +11,7 @@ from typing import Any, Final
 import anyio
 import mcp_types as types
 
+from skillop.gateway.observe import NOTHING, Observer
 from skillop.gateway.pipeline import CallRecord, Recorder, error_result
 from skillop.gateway.served import MAX_MATCHES, ServedSet
 from skillop.model.toolset import SEARCH_TOOL
@@ -21,13 +22,16 @@ MAX_WEAK: Final = 3
 
 
 async def search_tools(served: ServedSet, arguments: dict[str, Any],
-                       record: Recorder) -> types.CallToolResult:
-    """The answer to ``search_tools`` in ``served`` (which has a search index)."""
+                       record: Recorder, *, observer: Observer = NOTHING,
+                       ) -> types.CallToolResult:
+    """The answer to ``search_tools`` in ``served`` (which has a search index);
+    ``observer`` counts it (matched, abstained or refused)."""
     started = time.perf_counter()
     query, limit = arguments.get("query"), arguments.get("limit", 5)
     assert served.search is not None
     if (not isinstance(query, str) or not query.strip() or isinstance(limit, bool)
             or not isinstance(limit, int) or not 1 <= limit <= MAX_MATCHES):
+        observer.count(lambda m: m.searched("refused"))
         record(own_record(served, SEARCH_TOOL, started, "malformed search_tools arguments"))
         return error_result(f"refused: {SEARCH_TOOL} takes query (a non-empty string)"
                             f" and limit (1 to {MAX_MATCHES})")
@@ -44,6 +48,7 @@ async def search_tools(served: ServedSet, arguments: dict[str, Any],
     if found.weak:
         answer = {"tools": [], "nothingFits": True, "note": _nothing_fits(served),
                   "closest": definitions[:MAX_WEAK]}
+    observer.count(lambda m: m.searched("abstained" if found.weak else "matched"))
     record(own_record(served, SEARCH_TOOL, started, None))
     return types.CallToolResult(content=[types.TextContent(text=json.dumps(
         answer, ensure_ascii=False))], structured_content=answer)

@@ -15,6 +15,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from skillop.gateway.audit import AuditLog
 from skillop.gateway.front import Front
+from skillop.gateway.observe import observing
 from skillop.gateway.options import Options
 from skillop.model.wording import count
 
@@ -93,11 +94,12 @@ def say(message: str) -> None:
     print(f"skillop gateway: {message}", file=sys.stderr, flush=True)
 
 
-def parse_listen(text: str) -> tuple[str, int]:
-    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) into its parts; ValueError if not."""
+def parse_listen(text: str, *, flag: str = "--listen") -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) into its parts; ValueError (naming
+    ``flag``) if not."""
     host, sep, port = text.rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) < 65536:
-        raise ValueError(f"--listen {text!r}: expected HOST:PORT")
+        raise ValueError(f"{flag} {text!r}: expected HOST:PORT")
     host = host.strip("[]") or "127.0.0.1"
     return host, int(port)
 
@@ -110,7 +112,18 @@ def run_gateway(options: Options, *, listen: str | None, stdio: bool) -> int:
         target: Sequence[Any] = ()
     else:
         target = parse_listen(listen or "127.0.0.1:8765")
-    gateway = Gateway(options, audit=AuditLog(lambda: sys.stderr) if stdio else None)
+    try:  # metrics (--metrics-listen) and traces (OTEL_*)
+        observer, metrics_at = observing(
+            parse_listen(options.metrics_listen, flag="--metrics-listen")
+            if options.metrics_listen else None)
+    except (ValueError, OSError) as exc:
+        say(str(exc))
+        return 2
+    gateway = Gateway(options, audit=AuditLog(lambda: sys.stderr) if stdio else None,
+                      observer=observer)
+    if observer.metrics is not None:
+        observer.metrics.watch_sessions(lambda: gateway.connected_clients)
+        say(f"metrics served on {metrics_at}")
 
     async def main() -> None:
         async with gateway.running():
@@ -121,6 +134,7 @@ def run_gateway(options: Options, *, listen: str | None, stdio: bool) -> int:
 
     with suppress(KeyboardInterrupt):
         anyio.run(main, backend_options={"use_uvloop": _has_uvloop()})
+    observer.close()  # the spans still buffered are sent
     return 0
 
 

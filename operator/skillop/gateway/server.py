@@ -28,6 +28,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import Any, Final
 
 import anyio
@@ -50,6 +51,7 @@ from skillop.gateway.front import Front
 from skillop.gateway.guards import call_path
 from skillop.gateway.listing import Listings
 from skillop.gateway.mount import Mounts
+from skillop.gateway.observe import INBOUND_HEADERS, NOTHING, Observer
 from skillop.gateway.options import Options
 from skillop.gateway.search_tool import own_record, search_tools
 from skillop.gateway.served import ServedSet
@@ -80,14 +82,17 @@ class _GatewayServer(Server[Any]):
 class Gateway:
     """One gateway process: the served set, the upstream pool, the connected clients."""
 
-    def __init__(self, options: Options, *, audit: AuditLog | None = None) -> None:
+    def __init__(self, options: Options, *, audit: AuditLog | None = None,
+                 observer: Observer = NOTHING) -> None:
         self.options = options
         self.served = ServedSet.empty()
         self.audit = audit or AuditLog()
+        self.observer = observer  # metrics and traces (observe.py)
         #: Who makes and follows the ToolCallApprovals (``spec.approval.via: Request``).
         self.requests = Requests.from_environment(options.api_dir)
-        self.calls = pipeline.Pipeline(call_path(self.requests), [self.audit.record],
-                                       say=serve.say)
+        self.calls = pipeline.Pipeline(
+            call_path(self.requests, observer=observer), [observer.record, self.audit.record],
+            say=serve.say, trace_id=observer.trace_id if observer.tracing else None)
         self._pool: Pool | None = None
         self._mounts = Mounts(options, serve.say)
         self._ranker = (SemanticRanker(options.search_cache_dir, serve.say)
@@ -130,7 +135,8 @@ class Gateway:
     async def running(self) -> AsyncIterator[Gateway]:
         """Load the set, connect its upstreams, watch the mounts; until exit."""
         async with anyio.create_task_group() as tasks:
-            self._pool = Pool(self.options.upstream, tasks.start_soon)
+            self._pool = Pool(replace(self.options.upstream, observer=self.observer),
+                              tasks.start_soon)
             self.reload()
             tasks.start_soon(self._watch)
             try:
@@ -150,6 +156,7 @@ class Gateway:
         if served is None:
             return False
         old, self.served = self.served, served
+        self.observer.serving(served)
         if served.search is not None and self._ranker is not None:
             self._ranker.submit(served.search)
         assert self._pool is not None
@@ -186,6 +193,7 @@ class Gateway:
         headers = getattr(ctx.request, "headers", None)
         session_id = headers.get("mcp-session-id") if headers is not None else None
         caps = ctx.session.client_capabilities
+        self.observer.count(lambda m: m.session_opened())
         self.sessions.add(session_id or f"stdio:{id(ctx.session)}", Client(
             ctx.session, can_elicit=caps is not None and caps.elicitation is not None,
             last_seen=time.monotonic(), protocol_version=ctx.protocol_version))
@@ -231,7 +239,10 @@ class Gateway:
                 return await ctx.session.elicit_form(message, approval.APPROVAL_SCHEMA,
                                                      related_request_id=ctx.request_id)
             approver = approval.Elicitation(ask)
-        return await self.call(params.name, params.arguments or {}, approver=approver)
+        with self.observer.request("tools/call", params.name, meta=ctx.meta,  # its span
+                                   headers=getattr(ctx.request, "headers", None),
+                                   protocol=ctx.protocol_version):
+            return await self.call(params.name, params.arguments or {}, approver=approver)
 
     async def answer(self, method: str, params: dict[str, Any],
                      client: Client) -> wire.Reply | None:
@@ -253,7 +264,10 @@ class Gateway:
                 and self.served.approval.via == "Elicitation"):
             return None
         try:
-            result = await self.call(name, arguments or {}, approver=_NOBODY)
+            with self.observer.request(method, name, meta=params.get("_meta"),  # its span
+                                       headers=INBOUND_HEADERS.get(),
+                                       protocol=client.protocol_version):
+                result = await self.call(name, arguments or {}, approver=_NOBODY)
         except MCPError as exc:
             return wire.Reply(error=(exc.code, exc.error.message))
         assert isinstance(result, types.CallToolResult)  # nobody was asked
@@ -270,7 +284,8 @@ class Gateway:
         down exactly the path a direct call of the tool it names takes."""
         served = self.served  # one call sees one set, whatever a reload does meanwhile
         if served.search is not None and name == SEARCH_TOOL:
-            return await search_tools(served, arguments, self.calls.record)
+            return await search_tools(served, arguments, self.calls.record,
+                                      observer=self.observer)
         if served.search is not None and name == CALL_TOOL:
             inner, inner_arguments = arguments.get("name"), arguments.get("arguments")
             if not isinstance(inner, str) or not isinstance(inner_arguments, dict | None):

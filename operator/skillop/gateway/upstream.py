@@ -210,7 +210,10 @@ class UpstreamClient:
                  if isinstance(item, dict) and item.get("type") == "text"]
         for item, text in zip(items, redactor.texts([i["text"] for i in items]), strict=True):
             item["text"] = text
-        return result if clean == data else types.CallToolResult.model_validate(clean)
+        if clean == data:
+            return result
+        self._settings.observer.count(lambda m: m.redacted(self.label))
+        return types.CallToolResult.model_validate(clean)
 
     def retire(self) -> None:
         """Replaced by a new client (new settings): opens nothing more, and its
@@ -267,8 +270,11 @@ class UpstreamClient:
                 await conn.wake.wait()
             conn.wake = anyio.Event()
             if not conn.closed:
-                changes = conn.changes
+                changes, digests = conn.changes, conn.digests
                 await _listing(session, bounds, conn, self._transport.own)
+                changed = conn.digests != digests
+                self._settings.observer.count(  # called at once:
+                    lambda m: m.relisted(self.label, changed=changed))  # noqa: B023
                 if conn.changes == changes:  # else listed again at once (woken)
                     conn.current.set()
 

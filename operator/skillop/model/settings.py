@@ -322,6 +322,11 @@ INJECT_PULL_POLICY = Setting("SKILLOP_INJECT_PULL_POLICY", "IfNotPresent",
                              helm="injection.image.pullPolicy")
 INJECT_PORT = Setting("SKILLOP_INJECT_PORT", GATEWAY_PORT, whole(),
                       "the injected gateway's loopback port", helm="injection.port")
+INJECT_METRICS_PORT: Setting[int | None] = Setting(
+    "SKILLOP_INJECT_METRICS_PORT", None, whole(),
+    "the injected gateway's Prometheus metrics port, on the pod's IP (its"
+    " `SKILLOP_GATEWAY_METRICS_LISTEN`, container port `skillop-metrics`, which the chart's"
+    " PodMonitor scrapes; unset: no metrics)", helm="injection.metricsPort")
 INJECT_RESOURCES: Setting[dict[str, Resources]] = Setting(
     "SKILLOP_INJECT_RESOURCES",
     {"requests": (("cpu", "50m"), ("memory", "64Mi")), "limits": (("memory", "512Mi"),)},
@@ -367,6 +372,11 @@ GATEWAY_REQUEST_TIMEOUT = Setting(
     "SKILLOP_GATEWAY_REQUEST_TIMEOUT", 10.0, seconds(),
     "seconds an HTTP request has to arrive whole, headers and body (later: `408`, and"
     " its connection closed)", reader="gateway", flag="--request-timeout")
+GATEWAY_METRICS_LISTEN: Setting[str | None] = Setting(
+    "SKILLOP_GATEWAY_METRICS_LISTEN", None, optional_text,
+    "Prometheus metrics at `http://HOST:PORT/metrics`, a port of their own (unset: no"
+    " metrics; docs/operations.md)", reader="gateway", flag="--metrics-listen",
+    shown="none")
 SEARCH_CACHE_DIR = Setting(
     "SKILLOP_SEARCH_CACHE_DIR", "/tmp/skillop-search", text,
     "where `search_tools`' sentence vectors are cached by digest (an `emptyDir` keeps them"
@@ -380,10 +390,12 @@ SETTINGS: Final[tuple[Setting[Any], ...]] = (
     LEASE_NAMESPACE, LEASE_IDENTITY, LEASE_DURATION_SECONDS, LEASE_RENEW_DEADLINE_SECONDS,
     LEASE_RETRY_SECONDS, SHARD_SELECTOR, SHARD_CLUSTER_OWNER, WEBHOOK, WEBHOOK_PORT,
     WEBHOOK_CERT, WEBHOOK_KEY, WEBHOOK_CA, WEBHOOK_MANAGED, WEBHOOK_HOST, INJECTION,
-    INJECT_IMAGE, INJECT_PULL_POLICY, INJECT_PORT, INJECT_RESOURCES, SECRETS_READABLE,
+    INJECT_IMAGE, INJECT_PULL_POLICY, INJECT_PORT, INJECT_METRICS_PORT, INJECT_RESOURCES,
+    SECRETS_READABLE,
     # The gateway's own, then the operator's that it reads too.
     TOOLSET_DIR, SECRETS_DIR, CONFIGMAPS_DIR, API_DIR, GATEWAY_LISTEN, GATEWAY_POLL,
     GATEWAY_TIMEOUT, GATEWAY_RELIST_INTERVAL, GATEWAY_REQUEST_TIMEOUT, SEARCH_CACHE_DIR,
+    GATEWAY_METRICS_LISTEN,
 )
 #: The operator's settings that the gateway reads as well (its ``--allow`` and
 #: ``--ca-file`` defaults).

@@ -35,6 +35,7 @@ def sidecar_from_env() -> SidecarSettings:
         image=s.INJECT_IMAGE.read() or default.image,
         pull_policy=s.INJECT_PULL_POLICY.read(),
         port=s.INJECT_PORT.read(),
+        metrics_port=s.INJECT_METRICS_PORT.read(),
         # Unset: the gateway's own default, which is the same list.
         allow=s.MCP_ALLOW.read_set() or default.allow,
         requests=resources["requests"],

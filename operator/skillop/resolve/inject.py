@@ -96,6 +96,8 @@ SEARCH_CACHE_SIZE = "64Mi"
 API_DIR = known.API_DIR.default
 API_TOKEN_SECONDS = 3600
 MCP_URL_ENV = "SKILLOP_MCP_URL"
+#: The sidecar's metrics port's name (the chart's PodMonitor scrapes it by name).
+METRICS_PORT_NAME = "skillop-metrics"
 #: The volume the ServiceAccount admission plugin adds (``kube-api-access-<random>``).
 _SA_VOLUME_PREFIX = "kube-api-access-"
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -112,6 +114,8 @@ class SidecarSettings:
     image: str = DEFAULT_IMAGE
     pull_policy: str = known.INJECT_PULL_POLICY.default
     port: int = DEFAULT_PORT
+    #: Where the gateway serves Prometheus metrics on the pod's IP (None: it does not).
+    metrics_port: int | None = None
     #: Upstream hosts the gateway may contact (the operator's ``mcp.allow``);
     #: empty: the gateway's own default (docs/gateway.md).
     allow: tuple[str, ...] = ()
@@ -190,7 +194,7 @@ def inject(pod: Mapping[str, Any], target: Target, *, namespace: str,
         check_gateway(existing, spec)
         return out
     port = _port(annotations, settings)
-    _check_ports(spec, port)
+    _check_ports(spec, port, settings.metrics_port)
     _drop_service_account_token(spec)
     volumes, mounts = _volumes(spec, target)
     spec["volumes"] = [*as_list(spec.get("volumes")), *volumes]
@@ -246,13 +250,24 @@ def _port(annotations: Mapping[str, Any], settings: SidecarSettings) -> int:
     return int(text)
 
 
-def _check_ports(spec: Mapping[str, Any], port: int) -> None:
+def _check_ports(spec: Mapping[str, Any], port: int, metrics_port: int | None) -> None:
+    """Neither of the gateway's ports is one the pod's containers declare, nor
+    the two one port (the MCP port may move by annotation; the metrics one not)."""
+    if port == metrics_port:
+        raise Refused(f"metadata.annotations.{PORT_ANNOTATION}: {port} is the gateway's"
+                      " metrics port (injection.metricsPort); pick another port")
     for container in containers(spec, "initContainers", "containers"):
         for declared in as_list(container.get("ports")):
-            if isinstance(declared, Mapping) and declared.get("containerPort") == port:
+            if not isinstance(declared, Mapping):
+                continue
+            if declared.get("containerPort") == port:
                 raise Refused(
                     f"container {container.get('name')}: already uses port {port}, the"
                     f" gateway's; set annotation {PORT_ANNOTATION} to another port")
+            if metrics_port is not None and declared.get("containerPort") == metrics_port:
+                raise Refused(
+                    f"container {container.get('name')}: already uses port {metrics_port},"
+                    " the gateway's metrics port (injection.metricsPort)")
 
 
 def _drop_service_account_token(spec: dict[str, Any]) -> None:
@@ -374,9 +389,11 @@ def _sidecar(target: Target, settings: SidecarSettings, port: int,
              "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
             {"name": "SKILLOP_POD_NAMESPACE",
              "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+            *_metrics_env(settings.metrics_port),
         ],
         "restartPolicy": "Always",
-        "ports": [{"name": "skillop-mcp", "containerPort": port, "protocol": "TCP"}],
+        "ports": [{"name": "skillop-mcp", "containerPort": port, "protocol": "TCP"},
+                  *_metrics_port(settings.metrics_port)],
         # Startup gates the agent (native sidecars start in order); readiness as the example.
         "startupProbe": {"tcpSocket": {"port": port}, "periodSeconds": 1,
                          "failureThreshold": 60},
@@ -393,3 +410,17 @@ def _sidecar(target: Target, settings: SidecarSettings, port: int,
         },
         "volumeMounts": mounts,
     }
+
+
+def _metrics_env(port: int | None) -> list[dict[str, Any]]:
+    """Metrics on the pod's IP (Prometheus scrapes it there; MCP stays on loopback)."""
+    if port is None:
+        return []
+    return [{"name": known.GATEWAY_METRICS_LISTEN.env, "value": f"0.0.0.0:{port}"}]
+
+
+def _metrics_port(port: int | None) -> list[dict[str, Any]]:
+    """The port the chart's PodMonitor scrapes, by this name."""
+    if port is None:
+        return []
+    return [{"name": METRICS_PORT_NAME, "containerPort": port, "protocol": "TCP"}]

@@ -17,18 +17,20 @@ from skillop.gateway.guards.definition_pin import DefinitionPin
 from skillop.gateway.guards.forward import Forward
 from skillop.gateway.guards.membership import Membership
 from skillop.gateway.guards.skill_body import SkillBody
+from skillop.gateway.observe import NOTHING, Observer
 from skillop.gateway.pipeline import Guard
 
 
-def call_path(requests: Requests) -> list[Guard]:
+def call_path(requests: Requests, *, observer: Observer = NOTHING) -> list[Guard]:
     """The guards of every call, in order; ``requests`` makes and follows the
-    ToolCallApprovals (``spec.approval.via: Request``)."""
+    ToolCallApprovals (``spec.approval.via: Request``); ``observer`` times and
+    traces the approval's wait and the forward."""
     return [
         Membership(),
         DefinitionPin(),
-        ApprovalGate(requests),
+        ApprovalGate(requests, observer=observer),
         # The upstream may have changed while a human thought.
         DefinitionPin(after_approval=True),
         SkillBody(),
-        Forward(),
+        Forward(observer=observer),
     ]

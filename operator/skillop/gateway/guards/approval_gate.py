@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from skillop.gateway import approval
 from skillop.gateway.approval_request import ByRequest, PendingCall, Requests
+from skillop.gateway.observe import NOTHING, Observer
 from skillop.gateway.pipeline import CONTINUE, Call, Pending, Refuse, Verdict
 from skillop.model.visible import visible
 from skillop.model.wording import count
@@ -25,10 +26,11 @@ _MAX_PROMPT: Final = 8000
 
 
 class ApprovalGate:
-    __slots__ = ("_requests",)
+    __slots__ = ("_observer", "_requests")
 
-    def __init__(self, requests: Requests) -> None:
+    def __init__(self, requests: Requests, *, observer: Observer = NOTHING) -> None:
         self._requests = requests
+        self._observer = observer
 
     async def __call__(self, call: Call) -> Verdict:
         tool = call.member
@@ -49,8 +51,12 @@ class ApprovalGate:
             if isinstance(prompt, Refuse):
                 return prompt
             message = prompt
-        verdict = await approver.decide(approval.Question(tool.binding_name, call.arguments,
-                                                          message))
+        with self._observer.approval(served.approval.via) as decision:
+            verdict = await approver.decide(approval.Question(tool.binding_name,
+                                                              call.arguments, message))
+            if not isinstance(verdict, approval.Pending):
+                decision.append("refused" if isinstance(verdict, approval.Refused)
+                                else "approved")
         if isinstance(verdict, approval.Pending):
             return Pending(verdict.result)
         if isinstance(verdict, approval.Refused):

@@ -11,17 +11,25 @@ import asyncio
 import time
 
 from skillop.gateway.guards.definition_pin import pin
+from skillop.gateway.observe import NOTHING, Observer
 from skillop.gateway.pipeline import CONTINUE, Call, Done, Verdict, failed
 from skillop.gateway.upstream import SessionLost
 
 
 class Forward:
+    __slots__ = ("_observer",)
+
+    def __init__(self, *, observer: Observer = NOTHING) -> None:
+        """``observer``: the forward's span (its time is the record's upstream share)."""
+        self._observer = observer
+
     async def __call__(self, call: Call) -> Verdict:
         timeout = call.member.timeout_seconds or call.default_timeout
         bound = Bound(timeout)
         began = time.perf_counter()
         try:
-            return await _attempts(call)
+            with self._observer.upstream(call.label or "", call.member.upstream_name or ""):
+                return await _attempts(call)
         except asyncio.CancelledError:
             if bound.expired_alone():
                 return failed(f"timed out after {timeout:g} s (timeoutSeconds)")

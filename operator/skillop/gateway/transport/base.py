@@ -21,6 +21,7 @@ from mcp.client.session import ClientSession, MessageHandlerFnT
 
 from skillop import __version__
 from skillop.gateway import errors
+from skillop.gateway.observe import NOTHING, Observer
 from skillop.gateway.secrets import DEFAULT_CONFIGMAPS_DIR, credentials
 from skillop.gateway.wire import MAX_MESSAGE_BYTES
 from skillop.model.settings import GATEWAY_RELIST_INTERVAL
@@ -61,6 +62,8 @@ class Settings:
     relist_interval: float = GATEWAY_RELIST_INTERVAL.default
     #: Where the API token is mounted (``--api-dir``): redacted like the Secrets.
     api_dir: Path | None = None
+    #: Told of re-listings and redactions; adds the trace context to calls (observe.py).
+    observer: Observer = NOTHING
 
     def redactor(self, own: Iterable[str]) -> Redactor:
         """A connection's redactor: its own values and every other credential mounted here."""

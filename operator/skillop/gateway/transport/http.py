@@ -125,16 +125,20 @@ class HttpCaller:
 
     async def call(self, name: str, arguments: Mapping[str, Any], *, session_id: str | None,
                    protocol_version: str | None, client_info: Mapping[str, Any] | None = None,
-                   param_headers: Mapping[str, str] | None = None) -> dict[str, Any]:
+                   param_headers: Mapping[str, str] | None = None,
+                   trace: Mapping[str, str] | None = None) -> dict[str, Any]:
         """The upstream's result object for ``tools/call`` of ``name`` (not yet validated).
 
         At a 2026-07-28 ``protocol_version`` the call is a request of its own: the
         envelope in ``_meta`` (with ``client_info``), the routing headers and the
-        tool's ``Mcp-Param-*`` headers (``param_headers``), no session."""
+        tool's ``Mcp-Param-*`` headers (``param_headers``), no session. ``trace``, the
+        caller's trace context (``traceparent``), goes as headers and into ``_meta``."""
         request_id = next(self._ids)
         try:
             template = self._template(name, session_id, protocol_version, client_info)
-            body = template.body(request_id, arguments)
+            body = template.body(request_id, arguments, trace)
+            if trace:
+                param_headers = {**(param_headers or {}), **trace}
             async with self._origin.post(body, param_headers, lines=template.lines) as response:
                 answer = await self._answer(response, request_id, lines=template.lines,
                                             in_session=session_id is not None)
@@ -242,17 +246,21 @@ class _CallTemplate:
     head: bytes
     tail: bytes
     client_info: Mapping[str, Any] | None
+    meta: dict[str, Any] | None
 
     @classmethod
     def of(cls, name: str, meta: dict[str, Any] | None, headers: Mapping[str, str],
            client_info: Mapping[str, Any] | None) -> _CallTemplate:
         head = b',"method":"tools/call","params":{"name":' + _json(name) + b',"arguments":'
         tail = (b',"_meta":' + _json(meta) if meta is not None else b"") + b"}}"
-        return cls(_checked(headers), head, tail, client_info)
+        return cls(_checked(headers), head, tail, client_info, meta)
 
-    def body(self, request_id: int, arguments: Mapping[str, Any]) -> bytes:
+    def body(self, request_id: int, arguments: Mapping[str, Any],
+             trace: Mapping[str, str] | None = None) -> bytes:
+        tail = (b',"_meta":' + _json({**(self.meta or {}), **trace}) + b"}}" if trace
+                else self.tail)
         return (b'{"jsonrpc":"2.0","id":%d' % request_id + self.head + _json(arguments)
-                + self.tail)
+                + tail)
 
 
 def _json(value: Any) -> bytes:
@@ -338,7 +346,8 @@ class PlainCalls(SessionCalls):
             raw = await self._caller.call(
                 name, arguments, session_id=self._session_id, protocol_version=self._version,
                 client_info=CLIENT_INFO_WIRE,
-                param_headers=mcp_param_headers(header_map, arguments) if header_map else {})
+                param_headers=mcp_param_headers(header_map, arguments) if header_map else {},
+                trace=self._transport.settings.observer.context())
             if is_input_required(raw):
                 raise errors.asks_input(label)
             meta = raw.get("_meta")

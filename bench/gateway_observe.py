@@ -1,0 +1,182 @@
+"""Benchmark: what metrics and traces cost the gateway per call.
+
+Three ``skillop gateway`` processes of this checkout serve the same ToolSet of
+the same upstream (bench/gateway.py's trivial SDK server): ``plain`` (as today:
+no metrics, no traces), ``metrics`` (``--metrics-listen``), and ``traces``
+(metrics, and every call traced: ``OTEL_TRACES_SAMPLER=always_on``, the SDK's
+OTLP/HTTP exporter sending to a receiver in this process, which drops what it
+gets). bench/gateway_ab.py's raw client calls ``ping`` in blocks that take turns
+(plain, metrics, traces; then the other way round), so that a busy machine slows
+each alike. Printed: each gateway's CPU per call (user + system, from /proc),
+its call p50, and its CPU against ``plain`` (targets: metrics within 5 %, traces
+within 15 %). First, what the call path's observer hooks alone cost a call in
+this process (``--hooks`` calls: off, metrics, metrics and traces), a figure a
+busy machine moves far less than three gateways' CPU.
+
+    .venv/bin/python bench/gateway_observe.py [--era modern] [--blocks 20]
+        [--calls 500] [--pause 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+import gateway_ab as ab  # noqa: E402
+
+bench = ab.bench
+TARGETS = {"metrics": 0.05, "traces": 0.15}
+
+
+class _Sink(BaseHTTPRequestHandler):
+    """An OTLP/HTTP endpoint that takes every export and keeps nothing."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        self.send_response(200)
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+class _Reconnecting:
+    """A raw client that connects again when the gateway closed its idle connection
+    (its keep-alive timeout passes while the other gateways take their turns)."""
+
+    def __init__(self, url: str, era: str) -> None:
+        self._url, self._era = url, era
+        self._raw = ab.RawClient(url, era)
+
+    def call(self, ident: int) -> None:
+        try:
+            self._raw.call(ident)
+        except (RuntimeError, OSError):
+            self._raw = ab.RawClient(self._url, self._era)
+            self._raw.call(ident)
+
+
+def _hooks(calls: int, environ: dict[str, str]) -> None:
+    """CPU per call of the hooks a forwarded call passes (a request, the forward,
+    its end: the record at the pipeline's seam), as the gateway makes them."""
+    from prometheus_client import CollectorRegistry
+
+    from skillop.gateway.metrics import GatewayMetrics
+    from skillop.gateway.observe import NOTHING, Observer
+    from skillop.gateway.pipeline import CallRecord, Pipeline
+    from skillop.gateway.tracing import Tracing
+
+    saved = dict(os.environ)
+    os.environ.update(environ)  # the SDK's exporter reads its endpoint there
+    try:
+        tracing = Tracing()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    observers = {"off": NOTHING, "metrics": Observer(metrics=GatewayMetrics(CollectorRegistry())),
+                 "traces": Observer(metrics=GatewayMetrics(CollectorRegistry()), tracing=tracing)}
+    figures = []
+    record = CallRecord(actor="bench", binding_name="ping", upstream="upstream",
+                        upstream_tool="ping", outcome="ok", reason=None, approval=None,
+                        seconds=0.001, upstream_seconds=0.0008)
+    for name, observer in observers.items():
+        observer.loaded({"ping"}, {"upstream"})
+        seam = Pipeline((), [observer.record], say=print,
+                        trace_id=observer.trace_id if observer.tracing else None)
+        start = time.process_time()
+        for _ in range(calls):
+            with observer.request("tools/call", "ping", protocol="2026-07-28"):
+                with observer.upstream("upstream", "ping"):
+                    observer.context()
+                seam.record(record)
+        figures.append(f"{name} {(time.process_time() - start) / calls * 1e6:.1f} us")
+    observers["traces"].close()
+    print(f"observer hooks alone, {calls} calls, CPU per call: " + ", ".join(figures)
+          + " (traces: the spans, and their export as far as the SDK's thread ran"
+          " meanwhile: this process's CPU, all threads)")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--era", choices=("modern", "handshake"), default="modern")
+    parser.add_argument("--blocks", type=int, default=20, help="blocks per gateway")
+    parser.add_argument("--calls", type=int, default=500, help="calls per block")
+    parser.add_argument("--warmup", type=int, default=300, help="unmeasured calls per gateway")
+    parser.add_argument("--pause", type=float, default=0.0,
+                        help="ms between calls (0: back to back)")
+    parser.add_argument("--hooks", type=int, default=20000, help="calls of the hooks alone")
+    args = parser.parse_args()
+    sink = ThreadingHTTPServer(("127.0.0.1", 0), _Sink)
+    threading.Thread(target=sink.serve_forever, daemon=True).start()
+    traced = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{sink.server_address[1]}",
+              "OTEL_TRACES_SAMPLER": "always_on"}
+    _hooks(args.hooks, traced)
+    upstream = subprocess.Popen([sys.executable, str(ROOT / "bench" / "gateway.py"),
+                                 "--upstream"], stdout=subprocess.PIPE, text=True)
+    gateways: list[subprocess.Popen[bytes]] = []
+    try:
+        url = bench._read_line(upstream)
+        with tempfile.TemporaryDirectory() as tmp:
+            urls: dict[str, tuple[int, str]] = {}
+            for name in ("plain", "metrics", "traces"):
+                extra = () if name == "plain" else (
+                    "--metrics-listen", f"127.0.0.1:{_free_port()}")
+                work = Path(tmp) / name
+                work.mkdir()
+                proc, gateway_url = bench.start_gateway(
+                    url, work, extra=extra, env=traced if name == "traces" else None)
+                gateways.append(proc)
+                urls[name] = (proc.pid, gateway_url)
+            clients: dict[str, tuple[int, list[Any]]] = {
+                name: (pid, [_Reconnecting(gateway_url, args.era)])
+                for name, (pid, gateway_url) in urls.items()}
+            for _, (_, raws) in clients.items():
+                for n in range(args.warmup):
+                    raws[0].call(n)
+            print(f"{args.era} era, trivial tool `ping`, {args.blocks} blocks of {args.calls}"
+                  f" calls per gateway, one connection, {args.pause:g} ms between calls;"
+                  f" {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
+            results = ab._measure(clients, blocks=args.blocks, calls=args.calls,
+                                  pause=args.pause / 1000)
+            _print(results)
+            print(f"load average at the end {os.getloadavg()[0]:.2f}")
+    finally:
+        bench.stop((*gateways, upstream))
+        sink.shutdown()
+    return 0
+
+
+def _print(results: dict[str, tuple[float, int, list[float]]]) -> None:
+    base = results["plain"][0] / results["plain"][1]
+    for name, (cpu, calls, times) in results.items():
+        times.sort()
+        per_call = cpu / calls
+        line = (f"  {name:8} gateway CPU {per_call * 1000:.3f} ms a call,"
+                f" call p50 {times[len(times) // 2] * 1000:.3f} ms")
+        if name in TARGETS:
+            line += (f", {(per_call / base - 1) * 100:+.1f} % CPU against plain"
+                     f" (target within {TARGETS[name] * 100:.0f} %)")
+        print(line)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,145 @@
+"""Traces of the gateway's calls, by the OpenTelemetry conventions for MCP.
+
+A ``tools/call`` is a SERVER span named ``tools/call {gen_ai.tool.name}`` with
+``mcp.method.name``, ``gen_ai.operation.name`` (``execute_tool``),
+``gen_ai.tool.name``, ``mcp.session.id`` and ``mcp.protocol.version`` when known,
+and on failure ``error.type`` (the failure's kind, ``tool_error`` when the tool
+said ``isError``); its children are ``approval`` (the wait for a decision) and
+``tools/call {upstream tool}`` (CLIENT, the forward). It continues the agent's
+trace: the W3C ``traceparent``/``tracestate`` of the request's ``params._meta``
+(where the 2026-07-28 revision carries them), else of its HTTP headers; the
+forward carries the context on to the upstream, as a header and in ``_meta``.
+
+Tracing is configured by the standard variables: on when
+``OTEL_TRACES_EXPORTER`` names an exporter (``otlp``, over HTTP/protobuf, or
+``console``) or an ``OTEL_EXPORTER_OTLP[_TRACES]_ENDPOINT`` is set, unless
+``OTEL_SDK_DISABLED`` is true; the SDK reads the endpoint, headers, sampler
+(``OTEL_TRACES_SAMPLER``) and resource (``OTEL_SERVICE_NAME``, default
+``skillop-gateway``). Off, this module imports nothing of OpenTelemetry and the
+call path only tests ``Observer.tracing`` (``observe.py``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, Final
+
+#: The trace context's keys, as a header (lower case) and in ``_meta``.
+CONTEXT_KEYS: Final = ("traceparent", "tracestate")
+SERVICE_NAME: Final = "skillop-gateway"
+_EXPORTERS: Final = ("otlp", "console")
+
+
+class TracingError(ValueError):
+    """An ``OTEL_*`` setting the gateway cannot follow; the message names it."""
+
+
+def wanted(environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether the ``OTEL_*`` variables ask for traces (``TracingError`` for an
+    exporter this gateway does not have)."""
+    if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return False
+    exporter = environ.get("OTEL_TRACES_EXPORTER", "").strip().lower()
+    if exporter == "none":
+        return False
+    if exporter and exporter not in _EXPORTERS:
+        raise TracingError(f"OTEL_TRACES_EXPORTER={exporter!r}: the gateway exports with"
+                           f" {' or '.join(_EXPORTERS)} (or none)")
+    return bool(exporter or environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+                or environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+
+
+def carrier(meta: Any, headers: Mapping[str, str] | None) -> dict[str, str]:
+    """The trace context a request brings: its ``_meta``'s if that has a
+    ``traceparent``, else its headers'."""
+    for source in (meta, headers):
+        if isinstance(source, Mapping) and isinstance(source.get("traceparent"), str):
+            return {key: value for key in CONTEXT_KEYS
+                    if isinstance(value := source.get(key), str)}
+    return {}
+
+
+class Tracing:
+    """The SDK's tracer provider, set up from the environment (imports OpenTelemetry)."""
+
+    def __init__(self, environ: Mapping[str, str] = os.environ) -> None:
+        try:
+            from opentelemetry import trace
+            from opentelemetry.propagate import extract, inject
+            from opentelemetry.sdk.resources import Resource
+            from opentelemetry.sdk.trace import TracerProvider
+            from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+            from opentelemetry.trace import SpanKind, Status, StatusCode
+        except ImportError:
+            raise TracingError("the OTEL_* variables ask for traces, but the tracing extra"
+                               " is not installed (pip install 'skillop[tracing]')") from None
+
+        exporter: SpanExporter
+        if environ.get("OTEL_TRACES_EXPORTER", "").strip().lower() == "console":
+            from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+            exporter = ConsoleSpanExporter()
+        else:
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+            exporter = OTLPSpanExporter()
+        resource = Resource.create({} if environ.get("OTEL_SERVICE_NAME")
+                                   else {"service.name": SERVICE_NAME})
+        self._provider = TracerProvider(resource=resource)
+        self._provider.add_span_processor(BatchSpanProcessor(exporter))
+        self._tracer = self._provider.get_tracer("skillop.gateway")
+        # Global too: the MCP SDK's client (an upstream called in a session) puts the
+        # context into its requests' _meta from the current span, by the global API.
+        trace.set_tracer_provider(self._provider)
+        self._trace, self._extract, self._inject = trace, extract, inject
+        self._kind, self._status, self._code = SpanKind, Status, StatusCode
+
+    @contextmanager
+    def request(self, method: str, tool: str | None, *, brought: Mapping[str, str],
+                session_id: str | None = None, protocol: str | None = None,
+                ) -> Iterator[Any]:
+        """The SERVER span of one MCP request, a child of the trace it ``brought``."""
+        attributes: dict[str, str] = {"mcp.method.name": method}
+        if method == "tools/call":
+            attributes["gen_ai.operation.name"] = "execute_tool"
+        if tool is not None:
+            attributes["gen_ai.tool.name"] = tool
+        if session_id is not None:
+            attributes["mcp.session.id"] = session_id
+        if protocol is not None:
+            attributes["mcp.protocol.version"] = protocol
+        parent = self._extract(dict(brought)) if brought else None
+        with self._tracer.start_as_current_span(
+                f"{method} {tool}" if tool is not None else method, context=parent,
+                kind=self._kind.SERVER, attributes=attributes) as span:
+            yield span
+
+    @contextmanager
+    def child(self, name: str, *, client: bool = False,
+              attributes: Mapping[str, str] | None = None) -> Iterator[Any]:
+        with self._tracer.start_as_current_span(
+                name, kind=self._kind.CLIENT if client else self._kind.INTERNAL,
+                attributes=dict(attributes or {})) as span:
+            yield span
+
+    def failed(self, error_type: str) -> None:
+        """The current span ended in a failure of kind ``error_type``."""
+        span = self._trace.get_current_span()
+        if span.is_recording():
+            span.set_attribute("error.type", error_type)
+            span.set_status(self._status(self._code.ERROR))
+
+    def context(self) -> dict[str, str]:
+        """The current span's context, as ``traceparent`` (and ``tracestate``)."""
+        out: dict[str, str] = {}
+        self._inject(out)
+        return out
+
+    def trace_id(self) -> str | None:
+        """The current trace's id (32 hex digits), if a span is recording."""
+        context = self._trace.get_current_span().get_span_context()
+        return f"{context.trace_id:032x}" if context.is_valid else None
+
+    def shutdown(self) -> None:
+        """Export what is buffered (the gateway is stopping)."""
+        self._provider.shutdown()
