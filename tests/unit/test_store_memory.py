@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import gc
+import json
 import tracemalloc
 from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
-from skillkit import configmap, ref
+from skillkit import configmap, ref, skill
 
 from skillop.model.names import ObjectRef
+from skillop.operator.deps import key
 from skillop.operator.names_only import NameTable
 from skillop.operator.store import Store
 
@@ -66,3 +68,20 @@ def test_the_name_table_is_a_set_of_refs_with_their_epochs(
     assert all(r in table for r in model)
     assert ref("elsewhere/none") not in table
     assert "team-a/x" not in table
+
+
+def test_a_parsed_object_keeps_skillops_annotations_not_kubectls_copy_of_it() -> None:
+    """kubectl apply leaves the whole object, as JSON, in an annotation: the store
+    would hold every applied object twice. Other annotations are still checked."""
+    doc = skill("pdf", description="reads PDF files")
+    doc["metadata"]["annotations"] = {
+        "kubectl.kubernetes.io/last-applied-configuration": json.dumps(doc),
+        "skillop.dev/accept-digests": "srv=abc"}
+    store = Store()
+    store.upsert(doc)
+    kept = store.catalog.skills[ref("team-a/pdf")].meta
+    assert dict(kept.annotations) == {"skillop.dev/accept-digests": "srv=abc"}
+    assert dict(kept.labels) == {}
+    doc["metadata"]["annotations"] = {"kubectl.kubernetes.io/last-applied-configuration": 7}
+    store.upsert(doc)
+    assert store.invalid[key("Skill", ref("team-a/pdf"))][0].field == "metadata.annotations"
