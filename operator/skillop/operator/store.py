@@ -56,6 +56,7 @@ from skillop.operator.deps import (
 )
 from skillop.operator.names_only import NameTable
 from skillop.operator.outputs import remembered
+from skillop.operator.shared_items import SharedItems
 from skillop.resolve.catalog import Catalog
 from skillop.resolve.inject import Credentials, actor_of, gateway_container, mounted_credentials
 from skillop.sources.mcp_tools import McpToolInfo
@@ -91,6 +92,8 @@ class Store:
     #: The last statuses the operator wrote, per object: each one's digest and the
     #: resourceVersion its write made (None when the answer did not say).
     echoes: dict[Key, tuple[tuple[str, str | None], ...]] = field(default_factory=dict)
+    #: The status list items equal between objects, held once.
+    items: SharedItems = field(default_factory=SharedItems, compare=False, repr=False)
 
     # -- events -------------------------------------------------------------------
     def upsert(self, body: Mapping[str, Any]) -> set[Key]:
@@ -264,7 +267,8 @@ class Store:
         """Remember a status just written (``version``: the resourceVersion the write
         made), so an echo of it is no news."""
         k = key(kind, ref)
-        self.statuses[k] = kept = remembered(kind, status)
+        self.statuses[k] = kept = self.items.share(remembered(kind, status))
+        self.items.prune(self.statuses.values())
         self.echoes[k] = (*self.echoes.get(k, ())[-(ECHOES - 1):],
                           (_status_digest(kept), version))
 
@@ -285,7 +289,7 @@ class Store:
             return set()
         if self._superseded(k, status, version):
             return set()
-        self.statuses[k] = status
+        self.statuses[k] = self.items.share(status)
         return {k} if old is not None else set()
 
     def _superseded(self, k: Key, status: dict[str, Any], version: str | None) -> bool:
