@@ -248,6 +248,7 @@ def summary(n_skills: int, n_actors: int, mem: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--skills", type=int, default=10_000)
     p.add_argument("--actors", type=int, default=1_000)
     p.add_argument("--applied", action="store_true",
@@ -256,7 +257,6 @@ def main(argv: list[str] | None = None) -> int:
                    help="tracemalloc: print the N largest allocation sites per stage")
     p.add_argument("--table", metavar="SKILLS:ACTORS,...",
                    help="only print peak memory at these catalog sizes")
-    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.table:
         memory_table(args.table)
