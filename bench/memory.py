@@ -249,8 +249,8 @@ def summary(n_skills: int, n_actors: int, mem: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--skills", type=int, default=10_000)
-    p.add_argument("--actors", type=int, default=1_000)
+    p.add_argument("--skills", type=int, default=10_000, help="Skills loaded (10 namespaces)")
+    p.add_argument("--actors", type=int, default=1_000, help="Actors loaded (3 root skills each)")
     p.add_argument("--applied", action="store_true",
                    help="bodies as kubectl apply leaves them (last-applied, managedFields)")
     p.add_argument("--trace", type=int, default=0, metavar="N",
