@@ -253,8 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--actors", type=int, default=1_000, help="Actors loaded (3 root skills each)")
     p.add_argument("--applied", action="store_true",
                    help="bodies as kubectl apply leaves them (last-applied, managedFields)")
-    p.add_argument("--trace", type=int, default=0, metavar="N",
-                   help="tracemalloc: print the N largest allocation sites per stage")
+    p.add_argument("--trace", type=int, default=0, metavar="N", help="tracemalloc: top N sites")
     p.add_argument("--table", metavar="SKILLS:ACTORS,...",
                    help="only print peak memory at these catalog sizes")
     args = p.parse_args(argv)
