@@ -32,14 +32,9 @@ description in ``base`` and prints:
 * ``restart writes``: the writes of an operator restarted over the unchanged
   cluster, observed for ``--settle`` seconds after its watches are up (target 0);
 * the operator's peak memory with ``--memory-skills`` Skills (default 10,000)
-  and ``--memory-actors`` Actors (default 1,000) loaded (target < 500 MiB).
-  Creating 11,000 objects through an API and watching them into the operator
-  would mostly measure the API server, so this figure comes from a fresh child
-  process that does what the operator does at start-up: ``Store.upsert`` of
-  every object body (the same dicts the API serves), then one full reconcile
-  pass (resolve every Skill and Actor, build every status and ConfigMap and
-  record them in the store). Its peak RSS (VmHWM) is reported, with the baseline
-  of the same process before loading, so the interpreter and imports are visible.
+  and ``--memory-actors`` Actors (default 1,000) loaded, measured by
+  ``bench/memory.py`` in a fresh process (its docstring says how; ``--no-memory``
+  skips it, ``--memory-table`` prints it at several sizes and nothing else).
 
 Without ``--kubeconfig`` everything runs against the emulated API of
 ``tests/kube_emulator.py`` and writes are counted exactly from its request log
@@ -67,8 +62,6 @@ import contextlib
 import dataclasses
 import json
 import os
-import resource
-import subprocess
 import sys
 import threading
 import time
@@ -78,6 +71,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from benchkit import operator_process, wait_until
+from memory import measure_memory, memory_table, summary
 
 from skillop.model.toolset import default_configmap_name
 
@@ -536,141 +530,6 @@ def raw_writes(ns: str, n: int, before: Sample, after: Sample) -> float:
     return time.monotonic() - start
 
 
-# -- memory ------------------------------------------------------------------------------
-
-
-def peak_rss_mib() -> float:
-    """Peak RSS: VmHWM on Linux (ru_maxrss survives exec, so a child would inherit
-    the parent's peak), else ru_maxrss."""
-    with contextlib.suppress(OSError, StopIteration):
-        status = Path("/proc/self/status").read_text()
-        line = next(x for x in status.splitlines() if x.startswith("VmHWM:"))
-        return int(line.split()[1]) / 1024
-    scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: KiB on Linux
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale / 2**20
-
-
-def rss_mib() -> float:
-    """The current resident set size (Linux), for the memory breakdown."""
-    try:
-        pages = int(Path("/proc/self/statm").read_text().split()[1])
-    except OSError:
-        return float("nan")
-    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
-
-
-def memory_objects(n_skills: int, n_actors: int) -> tuple[list[dict[str, Any]],
-                                                          list[dict[str, Any]]]:
-    """Skills in 10 namespaces, in include chains of 20 with jumps back; 3 roots per actor."""
-    namespaces = [f"team-{i}" for i in range(10)]
-    per_ns = max(1, n_skills // len(namespaces))
-    skills, actors = [], []
-    for i in range(n_skills):
-        ns, j = namespaces[i % len(namespaces)], i // len(namespaces)
-        parents = (j - 1 if j % 20 else -1, j // 20)  # chains of 20, plus a jump back
-        includes = [f"s-{k:05d}" for k in parents if 0 <= k < j]
-        body = skill(ns, f"s-{j:05d}", includes=sorted(set(includes)), tool=f"t_{j}",
-                     description=f"anonymous tool {j} of {ns}",
-                     builtins=["file_operations"] if j % 7 == 0 else [])
-        body["spec"]["anonymousTools"].append({
-            "name": f"u_{j}", "description": "x" * 200,
-            "inputSchema": {"type": "object", "properties": {
-                f"p{p}": {"type": "string", "description": f"parameter {p}"} for p in range(4)}},
-        })
-        skills.append(body)
-    for i in range(n_actors):
-        ns = namespaces[i % len(namespaces)]
-        roots = [f"s-{(i * 37 + k * 101) % per_ns:05d}" for k in range(3)]
-        actors.append(actor(ns, f"a-{i:05d}", sorted(set(roots))))
-    for body in [*skills, *actors]:  # what the API serves: uid and generation set
-        meta = body["metadata"]
-        meta["uid"] = f"uid-{meta['namespace']}-{body['kind']}-{meta['name']}"
-        meta["generation"] = 1
-    return skills, actors
-
-
-def memory_child(n_skills: int, n_actors: int) -> dict[str, Any]:
-    """Runs in a fresh process: load the store, reconcile everything once."""
-    # What `skillop operator` imports before it lists anything: the baseline is the
-    # operator's, not a bare interpreter's.
-    import kopf  # noqa: F401
-    import kubernetes  # noqa: F401
-
-    import skillop.operator.discovery
-    import skillop.operator.handlers
-    import skillop.sources.mcp_watch  # noqa: F401
-    from skillop.model.names import ObjectRef
-    from skillop.operator.actorplan import actor_plan
-    from skillop.operator.deps import key
-    from skillop.operator.outputs import skill_plan
-    from skillop.operator.runtime import _declared_states
-    from skillop.operator.store import Store
-    from skillop.resolve.resolver import Resolver
-    from skillop.resolve.toolset import configmap_name
-
-    baseline = peak_rss_mib()
-    skills, actors = memory_objects(n_skills, n_actors)
-    store = Store()
-    start = time.monotonic()
-    for body in [*skills, *actors]:
-        store.upsert(body)
-    del skills, actors
-    loaded = time.monotonic() - start
-    stages = {"loaded": rss_mib()}
-    problems = 0
-    resolver = Resolver(store.catalog)
-    now = "2025-01-01T00:00:00Z"
-    for ref, sk in list(store.catalog.skills.items()):
-        resolution = resolver.resolve_skill(ref)
-        assert resolution is not None
-        problems += len(resolution.problems)
-        plan = skill_plan(sk, resolution, old_status={}, servers=_declared_states(sk), now=now)
-        if plan.status is not None:
-            store.record_status("Skill", ref, plan.status)
-    stages["skills reconciled"] = rss_mib()
-    tools = 0
-    for ref, act in list(store.catalog.actors.items()):
-        resolution = resolver.resolve_actor(ref)
-        assert resolution is not None
-        problems += len(resolution.problems)
-        tools += len(resolution.tools)
-        plan = actor_plan(act, resolution, old_status=store.statuses.get(key("Actor", ref), {}),
-                          observed=store.observed_configmap(
-                              ObjectRef(ref.namespace, configmap_name(act))), now=now)
-        if plan.configmap is not None:
-            store.record_configmap(plan.configmap)
-        if plan.status is not None:
-            store.record_status("Actor", ref, plan.status)
-    stages["actors reconciled"] = rss_mib()
-    elapsed = time.monotonic() - start - loaded
-    del resolver
-    stages["resolver dropped"] = rss_mib()
-    return {"stages": stages, "baseline_mib": baseline, "peak_mib": peak_rss_mib(),
-            "load_seconds": loaded,
-            "reconcile_seconds": elapsed, "problems": problems,
-            "mean_tools": tools / max(1, n_actors)}
-
-
-def measure_memory(n_skills: int, n_actors: int) -> dict[str, Any]:
-    out = subprocess.run(
-        [sys.executable, __file__, "--memory-child", "--memory-skills", str(n_skills),
-         "--memory-actors", str(n_actors)],
-        check=True, capture_output=True, text=True, cwd=ROOT)
-    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
-
-
-def memory_table(sizes: str) -> None:
-    """Peak memory at several catalog sizes ("SKILLS:ACTORS,..."), one fresh process each."""
-    print("| Skills | Actors | tools per Actor | baseline (imports) | store loaded | peak |")
-    print("|---|---|---|---|---|---|")
-    for size in sizes.split(","):
-        n_skills, n_actors = (int(x) for x in size.split(":"))
-        mem = measure_memory(n_skills, n_actors)
-        print(f"| {n_skills:,} | {n_actors:,} | {mem['mean_tools']:.0f} | "
-              f"{mem['baseline_mib']:.0f} MiB | {mem['stages']['loaded']:.0f} MiB | "
-              f"{mem['peak_mib']:.0f} MiB |", flush=True)
-
-
 # -- report ---------------------------------------------------------------------------------
 
 
@@ -694,14 +553,7 @@ def report(args: argparse.Namespace, f: dict[str, Any], mem: dict[str, Any] | No
     print(f"restart writes: {sum(f['restart_writes'].values())} "
           f"({dict(f['restart_writes']) or 'none'})")
     if mem is not None:
-        print(f"memory load: {args.memory_skills} skills + {args.memory_actors} actors "
-              f"upserted in {mem['load_seconds']:.1f}s, reconciled in "
-              f"{mem['reconcile_seconds']:.1f}s ({mem['mean_tools']:.0f} tools per actor, "
-              f"{mem['problems']} problems)")
-        print(f"peak memory (in-process Store + full reconcile pass, fresh process, "
-              f"VmHWM; baseline {mem['baseline_mib']:.0f} MiB): {mem['peak_mib']:.0f} MiB")
-        print("memory by stage (RSS): " + ", ".join(
-            f"{stage} {mib:.0f} MiB" for stage, mib in mem["stages"].items()))
+        print(summary(args.memory_skills, args.memory_actors, mem))
     per_actor = (w["configmaps"] + w["actor status"] + w["actor other"]) / max(1, args.actors)
     print(f"writes per changed actor: {per_actor:.2f}")
     print(f"raw writes: a plain client, {2 * args.actors} writes ({args.actors} ConfigMap "
@@ -727,15 +579,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-memory", action="store_true", help="skip the memory figure")
     p.add_argument("--memory-table", metavar="SKILLS:ACTORS,...",
                    help="only print peak memory at these catalog sizes (no cascade)")
-    p.add_argument("--memory-child", action="store_true", help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    if args.memory_child:
-        print(json.dumps(memory_child(args.memory_skills, args.memory_actors)))
-        return 0
     if args.memory_table:
         memory_table(args.memory_table)
         return 0

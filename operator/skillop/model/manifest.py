@@ -8,6 +8,7 @@ selectors; objects of other kinds are no business of skillop and are skipped.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -17,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from skillop.model import problems as P
 from skillop.model.jsonvalue import NotJson, json_type, json_value, quote_hint
 from skillop.model.names import (
+    API_GROUP,
     GROUP_VERSION,
     NAMESPACE_RE,
     OBJECT_NAME_RE,
@@ -37,11 +39,22 @@ POLICY_KINDS = ("SkillPolicy", "ClusterSkillPolicy")
 SpecT = TypeVar("SpecT", bound=BaseModel)
 
 
+#: The annotations a parsed object keeps: skillop's own. The others are no input
+#: of skillop's, and one of them, kubectl's last-applied-configuration, is the
+#: whole object again, as JSON, on every object applied with kubectl (they are
+#: still checked to be a map of strings).
+OWN_ANNOTATIONS = f"{API_GROUP}/"
+#: The labels or annotations of an object that has none (most): one shared empty
+#: map, not two new dicts per object held. Never written to (a Mapping).
+_NO_STRINGS: Mapping[str, str] = {}
+
+
 @dataclass(frozen=True, slots=True)
 class Meta:
     namespace: str
     name: str
     labels: Mapping[str, str] = field(default_factory=dict)
+    #: skillop's own annotations only (``OWN_ANNOTATIONS``).
     annotations: Mapping[str, str] = field(default_factory=dict)
     generation: int = 0
     uid: str = ""
@@ -170,7 +183,8 @@ def _meta(doc: Mapping[str, Any], subject: Subject, origin: str | None,
     if problems or not isinstance(name, str):
         return None, problems
     generation = raw.get("generation", 0)
-    meta = Meta(ns, name, labels or {}, annotations or {},
+    own = {k: v for k, v in (annotations or {}).items() if k.startswith(OWN_ANNOTATIONS)}
+    meta = Meta(sys.intern(ns), name, labels or _NO_STRINGS, own or _NO_STRINGS,
                 generation if isinstance(generation, int) else 0, str(raw.get("uid", "")))
     return meta, problems
 

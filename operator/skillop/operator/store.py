@@ -54,7 +54,9 @@ from skillop.operator.deps import (
     server_dep,
     skill_dependencies,
 )
+from skillop.operator.names_only import NameTable
 from skillop.operator.outputs import remembered
+from skillop.operator.shared_items import SharedItems
 from skillop.resolve.catalog import Catalog
 from skillop.resolve.inject import Credentials, actor_of, gateway_container, mounted_credentials
 from skillop.sources.mcp_tools import McpToolInfo
@@ -68,16 +70,17 @@ class Store:
     managed: dict[ObjectRef, ObservedConfigMap] = field(default_factory=dict)
     invalid: dict[Key, tuple[Problem, ...]] = field(default_factory=dict)
     generations: dict[Key, int] = field(default_factory=dict)
-    #: ConfigMaps that exist but that no Skill references: known by name only.
-    unreferenced: set[ObjectRef] = field(default_factory=set)
+    #: ConfigMaps that exist but that no Skill references: known by name only,
+    #: each with the epoch of its last event (kept here, not in ``epochs``).
+    unreferenced: NameTable = field(default_factory=NameTable)
     #: Referenced ConfigMaps whose data the store lacks: to read from the API.
     wanted: set[ObjectRef] = field(default_factory=set)
     #: Running actor pods with the gateway (injection on): Actor -> pod -> what
     #: its gateway mounts; and each pod's Actor, for deletions.
     pods: dict[ObjectRef, dict[str, Credentials]] = field(default_factory=dict)
     pod_actors: dict[ObjectRef, ObjectRef] = field(default_factory=dict)
-    #: Per kind, every object held: the epoch of the event that last brought it
-    #: (``reconcile_members``).
+    #: Per kind, every object held but the ConfigMaps known by name only: the
+    #: epoch of the event that last brought it (``reconcile_members``).
     epochs: dict[str, dict[ObjectRef, int]] = field(default_factory=dict)
     #: Per kind, the uid of every object held but the ConfigMaps known by name only.
     uids: dict[str, dict[ObjectRef, str]] = field(default_factory=dict)
@@ -89,6 +92,8 @@ class Store:
     #: The last statuses the operator wrote, per object: each one's digest and the
     #: resourceVersion its write made (None when the answer did not say).
     echoes: dict[Key, tuple[tuple[str, str | None], ...]] = field(default_factory=dict)
+    #: The status list items equal between objects, held once.
+    items: SharedItems = field(default_factory=SharedItems, compare=False, repr=False)
 
     # -- events -------------------------------------------------------------------
     def upsert(self, body: Mapping[str, Any]) -> set[Key]:
@@ -96,14 +101,16 @@ class Store:
         kind = body.get("kind")
         meta = body.get("metadata") or {}
         ref = ObjectRef(meta.get("namespace", ""), meta.get("name", ""))
-        self.epochs.setdefault(str(kind), {})[ref] = self.epoch
         managed = kind == "ConfigMap" and is_managed(meta)
         if kind == "ConfigMap" and not managed and (
                 ref in self.managed or not self.deps.has_users(key("ConfigMap", ref))):
+            self.epochs.get("ConfigMap", {}).pop(ref, None)
             self.uids.get("ConfigMap", {}).pop(ref, None)
             return self._name_only(ref)
+        self.epochs.setdefault(str(kind), {})[ref] = self.epoch
         self.uids.setdefault(str(kind), {})[ref] = str(meta.get("uid") or "")
         if managed:
+            self.unreferenced.discard(ref)
             return self._managed_configmap(body)
         result = parse_object(body)
         obj = result.obj
@@ -188,8 +195,9 @@ class Store:
             uid = uids.get(ref)
             return ref not in listed or (uid is not None and listed[ref] != uid)
 
-        gone_refs = [ref for ref, epoch in self.epochs.get(kind, {}).items()
-                     if epoch <= since and gone(ref)]
+        held = [*self.epochs.get(kind, {}).items(),
+                *(self.unreferenced.items() if kind == "ConfigMap" else ())]
+        gone_refs = [ref for ref, epoch in held if epoch <= since and gone(ref)]
         changed: set[Key] = set()
         for ref in gone_refs:
             changed |= self.remove(kind, ref.namespace, ref.name)
@@ -259,7 +267,8 @@ class Store:
         """Remember a status just written (``version``: the resourceVersion the write
         made), so an echo of it is no news."""
         k = key(kind, ref)
-        self.statuses[k] = kept = remembered(kind, status)
+        self.statuses[k] = kept = self.items.share(remembered(kind, status))
+        self.items.prune(self.statuses.values())
         self.echoes[k] = (*self.echoes.get(k, ())[-(ECHOES - 1):],
                           (_status_digest(kept), version))
 
@@ -280,7 +289,7 @@ class Store:
             return set()
         if self._superseded(k, status, version):
             return set()
-        self.statuses[k] = status
+        self.statuses[k] = self.items.share(status)
         return {k} if old is not None else set()
 
     def _superseded(self, k: Key, status: dict[str, Any], version: str | None) -> bool:
@@ -376,8 +385,10 @@ class Store:
                 ref = ref_of(dep)
                 self.wanted.discard(ref)
                 if self.catalog.configmaps.pop(ref, None) is not None:
-                    self.unreferenced.add(ref)
-                    self.uids.get("ConfigMap", {}).pop(ref, None)  # by name only now
+                    # By name only now: no uid, and its epoch moves to the name table.
+                    epoch = self.epochs.get("ConfigMap", {}).pop(ref, self.epoch)
+                    self.unreferenced.add(ref, epoch)
+                    self.uids.get("ConfigMap", {}).pop(ref, None)
 
     def take_wanted(self) -> set[ObjectRef]:
         """The referenced ConfigMaps to read from the API (each handed out once)."""
@@ -397,7 +408,7 @@ class Store:
     def _name_only(self, ref: ObjectRef) -> set[Key]:
         """A ConfigMap neither managed nor referenced: the store keeps its name."""
         old = self.managed.pop(ref, None)
-        self.unreferenced.add(ref)  # not even parsed: nothing resolves with it
+        self.unreferenced.add(ref, self.epoch)  # not even parsed: nothing resolves with it
         if old is None or not old.owner:
             return set()
         # Its labels and owner were removed by hand: still the Actor's ConfigMap by

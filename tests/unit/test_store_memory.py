@@ -1,0 +1,111 @@
+"""What the store keeps per object, in bytes: unrelated ConfigMaps and metadata."""
+
+from __future__ import annotations
+
+import gc
+import json
+import tracemalloc
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+from skillkit import configmap, ref, skill
+
+from skillop.model.names import ObjectRef
+from skillop.operator.deps import key
+from skillop.operator.names_only import NameTable
+from skillop.operator.shared_items import SharedItems
+from skillop.operator.store import Store
+
+
+def _traced(fill: Any) -> int:
+    """Bytes still allocated after ``fill()`` ran (and a garbage collection)."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        kept = fill()
+        gc.collect()
+        after = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    del kept
+    return after - before
+
+
+def test_an_unrelated_configmap_costs_its_name_and_one_slot() -> None:
+    """Known by name only: no ObjectRef, set entry and epoch slot each (246 bytes
+    per ConfigMap), but the name string and one dict slot (about 85 bytes)."""
+    store = Store()
+    count = 4000
+
+    def fill() -> Store:
+        for i in range(count):  # each body dropped after its event, as the watch does
+            store.upsert(configmap(f"unrelated-{i:05d}", {"k": "v"}))
+        return store
+
+    per_configmap = _traced(fill) / count
+    assert len(store.unreferenced) == count
+    assert per_configmap < 130, f"{per_configmap:.0f} bytes per unrelated ConfigMap"
+
+
+refs = st.builds(ObjectRef, st.sampled_from(["team-a", "team-b", "c"]),
+                 st.text("abcxyz-", min_size=1, max_size=4))
+
+
+@given(st.lists(st.tuples(st.booleans(), refs, st.integers(0, 5)), max_size=40))
+def test_the_name_table_is_a_set_of_refs_with_their_epochs(
+        steps: list[tuple[bool, ObjectRef, int]]) -> None:
+    table, model = NameTable(), dict[ObjectRef, int]()
+    for add, r, epoch in steps:
+        if add:
+            table.add(r, epoch)
+            model[r] = epoch
+        else:
+            assert table.discard(r) == model.pop(r, None)
+    assert table == set(model)
+    assert len(table) == len(model)
+    assert dict(table.items()) == model
+    assert all(r in table for r in model)
+    assert ref("elsewhere/none") not in table
+    assert "team-a/x" not in table
+
+
+def test_a_parsed_object_keeps_skillops_annotations_not_kubectls_copy_of_it() -> None:
+    """kubectl apply leaves the whole object, as JSON, in an annotation: the store
+    would hold every applied object twice. Other annotations are still checked."""
+    doc = skill("pdf", description="reads PDF files")
+    doc["metadata"]["annotations"] = {
+        "kubectl.kubernetes.io/last-applied-configuration": json.dumps(doc),
+        "skillop.dev/accept-digests": "srv=abc"}
+    store = Store()
+    store.upsert(doc)
+    kept = store.catalog.skills[ref("team-a/pdf")].meta
+    assert dict(kept.annotations) == {"skillop.dev/accept-digests": "srv=abc"}
+    assert dict(kept.labels) == {}
+    doc["metadata"]["annotations"] = {"kubectl.kubernetes.io/last-applied-configuration": 7}
+    store.upsert(doc)
+    assert store.invalid[key("Skill", ref("team-a/pdf"))][0].field == "metadata.annotations"
+
+
+def test_equal_status_tool_items_of_two_actors_are_one_dict() -> None:
+    """1,000 Actors reaching the same tools held 108,000 item dicts; equal ones are
+    one dict now, what the store says of each status staying the same."""
+    item = {"name": "read", "bindingName": "read", "source": "anonymous",
+            "skill": "team-a/pdf", "digest": "sha256:abc"}
+    store = Store()
+    for name in ("one", "two"):
+        store.record_status("Actor", ref(f"team-a/{name}"),
+                            {"toolsHash": "h", "tools": [dict(item), {"odd": [1]}]})
+    one, two = (store.statuses[key("Actor", ref(f"team-a/{n}"))]["tools"] for n in ("one", "two"))
+    assert one == two == [item, {"odd": [1]}]
+    assert one[0] is two[0]
+    assert one[1] is not two[1]  # an unhashable value: kept as it is
+
+
+def test_shared_items_let_go_of_what_no_status_uses() -> None:
+    items = SharedItems(floor=2)
+    statuses = [items.share({"tools": [{"n": i}]}) for i in range(5)]
+    items.prune(statuses[-1:])
+    assert len(items) == 1
+    assert items.share({"tools": [{"n": 4}]})["tools"][0] is statuses[-1]["tools"][0]
