@@ -9,7 +9,7 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -81,17 +81,10 @@ def test_a_call_continues_the_agents_trace_through_the_gateway_to_the_upstream(
         docs = [skill("srv", mcpServers=[{"name": "up", "url": upstream.url,
                                           "tools": [echo_tool("echo", "up")]}]),
                 actor("dev", skills=["srv"])]
-        volume = Volume(tmp_path / "tools")
-        volume.write(toolset_files(docs, "team-a/dev"))
-        (tmp_path / "secrets").mkdir()
-        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "OTEL_BSP_SCHEDULE_DELAY": "50",
-               "OTEL_TRACES_SAMPLER": "always_on"}
-        with GatewayProcess(volume.root, tmp_path / "secrets", env=env) as gw:
+        with _traced_gateway(tmp_path, receiver, docs) as gw:
             headers = anyio.run(_calls, gw.url)
             audit = gw.wait_audit(2)
-            deadline = time.monotonic() + 15
-            while len(receiver.spans) < 4 and time.monotonic() < deadline:
-                time.sleep(0.05)
+            _wait_until(lambda: len(receiver.spans) >= 4)
     servers = {s["trace_id"]: s for s in receiver.spans if s["kind"] == 2}
     server = servers[TRACE_ID]
     assert server["name"] == "tools/call echo"
@@ -123,17 +116,10 @@ def test_a_call_through_an_sdk_session_carries_the_context_in_meta(
                                       "env": [{"name": "ECHO_META", "value": "1"}],
                                       "tools": [echo_tool("ask", "raw")]}]),
             actor("dev", skills=["raw"])]
-    volume = Volume(tmp_path / "tools")
-    volume.write(toolset_files(docs, "team-a/dev"))
-    (tmp_path / "secrets").mkdir()
-    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "OTEL_BSP_SCHEDULE_DELAY": "50",
-           "OTEL_TRACES_SAMPLER": "always_on"}
-    with GatewayProcess(volume.root, tmp_path / "secrets", env=env) as gw:
+    with _traced_gateway(tmp_path, receiver, docs) as gw:
         answer = anyio.run(_call_ask, gw.url)
         _, trace_id, parent, _ = json.loads(answer["content"][0]["text"])["traceparent"].split("-")
-        deadline = time.monotonic() + 15
-        while parent not in {s["span_id"] for s in receiver.spans} and time.monotonic() < deadline:
-            time.sleep(0.05)
+        _wait_until(lambda: parent in {s["span_id"] for s in receiver.spans})
     assert trace_id == TRACE_ID
     # The upstream's parent is a span of the gateway's, under its forward (CLIENT) span.
     spans = {s["span_id"]: s for s in receiver.spans}
@@ -142,6 +128,24 @@ def test_a_call_through_an_sdk_session_carries_the_context_in_meta(
         chain.append(spans[chain[-1]["parent"]])
     assert any(s["kind"] == 3 and s["name"] == "tools/call ask" for s in chain), chain
     assert chain[-1]["parent"] == AGENT_SPAN and chain[-1]["kind"] == 2  # the SERVER span
+
+
+def _traced_gateway(tmp_path: Path, receiver: Receiver,
+                    docs: list[dict[str, Any]]) -> GatewayProcess:
+    """A gateway serving ``docs``' set for team-a/dev, every call traced to ``receiver``."""
+    volume = Volume(tmp_path / "tools")
+    volume.write(toolset_files(docs, "team-a/dev"))
+    (tmp_path / "secrets").mkdir()
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "OTEL_BSP_SCHEDULE_DELAY": "50",
+           "OTEL_TRACES_SAMPLER": "always_on"}
+    return GatewayProcess(volume.root, tmp_path / "secrets", env=env)
+
+
+def _wait_until(done: Callable[[], bool], *, seconds: float = 15) -> None:
+    """Until the batch exporter delivered what ``done`` waits for (or ``seconds``)."""
+    deadline = time.monotonic() + seconds
+    while not done() and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 async def _call_ask(url: str) -> dict[str, Any]:
