@@ -40,6 +40,7 @@ from skillop.gateway.upstream import (
     UpstreamClient,
     UpstreamUnavailable,
 )
+from skillop.model.caller import ANONYMOUS, Caller
 from skillop.sources.mcp_discovery import one_line
 
 
@@ -117,6 +118,8 @@ class Call:
     approved: approval.Approved | None = None
     #: Seconds spent waiting on the upstream (the forward, its retry included).
     upstream_seconds: float = 0.0
+    #: The end user the call is made for (``ANONYMOUS``: no valid token).
+    caller: Caller = ANONYMOUS
 
     @property
     def member(self) -> ServedTool:

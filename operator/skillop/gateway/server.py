@@ -58,6 +58,7 @@ from skillop.gateway.served import ServedSet
 from skillop.gateway.sessions import Client, Sessions
 from skillop.gateway.upstream import Pool
 from skillop.gateway.vectors import SemanticRanker
+from skillop.model.caller import ANONYMOUS, Caller
 from skillop.model.toolset import CALL_TOOL, SEARCH_TOOL
 from skillop.model.wording import count
 
@@ -274,12 +275,12 @@ class Gateway:
         return wire.Reply(result=self._listings.shaped(method, client.protocol_version, result))
 
     async def call(self, name: str, arguments: dict[str, Any], *,
-                   approver: approval.Approver,
+                   approver: approval.Approver, caller: Caller = ANONYMOUS,
                    ) -> types.CallToolResult | types.InputRequiredResult:
         """``tools/call``: the result (errors and refusals are results too), or the
         MCP error for an unknown tool; ``approver`` decides a ``requiresApproval``
         call (an ``InputRequiredResult`` when the client is to be asked first: that
-        round is not audited, the round that decides is). In Search mode,
+        round is not audited, the round that decides is), for ``caller``. In Search mode,
         ``search_tools`` and ``call_tool`` are the gateway's own; ``call_tool`` goes
         down exactly the path a direct call of the tool it names takes."""
         served = self.served  # one call sees one set, whatever a reload does meanwhile
@@ -295,4 +296,5 @@ class Gateway:
                                              " and arguments (an object)")
             name, arguments = inner, inner_arguments or {}
         return pipeline.answer(await self.calls.run(pipeline.Call(
-            served, name, arguments, approver, self._pool, self.options.default_timeout)))
+            served, name, arguments, approver, self._pool, self.options.default_timeout,
+            caller=caller)))
