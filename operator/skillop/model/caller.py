@@ -38,3 +38,17 @@ class Caller:
 
 #: A call without a valid token.
 ANONYMOUS: Final = Caller()
+
+
+def caller_from_claims(claims: Mapping[str, Any], *, subject_claim: str = "sub",
+                       groups_claim: str = "groups", token: str | None = None) -> Caller:
+    """The caller verified ``claims`` name, by the claims an Actor's ``spec.callers``
+    reads: a subject that is no non-empty string is anonymous; groups are a list of
+    strings or one string (other values are not groups)."""
+    subject = claims.get(subject_claim)
+    if not isinstance(subject, str) or not subject:
+        return ANONYMOUS
+    raw = claims.get(groups_claim)
+    items = [raw] if isinstance(raw, str) else raw if isinstance(raw, list) else []
+    groups = tuple(dict.fromkeys(g for g in items if isinstance(g, str)))
+    return Caller(subject, groups, MappingProxyType(dict(claims)), token)
