@@ -221,13 +221,14 @@ def test_a_set_that_shrinks_deletes_the_parts_its_index_no_longer_names() -> Non
     assert sorted(seen) == ["dev-tools", "dev-tools-part-1", "dev-tools-part-2"]
     small = _docs(100, size=500)  # fits one ConfigMap as tools.json again
     plan = _plan(small, seen)
-    # The index first: the parts still make the index before whole meanwhile.
+    # Deleted after the index (and, in the operator, after a grace: a pod whose
+    # kubelet still shows the index before reads them meanwhile).
     assert plan.configmap is not None and TOOLS_KEY in plan.configmap["data"]
-    assert plan.stale == () and plan.parts == ()
-    state = _applied(plan, state)
-    after = _plan(small, _seen(state))
-    assert after.configmap is None
-    assert [s.name for s in after.stale] == ["dev-tools-part-1", "dev-tools-part-2"]
+    assert plan.parts == ()
+    assert [s.name for s in plan.stale] == ["dev-tools-part-1", "dev-tools-part-2"]
+    state = _applied(Plan(configmap=plan.configmap), state)
+    assert [s.name for s in _plan(small, _seen(state)).stale] == [
+        "dev-tools-part-1", "dev-tools-part-2"]
     # Once deleted (the watch no longer shows them), nothing more to do.
     assert _plan(small, {"dev-tools": _seen(state)["dev-tools"]}).stale == ()
     # While the Actor does not resolve, its ConfigMaps keep the last good set, parts and all.

@@ -486,7 +486,7 @@ def test_a_packed_sets_parts_are_written_before_the_actors_configmap() -> None:
     from skillkit import noise
 
     store, writer = Store(), Recorder()
-    made = [anon(f"tool{i:04d}", description=noise(str(i), 4000)) for i in range(600)]
+    made = [anon(f"tool{i:04d}", description=noise(str(i), 4000)) for i in range(500)]
     changed: set[Key] = set()
     for doc in (_uid(skill("big", anonymousTools=made)), _uid(actor("dev", skills=["big"]))):
         changed |= store.upsert(doc)
@@ -509,16 +509,17 @@ def test_a_packed_sets_parts_are_written_before_the_actors_configmap() -> None:
         ("configmap", f"{_cm('dev')}-part-2", False)]
 
 
-def test_parts_a_shrunk_set_no_longer_has_are_deleted_after_the_actors_configmap() -> None:
+def _shrunk(grace: float) -> tuple[Store, Recorder, Reconciler, list[tuple[Any, ...]]]:
+    """An Actor's set in three ConfigMaps, then shrunk to one: the writes that makes."""
     from skillkit import noise
 
     store, writer = Store(), Recorder()
-    made = [anon(f"tool{i:04d}", description=noise(str(i), 4000)) for i in range(600)]
+    made = [anon(f"tool{i:04d}", description=noise(str(i), 4000)) for i in range(500)]
     big = _uid(skill("big", anonymousTools=made))
     changed: set[Key] = set()
     for doc in (big, _uid(actor("dev", skills=["big"]))):
         changed |= store.upsert(doc)
-    rec = Reconciler(store, writer, clock=_clock())
+    rec = Reconciler(store, writer, clock=_clock(), stale_grace=grace)
     asyncio.run(rec.process(changed))
     for n, call in enumerate(c for c in writer.take() if c[0] == "configmap"):
         echoed = json.loads(json.dumps(call[3]))
@@ -528,6 +529,11 @@ def test_parts_a_shrunk_set_no_longer_has_are_deleted_after_the_actors_configmap
     asyncio.run(rec.process(store.upsert(big)))
     calls = [(c[0], c[1], c[2] if c[0] == "delete" else None) for c in writer.take()
              if c[0] in ("configmap", "delete", "status") and c[1] != "Skill"]
+    return store, writer, rec, calls
+
+
+def test_parts_a_shrunk_set_no_longer_has_are_deleted_after_the_actors_configmap() -> None:
+    store, writer, rec, calls = _shrunk(0.0)  # no grace
     assert calls == [("configmap", _cm("dev"), None),
                      ("delete", f"{_cm('dev')}-part-1", "rv-0"),
                      ("delete", f"{_cm('dev')}-part-2", "rv-1"),
@@ -537,3 +543,23 @@ def test_parts_a_shrunk_set_no_longer_has_are_deleted_after_the_actors_configmap
     assert store.remove("ConfigMap", "team-a", "dev-tools-part-2") == set()
     asyncio.run(rec.process({key("Actor", ref("team-a/dev"))}))
     assert writer.take() == []
+
+
+def test_parts_a_shrunk_set_no_longer_has_are_kept_for_the_grace() -> None:
+    from skillop.operator.staleparts import StaleParts
+
+    now = [0.0]
+    store, writer, rec, calls = _shrunk(60.0)
+    # The change: the Actor's ConfigMap and its status; the parts wait.
+    assert calls == [("configmap", _cm("dev"), None), ("status", "Actor", None)]
+    rec.stale_parts = StaleParts(60.0, clock=lambda: now[0])
+    dev = key("Actor", ref("team-a/dev"))
+    asyncio.run(rec.process({dev}))
+    assert writer.take() == []
+    now[0] = 59.0
+    asyncio.run(rec.process({dev}))
+    assert writer.take() == []
+    now[0] = 60.0
+    asyncio.run(rec.process({dev}))
+    assert [(c[0], c[1], c[2]) for c in writer.take()] == [
+        ("delete", f"{_cm('dev')}-part-1", "rv-0"), ("delete", f"{_cm('dev')}-part-2", "rv-1")]

@@ -63,7 +63,7 @@ def actor_plan(actor: ActorResource, resolution: Resolution, *, old_status: Mapp
                   if (found := seen.get(part.name)) is None or not found.holds(actor, part))
     configmap = (configmap_body(actor, stored[0], resolution.hash)
                  if stored and differs(actor, stored[0], resolution.hash, observed) else None)
-    stale = () if configmap is not None or parts else _stale_parts(actor, stored, seen)
+    stale = _stale_parts(actor, stored, seen)
     recorded = RecordedStatus.read(old_status)
     built = _actor_status(actor, resolution, problems, old_status, recorded, observed, cm_name,
                           now, extra_warnings)
@@ -82,13 +82,12 @@ def actor_plan(actor: ActorResource, resolution: Resolution, *, old_status: Mapp
 
 def _stale_parts(actor: ActorResource, stored: Sequence[StoredConfigMap],
                  observed_parts: Mapping[str, ObservedConfigMap]) -> tuple[ObservedConfigMap, ...]:
-    """The Actor's parts its set no longer has (it shrank, or fits one ConfigMap now),
-    once the index the Actor's ConfigMap holds is the one ``stored`` names (so no
-    index the operator wrote since names them; ``runtime`` deletes them after a
-    grace, for the pods whose kubelet still shows the index before). Only with a
-    set to write (``stored``): while the Actor is not Ready its ConfigMaps keep the
-    last good set, parts and all. A ConfigMap of that name that another Actor owns
-    is not this one's to delete."""
+    """The Actor's parts its set no longer has (it shrank, or fits one ConfigMap now):
+    deleted after the index (``writing``), once their grace is over (``runtime``,
+    ``staleparts``: a pod whose kubelet still shows the index before reads them).
+    Only with a set to write (``stored``): while the Actor is not Ready its
+    ConfigMaps keep the last good set, parts and all. A ConfigMap of that name that
+    another Actor owns is not this one's to delete."""
     if not stored:
         return ()
     kept = {s.name for s in stored}

@@ -361,9 +361,9 @@ class Reconciler(PlanWrites):
 
         plan = plan_with()
         due, wait = self.stale_parts.due(ref, plan.stale)
-        if wait is not None:
+        if wait is not None:  # asked again once the grace is over
             asyncio.get_running_loop().call_later(wait, self.request, "Actor", ref.namespace,
-                                                   ref.name)
+                                                  ref.name)
         plan = replace(plan, stale=due)
         attempt = written_digest(plan)
         before = self._refused.get(ref)
