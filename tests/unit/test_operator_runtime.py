@@ -549,7 +549,7 @@ def test_parts_a_shrunk_set_no_longer_has_are_kept_for_the_grace() -> None:
     from skillop.operator.staleparts import StaleParts
 
     now = [0.0]
-    store, writer, rec, calls = _shrunk(60.0)
+    _, writer, rec, calls = _shrunk(60.0)
     # The change: the Actor's ConfigMap and its status; the parts wait.
     assert calls == [("configmap", _cm("dev"), None), ("status", "Actor", None)]
     rec.stale_parts = StaleParts(60.0, clock=lambda: now[0])
