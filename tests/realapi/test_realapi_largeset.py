@@ -15,7 +15,6 @@ share less than copies, so the set needs a part.
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import time
 from collections.abc import Iterator
@@ -160,25 +159,6 @@ def test_a_part_deleted_or_edited_by_hand_is_repaired(written: tuple[RealCluster
              timeout=60, interval=0.2, message="the deleted part written again")
 
 
-def _incompressible(name: str, tools: int) -> dict[str, Any]:
-    """A Skill of ``tools`` tools whose descriptions gzip cannot shrink (1.5 KiB each):
-    with the 5,000 tools, a set that needs three ConfigMaps packed."""
-    def text(seed: str) -> str:
-        block = hashlib.sha512(seed.encode()).digest()
-        out = b""
-        while len(out) < 1152:
-            block = hashlib.sha512(block).digest()
-            out += block
-        return base64.b64encode(out).decode()[:1536]
-
-    made = [{"name": f"{name.replace('-', '_')}_{i:04d}", "description": text(f"{name}{i}")}
-            for i in range(tools)]
-    return {"apiVersion": "skillop.dev/v1alpha1", "kind": "Skill",
-            "metadata": {"name": name, "namespace": NS},
-            "spec": {"mcpServers": [{"name": "server", "tools": made,
-                                     "url": f"http://127.0.0.1:9/{name}/mcp"}]}}
-
-
 def _set_writes(real: RealCluster, since: str) -> list[tuple[str, str]]:
     """(verb, object) of every operator write since ``since`` to the Actor's
     ConfigMaps (by name) and to its status (``status``), in the order made."""
@@ -248,7 +228,8 @@ def test_a_set_grown_to_three_configmaps_and_shrunk_to_one_writes_one_configmap(
     wait_quiet(real.plane, quiet=2.0, timeout=120)
     actor = real.get("Actor", NS, "big")
     old_hash = actor["status"]["toolsHash"]
-    extra = [_incompressible(f"extra-{n}", 300) for n in range(2)]
+    extra = [bench_module("largewrites").incompressible(f"extra-{n}", 300, namespace=NS)
+             for n in range(2)]
     for doc in extra:
         real.apply(doc)
     before = _contents(real)
