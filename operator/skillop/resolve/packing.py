@@ -22,8 +22,8 @@ from skillop.model.canonical import bytes_digest
 #: Uncompressed bytes of a piece: at least MIN (but the header and the last), at
 #: most MAX (a larger tool is cut inside), a boundary after a tool chosen with a
 #: probability of its size over TARGET, so pieces average MIN + TARGET.
-MIN_PIECE = 32 * 1024
-TARGET_PIECE = 128 * 1024
+MIN_PIECE = 64 * 1024
+TARGET_PIECE = 192 * 1024
 MAX_PIECE = 512 * 1024
 _TOOLS_OPEN = b'"tools":['
 _CLOSE = b"]}\n"
