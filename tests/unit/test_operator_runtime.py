@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import itertools
 import json
 from typing import Any
 
 import pytest
+from runtimekit import Recorder
+from runtimekit import clock as _clock
+from runtimekit import cm_key as _cm
+from runtimekit import with_uid as _uid
 from skillkit import actor, anon, configmap, ref, skill, skill_md
 
 from skillop.model import problems as P
@@ -19,71 +22,6 @@ from skillop.operator.runtime import Reconciler
 from skillop.operator.store import Store
 
 Doc = dict[str, Any]
-
-
-class Recorder:
-    """A Writer that remembers every call; ``fail`` makes the next N calls raise."""
-
-    def __init__(self, fail: int = 0) -> None:
-        self.calls: list[tuple[Any, ...]] = []
-        self.fail = fail
-        #: What read_configmap serves, by "namespace/name".
-        self.configmaps: dict[str, Doc] = {}
-        #: What uid_of answers, by "namespace/name" (absent: no such object).
-        self.uids: dict[str, str] = {}
-
-    def _maybe_fail(self) -> None:
-        if self.fail:
-            self.fail -= 1
-            raise RuntimeError("HTTP 500 from a flaky API server")
-
-    async def patch_status(self, kind: str, ref: ObjectRef, new: dict[str, Any],
-                           old: dict[str, Any]) -> None:
-        self._maybe_fail()
-        self.calls.append(("status", kind, ref.canonical, copy.deepcopy(new)))
-
-    async def apply_configmap(self, body: dict[str, Any], *, exists: bool) -> None:
-        self._maybe_fail()
-        meta = body["metadata"]
-        self.calls.append(("configmap", f"{meta['namespace']}/{meta['name']}", exists,
-                           copy.deepcopy(body)))
-
-    async def delete_configmap(self, ref: ObjectRef, *, version: str | None = None) -> None:
-        self._maybe_fail()
-        self.calls.append(("delete", ref.canonical, version))
-
-    async def post_event(self, kind: str, ref: ObjectRef, uid: str, type_: str, reason: str,
-                         message: str) -> None:
-        self.calls.append(("event", kind, ref.canonical, uid, reason))
-
-    async def read_configmap(self, ref: ObjectRef) -> dict[str, Any] | None:
-        self._maybe_fail()
-        self.calls.append(("read", ref.canonical))
-        body = self.configmaps.get(ref.canonical)
-        return copy.deepcopy(body) if body is not None else None
-
-    async def uid_of(self, kind: str, ref: ObjectRef) -> str | None:
-        self.calls.append(("uid", kind, ref.canonical))
-        return self.uids.get(ref.canonical)
-
-    def take(self) -> list[tuple[Any, ...]]:
-        out, self.calls = self.calls, []
-        return out
-
-
-def _cm(actor: str) -> str:
-    """The key of an Actor's ConfigMap in team-a, as the recorded calls name it."""
-    return f"team-a/{default_configmap_name(actor)}"
-
-
-def _clock() -> Any:
-    counter = itertools.count()
-    return lambda: f"2024-01-01T00:00:{next(counter) % 60:02d}Z"
-
-
-def _uid(doc: Doc, n: int = 1) -> Doc:
-    doc["metadata"].update(uid=f"uid-{doc['metadata']['name']}", generation=n)
-    return doc
 
 
 def _world(extra_base_tool: bool = False) -> list[Doc]:
@@ -480,60 +418,3 @@ def test_a_configmap_refused_for_good_is_ready_false_once_and_not_retried() -> N
     # and the status already says so.
     asyncio.run(rec.process(changed))
     assert [c for c in writer.take() if c[0] != "status" or c[1] == "Actor"] == []
-
-
-def test_a_packed_sets_parts_are_written_before_the_actors_configmap() -> None:
-    from skillkit import noise
-
-    store, writer = Store(), Recorder()
-    made = [anon(f"tool{i:04d}", description=noise(str(i), 4000)) for i in range(600)]
-    changed: set[Key] = set()
-    for doc in (_uid(skill("big", anonymousTools=made)), _uid(actor("dev", skills=["big"]))):
-        changed |= store.upsert(doc)
-    rec = Reconciler(store, writer, clock=_clock())
-    asyncio.run(rec.process(changed))
-    calls = writer.take()
-    written = [c[1] for c in calls if c[0] == "configmap"]
-    assert written == [f"{_cm('dev')}-part-1", f"{_cm('dev')}-part-2", _cm("dev")]
-    # Echoed by the watch: nothing more; a part deleted by hand is written again, alone.
-    bodies = {c[1]: c[3] for c in calls if c[0] == "configmap"}
-    for body in bodies.values():
-        assert store.upsert(json.loads(json.dumps(body))) == set()
-    asyncio.run(rec.process({key("Actor", ref("team-a/dev"))}))
-    assert [c for c in writer.take() if c[0] == "configmap"] == []
-    changed = store.remove("ConfigMap", "team-a", "dev-tools-part-2")
-    assert changed == {key("Actor", ref("team-a/dev"))}
-    asyncio.run(rec.process(changed))
-    again = writer.take()
-    assert [(c[0], c[1], c[2]) for c in again] == [
-        ("configmap", f"{_cm('dev')}-part-2", False)]
-
-
-def test_parts_a_shrunk_set_no_longer_has_are_deleted_after_the_actors_configmap() -> None:
-    from skillkit import noise
-
-    store, writer = Store(), Recorder()
-    made = [anon(f"tool{i:04d}", description=noise(str(i), 4000)) for i in range(600)]
-    big = _uid(skill("big", anonymousTools=made))
-    changed: set[Key] = set()
-    for doc in (big, _uid(actor("dev", skills=["big"]))):
-        changed |= store.upsert(doc)
-    rec = Reconciler(store, writer, clock=_clock())
-    asyncio.run(rec.process(changed))
-    for n, call in enumerate(c for c in writer.take() if c[0] == "configmap"):
-        echoed = json.loads(json.dumps(call[3]))
-        echoed["metadata"]["resourceVersion"] = f"rv-{n}"
-        store.upsert(echoed)
-    big["spec"]["anonymousTools"] = made[:3]
-    asyncio.run(rec.process(store.upsert(big)))
-    calls = [(c[0], c[1], c[2] if c[0] == "delete" else None) for c in writer.take()
-             if c[0] in ("configmap", "delete", "status") and c[1] != "Skill"]
-    assert calls == [("configmap", _cm("dev"), None),
-                     ("delete", f"{_cm('dev')}-part-1", "rv-0"),
-                     ("delete", f"{_cm('dev')}-part-2", "rv-1"),
-                     ("status", "Actor", None)]
-    # Their deletion, told by the watch, is no news; asked again, nothing is written.
-    assert store.remove("ConfigMap", "team-a", "dev-tools-part-1") == set()
-    assert store.remove("ConfigMap", "team-a", "dev-tools-part-2") == set()
-    asyncio.run(rec.process({key("Actor", ref("team-a/dev"))}))
-    assert writer.take() == []

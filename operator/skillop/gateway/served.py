@@ -137,8 +137,9 @@ def _read_limited(path: Path, limit: int) -> bytes:
 
 
 def read_packed(directory: Path) -> bytes:
-    """``tools.json``'s bytes from a packed set: every chunk the index names, each
-    checked against its sha256 (a chunk the kubelet has not updated yet, or an
+    """``tools.json``'s bytes from a packed set: every chunk the index names (in
+    the Actor's ConfigMap or a part, each a gzip member), each checked against its
+    sha256 (a chunk the kubelet has not updated yet, or an
     edited one, is refused: the caller keeps the set it serves and reads again
     when the volume changes), decompressed within the size the index states."""
     path = directory / INDEX_KEY
@@ -157,15 +158,21 @@ def read_packed(directory: Path) -> bytes:
             raise ToolSetError(f"{part}: not the chunk of the set {index.hash} (ConfigMap"
                                f" {chunk.config_map} holds another version); waiting for it")
         chunks.append(data)
-    inflate = zlib.decompressobj(wbits=31)  # gzip
-    try:
-        raw = inflate.decompress(b"".join(chunks), index.size + 1)
-    except zlib.error as exc:
-        raise ToolSetError(f"{path}: the chunks are no gzip stream ({exc})") from None
-    if len(raw) != index.size or not inflate.eof:
+    out: list[bytes] = []
+    left = index.size
+    for chunk, data in zip(index.chunks, chunks, strict=True):
+        inflate = zlib.decompressobj(wbits=31)  # each chunk is a gzip member of its own
+        try:
+            out.append(inflate.decompress(data, left + 1))
+        except zlib.error as exc:
+            raise ToolSetError(f"{directory / chunk.key}: no gzip member ({exc})") from None
+        left -= len(out[-1])
+        if left < 0 or not inflate.eof or inflate.unused_data:
+            break
+    if left != 0 or not inflate.eof or inflate.unused_data:
         raise ToolSetError(f"{path}: the chunks decompress to other than the {index.size}"
                            " bytes the index states")
-    return raw
+    return b"".join(out)
 
 
 def _read_body(directory: Path, key: str) -> str | None:

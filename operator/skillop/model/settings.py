@@ -262,6 +262,10 @@ DEBOUNCE_SECONDS = Setting("SKILLOP_DEBOUNCE_SECONDS", 0.05, seconds(zero=True),
                            "how long changes are gathered into one batch before resolving")
 WRITE_CONCURRENCY = Setting("SKILLOP_WRITE_CONCURRENCY", 16, whole(maximum=1024),
                             "concurrent API writes")
+STALE_PART_SECONDS = Setting(
+    "SKILLOP_STALE_PART_SECONDS", 120.0, seconds(zero=True),
+    "how long a part of a packed tool set that no index names any more is kept before it"
+    " is deleted (a pod whose kubelet still shows the index before reads it meanwhile)")
 LOG_LEVEL = Setting("SKILLOP_LOG_LEVEL", "INFO", one_of(LOG_LEVELS, upper=True),
                     "`DEBUG`, `INFO`, `WARNING`, `ERROR` or `CRITICAL`", helm="logLevel")
 LIVENESS = Setting("SKILLOP_LIVENESS", "", endpoint,
@@ -386,7 +390,8 @@ SEARCH_CACHE_DIR = Setting(
 #: Every setting, in the docs' order.
 SETTINGS: Final[tuple[Setting[Any], ...]] = (
     NAMESPACES, MCP_DISCOVERY, MCP_ALLOW, MCP_CA_FILE, MCP_REFRESH_SECONDS, RESYNC_SECONDS,
-    DEBOUNCE_SECONDS, WRITE_CONCURRENCY, LOG_LEVEL, LIVENESS, LEADER_ELECTION, LEASE_NAME,
+    DEBOUNCE_SECONDS, WRITE_CONCURRENCY, STALE_PART_SECONDS,
+    LOG_LEVEL, LIVENESS, LEADER_ELECTION, LEASE_NAME,
     LEASE_NAMESPACE, LEASE_IDENTITY, LEASE_DURATION_SECONDS, LEASE_RENEW_DEADLINE_SECONDS,
     LEASE_RETRY_SECONDS, SHARD_SELECTOR, SHARD_CLUSTER_OWNER, WEBHOOK, WEBHOOK_PORT,
     WEBHOOK_CERT, WEBHOOK_KEY, WEBHOOK_CA, WEBHOOK_MANAGED, WEBHOOK_HOST, INJECTION,

@@ -32,19 +32,24 @@ CONFIGMAP_SUFFIX = "-tools"
 #: larger one is stored packed (below); a reader refuses a larger ``tools.json``
 #: as not one of ours.
 MAX_CONFIGMAP_BYTES = 900 * 1024
-#: A packed set (docs/toolset.md, Large sets): ``tools.json``'s very bytes,
-#: gzip-compressed, cut into chunks: the first is this ``binaryData`` key of the
-#: Actor's ConfigMap, chunk ``i`` is key ``tools.json.gz.<i>`` of ConfigMap
-#: ``<configmap>-part-<i>``. Concatenated in order they are one gzip stream.
+#: A packed set (docs/toolset.md, Large sets): ``tools.json``'s very bytes cut
+#: into pieces at tool boundaries chosen by content, each piece a gzip member of
+#: its own under a ``binaryData`` key named by where it is and what it holds
+#: (``chunk_key``), in the Actor's ConfigMap or a part ``<configmap>-part-<i>``.
+#: Concatenated in the index's order the members are one gzip file (RFC 1952: a
+#: series of members): ``gunzip`` reads it whole.
 PACKED_KEY = "tools.json.gz"
 #: A packed set's index (``PackedIndex``), in the Actor's ConfigMap: the document's
-#: hash and each chunk's sha256. It is what makes the parts one version: the
-#: kubelet may show a new chunk beside an old one, and a reader waits until
-#: every chunk is the one the index names.
+#: hash and where each chunk is, with its sha256. It is what makes the chunks one
+#: version: the kubelet may show a new index beside an old part, and a reader
+#: waits until every chunk is the one the index names.
 INDEX_KEY = "tools.index.json"
 #: The most ConfigMaps an Actor's set is stored in (its own and ``MAX_PARTS - 1``
-#: parts), all of which the injected gateway mounts: over it the set is ``TooLarge``.
+#: parts, fixed names all of which the injected gateway mounts): over it the set
+#: is ``TooLarge``.
 MAX_PARTS = 4
+#: The most chunks an index names.
+MAX_CHUNKS = 4096
 #: The most bytes a packed document may decompress to: a reader refuses more.
 MAX_DOCUMENT_BYTES = 128 * 1024 * 1024
 #: ``bindingName``'s grammar: what LLM APIs accept as a function name.
@@ -70,9 +75,18 @@ def part_configmap_name(configmap: str, index: int) -> str:
     return f"{configmap}-part-{index}"
 
 
-def chunk_key(index: int) -> str:
-    """The ``binaryData`` key of chunk ``index`` of a packed set."""
-    return PACKED_KEY if index == 0 else f"{PACKED_KEY}.{index}"
+def chunk_key(slot: int, sha256: str) -> str:
+    """The ``binaryData`` key of the chunk whose digest is ``sha256`` (``sha256:<hex>``)
+    in ConfigMap ``slot`` of a packed set (0: the Actor's own, ``i``: part ``i``).
+    Named by content, so a part holds a chunk of the next version beside one of
+    the last; named by slot too, so no key is ever in two ConfigMaps of one
+    projected volume at once (a chunk moved to a part is a new key)."""
+    return f"{PACKED_KEY}.{slot}.{sha256.removeprefix('sha256:')[:CHUNK_KEY_HEX]}"
+
+
+#: Hex digits of a chunk's sha256 in its key: enough to tell an Actor's chunks
+#: apart; the index carries the whole digest, which the reader checks.
+CHUNK_KEY_HEX = 16
 
 
 def agent_skill_key(binding_name: str) -> str:
@@ -210,7 +224,7 @@ class ToolSetDocument(DocumentModel):
 class PackedChunk(DocumentModel):
     """One chunk of a packed set: where it is and what it must be."""
 
-    key: str = Field(pattern=r"^tools\.json\.gz(\.[1-9][0-9]?)?$")
+    key: str = Field(pattern=r"^tools\.json\.gz\.[0-9]\.[0-9a-f]{16}$")
     config_map: str = Field(min_length=1)
     #: sha256 of the chunk's bytes (``sha256:<hex>``).
     sha256: str
@@ -226,7 +240,8 @@ class PackedIndex(DocumentModel):
     encoding: Literal["gzip"] = "gzip"
     #: The bytes of ``tools.json`` once decompressed.
     size: int = Field(ge=0, le=MAX_DOCUMENT_BYTES)
-    chunks: tuple[PackedChunk, ...] = Field(min_length=1, max_length=MAX_PARTS)
+    #: In order: each a gzip member, their concatenation ``tools.json``'s gzip.
+    chunks: tuple[PackedChunk, ...] = Field(min_length=1, max_length=MAX_CHUNKS)
 
     @classmethod
     def parse(cls, raw: bytes | str) -> PackedIndex:

@@ -20,7 +20,7 @@ from skillop.model.status import (
 )
 from skillop.model.wording import count
 from skillop.operator.conditions import common_conditions, condition
-from skillop.operator.configmaps import ObservedConfigMap, configmap_body, differs
+from skillop.operator.configmaps import ObservedConfigMap, configmap_body, differs, stored_set
 from skillop.operator.outputs import (
     CredentialState,
     EventSpec,
@@ -54,13 +54,16 @@ def actor_plan(actor: ActorResource, resolution: Resolution, *, old_status: Mapp
                                 refused))
     good = not problems
     # An oversized set is already a problem of the resolution (TooLarge).
-    stored = (configmap_layout(cm_name, resolution.text, resolution.hash,
-                               resolution.tools).configmaps if good else ())
-    parts = tuple(configmap_body(actor, part, resolution.hash) for part in stored[1:]
-                  if differs(actor, part, resolution.hash, (observed_parts or {}).get(part.name)))
+    seen = observed_parts or {}
+    stored = (configmap_layout(cm_name, resolution.text, resolution.hash, resolution.tools,
+                               stored=stored_set(actor, cm_name, observed, seen)).configmaps
+              if good else ())
+    # A part is written only when it lacks a chunk the index names there.
+    parts = tuple(configmap_body(actor, part, None) for part in stored[1:]
+                  if (found := seen.get(part.name)) is None or not found.holds(actor, part))
     configmap = (configmap_body(actor, stored[0], resolution.hash)
                  if stored and differs(actor, stored[0], resolution.hash, observed) else None)
-    stale = _stale_parts(actor, stored, observed_parts or {})
+    stale = _stale_parts(actor, stored, seen)
     recorded = RecordedStatus.read(old_status)
     built = _actor_status(actor, resolution, problems, old_status, recorded, observed, cm_name,
                           now, extra_warnings)
@@ -79,10 +82,12 @@ def actor_plan(actor: ActorResource, resolution: Resolution, *, old_status: Mapp
 
 def _stale_parts(actor: ActorResource, stored: Sequence[StoredConfigMap],
                  observed_parts: Mapping[str, ObservedConfigMap]) -> tuple[ObservedConfigMap, ...]:
-    """The Actor's parts its set no longer has (it shrank, or fits one ConfigMap now).
-    Only with a set to write (``stored``): while the Actor is not Ready its ConfigMaps
-    keep the last good set, parts and all. A ConfigMap of that name that another
-    Actor owns is not this one's to delete."""
+    """The Actor's parts its set no longer has (it shrank, or fits one ConfigMap now):
+    deleted after the index (``writing``), once their grace is over (``runtime``,
+    ``staleparts``: a pod whose kubelet still shows the index before reads them).
+    Only with a set to write (``stored``): while the Actor is not Ready its
+    ConfigMaps keep the last good set, parts and all. A ConfigMap of that name that
+    another Actor owns is not this one's to delete."""
     if not stored:
         return ()
     kept = {s.name for s in stored}

@@ -5,13 +5,26 @@ observes, enough to tell it from the one it would write."""
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
+
+from skillop.model.canonical import bytes_digest
 from skillop.model.manifest import ActorResource
 from skillop.model.names import ACTOR_LABEL, API_GROUP, GROUP_VERSION
+from skillop.model.toolset import (
+    INDEX_KEY,
+    MAX_PARTS,
+    PACKED_KEY,
+    PackedIndex,
+    chunk_key,
+    part_configmap_name,
+)
+from skillop.resolve.layout import Stored
 from skillop.resolve.toolset import StoredConfigMap
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "skillop"}
@@ -37,11 +50,23 @@ class ObservedConfigMap:
     #: write was on the way cannot overwrite what the new leader wrote since.
     #: Not part of what the ConfigMap says: an echo of its own write is no news.
     resource_version: str | None = field(default=None, compare=False)
+    #: A packed set's chunks it holds: (key, sha256 of the bytes under it).
+    chunks: frozenset[tuple[str, str]] = frozenset()
+    #: The index it holds (the Actor's ConfigMap of a packed set): each chunk's
+    #: (ConfigMap, sha256), in order.
+    index: tuple[tuple[str, str], ...] = ()
 
     def needs_rewrite(self, actor: ActorResource, data: str, tools_hash: str) -> bool:
         """Whether the ConfigMap differs from the one ``actor`` should have."""
         return (self.data_digest != data or self.tools_hash != tools_hash
                 or self.owner_uid != actor.meta.uid or not self.labelled)
+
+    def holds(self, actor: ActorResource, part: StoredConfigMap) -> bool:
+        """Whether this part is ``actor``'s and holds every chunk of ``part`` intact
+        (beside it, chunks of an index no longer current are no harm)."""
+        wanted = {(key, bytes_digest(value)) for key, value in part.binary.items()}
+        return (self.owner_uid == actor.meta.uid and self.labelled
+                and wanted <= self.chunks)
 
 
 def is_managed(meta: Mapping[str, Any]) -> bool:
@@ -76,7 +101,46 @@ def observe_configmap(body: Mapping[str, Any]) -> ObservedConfigMap:
         owner_uid=str(owner_ref.get("uid")) if owner_ref is not None else None,
         labelled=(_managed_label(labels) and owner is not None
                   and labels.get(ACTOR_LABEL) == owner),
-        resource_version=str(meta["resourceVersion"]) if meta.get("resourceVersion") else None)
+        resource_version=str(meta["resourceVersion"]) if meta.get("resourceVersion") else None,
+        chunks=_chunks(body.get("binaryData") or {}),
+        index=_index((body.get("data") or {}).get(INDEX_KEY)))
+
+
+def _chunks(binary: Mapping[str, Any]) -> frozenset[tuple[str, str]]:
+    out = set()
+    for key, value in binary.items():
+        if key.startswith(f"{PACKED_KEY}."):
+            try:
+                out.add((key, bytes_digest(base64.b64decode(str(value), validate=True))))
+            except (binascii.Error, ValueError):
+                continue  # not intact: written again where the index needs it
+    return frozenset(out)
+
+
+def _index(raw: Any) -> tuple[tuple[str, str], ...]:
+    if not isinstance(raw, str):
+        return ()
+    try:
+        index = PackedIndex.parse(raw)
+    except ValidationError:
+        return ()  # edited: the Actor's ConfigMap is written again whole
+    return tuple((c.config_map, c.sha256) for c in index.chunks)
+
+
+def stored_set(actor: ActorResource, name: str, observed: ObservedConfigMap | None,
+               parts: Mapping[str, ObservedConfigMap]) -> Stored:
+    """What the API server holds of ``actor``'s packed set (its ConfigMap ``name``):
+    where the current index names each chunk, and the chunks each part of the
+    Actor's holds intact under the key its slot gives them."""
+    slots = {part_configmap_name(name, i): i for i in range(1, MAX_PARTS)}
+    slots[name] = 0
+    named = {sha: slots[cm] for cm, sha in (observed.index if observed else ())
+             if cm in slots}
+    held = {slots[n]: frozenset(sha for key, sha in seen.chunks
+                                if key == chunk_key(slots[n], sha))
+            for n, seen in parts.items()
+            if n in slots and seen.owner_uid == actor.meta.uid}
+    return Stored(named=named, held=held)
 
 
 def data_digest(data: Mapping[str, str], binary: Mapping[str, str] | None = None) -> str:
@@ -103,10 +167,11 @@ def differs(actor: ActorResource, stored: StoredConfigMap, tools_hash: str,
         actor, data_digest(stored.data, base64_values(stored.binary)), tools_hash)
 
 
-def configmap_body(actor: ActorResource, stored: StoredConfigMap, tools_hash: str,
+def configmap_body(actor: ActorResource, stored: StoredConfigMap, tools_hash: str | None,
                ) -> dict[str, Any]:
-    """One ConfigMap of the set: each carries the set's hash (a part too: which
-    version it belongs to, for who reads it by hand)."""
+    """One ConfigMap of the set. The Actor's carries the set's hash; a part none
+    (``tools_hash`` None): it may hold chunks of several versions, and the index
+    says which are whose."""
     body: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -114,7 +179,7 @@ def configmap_body(actor: ActorResource, stored: StoredConfigMap, tools_hash: st
             "name": stored.name,
             "namespace": actor.meta.namespace,
             "labels": {**MANAGED_BY, ACTOR_LABEL: actor.meta.name},
-            "annotations": {HASH_ANNOTATION: tools_hash},
+            **({"annotations": {HASH_ANNOTATION: tools_hash}} if tools_hash else {}),
             "ownerReferences": [{
                 "apiVersion": GROUP_VERSION, "kind": "Actor", "name": actor.meta.name,
                 "uid": actor.meta.uid, "controller": True, "blockOwnerDeletion": True,

@@ -96,7 +96,8 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
                   labels=store.catalog.namespaces.get, reader=writer)
     reconciler = Reconciler(store, writer, debounce=config.debounce_seconds,
                             concurrency=config.write_concurrency, metrics=metrics,
-                            credentials=checker, shard=shard)
+                            credentials=checker, shard=shard,
+                            stale_grace=config.stale_part_seconds)
     memo.store, memo.writer, memo.reconciler = store, writer, reconciler
     memo.discovery = (attach_discovery(store, reconciler, writer, config)
                       if config.mcp_discovery else None)

@@ -28,6 +28,7 @@ import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import Protocol, TypeVar
 
 from skillop.model.manifest import POLICY_KINDS, ActorResource, SkillResource
@@ -50,6 +51,7 @@ from skillop.operator.outputs import (
     skill_plan,
 )
 from skillop.operator.shard import Shard
+from skillop.operator.staleparts import StaleParts
 from skillop.operator.store import Store
 from skillop.operator.writing import (
     PlanWrites,
@@ -89,8 +91,10 @@ class Reconciler(PlanWrites):
                  actor_warnings: ActorWarnings | None = None,
                  metrics: Metrics | None = None,
                  credentials: CredentialChecker | None = None,
-                 shard: Shard | None = None) -> None:
+                 shard: Shard | None = None, stale_grace: float = 120.0) -> None:
         self.store = store
+        #: Parts no index names, deleted after this grace (``staleparts``).
+        self.stale_parts = StaleParts(stale_grace)
         #: Which namespaces this installation writes (all, unsharded).
         self.shard = shard or Shard(LabelSelector(), cluster_owner=True,
                                     labels=store.catalog.namespaces.get)
@@ -356,6 +360,11 @@ class Reconciler(PlanWrites):
                               credentials=credentials, observed_parts=parts, refused=refused)
 
         plan = plan_with()
+        due, wait = self.stale_parts.due(ref, plan.stale)
+        if wait is not None:  # asked again once the grace is over
+            asyncio.get_running_loop().call_later(wait, self.request, "Actor", ref.namespace,
+                                                  ref.name)
+        plan = replace(plan, stale=due)
         attempt = written_digest(plan)
         before = self._refused.get(ref)
         if attempt is not None and before is not None and before[0] == attempt:

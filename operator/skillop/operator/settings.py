@@ -110,6 +110,7 @@ class OperatorConfig:
     resync_seconds: float = s.RESYNC_SECONDS.default
     debounce_seconds: float = s.DEBOUNCE_SECONDS.default
     write_concurrency: int = s.WRITE_CONCURRENCY.default
+    stale_part_seconds: float = s.STALE_PART_SECONDS.default
     log_level: str = s.LOG_LEVEL.default
     liveness: str = s.LIVENESS.default
     lease: LeaseConfig = field(default_factory=LeaseConfig)
@@ -149,6 +150,7 @@ OPERATOR_FIELDS: dict[str, s.Setting[Any]] = {
     "mcp_ca_file": s.MCP_CA_FILE, "mcp_refresh_seconds": s.MCP_REFRESH_SECONDS,
     "resync_seconds": s.RESYNC_SECONDS, "debounce_seconds": s.DEBOUNCE_SECONDS,
     "write_concurrency": s.WRITE_CONCURRENCY, "log_level": s.LOG_LEVEL,
+    "stale_part_seconds": s.STALE_PART_SECONDS,
     "liveness": s.LIVENESS, "webhook": s.WEBHOOK, "webhook_port": s.WEBHOOK_PORT,
     "webhook_cert": s.WEBHOOK_CERT, "webhook_key": s.WEBHOOK_KEY, "webhook_ca": s.WEBHOOK_CA,
     "webhook_managed": s.WEBHOOK_MANAGED, "webhook_host": s.WEBHOOK_HOST,

@@ -6,19 +6,16 @@ contributors.
 
 from __future__ import annotations
 
-import gzip
 import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from skillop.model.canonical import bytes_digest
 from skillop.model.manifest import ActorResource
 from skillop.model.toolset import (
     INDEX_KEY,
     MAX_CONFIGMAP_BYTES,
     MAX_DOCUMENT_BYTES,
     MAX_PARTS,
-    PACKED_KEY,
     TOOLS_KEY,
     PackedChunk,
     PackedIndex,
@@ -26,6 +23,7 @@ from skillop.model.toolset import (
     default_configmap_name,
     part_configmap_name,
 )
+from skillop.resolve.packing import Chunk, chunks
 from skillop.resolve.tooljson import EffectiveTool, path_json, tool_json
 
 
@@ -87,61 +85,128 @@ class Layout:
         return self.configmaps[1:]
 
 
-#: Room kept in the Actor's ConfigMap for the index of a packed set.
-_INDEX_ROOM = 4096
 #: How many of the largest contributors a TooLarge reason names.
 SIZE_CONTRIBUTORS = 5
 
 
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """What the API server holds of an Actor's packed set, as the operator last saw
+    it: the slot (0: the Actor's ConfigMap, ``i``: part ``i``) where the index names
+    each chunk, by sha256, and the chunks each ConfigMap holds intact."""
+
+    named: Mapping[str, int]
+    held: Mapping[int, frozenset[str]]
+
+
 def configmap_layout(name: str, text: str, digest: str,
-                     tools: Sequence[EffectiveTool]) -> Layout:
+                     tools: Sequence[EffectiveTool], *, stored: Stored | None = None) -> Layout:
     """The ConfigMaps that store the set whose canonical JSON is ``text`` (hash
     ``digest``) for the Actor whose ConfigMap is ``name``.
 
     A set that fits is exactly ``configmap_data`` (the same key, bytes and hash
-    as ever). A larger one is packed: ``tools.json``'s bytes gzip-compressed
-    (deterministic: no time, no name), cut into chunks that each fill a
-    ConfigMap, the first in the Actor's ConfigMap with the index and the Agent
-    Skill bodies."""
+    as ever). A larger one is packed (``resolve.packing``): its chunks placed
+    where ``stored`` already holds them, the new ones in the Actor's ConfigMap
+    beside the index, so a change writes that one ConfigMap; when it cannot hold
+    them (or with nothing ``stored``), laid out afresh: the chunks fill the parts
+    in order and the Actor's ConfigMap keeps the index, the Agent Skill bodies
+    and the header, room for the changes to come."""
     data = configmap_data(text, tools)
     document_bytes = len(data[TOOLS_KEY].encode())
     if data_size(data) <= MAX_CONFIGMAP_BYTES:
         return Layout((StoredConfigMap(name, data, {}),), document_bytes)
     bodies = {k: v for k, v in data.items() if k != TOOLS_KEY}
-    room = MAX_CONFIGMAP_BYTES - data_size(bodies) - _INDEX_ROOM - len(INDEX_KEY)
-    if room < MAX_CONFIGMAP_BYTES // 2:
+    fixed = data_size(bodies) + len(INDEX_KEY) + _INDEX_ROOM
+    if fixed > MAX_CONFIGMAP_BYTES // 2:
         return Layout((), document_bytes, problem=_bodies_too_large(bodies))
-    packed = _gzip(data[TOOLS_KEY], digest)
-    chunks = [packed[:room]]
-    rest = packed[room:]
-    while rest:
-        take = MAX_CONFIGMAP_BYTES - len(chunk_key(len(chunks)))
-        chunks.append(rest[:take])
-        rest = rest[take:]
-    if len(chunks) > MAX_PARTS or document_bytes > MAX_DOCUMENT_BYTES:
-        return Layout((), document_bytes, len(packed),
-                      problem=_too_large(document_bytes, len(packed), tools, bodies))
-    names = [name, *(part_configmap_name(name, i) for i in range(1, len(chunks)))]
-    index = PackedIndex(hash=digest, size=document_bytes, chunks=tuple(
-        PackedChunk(key=chunk_key(i), config_map=names[i], sha256=bytes_digest(chunk),
-                    size=len(chunk)) for i, chunk in enumerate(chunks)))
-    main = StoredConfigMap(name, {INDEX_KEY: index.text(), **bodies}, {PACKED_KEY: chunks[0]})
-    return Layout((main, *(StoredConfigMap(names[i], {}, {chunk_key(i): chunk})
-                           for i, chunk in enumerate(chunks) if i)),
-                  document_bytes, len(packed))
+    packed = _chunks(data[TOOLS_KEY], digest, tools)
+    compressed = sum(len(c.data) for c in packed)
+    slots = None
+    if stored is not None and document_bytes <= MAX_DOCUMENT_BYTES:
+        slots = _kept(packed, stored, fixed)
+    if slots is None and document_bytes <= MAX_DOCUMENT_BYTES:
+        slots = _afresh(packed, fixed)
+    if slots is None:
+        return Layout((), document_bytes, compressed,
+                      problem=_too_large(document_bytes, compressed, tools, bodies))
+    return _laid_out(name, digest, document_bytes, packed, slots, bodies)
 
 
-#: The last few sets packed, by hash: an Actor's set is compared with its
-#: ConfigMaps on every pass, and compressing 10 MiB again each time would cost
-#: the operator a fifth of a second per large Actor.
-_PACKED: dict[str, bytes] = {}
+#: Room kept in the Actor's ConfigMap for a packed set's index: each chunk's
+#: entry (its key, ConfigMap, sha256 and size) is at most this many bytes.
+_ENTRY_ROOM = 400
+_INDEX_ROOM = 1024
+
+
+def _cost(chunk: Chunk) -> int:
+    """What a chunk costs its ConfigMap (its key and bytes) and the index."""
+    return len(chunk_key(0, chunk.sha256)) + len(chunk.data) + _ENTRY_ROOM
+
+
+def _kept(chunks: Sequence[Chunk], stored: Stored, fixed: int) -> list[int] | None:
+    """Each chunk's slot when the index names it in a part, or a part holds it
+    intact; the others in the Actor's ConfigMap. None: they do not fit there."""
+    slots = []
+    for chunk in chunks:
+        slot = stored.named.get(chunk.sha256, 0)
+        if slot == 0:
+            slot = next((s for s, held in sorted(stored.held.items())
+                         if s and chunk.sha256 in held), 0)
+        slots.append(slot)
+    main = fixed + sum(_cost(c) if s == 0 else _ENTRY_ROOM for c, s in zip(chunks, slots,
+                                                                          strict=True))
+    return slots if main <= MAX_CONFIGMAP_BYTES else None
+
+
+def _afresh(chunks: Sequence[Chunk], fixed: int) -> list[int] | None:
+    """Each chunk's slot laid out afresh: all in the Actor's ConfigMap when they fit;
+    else the header there, the rest filling the parts in order, what the parts
+    cannot hold back in the Actor's ConfigMap. None: too large."""
+    if fixed + sum(_cost(c) for c in chunks) <= MAX_CONFIGMAP_BYTES:
+        return [0] * len(chunks)
+    slots, part, used = [0], 1, 0
+    main = fixed + _cost(chunks[0])
+    for chunk in chunks[1:]:
+        cost = _cost(chunk) - _ENTRY_ROOM
+        if part < MAX_PARTS and used + cost > MAX_CONFIGMAP_BYTES:
+            part, used = part + 1, 0
+        if part < MAX_PARTS:
+            slots.append(part)
+            used += cost
+        else:
+            slots.append(0)
+            main += cost
+        main += _ENTRY_ROOM
+    return slots if main <= MAX_CONFIGMAP_BYTES else None
+
+
+def _laid_out(name: str, digest: str, size: int, chunks: Sequence[Chunk],
+              slots: Sequence[int], bodies: Mapping[str, str]) -> Layout:
+    names = [name, *(part_configmap_name(name, i) for i in range(1, MAX_PARTS))]
+    entries = tuple(PackedChunk(key=chunk_key(s, c.sha256), config_map=names[s],
+                                sha256=c.sha256, size=len(c.data))
+                    for c, s in zip(chunks, slots, strict=True))
+    index = PackedIndex(hash=digest, size=size, chunks=entries)
+    binary: dict[int, dict[str, bytes]] = {s: {} for s in sorted({0, *slots})}
+    for chunk, slot, entry in zip(chunks, slots, entries, strict=True):
+        binary[slot][entry.key] = chunk.data
+    main = StoredConfigMap(name, {INDEX_KEY: index.text(), **bodies}, binary.pop(0))
+    return Layout((main, *(StoredConfigMap(names[s], {}, b) for s, b in binary.items())),
+                  size, sum(len(c.data) for c in chunks))
+
+
+#: The last few sets' chunks, by hash: an Actor's set is compared with its
+#: ConfigMaps on every pass.
+_PACKED: dict[str, tuple[Chunk, ...]] = {}
 _PACKED_KEPT = 8
 
 
-def _gzip(tools_json_text: str, digest: str) -> bytes:
+def _chunks(document: str, digest: str, tools: Sequence[EffectiveTool]) -> tuple[Chunk, ...]:
     found = _PACKED.get(digest)
     if found is None:
-        found = gzip.compress(tools_json_text.encode(), compresslevel=6, mtime=0)
+        paths: dict[int, str] = {}
+        sizes = [len(tool_json(t, path_json(t.path, paths)).encode()) for t in tools]
+        found = chunks(document.encode(), sizes)
         if len(_PACKED) >= _PACKED_KEPT:
             del _PACKED[next(iter(_PACKED))]
         _PACKED[digest] = found
