@@ -97,6 +97,43 @@ def test_a_corrupt_cache_file_is_computed_again(tmp_path: Path) -> None:
     assert VectorCache(tmp_path, Counting.identity).get(digest(DOCS[0].sentence())) is not None
 
 
+def test_a_truncated_cache_file_is_computed_again_and_the_search_turns_hybrid(
+        tmp_path: Path) -> None:
+    _ranker(tmp_path, Counting(), []).prepare(SearchIndex(DOCS))
+    path = VectorCache(tmp_path, Counting.identity).path
+    assert path is not None
+    path.write_bytes(path.read_bytes()[:100])  # a file cut short (disk full, a copy)
+    encoder, index = Counting(), SearchIndex(DOCS)
+    assert _ranker(tmp_path, encoder, []).prepare(index)
+    assert len(encoder.read) == 3 and index.hybrid
+
+
+@pytest.mark.parametrize("rows", [np.ones((3, 2), dtype=np.float32),  # another width
+                                  np.ones(3, dtype=np.float32),  # not rows at all
+                                  np.ones((3, 4), dtype=np.int32)])  # not float32
+def test_cached_vectors_of_the_wrong_shape_are_computed_again(tmp_path: Path,
+                                                              rows: Any) -> None:
+    cache = VectorCache(tmp_path, Counting.identity)
+    assert cache.path is not None
+    keys = np.frombuffer(b"".join(digest(d.sentence()) for d in DOCS), dtype=np.uint8)
+    np.savez(cache.path, digests=keys.reshape(-1, 32), vectors=rows)
+    encoder, index = Counting(), SearchIndex(DOCS)
+    assert _ranker(tmp_path, encoder, []).prepare(index)
+    assert len(encoder.read) == 3
+    assert index.find("elevation", limit=1).matches[0][0] == "elevation"
+
+
+def test_a_repeated_query_is_read_by_the_model_once() -> None:
+    encoder, index = Counting(), SearchIndex(DOCS)
+    _ranker(None, encoder, []).prepare(index)
+    encoder.read.clear()
+    first = index.find("how high is it (elevation)", limit=2)
+    again = index.find("how high is it (elevation)", limit=2)
+    assert encoder.read == ["how high is it (elevation)"] and first == again
+    index.find("post it (message)", limit=2)
+    assert len(encoder.read) == 2
+
+
 def test_without_a_model_the_index_stays_lexical_and_it_is_said_once() -> None:
     said: list[str] = []
     ranker = SemanticRanker(None, said.append, loader=lambda: Unavailable("numpy not installed"))

@@ -23,10 +23,12 @@ gateway logs once that search is lexical only.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import threading
 import time
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -40,6 +42,9 @@ if TYPE_CHECKING:
 
 #: Vectors kept in the cache file at most (the current set's first): 20,000 x 1.5 KiB.
 MAX_CACHED = 20_000
+#: Query vectors kept in memory, by the query's text (an agent repeats its searches,
+#: and a retry after a timeout asks the same): 1,024 x 1.5 KiB.
+QUERY_CACHE = 1024
 
 
 def digest(text: str) -> bytes:
@@ -70,11 +75,14 @@ class VectorCache:
         try:
             with np.load(self.path, allow_pickle=False) as data:
                 keys, rows = data["digests"], data["vectors"]
-                if keys.ndim != 2 or keys.shape[1] != 32 or len(keys) != len(rows):
+                if (keys.ndim != 2 or keys.shape[1] != 32 or rows.ndim != 2
+                        or len(keys) != len(rows) or rows.dtype != np.float32):
                     return
                 self._vectors.update((bytes(k), r) for k, r in zip(keys, rows, strict=True))
-        except (OSError, ValueError, KeyError):
-            return  # no cache yet, or an unreadable one: computed again, then rewritten
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+            # No cache yet, or an unreadable one (a truncated file is a bad zip): the
+            # vectors are computed again, then the file rewritten.
+            return
 
     def store(self, current: dict[bytes, Matrix]) -> str | None:
         """Keep ``current`` (the served set's vectors) and write the file, the current
@@ -111,7 +119,7 @@ def vectors_for(index: SearchIndex, encoder: Encoder, cache: VectorCache) -> tup
     found: dict[bytes, Matrix] = {}
     for key in keys:
         vector = cache.get(key)
-        if vector is not None:
+        if vector is not None and vector.shape == (encoder.dimension,):
             found[key] = vector
     missing = sorted({key: text for key, text in zip(keys, texts, strict=True)
                       if key not in found}.items())
@@ -137,6 +145,15 @@ class SemanticRanker:
         self._pending: SearchIndex | None = None
         self._wake = threading.Condition()
         self._thread: threading.Thread | None = None
+        #: The query's vector by its text, computed once (read-only: shared by calls).
+        self.query_vector = functools.lru_cache(maxsize=QUERY_CACHE)(self._query_vector)
+
+    def _query_vector(self, query: str) -> Matrix:
+        encoder = self._load()
+        assert not isinstance(encoder, Unavailable)
+        vector: Matrix = encoder.encode([query], tokens=QUERY_TOKENS)[0]
+        vector.flags.writeable = False
+        return vector
 
     def submit(self, index: SearchIndex) -> None:
         """Rank ``index`` hybrid once its vectors are ready (a later submit
@@ -157,8 +174,7 @@ class SemanticRanker:
         assert self._cache is not None
         started = time.perf_counter()
         vectors, computed = vectors_for(index, encoder, self._cache)
-        index.attach_vectors(
-            vectors, lambda query: encoder.encode([query], tokens=QUERY_TOKENS)[0])
+        index.attach_vectors(vectors, self.query_vector)
         problem = self._cache.store(
             {digest(doc.sentence()): vectors[i] for i, doc in enumerate(index.documents)})
         if problem:
