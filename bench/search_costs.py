@@ -128,9 +128,10 @@ def ready(encoder: Encoder, vectors: Matrix) -> bool:
         finally:
             del os.environ["SKILLOP_SEARCH_CACHE_DIR"]
         said: list[str] = []
+        restarted = load_served_set(directory).search
+        assert restarted is not None
         started = time.perf_counter()
-        SemanticRanker(cache_dir, said.append, loader=lambda: encoder).prepare(
-            load_served_set(directory).search or index)
+        SemanticRanker(cache_dir, said.append, loader=lambda: encoder).prepare(restarted)
         attach = time.perf_counter() - started
     print(f"  gateway, {len(index):,} tools in Search mode (load {os.getloadavg()[0]:.1f}):"
           f" ready (tools/list answered) {up:.2f} s after start ({up_cpu:.2f} s CPU);"
@@ -138,5 +139,5 @@ def ready(encoder: Encoder, vectors: Matrix) -> bool:
           f" {memory['VmRSS'] / 1024:.0f} MiB; target ready < {TARGET_READY_S:.0f} s"
           f" {'met' if up < TARGET_READY_S else 'NOT met'}")
     print(f"  a restart ranks hybrid again after the model's load and {attach:.2f} s"
-          f" ({said[-1].partition(': ')[2]})")
+          f" (in process: {said[-1].partition('): ')[2]})")
     return up < TARGET_READY_S

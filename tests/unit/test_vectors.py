@@ -65,16 +65,26 @@ def test_vectors_are_computed_once_per_text_and_a_restart_reads_the_cache(
     encoder, said = Counting(), []
     _ranker(tmp_path, encoder, said).prepare(SearchIndex(DOCS))
     assert len(encoder.read) == 3 and "3 read by the model, 0 from the cache" in said[-1]
+    first = _written(tmp_path)
     restarted = Counting()
     index = SearchIndex(DOCS)
     _ranker(tmp_path, restarted, said).prepare(index)
     assert restarted.read == [] and "0 read by the model, 3 from the cache" in said[-1]
+    assert _written(tmp_path) == first  # an unchanged set is not written again
     assert index.find("elevation", limit=1).matches[0][0] == "elevation"
     restarted.read.clear()  # the query's own vector
     # A changed description is read again; the unchanged tools are not.
     changed = [*DOCS[:2], Document("read", "read_file", description="Read a file as text")]
     _ranker(tmp_path, restarted, said).prepare(SearchIndex(changed))
     assert restarted.read == [changed[2].sentence()]
+
+
+def _written(directory: Path) -> tuple[int, int]:
+    """The cache file's inode and modification time: a write replaces the file."""
+    path = VectorCache(directory, Counting.identity).path
+    assert path is not None
+    stat = path.stat()
+    return stat.st_ino, stat.st_mtime_ns
 
 
 def test_an_unwritable_cache_keeps_the_vectors_in_memory_and_says_why(tmp_path: Path) -> None:
@@ -121,6 +131,9 @@ def test_cached_vectors_of_the_wrong_shape_are_computed_again(tmp_path: Path,
     assert _ranker(tmp_path, encoder, []).prepare(index)
     assert len(encoder.read) == 3
     assert index.find("elevation", limit=1).matches[0][0] == "elevation"
+    restarted = Counting()  # the file was rewritten with the right vectors
+    _ranker(tmp_path, restarted, []).prepare(SearchIndex(DOCS))
+    assert restarted.read == []
 
 
 def test_a_repeated_query_is_read_by_the_model_once() -> None:

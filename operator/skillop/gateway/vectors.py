@@ -60,6 +60,10 @@ class VectorCache:
         self.path = directory / f"vectors-{name}.npz" if directory is not None else None
         self._vectors: dict[bytes, Matrix] = {}
         self._loaded = False
+        #: The keys the file holds (read or written): a set already in it is not
+        #: written again (8 MiB at 5,000 tools, on every restart).
+        self._on_disk: set[bytes] = set()
+        self._on_disk_shape: set[tuple[int, ...]] = set()
 
     def get(self, key: bytes) -> Matrix | None:
         self._load()
@@ -79,6 +83,7 @@ class VectorCache:
                         or len(keys) != len(rows) or rows.dtype != np.float32):
                     return
                 self._vectors.update((bytes(k), r) for k, r in zip(keys, rows, strict=True))
+                self._on_disk, self._on_disk_shape = set(self._vectors), {rows.shape[1:]}
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
             # No cache yet, or an unreadable one (a truncated file is a bad zip): the
             # vectors are computed again, then the file rewritten.
@@ -90,6 +95,9 @@ class VectorCache:
         import numpy as np
 
         self._load()
+        widths = {vector.shape for vector in current.values()}
+        if current.keys() <= self._on_disk and widths == self._on_disk_shape:
+            return None
         kept = {**current, **{k: v for k, v in self._vectors.items() if k not in current}}
         self._vectors = dict(list(kept.items())[:MAX_CACHED])
         if self.path is None or not self._vectors:
@@ -102,6 +110,7 @@ class VectorCache:
             with temporary.open("wb") as out:
                 np.savez(out, digests=keys, vectors=rows)
             os.replace(temporary, self.path)
+            self._on_disk, self._on_disk_shape = set(self._vectors), {rows.shape[1:]}
         except OSError as exc:
             with contextlib.suppress(OSError):
                 temporary.unlink(missing_ok=True)
@@ -109,9 +118,10 @@ class VectorCache:
         return None
 
 
-def vectors_for(index: SearchIndex, encoder: Encoder, cache: VectorCache) -> tuple[Matrix, int]:
-    """The unit vectors of ``index``'s documents, in order, and how many were computed
-    (the rest came from ``cache``, which is then updated)."""
+def vectors_for(index: SearchIndex, encoder: Encoder, cache: VectorCache,
+                ) -> tuple[Matrix, list[bytes], int]:
+    """The unit vectors of ``index``'s documents, in order, their keys, and how many
+    were computed (the rest came from ``cache``)."""
     import numpy as np
 
     texts = [doc.sentence() for doc in index.documents]
@@ -128,7 +138,7 @@ def vectors_for(index: SearchIndex, encoder: Encoder, cache: VectorCache) -> tup
         found.update((key, computed[i]) for i, (key, _) in enumerate(missing))
     matrix = (np.stack([found[key] for key in keys]).astype(np.float32) if keys
               else np.zeros((0, encoder.dimension), dtype=np.float32))
-    return matrix, len(missing)
+    return matrix, keys, len(missing)
 
 
 class SemanticRanker:
@@ -173,10 +183,9 @@ class SemanticRanker:
             return False
         assert self._cache is not None
         started = time.perf_counter()
-        vectors, computed = vectors_for(index, encoder, self._cache)
+        vectors, keys, computed = vectors_for(index, encoder, self._cache)
         index.attach_vectors(vectors, self.query_vector)
-        problem = self._cache.store(
-            {digest(doc.sentence()): vectors[i] for i, doc in enumerate(index.documents)})
+        problem = self._cache.store(dict(zip(keys, vectors, strict=True)))
         if problem:
             self._say(f"search vectors are not cached: {problem}")
         self._say(f"search_tools ranks {count(len(index), 'tool')} hybrid (lexical and"
