@@ -136,6 +136,19 @@ def test_cached_vectors_of_the_wrong_shape_are_computed_again(tmp_path: Path,
     assert restarted.read == []
 
 
+@pytest.mark.parametrize(("query", "weak"), [("book a flight to Lisbon", True),
+                                             ("how high above sea level (elevation)", False)])
+def test_whether_nothing_fits_does_not_depend_on_the_size_of_the_set(query: str,
+                                                                     weak: bool) -> None:
+    # 3 tools, then the same 3 among 600 renamed copies (an Actor of 600 tools).
+    copies = [Document(f"{d.key}#{i}", d.name, description=d.description, skill=f"copy{i}")
+              for i in range(200) for d in DOCS]
+    for docs in (DOCS, [*DOCS, *copies]):
+        index = SearchIndex(docs)
+        _ranker(None, Counting(), []).prepare(index)
+        assert index.find(query, limit=3).weak is weak
+
+
 def test_a_repeated_query_is_read_by_the_model_once() -> None:
     encoder, index = Counting(), SearchIndex(DOCS)
     _ranker(None, encoder, []).prepare(index)

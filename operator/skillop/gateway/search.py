@@ -21,10 +21,10 @@ the rest times its BM25 score squashed into [0, 1) as ``s / (s + BM25_HALF)``
 tool up as far as a strong one). A query whose best cosine with any tool is
 under ``ABSTAIN_BELOW`` is answered with "nothing fits" and the closest few,
 marked weak. The blend's two constants were fitted on
-bench/mcp_tools/queries-v2-tuning.txt; the threshold on every query set but the
-frozen one (bench/mcp_tools/queries-v3-frozen.txt), pooled: the highest that
-wrongly abstains on at most 5% of the answerable ones (bench/disclosure.py
---calibrate).
+bench/mcp_tools/queries-v2-tuning.txt; the threshold is the highest that wrongly
+abstains on at most 5% of the answerable queries of the seen sets, and
+bench/disclosure.py --hybrid estimates what it does on queries not seen by
+cross-validation (docs/benchmarks.md).
 """
 
 from __future__ import annotations
