@@ -43,6 +43,9 @@ from skillop.gateway.thesaurus import EXPANSION_WEIGHT, GROUPS
 from skillop.model.wording import count
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
     from skillop.gateway.embedding import Matrix
 
 #: (field, weight): how much a word of each field counts (BM25F's field weights).
@@ -176,7 +179,7 @@ class SearchIndex:
         #: Hybrid: each term's postings as arrays (document numbers, and BM25's
         #: saturated term frequency), so a query is scored by a few vector additions
         #: instead of a Python loop over every posting.
-        self._arrays: dict[str, tuple[Matrix, Matrix]] = {}
+        self._arrays: dict[str, tuple[npt.NDArray[np.intp], Matrix]] = {}
 
     def attach_vectors(self, vectors: Matrix, encode: Callable[[str], Matrix]) -> None:
         """Rank with the sentence model from now on: ``vectors`` holds one unit row
