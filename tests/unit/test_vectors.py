@@ -65,16 +65,26 @@ def test_vectors_are_computed_once_per_text_and_a_restart_reads_the_cache(
     encoder, said = Counting(), []
     _ranker(tmp_path, encoder, said).prepare(SearchIndex(DOCS))
     assert len(encoder.read) == 3 and "3 read by the model, 0 from the cache" in said[-1]
+    first = _written(tmp_path)
     restarted = Counting()
     index = SearchIndex(DOCS)
     _ranker(tmp_path, restarted, said).prepare(index)
     assert restarted.read == [] and "0 read by the model, 3 from the cache" in said[-1]
+    assert _written(tmp_path) == first  # an unchanged set is not written again
     assert index.find("elevation", limit=1).matches[0][0] == "elevation"
     restarted.read.clear()  # the query's own vector
     # A changed description is read again; the unchanged tools are not.
     changed = [*DOCS[:2], Document("read", "read_file", description="Read a file as text")]
     _ranker(tmp_path, restarted, said).prepare(SearchIndex(changed))
     assert restarted.read == [changed[2].sentence()]
+
+
+def _written(directory: Path) -> tuple[int, int]:
+    """The cache file's inode and modification time: a write replaces the file."""
+    path = VectorCache(directory, Counting.identity).path
+    assert path is not None
+    stat = path.stat()
+    return stat.st_ino, stat.st_mtime_ns
 
 
 def test_an_unwritable_cache_keeps_the_vectors_in_memory_and_says_why(tmp_path: Path) -> None:
@@ -95,6 +105,59 @@ def test_a_corrupt_cache_file_is_computed_again(tmp_path: Path) -> None:
     _ranker(tmp_path, encoder, []).prepare(SearchIndex(DOCS))
     assert len(encoder.read) == 3
     assert VectorCache(tmp_path, Counting.identity).get(digest(DOCS[0].sentence())) is not None
+
+
+def test_a_truncated_cache_file_is_computed_again_and_the_search_turns_hybrid(
+        tmp_path: Path) -> None:
+    _ranker(tmp_path, Counting(), []).prepare(SearchIndex(DOCS))
+    path = VectorCache(tmp_path, Counting.identity).path
+    assert path is not None
+    path.write_bytes(path.read_bytes()[:100])  # a file cut short (disk full, a copy)
+    encoder, index = Counting(), SearchIndex(DOCS)
+    assert _ranker(tmp_path, encoder, []).prepare(index)
+    assert len(encoder.read) == 3 and index.hybrid
+
+
+@pytest.mark.parametrize("rows", [np.ones((3, 2), dtype=np.float32),  # another width
+                                  np.ones(3, dtype=np.float32),  # not rows at all
+                                  np.ones((3, 4), dtype=np.int32)])  # not float32
+def test_cached_vectors_of_the_wrong_shape_are_computed_again(tmp_path: Path,
+                                                              rows: Any) -> None:
+    cache = VectorCache(tmp_path, Counting.identity)
+    assert cache.path is not None
+    keys = np.frombuffer(b"".join(digest(d.sentence()) for d in DOCS), dtype=np.uint8)
+    np.savez(cache.path, digests=keys.reshape(-1, 32), vectors=rows)
+    encoder, index = Counting(), SearchIndex(DOCS)
+    assert _ranker(tmp_path, encoder, []).prepare(index)
+    assert len(encoder.read) == 3
+    assert index.find("elevation", limit=1).matches[0][0] == "elevation"
+    restarted = Counting()  # the file was rewritten with the right vectors
+    _ranker(tmp_path, restarted, []).prepare(SearchIndex(DOCS))
+    assert restarted.read == []
+
+
+@pytest.mark.parametrize(("query", "weak"), [("book a flight to Lisbon", True),
+                                             ("how high above sea level (elevation)", False)])
+def test_whether_nothing_fits_does_not_depend_on_the_size_of_the_set(query: str,
+                                                                     weak: bool) -> None:
+    # 3 tools, then the same 3 among 600 renamed copies (an Actor of 600 tools).
+    copies = [Document(f"{d.key}#{i}", d.name, description=d.description, skill=f"copy{i}")
+              for i in range(200) for d in DOCS]
+    for docs in (DOCS, [*DOCS, *copies]):
+        index = SearchIndex(docs)
+        _ranker(None, Counting(), []).prepare(index)
+        assert index.find(query, limit=3).weak is weak
+
+
+def test_a_repeated_query_is_read_by_the_model_once() -> None:
+    encoder, index = Counting(), SearchIndex(DOCS)
+    _ranker(None, encoder, []).prepare(index)
+    encoder.read.clear()
+    first = index.find("how high is it (elevation)", limit=2)
+    again = index.find("how high is it (elevation)", limit=2)
+    assert encoder.read == ["how high is it (elevation)"] and first == again
+    index.find("post it (message)", limit=2)
+    assert len(encoder.read) == 2
 
 
 def test_without_a_model_the_index_stays_lexical_and_it_is_said_once() -> None:

@@ -46,9 +46,10 @@ MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 #: ranks as well as 128 and reads a set in about half the time (docs/benchmarks.md).
 MAX_TOKENS = 64
 #: Tokens a search query is cut to. A query's vector is computed while the model
-#: waits, and its cost grows with its length; the tuning queries (long task
-#: descriptions included) rank the same cut at 24 or 32 as at 64 (docs/benchmarks.md).
-QUERY_TOKENS = 32
+#: waits, and its cost grows with its length (the long task descriptions are the
+#: slowest searches); every seen query set ranks the same cut at 24 as at 32 or 64
+#: (docs/benchmarks.md).
+QUERY_TOKENS = 24
 #: Texts encoded per forward pass (of similar lengths, so little padding).
 BATCH = 32
 _LAYERS, _HEADS, _EPS = 6, 12, 1e-12
@@ -168,11 +169,13 @@ class Encoder:
              + w["embeddings.position_embeddings.weight"][:length]
              + w["embeddings.token_type_embeddings.weight"][0])
         x = _norm(x.reshape(len(batch) * length, -1), w, "embeddings.LayerNorm")
-        bias = ((1.0 - mask) * -1e9)[:, None, None, :]
+        # One text (a query: the search waits for it) has no padding to mask.
+        bias = None if mask.all() else ((1.0 - mask) * -1e9)[:, None, None, :]
         for layer in range(_LAYERS):
             x = _layer(x, w, f"encoder.layer.{layer}.", bias, (len(batch), length))
         x = x.reshape(len(batch), length, -1)
-        pooled = (x * mask[:, :, None]).sum(axis=1) / mask.sum(axis=1, keepdims=True)
+        pooled = (x.mean(axis=1) if bias is None else
+                  (x * mask[:, :, None]).sum(axis=1) / mask.sum(axis=1, keepdims=True))
         pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
         result: Matrix = pooled.astype(np.float32)
         return result
@@ -206,13 +209,22 @@ def _dense(x: Matrix, w: dict[str, Any], name: str) -> Matrix:
 
 
 def _norm(x: Matrix, w: dict[str, Any], name: str) -> Matrix:
-    mean = x.mean(axis=-1, keepdims=True)
-    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
-    result: Matrix = (x - mean) / (var + _EPS) ** 0.5 * w[f"{name}.weight"] + w[f"{name}.bias"]
+    """LayerNorm of each row, in place in a new array (a query's rows are few, so
+    each temporary and each call of numpy's generic ``mean`` shows in its cost)."""
+    import numpy as np
+
+    scale = np.float32(1.0 / x.shape[1])
+    centred = x - x.sum(axis=-1, keepdims=True) * scale
+    var = np.einsum("ij,ij->i", centred, centred)[:, None] * scale
+    centred *= 1.0 / np.sqrt(var + _EPS)
+    centred *= w[f"{name}.weight"]
+    centred += w[f"{name}.bias"]
+    result: Matrix = centred
     return result
 
 
-def _layer(x: Matrix, w: dict[str, Any], p: str, bias: Matrix, shape: tuple[int, int]) -> Matrix:
+def _layer(x: Matrix, w: dict[str, Any], p: str, bias: Matrix | None,
+           shape: tuple[int, int]) -> Matrix:
     """One BERT layer over ``x``, the batch's tokens as rows (batch * length x width)."""
     import numpy as np
 
@@ -221,10 +233,14 @@ def _layer(x: Matrix, w: dict[str, Any], p: str, bias: Matrix, shape: tuple[int,
     head = width // _HEADS
     qkv = _dense(x, w, p + "attention.self.qkv").reshape(batch, length, 3, _HEADS, head)
     q, k, v = (qkv[:, :, i].transpose(0, 2, 1, 3) for i in range(3))
-    scores = q @ k.transpose(0, 1, 3, 2) * (1.0 / math.sqrt(head)) + bias
-    scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    scores: Matrix = q @ k.transpose(0, 1, 3, 2)
+    scores *= np.float32(1.0 / math.sqrt(head))
+    if bias is not None:
+        scores += bias
+    scores -= scores.max(axis=-1, keepdims=True)
+    np.exp(scores, out=scores)
     scores /= scores.sum(axis=-1, keepdims=True)
-    context = (scores @ v).transpose(0, 2, 1, 3).reshape(batch * length, width)
+    context: Matrix = (scores @ v).transpose(0, 2, 1, 3).reshape(batch * length, width)
     x = _norm(x + _dense(context, w, p + "attention.output.dense"), w,
               p + "attention.output.LayerNorm")
     inner = _gelu(_dense(x, w, p + "intermediate.dense"))
@@ -236,10 +252,25 @@ def _gelu(x: Matrix) -> Matrix:
     (error < 1.5e-7; numpy has no erf)."""
     import numpy as np
 
-    z = np.abs(x) / math.sqrt(2.0)
-    t = 1.0 / (1.0 + 0.3275911 * z)
-    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741
-                                                        + t * (-1.453152027 + t * 1.061405429))))
-    erf = np.sign(x) * (1.0 - poly * np.exp(-z * z))
-    result: Matrix = (0.5 * x * (1.0 + erf)).astype(np.float32, copy=False)
+    # In place on two temporaries: the intermediate layer is the widest (1,536).
+    z = np.abs(x)
+    z *= np.float32(1.0 / math.sqrt(2.0))
+    t = z * np.float32(0.3275911)
+    t += 1.0
+    np.reciprocal(t, out=t)
+    poly = t * np.float32(1.061405429)
+    for c in (-1.453152027, 1.421413741, -0.284496736, 0.254829592):
+        poly += np.float32(c)
+        poly *= t
+    np.square(z, out=z)
+    np.negative(z, out=z)
+    np.exp(z, out=z)
+    poly *= z  # 1 - erf(|x| / sqrt 2)
+    np.negative(poly, out=poly)
+    poly += 1.0
+    np.copysign(poly, x, out=poly)  # erf(x / sqrt 2)
+    poly += 1.0
+    poly *= x
+    poly *= np.float32(0.5)
+    result: Matrix = poly
     return result

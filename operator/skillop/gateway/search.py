@@ -21,10 +21,10 @@ the rest times its BM25 score squashed into [0, 1) as ``s / (s + BM25_HALF)``
 tool up as far as a strong one). A query whose best cosine with any tool is
 under ``ABSTAIN_BELOW`` is answered with "nothing fits" and the closest few,
 marked weak. The blend's two constants were fitted on
-bench/mcp_tools/queries-v2-tuning.txt; the threshold on every query set but the
-frozen one (bench/mcp_tools/queries-v3-frozen.txt), pooled: the highest that
-wrongly abstains on at most 5% of the answerable ones (bench/disclosure.py
---calibrate).
+bench/mcp_tools/queries-v2-tuning.txt; the threshold is the highest that wrongly
+abstains on at most 5% of the answerable queries of the seen sets, and
+bench/disclosure.py --hybrid estimates what it does on queries not seen by
+cross-validation (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -43,6 +43,9 @@ from skillop.gateway.thesaurus import EXPANSION_WEIGHT, GROUPS
 from skillop.model.wording import count
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
     from skillop.gateway.embedding import Matrix
 
 #: (field, weight): how much a word of each field counts (BM25F's field weights).
@@ -107,8 +110,15 @@ class Found:
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def _stem(word: str) -> str:
-    stemmed: str = _STEMMER.stemWord(word)
+def _term(word: str) -> str | None:
+    """A word as found (case kept) -> its index term, or None for a stop word: one
+    cached call per word of the text (a set of 5,000 tools has a few million words
+    but some thousands of distinct ones; building its index is on the gateway's way
+    to ready)."""
+    lower = word.lower()
+    if lower in _STOP:
+        return None
+    stemmed: str = _STEMMER.stemWord(lower)
     return stemmed
 
 
@@ -118,12 +128,7 @@ _STEMMER = snowballstemmer.stemmer("english")
 def terms(text: str) -> list[str]:
     """``text``'s index terms: words split at punctuation and camelCase, lowercased,
     stop words dropped, stemmed."""
-    out = []
-    for match in _WORD.finditer(text):
-        word = match.group().lower()
-        if word not in _STOP:
-            out.append(_stem(word))
-    return out
+    return [term for word in _WORD.findall(text) if (term := _term(word)) is not None]
 
 
 def query_terms(query: str) -> dict[str, float]:
@@ -174,7 +179,7 @@ class SearchIndex:
         #: Hybrid: each term's postings as arrays (document numbers, and BM25's
         #: saturated term frequency), so a query is scored by a few vector additions
         #: instead of a Python loop over every posting.
-        self._arrays: dict[str, tuple[Matrix, Matrix]] = {}
+        self._arrays: dict[str, tuple[npt.NDArray[np.intp], Matrix]] = {}
 
     def attach_vectors(self, vectors: Matrix, encode: Callable[[str], Matrix]) -> None:
         """Rank with the sentence model from now on: ``vectors`` holds one unit row
@@ -184,12 +189,20 @@ class SearchIndex:
                              f" {count(len(self._keys), 'document')}")
         import numpy as np
 
-        norms = self._norms
-        self._arrays = {
-            term: (np.fromiter((n for n, _ in posting), dtype=np.intp, count=len(posting)),
-                   np.fromiter(((K1 + 1) * tf / (tf + norms[n]) for n, tf in posting),
-                               dtype=np.float32, count=len(posting)))
-            for term, posting in self._postings.items()}
+        # Every posting in two flat arrays, scored at once, then cut per term (views):
+        # a Python loop per posting costs about a second at 5,000 tools.
+        postings = self._postings
+        total = sum(len(posting) for posting in postings.values())
+        numbers = np.fromiter((n for posting in postings.values() for n, _ in posting),
+                              dtype=np.intp, count=total)
+        tf = np.fromiter((f for posting in postings.values() for _, f in posting),
+                         dtype=np.float32, count=total)
+        saturated = ((K1 + 1) * tf / (tf + np.asarray(self._norms, dtype=np.float32)[numbers])
+                     ).astype(np.float32)
+        ends = np.cumsum([len(posting) for posting in postings.values()])
+        self._arrays = {term: (numbers[end - len(posting):end], saturated[end - len(posting):end])
+                        for (term, posting), end in zip(postings.items(), ends.tolist(),
+                                                        strict=True)}
         self._semantic = (vectors, encode)
 
     @property

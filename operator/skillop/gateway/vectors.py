@@ -14,7 +14,12 @@ takes about half a minute (bench/disclosure.py measures it). So:
   whichever set it comes back in;
 * the cache is a file in ``SKILLOP_SEARCH_CACHE_DIR`` (an ``emptyDir`` in a pod: it
   outlives a restart of the gateway's container), one per model, so a restart
-  reads it in milliseconds instead of embedding the set again.
+  reads it (5,000 tools: 7.5 MiB, well under a second) instead of embedding the
+  set again, and does not write it again when it already holds the set. A file
+  that cannot be read, or whose vectors are not float32 rows of the model's width,
+  is ignored: the vectors are computed again and the file rewritten;
+* a query's vector is kept by its text (``QUERY_CACHE``): an agent that repeats a
+  search does not wait for the model again.
 
 Without the model (gateway/embedding.py says why), nothing here runs and the
 gateway logs once that search is lexical only.
@@ -23,10 +28,12 @@ gateway logs once that search is lexical only.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import threading
 import time
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -40,6 +47,9 @@ if TYPE_CHECKING:
 
 #: Vectors kept in the cache file at most (the current set's first): 20,000 x 1.5 KiB.
 MAX_CACHED = 20_000
+#: Query vectors kept in memory, by the query's text (an agent repeats its searches,
+#: and a retry after a timeout asks the same): 1,024 x 1.5 KiB.
+QUERY_CACHE = 1024
 
 
 def digest(text: str) -> bytes:
@@ -55,6 +65,10 @@ class VectorCache:
         self.path = directory / f"vectors-{name}.npz" if directory is not None else None
         self._vectors: dict[bytes, Matrix] = {}
         self._loaded = False
+        #: The keys the file holds (read or written): a set already in it is not
+        #: written again (8 MiB at 5,000 tools, on every restart).
+        self._on_disk: set[bytes] = set()
+        self._on_disk_shape: set[tuple[int, ...]] = set()
 
     def get(self, key: bytes) -> Matrix | None:
         self._load()
@@ -70,11 +84,15 @@ class VectorCache:
         try:
             with np.load(self.path, allow_pickle=False) as data:
                 keys, rows = data["digests"], data["vectors"]
-                if keys.ndim != 2 or keys.shape[1] != 32 or len(keys) != len(rows):
+                if (keys.ndim != 2 or keys.shape[1] != 32 or rows.ndim != 2
+                        or len(keys) != len(rows) or rows.dtype != np.float32):
                     return
                 self._vectors.update((bytes(k), r) for k, r in zip(keys, rows, strict=True))
-        except (OSError, ValueError, KeyError):
-            return  # no cache yet, or an unreadable one: computed again, then rewritten
+                self._on_disk, self._on_disk_shape = set(self._vectors), {rows.shape[1:]}
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+            # No cache yet, or an unreadable one (a truncated file is a bad zip): the
+            # vectors are computed again, then the file rewritten.
+            return
 
     def store(self, current: dict[bytes, Matrix]) -> str | None:
         """Keep ``current`` (the served set's vectors) and write the file, the current
@@ -82,6 +100,9 @@ class VectorCache:
         import numpy as np
 
         self._load()
+        widths = {vector.shape for vector in current.values()}
+        if current.keys() <= self._on_disk and widths == self._on_disk_shape:
+            return None
         kept = {**current, **{k: v for k, v in self._vectors.items() if k not in current}}
         self._vectors = dict(list(kept.items())[:MAX_CACHED])
         if self.path is None or not self._vectors:
@@ -94,6 +115,7 @@ class VectorCache:
             with temporary.open("wb") as out:
                 np.savez(out, digests=keys, vectors=rows)
             os.replace(temporary, self.path)
+            self._on_disk, self._on_disk_shape = set(self._vectors), {rows.shape[1:]}
         except OSError as exc:
             with contextlib.suppress(OSError):
                 temporary.unlink(missing_ok=True)
@@ -101,9 +123,10 @@ class VectorCache:
         return None
 
 
-def vectors_for(index: SearchIndex, encoder: Encoder, cache: VectorCache) -> tuple[Matrix, int]:
-    """The unit vectors of ``index``'s documents, in order, and how many were computed
-    (the rest came from ``cache``, which is then updated)."""
+def vectors_for(index: SearchIndex, encoder: Encoder, cache: VectorCache,
+                ) -> tuple[Matrix, list[bytes], int]:
+    """The unit vectors of ``index``'s documents, in order, their keys, and how many
+    were computed (the rest came from ``cache``)."""
     import numpy as np
 
     texts = [doc.sentence() for doc in index.documents]
@@ -111,7 +134,7 @@ def vectors_for(index: SearchIndex, encoder: Encoder, cache: VectorCache) -> tup
     found: dict[bytes, Matrix] = {}
     for key in keys:
         vector = cache.get(key)
-        if vector is not None:
+        if vector is not None and vector.shape == (encoder.dimension,):
             found[key] = vector
     missing = sorted({key: text for key, text in zip(keys, texts, strict=True)
                       if key not in found}.items())
@@ -120,7 +143,7 @@ def vectors_for(index: SearchIndex, encoder: Encoder, cache: VectorCache) -> tup
         found.update((key, computed[i]) for i, (key, _) in enumerate(missing))
     matrix = (np.stack([found[key] for key in keys]).astype(np.float32) if keys
               else np.zeros((0, encoder.dimension), dtype=np.float32))
-    return matrix, len(missing)
+    return matrix, keys, len(missing)
 
 
 class SemanticRanker:
@@ -137,6 +160,15 @@ class SemanticRanker:
         self._pending: SearchIndex | None = None
         self._wake = threading.Condition()
         self._thread: threading.Thread | None = None
+        #: The query's vector by its text, computed once (read-only: shared by calls).
+        self.query_vector = functools.lru_cache(maxsize=QUERY_CACHE)(self._query_vector)
+
+    def _query_vector(self, query: str) -> Matrix:
+        encoder = self._load()
+        assert not isinstance(encoder, Unavailable)
+        vector: Matrix = encoder.encode([query], tokens=QUERY_TOKENS)[0]
+        vector.flags.writeable = False
+        return vector
 
     def submit(self, index: SearchIndex) -> None:
         """Rank ``index`` hybrid once its vectors are ready (a later submit
@@ -156,11 +188,9 @@ class SemanticRanker:
             return False
         assert self._cache is not None
         started = time.perf_counter()
-        vectors, computed = vectors_for(index, encoder, self._cache)
-        index.attach_vectors(
-            vectors, lambda query: encoder.encode([query], tokens=QUERY_TOKENS)[0])
-        problem = self._cache.store(
-            {digest(doc.sentence()): vectors[i] for i, doc in enumerate(index.documents)})
+        vectors, keys, computed = vectors_for(index, encoder, self._cache)
+        index.attach_vectors(vectors, self.query_vector)
+        problem = self._cache.store(dict(zip(keys, vectors, strict=True)))
         if problem:
             self._say(f"search vectors are not cached: {problem}")
         self._say(f"search_tools ranks {count(len(index), 'tool')} hybrid (lexical and"
