@@ -187,7 +187,9 @@ async def stdio_agent(toolset: Path, secrets: Path, errlog: Any,
     params = StdioServerParameters(
         command=SKILLOP,
         args=["gateway", "--stdio", "--toolset-dir", str(toolset), "--secrets-dir",
-              str(secrets), "--allow", "127.0.0.1:*", "--poll", "0.1", *extra])
+              str(secrets), "--allow", "127.0.0.1:*", "--poll", "0.1", *extra],
+        # The SDK passes a few variables only: PYTHONPATH names the source under test.
+        env=dict(os.environ))
     async with AsyncExitStack() as stack:
         read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
         session = await stack.enter_async_context(ClientSession(read, write))

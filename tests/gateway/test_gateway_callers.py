@@ -23,6 +23,7 @@ from gatewaykit import (
     echo_tool,
     fastmcp_answering,
     serving,
+    stdio_agent,
     text_of,
     toolset_files,
 )
@@ -284,3 +285,29 @@ def test_a_reload_with_another_issuer_drops_what_was_verified(
         return first, old, new
 
     assert anyio.run(main) == (200, 401, 200)
+
+
+def test_stdio_under_deny_lists_nothing_and_refuses_every_call_saying_why(
+        tmp_path: Path, upstream: ServerHandle, idp: OidcProvider) -> None:
+    Volume(tmp_path / "tools").write(toolset_files([
+        skill("srv", mcpServers=[{"name": "up", "url": upstream.url,
+                                  "tools": [echo_tool("echo", "up")]}]),
+        actor("dev", skills=["srv"], callers=_callers(idp.issuer))], "team-a/dev"))
+    (tmp_path / "secrets").mkdir()
+    errlog = tmp_path / "stderr"
+
+    async def main() -> tuple[list[str], types.CallToolResult]:
+        with errlog.open("w") as err:
+            async with stdio_agent(tmp_path / "tools", tmp_path / "secrets", err) as session:
+                listed = [t.name for t in (await session.list_tools()).tools]
+                return listed, await session.call_tool("echo", {})
+
+    listed, result = anyio.run(main)
+    assert listed == [] and result.is_error
+    assert text_of(result).startswith("refused: no caller token: ")
+    assert "anonymous: Deny" in text_of(result) and "stdio carries none" in text_of(result)
+    assert upstream.calls == []
+    audit = [json.loads(line) for line in errlog.read_text().splitlines()
+             if line.startswith("{")]
+    assert [(a["bindingName"], a["outcome"]) for a in audit] == [("echo", "refused")]
+    assert audit[0]["reason"].startswith("no caller token")
