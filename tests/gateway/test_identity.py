@@ -260,3 +260,15 @@ def test_an_https_issuer_signed_by_the_gateways_ca_file_is_trusted(tmp_path: Any
         untrusted = _identify(Callers(spec), token)
         assert isinstance(untrusted, Refusal) and untrusted.kind == "unavailable"
 
+
+
+def test_an_unforeseen_failure_of_the_decoder_is_a_refusal_quoting_nothing(
+        idp: JwksServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    token = idp.keys[0].sign(idp.claims())
+
+    def broken(raw: str, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"cannot read {raw}")
+
+    monkeypatch.setattr(jwt, "decode", broken)
+    assert _refusal(_callers(idp), token) == (
+        "invalid caller token: the token could not be verified")
