@@ -272,3 +272,20 @@ def test_an_unforeseen_failure_of_the_decoder_is_a_refusal_quoting_nothing(
     monkeypatch.setattr(jwt, "decode", broken)
     assert _refusal(_callers(idp), token) == (
         "invalid caller token: the token could not be verified")
+
+
+def test_each_refusal_is_counted_under_its_own_fixed_kind(idp: JwksServer) -> None:
+    from skillop.gateway.metrics import REFUSAL_KINDS, refusal_kind
+
+    deny = _callers(idp)
+    missing = _identify(deny, None)
+    invalid = _identify(deny, "a.b.c")
+    with JwksServer(Key("k1")) as gone:
+        issuer = gone.issuer
+    unreachable = _identify(Callers(CallersSpec(issuer=issuer, audiences=[AUDIENCE])),
+                            Key("k1").sign({"iss": issuer, "aud": AUDIENCE, "sub": "a",
+                                            "exp": int(time.time()) + 60}))
+    kinds = [refusal_kind(r.reason) for r in (missing, invalid, unreachable)
+             if isinstance(r, Refusal)]
+    assert kinds == ["caller_missing", "caller_invalid", "caller_unavailable"]
+    assert set(kinds) <= REFUSAL_KINDS
