@@ -187,7 +187,9 @@ async def stdio_agent(toolset: Path, secrets: Path, errlog: Any,
     params = StdioServerParameters(
         command=SKILLOP,
         args=["gateway", "--stdio", "--toolset-dir", str(toolset), "--secrets-dir",
-              str(secrets), "--allow", "127.0.0.1:*", "--poll", "0.1", *extra])
+              str(secrets), "--allow", "127.0.0.1:*", "--poll", "0.1", *extra],
+        # The SDK passes a few variables only: PYTHONPATH names the source under test.
+        env=dict(os.environ))
     async with AsyncExitStack() as stack:
         read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
         session = await stack.enter_async_context(ClientSession(read, write))
@@ -198,10 +200,11 @@ async def stdio_agent(toolset: Path, secrets: Path, errlog: Any,
 @asynccontextmanager
 async def serving(tmp_path: Path, upstream: Any, *, tools: list[dict[str, Any]] | None = None,
                   disclosure: dict[str, Any] | None = None,
+                  callers: dict[str, Any] | None = None, audit: io.StringIO | None = None,
                   **options: Any) -> AsyncIterator[Any]:
     """A `Gateway` in this process serving HTTP on a free port, its set ``tools``
-    (default: `echo`) of `upstream` (a `mcp_servers.ServerHandle`), audit lines dropped;
-    ``disclosure``: the Actor's."""
+    (default: `echo`) of `upstream` (a `mcp_servers.ServerHandle`), audit lines written
+    to ``audit`` (default: dropped); ``disclosure``, ``callers``: the Actor's."""
     from skillop.gateway.audit import AuditLog
     from skillop.gateway.options import Options
     from skillop.gateway.server import Gateway
@@ -212,13 +215,14 @@ async def serving(tmp_path: Path, upstream: Any, *, tools: list[dict[str, Any]] 
         # These tests ask the client (elicitation, input-required); approval by a
         # ToolCallApproval is the real-API tier's (tests/realapi/test_realapi_approvals.py).
         actor("dev", skills=["srv"], approval={"via": "Elicitation"},
-              **({"disclosure": disclosure} if disclosure else {}))],
+              **({"disclosure": disclosure} if disclosure else {}),
+              **({"callers": callers} if callers else {}))],
         "team-a/dev"))
     (tmp_path / "secrets").mkdir(exist_ok=True)
     gateway = Gateway(Options.build(toolset_dir=tmp_path / "tools",
                                     secrets_dir=tmp_path / "secrets",
                                     allow=("127.0.0.1:*",), poll_interval=0.05, **options),
-                      audit=AuditLog(lambda: io.StringIO()))
+                      audit=AuditLog(lambda: audit or io.StringIO()))
     async with gateway.running(), anyio.create_task_group() as tasks:
         tasks.start_soon(gateway.serve_http, "127.0.0.1", 0)
         with anyio.fail_after(10):
@@ -230,10 +234,12 @@ async def serving(tmp_path: Path, upstream: Any, *, tools: list[dict[str, Any]] 
             tasks.cancel_scope.cancel()
 
 
-async def handshake(http: httpx2.AsyncClient, url: str) -> dict[str, str]:
-    """A session opened by hand: the headers a request in it carries."""
+async def handshake(http: httpx2.AsyncClient, url: str,
+                    more: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A session opened by hand (``more`` headers on every request, such as a caller's
+    token): the headers a request in it carries."""
     headers = {"accept": "application/json, text/event-stream",
-               "content-type": "application/json"}
+               "content-type": "application/json", **(more or {})}
     opened = await http.post(url, headers=headers, json={
         "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {},
@@ -256,45 +262,10 @@ NODE_CLIENTS = Path(__file__).with_name("node")
 def node_clients() -> Path:
     """``tests/gateway/node`` installed (``npm ci``, the pinned lock file) in a cache
     directory named after the lock file; skips the test when npm is not installed."""
-    import hashlib
-    import shutil
+    from npmkit import installed_or_skip
 
-    import pytest
-
-    npm, node = shutil.which("npm"), shutil.which("node")
-    if npm is None or node is None:
-        pytest.skip("npm and node are not installed: the TypeScript SDK and the MCP"
-                    " Inspector CLI cannot be run")
-    lock = (NODE_CLIENTS / "package-lock.json").read_bytes()
-    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "skillop"
-    target = cache / f"node-clients-{hashlib.sha256(lock).hexdigest()[:16]}"
-    if (target / "node_modules" / ".package-lock.json").exists():
-        return _with_scripts(target)
-    cache.mkdir(parents=True, exist_ok=True)
-    staging = cache / f".{target.name}.{os.getpid()}"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir()
-    for name in ("package.json", "package-lock.json"):
-        shutil.copy(NODE_CLIENTS / name, staging / name)
-    done = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-                          cwd=staging, capture_output=True, text=True, timeout=300)
-    if done.returncode != 0:
-        raise RuntimeError(f"npm ci failed: {done.stderr[-2000:]}")
-    try:
-        staging.rename(target)
-    except OSError:  # another run installed it meanwhile
-        shutil.rmtree(staging, ignore_errors=True)
-    return _with_scripts(target)
-
-
-def _with_scripts(target: Path) -> Path:
-    """``target`` with the test's own scripts beside its node_modules (ES modules
-    resolve packages from where the script is)."""
-    import shutil
-
-    for script in NODE_CLIENTS.glob("*.mjs"):
-        shutil.copy(script, target / script.name)
-    return target
+    return installed_or_skip(NODE_CLIENTS, "node-clients",
+                             needed_for="the TypeScript SDK and the MCP Inspector CLI")
 
 
 def fastmcp_answering(action: str, asked: list[str]) -> Any:
