@@ -22,6 +22,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter
 
 from skillop.gateway.served import ServedSet
+from skillop.model.caller import ANONYMOUS, Caller
 
 #: The most JSON a page of a listing sent as an event stream holds: well under the
 #: 1 MiB the MCP SDK's client accepts in one event (``DEFAULT_MAX_SSE_EVENT_SIZE``).
@@ -56,10 +57,11 @@ class Listings:
         self._json: tuple[ServedSet, str, bytes] | None = None
         self._pages: tuple[ServedSet, tuple[int, ...]] | None = None
 
-    def page(self, served: ServedSet, cursor: str | None, *,
-             streamed: bool) -> types.ListToolsResult:
-        """The page ``cursor`` names (the first without one); ``streamed``: the answer
-        goes as an event stream (paged), else it is whole unless a cursor is given."""
+    def page(self, served: ServedSet, cursor: str | None, *, streamed: bool,
+             caller: Caller = ANONYMOUS) -> types.ListToolsResult:
+        """The page ``cursor`` names (the first without one) of the listing for
+        ``caller``; ``streamed``: the answer goes as an event stream (paged), else it is
+        whole unless a cursor is given."""
         if not streamed and cursor is None:
             return types.ListToolsResult(tools=list(served.listing))
         starts = self._page_starts(served) if streamed else (0,)
@@ -87,8 +89,9 @@ class Listings:
             self._pages = (served, tuple(starts))
         return self._pages[1]
 
-    def json(self, served: ServedSet, version: str) -> bytes:
-        """The whole listing's ``result``, shaped for ``version`` (once per set)."""
+    def json(self, served: ServedSet, version: str, *, caller: Caller = ANONYMOUS) -> bytes:
+        """The whole listing's ``result`` for ``caller``, shaped for ``version`` (once
+        per set)."""
         cached = self._json
         if cached is None or cached[0] is not served or cached[1] != version:
             listing = types.ListToolsResult(tools=list(served.listing))

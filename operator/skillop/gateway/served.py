@@ -29,6 +29,7 @@ import mcp_types as types
 from pydantic import ValidationError
 
 from skillop.gateway.search import Document, SearchIndex
+from skillop.model.callers import CallersSpec
 from skillop.model.canonical import bytes_digest
 from skillop.model.specs import ApprovalSettings
 from skillop.model.toolset import (
@@ -98,6 +99,8 @@ class ServedSet:
     search: SearchIndex | None = None
     #: How calls to tools with requiresApproval are approved (the Actor's spec.approval).
     approval: ApprovalSettings = _DEFAULT_APPROVAL
+    #: Whose tokens name the callers (the Actor's spec.callers); None: all anonymous.
+    callers: CallersSpec | None = None
 
     @classmethod
     def empty(cls) -> ServedSet:
@@ -203,13 +206,15 @@ def parse_served_set(raw: bytes | str, *, path: str = TOOLS_KEY,
     approval = doc.approval or _DEFAULT_APPROVAL
     if doc.disclosure is None:
         return ServedSet(actor=doc.actor or "", hash=doc.hash, tools=tools, upstreams=upstreams,
-                         listing=tuple(t.definition for t in tools.values()), approval=approval)
+                         listing=tuple(t.definition for t in tools.values()), approval=approval,
+                         callers=doc.callers)
     pinned = [tools[name].definition for name in doc.disclosure.pinned
               if name in tools and name not in (SEARCH_TOOL, CALL_TOOL)]
     return ServedSet(
         actor=doc.actor or "", hash=doc.hash, tools=tools, upstreams=upstreams,
         listing=(*pinned, search_tool_definition(len(tools)), CALL_TOOL_DEFINITION),
-        search=SearchIndex(_document(t) for t in tools.values()), approval=approval)
+        search=SearchIndex(_document(t) for t in tools.values()), approval=approval,
+        callers=doc.callers)
 
 
 def _document(tool: ServedTool) -> Document:

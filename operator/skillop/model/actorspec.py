@@ -10,6 +10,7 @@ from pydantic import (
     StringConstraints,
 )
 
+from skillop.model.callers import CallersSpec
 from skillop.model.capabilities import BooleanCapability
 from skillop.model.globs import SkillGlob
 from skillop.model.hostpatterns import BindingHost
@@ -108,3 +109,6 @@ class ActorSpec(SpecModel):
     them: without an entry binding the Secret to the server's host (or stdio
     command), the set is refused (CredentialNotBound). Servers of Skills in the
     Actor's namespace need none."""
+    callers: CallersSpec | None = None
+    """The end users' tokens the gateway verifies (OpenID Connect): the issuer, the
+    audiences, and the claims naming the caller. Absent: every call is anonymous."""

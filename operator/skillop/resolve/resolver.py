@@ -369,8 +369,10 @@ class Resolver:
         owner = f"{subject.namespace}/{subject.name}"
         shown, unknown = disclosure_entry(disclosure, tools)
         warnings += [f"{subject}: {w}" for w in unknown]
+        callers = actor.spec.callers if actor is not None else None
         render_set = functools.partial(toolset_text, owner_kind=owner_kind, owner=owner,
-                                       servers=servers, disclosure=shown, approval=approval)
+                                       servers=servers, disclosure=shown, approval=approval,
+                                       callers=callers)
         render = functools.cache(functools.partial(render_set, tools=tools))
         if owner_kind == "actor" and not problems:
             stored = self.catalog.actors.get(ObjectRef(subject.namespace, subject.name))
@@ -378,7 +380,7 @@ class Resolver:
                                       origin=self._origin(subject))
         document = functools.partial(toolset_document, owner_kind=owner_kind, owner=owner,
                                      tools=tools, servers=servers,
-                                     disclosure=shown, approval=approval)
+                                     disclosure=shown, approval=approval, callers=callers)
         return Resolution(subject, tools, skills, tuple(problems), tuple(warnings),
                           tuple(pruned), render, lambda: document(digest=render()[1]),
                           tuple(dropped), policies, servers, binding)
