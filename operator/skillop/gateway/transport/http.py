@@ -53,6 +53,7 @@ from pydantic import ValidationError
 
 from skillop.gateway import errors, wire
 from skillop.gateway.errors import RpcFailed, SessionLost, Unreachable
+from skillop.gateway.exchange import Exchanged
 from skillop.gateway.http1 import HttpFailed, Origin, Response, checked_headers
 from skillop.gateway.transport.base import (
     CLIENT_INFO_WIRE,
@@ -303,6 +304,12 @@ class StreamableHttpTransport(SseTransport):
 
     async def calls(self, stack: AsyncExitStack, session: ClientSession, bounds: Wire,
                     headers: Mapping[str, str]) -> Calls:
+        exchange = self.upstream.token_exchange
+        if exchange is not None:
+            # Each call sends its caller's exchanged token in this header: the
+            # Secret's value of it is for the session's own requests only.
+            headers = {name: value for name, value in headers.items()
+                       if name.lower() != exchange.header.lower()}
         caller = HttpCaller(self.url, headers, tls=bounds.tls,
                             connect_timeout=self.settings.connect_timeout)
         stack.push_async_callback(caller.close)
@@ -338,15 +345,20 @@ class PlainCalls(SessionCalls):
         return self._plain and self._caller.peer_closed()
 
     async def call(self, name: str, arguments: Mapping[str, Any], *,
-                   header_map: HeaderMap | None) -> types.CallToolResult:
+                   header_map: HeaderMap | None,
+                   exchanged: Exchanged | None = None) -> types.CallToolResult:
         if not self._plain:
-            return await super().call(name, arguments, header_map=header_map)
+            return await super().call(name, arguments, header_map=header_map,
+                                      exchanged=exchanged)
         label = self._transport.label
-        with errors.Mapped(label, self._transport.redactor):
+        headers = mcp_param_headers(header_map, arguments) if header_map else {}
+        if exchanged is not None:
+            headers = {**headers, exchanged.header: exchanged.value}
+        with errors.Mapped(label, self._transport.redactor,
+                           also=exchanged.redactor if exchanged is not None else None):
             raw = await self._caller.call(
                 name, arguments, session_id=self._session_id, protocol_version=self._version,
-                client_info=CLIENT_INFO_WIRE,
-                param_headers=mcp_param_headers(header_map, arguments) if header_map else {},
+                client_info=CLIENT_INFO_WIRE, param_headers=headers,
                 trace=self._transport.settings.observer.context())
             if is_input_required(raw):
                 raise errors.asks_input(label)
