@@ -55,9 +55,3 @@ class Door:
             kind = found.kind
             self._observer.count(lambda m: m.caller_refused(kind))
         return found
-
-    async def caller(self, headers: Mapping[str, str] | None) -> Caller | Refusal:
-        """The caller of the request being answered: the one the front identified
-        (``REQUEST_CALLER``), else identified now from ``headers``."""
-        known = REQUEST_CALLER.get()
-        return known if known is not None else await self.identify(headers)
