@@ -93,7 +93,7 @@ class Exchanger:
                     wanted: TokenExchange) -> Exchanged:
         """A token for ``wanted``'s audience and scopes made for the caller whose
         token is ``subject_token``; ``ExchangeFailed`` when there is none."""
-        key: Key = (digest(subject_token), server, wanted.audience, wanted.scopes)
+        key: Key = (digest(subject_token), server, wanted.audience, tuple(wanted.scopes))
         kept = self._kept.get(key)
         if kept is not None and kept[1] > self._clock():
             self._kept.move_to_end(key)

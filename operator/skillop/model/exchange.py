@@ -40,7 +40,7 @@ class TokenExchange(SpecModel):
     audience: Annotated[str, StringConstraints(min_length=1, max_length=1024)]
     """The audience the exchanged token is asked for (the server's own name at the
     issuer)."""
-    scopes: tuple[Scope, ...] = Field(default=(), max_length=MAX_SCOPES)
+    scopes: list[Scope] = Field(default_factory=list, max_length=MAX_SCOPES)
     """The scopes asked for (none: the issuer's default)."""
     header: ExchangeHeader = "Authorization"
     """The request header the exchanged token goes in, replacing the same header of

@@ -124,6 +124,31 @@ class HttpCaller:
             return None
         return version if version in found.supported_versions else None
 
+    async def open_session(self, headers: Mapping[str, str], version: str) -> str | None:
+        """A session of its own for requests carrying ``headers`` (a caller's token:
+        a server binds a session to the credential that opened it), in the
+        handshake revision ``version``: its ``mcp-session-id`` (None: a stateless
+        server, whose requests need none)."""
+        params = {"protocolVersion": version, "capabilities": {}, "clientInfo": CLIENT_INFO_WIRE}
+        try:
+            async with self._origin.post(wire.request(0, "initialize", params),
+                                         headers) as response:
+                answer = await self._answer(response, 0, lines="", in_session=False)
+                session_id = response.headers.get("mcp-session-id")
+            if isinstance(answer, Failure):
+                raise RpcFailed(answer.code, answer.message)
+            done = {**headers, **self._session_headers(session_id, version)}
+            note = wire.compact({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            async with self._origin.post(note.encode(), done) as response:
+                await _read_bounded(response)
+        except HttpFailed as exc:
+            raise Unreachable(str(exc)) from None
+        except OSError:
+            raise Unreachable("connection lost") from None
+        except (WireError, ValueError) as exc:
+            raise Unreachable(str(exc)) from None
+        return session_id
+
     async def call(self, name: str, arguments: Mapping[str, Any], *, session_id: str | None,
                    protocol_version: str | None, client_info: Mapping[str, Any] | None = None,
                    param_headers: Mapping[str, str] | None = None,
@@ -328,6 +353,8 @@ class PlainCalls(SessionCalls):
         self._plain = False
         self._session_id: str | None = None
         self._version: str | None = None
+        #: The sessions opened with callers' exchanged tokens, by token (the latest kept).
+        self._caller_sessions: dict[str, str | None] = {}
 
     async def settle(self) -> None:
         version = str(self.session.protocol_version)
@@ -356,10 +383,13 @@ class PlainCalls(SessionCalls):
             headers = {**headers, exchanged.header: exchanged.value}
         with errors.Mapped(label, self._transport.redactor,
                            also=exchanged.redactor if exchanged is not None else None):
-            raw = await self._caller.call(
-                name, arguments, session_id=self._session_id, protocol_version=self._version,
-                client_info=CLIENT_INFO_WIRE, param_headers=headers,
-                trace=self._transport.settings.observer.context())
+            if exchanged is not None and self._session_id is not None:
+                raw = await self._as_caller(name, arguments, headers, exchanged)
+            else:
+                raw = await self._caller.call(
+                    name, arguments, session_id=self._session_id,
+                    protocol_version=self._version, client_info=CLIENT_INFO_WIRE,
+                    param_headers=headers, trace=self._transport.settings.observer.context())
             if is_input_required(raw):
                 raise errors.asks_input(label)
             meta = raw.get("_meta")
@@ -373,3 +403,31 @@ class PlainCalls(SessionCalls):
                 # the one the session listed).
                 await self.session.validate_tool_result(name, result)
         return result
+
+    async def _as_caller(self, name: str, arguments: Mapping[str, Any],
+                         headers: Mapping[str, str], exchanged: Exchanged) -> dict[str, Any]:
+        """The call in a session opened with the caller's exchanged token (the shared
+        session belongs to the server's own credential); one the upstream forgot is
+        opened again, once."""
+        assert self._version is not None
+        for _ in range(2):
+            known = exchanged.value in self._caller_sessions
+            session_id = (self._caller_sessions[exchanged.value] if known
+                          else await self._caller.open_session(headers, self._version))
+            if not known:
+                if len(self._caller_sessions) >= _MAX_CALLER_SESSIONS:
+                    del self._caller_sessions[next(iter(self._caller_sessions))]
+                self._caller_sessions[exchanged.value] = session_id
+            try:
+                return await self._caller.call(
+                    name, arguments, session_id=session_id, protocol_version=self._version,
+                    client_info=CLIENT_INFO_WIRE, param_headers=headers,
+                    trace=self._transport.settings.observer.context())
+            except SessionLost:
+                self._caller_sessions.pop(exchanged.value, None)
+        raise errors.CallFailed(f"upstream {self._transport.label} unavailable: it lost the"
+                                " caller's new session too")
+
+
+#: Sessions opened with callers' tokens kept per connection (the oldest forgotten).
+_MAX_CALLER_SESSIONS: Final = 1024
