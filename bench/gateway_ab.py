@@ -61,10 +61,8 @@ class RawClient:
 
     def __init__(self, url: str, era: str, *, headers: dict[str, str] | None = None) -> None:
         authority = url.split("//", 1)[1].split("/", 1)[0]
-        host, port = authority.rsplit(":", 1)
         self._authority = authority
-        self._sock = socket.create_connection((host, int(port)))
-        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._sock = self._connect()
         self._era = era
         self._always = headers or {}
         self._extra: dict[str, str] = {"mcp-protocol-version": "2026-07-28"}
@@ -89,8 +87,25 @@ class RawClient:
         if b'"pong"' not in body:
             raise RuntimeError(f"ping failed: {body[:200]!r}")
 
+    def _connect(self) -> socket.socket:
+        host, port = self._authority.rsplit(":", 1)
+        sock = socket.create_connection((host, int(port)))
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock
+
     def _post(self, message: dict[str, Any], headers: dict[str, str], *,
               stream: bool = False) -> tuple[dict[str, str], bytes]:
+        try:
+            return self._exchange(message, headers, stream=stream)
+        except ConnectionError:
+            # Idle past uvicorn's keep-alive timeout while the other build's block ran
+            # (a slow machine): connect again, as an HTTP client would.
+            self._sock.close()
+            self._sock = self._connect()
+            return self._exchange(message, headers, stream=stream)
+
+    def _exchange(self, message: dict[str, Any], headers: dict[str, str], *,
+                  stream: bool = False) -> tuple[dict[str, str], bytes]:
         body = json.dumps(message).encode()
         lines = {"host": self._authority, "content-type": "application/json",
                  "accept": "application/json, text/event-stream", **self._always, **headers,
@@ -115,7 +130,7 @@ class RawClient:
     def _recv(self) -> bytes:
         chunk = self._sock.recv(65536)
         if not chunk:
-            raise RuntimeError("the gateway closed the connection")
+            raise ConnectionError("the gateway closed the connection")
         return chunk
 
 
