@@ -20,8 +20,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from oidc import OidcProvider
+from skillop.gateway.errors import CallFailed, Mapped, RpcFailed
 from skillop.gateway.exchange import ExchangeFailed, Exchanger, _basic, _issued
 from skillop.model.exchange import TokenExchange, TokenExchangeClient
+from skillop.sources.redaction import Redactor
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -161,6 +163,19 @@ def test_any_answer_is_a_token_and_a_lifetime_or_a_one_line_refusal(
         assert "\n" not in str(failed)
         return
     assert value == answer["access_token"] and lifetime >= 0
+
+
+def test_an_upstream_error_quoting_the_exchanged_token_is_redacted() -> None:
+    token = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJl"
+
+    def mapped(also: Redactor | None) -> str:
+        with pytest.raises(CallFailed) as failed, Mapped("up", Redactor(()), also=also):
+            raise RpcFailed(-32000, f"bad token {token} sent")
+        return str(failed.value)
+
+    assert token in mapped(None)
+    assert mapped(Redactor([token])) == ("upstream up answered MCP error -32000: bad token"
+                                         " [redacted] sent")
 
 
 @given(st.text(max_size=30), st.text(max_size=30))

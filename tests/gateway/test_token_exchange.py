@@ -178,7 +178,8 @@ def test_an_issuer_that_cannot_be_reached_refuses_the_call_saying_so(
 
 
 def test_an_echoed_exchanged_token_is_redacted_in_every_form_and_audited_nowhere(
-        tmp_path: Path, idp: OidcProvider, upstream: CheckingUpstream) -> None:
+        tmp_path: Path, idp: OidcProvider, upstream: CheckingUpstream,
+        capfd: pytest.CaptureFixture[str]) -> None:
     _mounted(tmp_path, idp)
     idp.reset()
     idp.answer_exchanges(claims={"note": "exchanged"})
@@ -199,5 +200,8 @@ def test_an_echoed_exchanged_token_is_redacted_in_every_form_and_audited_nowhere
         seen = result.model_dump_json() + text_of(result)
         assert "[redacted]" in text_of(result), form
         assert exchanged[20:40] not in seen and exchanged[-20:] not in seen, form
-    for line in audit.getvalue().splitlines():
-        assert exchanged[20:40] not in line and alice[20:40] not in line
+    logs = "".join(capfd.readouterr())
+    toolset = "".join(p.read_text() for p in (tmp_path / "tools").rglob("*.json"))
+    for seen in (*audit.getvalue().splitlines(), logs, toolset):
+        for secret in (exchanged, alice, idp.client_secret):
+            assert secret[-20:] not in seen and secret[:20] not in seen
