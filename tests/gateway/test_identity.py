@@ -245,3 +245,47 @@ def test_no_header_is_no_token_and_an_oversized_one_is_refused() -> None:
     assert token_in({"other": "x"}, "Authorization") is None
     with pytest.raises(InvalidToken, match="longer than"):
         token_in({"authorization": "Bearer " + "a." * MAX_TOKEN_BYTES + "a"}, "Authorization")
+
+
+def test_an_https_issuer_signed_by_the_gateways_ca_file_is_trusted(tmp_path: Any) -> None:
+    from bad_servers import make_ca
+
+    ca = make_ca(tmp_path)
+    ca_file = tmp_path / "ca.pem"
+    ca_file.write_text(ca.ca_pem)
+    with JwksServer(Key("k1"), tls=ca.server_context()) as idp:
+        token = idp.keys[0].sign(idp.claims("alice"))
+        spec = CallersSpec(issuer=idp.issuer, audiences=[AUDIENCE])
+        assert isinstance(_identify(Callers(spec, ca_file=ca_file), token), Caller)
+        untrusted = _identify(Callers(spec), token)
+        assert isinstance(untrusted, Refusal) and untrusted.kind == "unavailable"
+
+
+
+def test_an_unforeseen_failure_of_the_decoder_is_a_refusal_quoting_nothing(
+        idp: JwksServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    token = idp.keys[0].sign(idp.claims())
+
+    def broken(raw: str, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"cannot read {raw}")
+
+    monkeypatch.setattr(jwt, "decode", broken)
+    assert _refusal(_callers(idp), token) == (
+        "invalid caller token: the token could not be verified")
+
+
+def test_each_refusal_is_counted_under_its_own_fixed_kind(idp: JwksServer) -> None:
+    from skillop.gateway.metrics import REFUSAL_KINDS, refusal_kind
+
+    deny = _callers(idp)
+    missing = _identify(deny, None)
+    invalid = _identify(deny, "a.b.c")
+    with JwksServer(Key("k1")) as gone:
+        issuer = gone.issuer
+    unreachable = _identify(Callers(CallersSpec(issuer=issuer, audiences=[AUDIENCE])),
+                            Key("k1").sign({"iss": issuer, "aud": AUDIENCE, "sub": "a",
+                                            "exp": int(time.time()) + 60}))
+    kinds = [refusal_kind(r.reason) for r in (missing, invalid, unreachable)
+             if isinstance(r, Refusal)]
+    assert kinds == ["caller_missing", "caller_invalid", "caller_unavailable"]
+    assert set(kinds) <= REFUSAL_KINDS

@@ -76,6 +76,8 @@ class Verifier:
             raise InvalidToken(_reason(exc)) from None
         except (ValueError, TypeError):  # a key PyJWT cannot use for this algorithm
             raise InvalidToken("the token's algorithm does not fit the issuer's key") from None
+        except Exception:  # anything else: its text could quote the token, never shown
+            raise InvalidToken("the token could not be verified") from None
         return claims
 
 
