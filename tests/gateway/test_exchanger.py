@@ -165,6 +165,16 @@ def test_any_answer_is_a_token_and_a_lifetime_or_a_one_line_refusal(
     assert value == answer["access_token"] and lifetime >= 0
 
 
+def test_the_issuer_is_trusted_by_the_gateways_ca_file_too(idp: OidcProvider,
+                                                          tmp_path: Path) -> None:
+    (tmp_path / "ca.pem").write_text("not a certificate")
+    for ca_file, said in ((tmp_path / "ca.pem", "not PEM certificates"),
+                          (tmp_path / "absent.pem", "is not mounted")):
+        exchanger = _exchanger(idp, tmp_path, ca_file=ca_file)
+        with pytest.raises(ExchangeFailed, match=f"the issuer's trust: .*{said}"):
+            anyio.run(exchanger.token, idp.token("a"), SERVER, WANTED)
+
+
 def test_an_upstream_error_quoting_the_exchanged_token_is_redacted() -> None:
     token = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJl"
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import ssl
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -36,9 +37,11 @@ import jwt
 from pydantic import TypeAdapter, ValidationError
 
 from skillop.gateway.identity.verified import digest
-from skillop.gateway.secrets import SecretMissing, secret_value
+from skillop.gateway.secrets import SecretMissing, ca_bundles, secret_value
 from skillop.model.callers import JwksUrl
 from skillop.model.exchange import TokenExchange, TokenExchangeClient
+from skillop.sources.mcp_discovery import DiscoveryError
+from skillop.sources.mcp_trust import trust_context
 from skillop.sources.redaction import Redactor
 
 GRANT_TYPE: Final = "urn:ietf:params:oauth:grant-type:token-exchange"
@@ -75,11 +78,14 @@ class Exchanger:
     """Exchanges for one ``spec.callers``; see the module docstring."""
 
     def __init__(self, issuer: str, client: TokenExchangeClient, secrets_dir: Path, *,
-                 skew: float = EXPIRY_SKEW_SECONDS, size: int = MAX_ENTRIES,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 ca_file: Path | None = None, skew: float = EXPIRY_SKEW_SECONDS,
+                 size: int = MAX_ENTRIES, clock: Callable[[], float] = time.monotonic) -> None:
+        """``ca_file``: trusted for the issuer besides the system's CAs (``--ca-file``,
+        as for the MCP connections and the issuer's keys)."""
         self.issuer = issuer
         self.client = client
         self._secrets_dir = secrets_dir
+        self._ca_file = ca_file
         self._skew = skew
         self._size = size
         self._clock = clock
@@ -134,7 +140,8 @@ class Exchanger:
             form |= {"client_id": client_id, "client_secret": secret}
         started = self._clock()
         self.exchanges += 1
-        async with httpx2.AsyncClient(timeout=TIMEOUT_SECONDS, follow_redirects=False) as http:
+        async with httpx2.AsyncClient(timeout=TIMEOUT_SECONDS, follow_redirects=False,
+                                      verify=self._trust()) as http:
             endpoint = self._endpoint or await self._discover(http)
             status, answer = await _call(http, "POST", endpoint, data=form, headers=headers)
         if status != 200:
@@ -142,6 +149,14 @@ class Exchanger:
         value, lifetime = _issued(answer)
         exchanged = Exchanged(wanted.header, wanted.value(value), Redactor([value]))
         return exchanged, started + lifetime - self._skew
+
+    def _trust(self) -> ssl.SSLContext:
+        try:
+            bundles = ca_bundles(None, secrets_root=self._secrets_dir,
+                                 configmaps_root=self._secrets_dir, ca_file=self._ca_file)
+            return trust_context(self.issuer, bundles)
+        except (SecretMissing, DiscoveryError) as failed:
+            raise ExchangeFailed(f"the issuer's trust: {failed}") from None
 
     def _credentials(self) -> tuple[str, str]:
         ref = self.client.client_secret_ref

@@ -84,7 +84,8 @@ class Gateway:
         self.requests = Requests.from_environment(options.api_dir)
         self.calls = pipeline.Pipeline(
             call_path(self.requests, observer=observer,
-                      secrets_dir=options.upstream.secrets_dir),
+                      secrets_dir=options.upstream.secrets_dir,
+                      ca_file=options.upstream.ca_file),
             [observer.record, self.audit.record],
             say=serve.say, trace_id=observer.trace_id if observer.tracing else None)
         self._pool: Pool | None = None

@@ -27,11 +27,13 @@ from skillop.gateway.secrets import DEFAULT_SECRETS_DIR
 
 
 def call_path(requests: Requests, *, observer: Observer = NOTHING,
-              secrets_dir: Path = DEFAULT_SECRETS_DIR) -> list[Guard]:
+              secrets_dir: Path = DEFAULT_SECRETS_DIR,
+              ca_file: Path | None = None) -> list[Guard]:
     """The guards of every call, in order; ``requests`` makes and follows the
     ToolCallApprovals (``spec.approval.via: Request``); ``observer`` times and
     traces the approval's wait and the forward; ``secrets_dir``: where the token
-    exchange's client Secret is mounted."""
+    exchange's client Secret is mounted, ``ca_file`` what its issuer is trusted by
+    besides the system's CAs."""
     return [
         Membership(),
         DefinitionPin(),
@@ -39,7 +41,7 @@ def call_path(requests: Requests, *, observer: Observer = NOTHING,
         # The upstream may have changed while a human thought.
         DefinitionPin(after_approval=True),
         # After the approval's wait: a token exchanged before it might expire in it.
-        TokenExchange(secrets_dir),
+        TokenExchange(secrets_dir, ca_file=ca_file),
         SkillBody(),
         Forward(observer=observer),
     ]

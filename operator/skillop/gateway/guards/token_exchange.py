@@ -22,10 +22,13 @@ class TokenExchange:
     """Exchanges the caller's token for servers that ask for it; one ``Exchanger``
     kept while the set's ``spec.callers`` issuer and client stay the same."""
 
-    __slots__ = ("_exchanger", "_secrets_dir")
+    __slots__ = ("_ca_file", "_exchanger", "_secrets_dir")
 
-    def __init__(self, secrets_dir: Path) -> None:
+    def __init__(self, secrets_dir: Path, *, ca_file: Path | None = None) -> None:
+        """``secrets_dir``: where the client Secret is mounted; ``ca_file``: trusted
+        for the issuer besides the system's CAs."""
         self._secrets_dir = secrets_dir
+        self._ca_file = ca_file
         self._exchanger: Exchanger | None = None
 
     async def __call__(self, call: Call) -> Verdict:
@@ -54,5 +57,6 @@ class TokenExchange:
         kept = self._exchanger
         if kept is None or kept.issuer != callers.issuer or kept.client != client:
             # Other settings: nothing exchanged under the old ones is used again.
-            kept = self._exchanger = Exchanger(callers.issuer, client, self._secrets_dir)
+            kept = self._exchanger = Exchanger(callers.issuer, client, self._secrets_dir,
+                                               ca_file=self._ca_file)
         return kept
