@@ -412,8 +412,9 @@ class PlainCalls(SessionCalls):
         assert self._version is not None
         for _ in range(2):
             known = exchanged.value in self._caller_sessions
-            session_id = (self._caller_sessions[exchanged.value] if known
-                          else await self._caller.open_session(headers, self._version))
+            session_id = (self._caller_sessions[exchanged.value] if known else
+                          await self._caller.open_session({exchanged.header: exchanged.value},
+                                                          self._version))
             if not known:
                 if len(self._caller_sessions) >= _MAX_CALLER_SESSIONS:
                     del self._caller_sessions[next(iter(self._caller_sessions))]
