@@ -201,17 +201,20 @@ async def stdio_agent(toolset: Path, secrets: Path, errlog: Any,
 async def serving(tmp_path: Path, upstream: Any, *, tools: list[dict[str, Any]] | None = None,
                   disclosure: dict[str, Any] | None = None,
                   callers: dict[str, Any] | None = None, audit: io.StringIO | None = None,
+                  server: dict[str, Any] | None = None,
                   **options: Any) -> AsyncIterator[Any]:
     """A `Gateway` in this process serving HTTP on a free port, its set ``tools``
     (default: `echo`) of `upstream` (a `mcp_servers.ServerHandle`), audit lines written
-    to ``audit`` (default: dropped); ``disclosure``, ``callers``: the Actor's."""
+    to ``audit`` (default: dropped); ``disclosure``, ``callers``: the Actor's;
+    ``server``: more fields of the upstream's ``mcpServers`` entry."""
     from skillop.gateway.audit import AuditLog
     from skillop.gateway.options import Options
     from skillop.gateway.server import Gateway
 
     Volume(tmp_path / "tools").write(toolset_files([
         skill("srv", mcpServers=[{"name": "up", "url": upstream.url,
-                                  "tools": tools or [echo_tool("echo", "up")]}]),
+                                  "tools": tools or [echo_tool("echo", "up")],
+                                  **(server or {})}]),
         # These tests ask the client (elicitation, input-required); approval by a
         # ToolCallApproval is the real-API tier's (tests/realapi/test_realapi_approvals.py).
         actor("dev", skills=["srv"], approval={"via": "Elicitation"},

@@ -103,6 +103,10 @@ INVALID = {
                                               "headersFrom": {"secretRef": {"name": "s"}}}]}),
         "spec.mcpServers[0]: Invalid value: headersFrom and tls are for url servers, not stdio"
         " ones (command)"),
+    "sse-token-exchange": (
+        skill("sse-xchg", {"mcpServers": [{"name": "x", "url": URL, "transport": "sse",
+                                           "tokenExchange": {"audience": "a"}}]}),
+        "spec.mcpServers[0]: Invalid value: tokenExchange is for streamable-http url servers"),
     "inline-and-configmap": (
         skill("agent", {"agentSkills": [{"inline": "---\nname: x\n---\n",
                                          "configMapRef": {"name": "notes"}}]}),

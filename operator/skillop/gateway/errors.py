@@ -119,11 +119,13 @@ class Mapped:
     ``redactor``. A class, not a generator: every call enters one (a generator
     context manager costs more than the rest of the mapping)."""
 
-    __slots__ = ("_label", "_redactor")
+    __slots__ = ("_also", "_label", "_redactor")
 
-    def __init__(self, label: str, redactor: Redactor) -> None:
+    def __init__(self, label: str, redactor: Redactor, *, also: Redactor | None = None) -> None:
+        """``also``: this call's own values besides (a caller's exchanged token)."""
         self._label = label
         self._redactor = redactor
+        self._also = also
 
     def __enter__(self) -> None:
         return None
@@ -135,18 +137,22 @@ class Mapped:
             if mapped_to is not None:
                 raise mapped_to from None
 
+    def _own(self, text: str) -> str:
+        """``text`` without this call's own values (before any bound cuts one)."""
+        return self._also(text) if self._also is not None else text
+
     def _map(self, exc: Exception) -> UpstreamError | None:
         """What ``exc`` is, or None for what is already the gateway's own."""
         label, redactor = self._label, self._redactor
         lost = f"upstream {label} unavailable: connection lost"
         if isinstance(exc, Unreachable):  # it may quote the upstream (a content type)
             said = f"upstream {label} unavailable"
-            return ConnectionLost(f"{said}: {redactor.line(str(exc), 120)}",
+            return ConnectionLost(f"{said}: {redactor.line(self._own(str(exc)), 120)}",
                                   audit=f"{said}: {exc.audit}")
         if isinstance(exc, UpstreamError):
             return None
         if isinstance(exc, RpcFailed):
-            return _rpc_error(label, redactor, exc.code, exc.message)
+            return _rpc_error(label, redactor, exc.code, self._own(exc.message))
         if isinstance(exc, RuntimeError):  # the SDK's client checked the output schema
             return off_schema(label)
         if isinstance(exc, UnexpectedClaimedResult | ValidationError):
@@ -154,7 +160,7 @@ class Mapped:
         if isinstance(exc, MCPError):
             if exc.code == types.CONNECTION_CLOSED:
                 return ConnectionLost(lost)
-            return _rpc_error(label, redactor, exc.code, exc.error.message)
+            return _rpc_error(label, redactor, exc.code, self._own(exc.error.message))
         if isinstance(exc, httpx2.TransportError | anyio.ClosedResourceError
                       | anyio.BrokenResourceError | anyio.EndOfStream | OSError):
             return ConnectionLost(lost)

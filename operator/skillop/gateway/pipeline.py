@@ -32,6 +32,7 @@ from mcp.shared.exceptions import MCPError
 
 from skillop.gateway import approval
 from skillop.gateway.audit import Outcome
+from skillop.gateway.exchange import Exchanged
 from skillop.gateway.served import ServedSet, ServedTool
 from skillop.gateway.upstream import (
     CallFailed,
@@ -120,6 +121,9 @@ class Call:
     upstream_seconds: float = 0.0
     #: The end user the call is made for (``ANONYMOUS``: no valid token).
     caller: Caller = ANONYMOUS
+    #: The caller's token exchanged for the upstream's audience (``tokenExchange``),
+    #: sent with this call only.
+    exchanged: Exchanged | None = None
 
     @property
     def member(self) -> ServedTool:

@@ -94,6 +94,12 @@ def _entries(directory: Path) -> list[str]:
         return []
 
 
+def secret_value(secret: str, key: str, root: Path) -> str:
+    """One key of a mounted Secret (a trailing newline dropped); ``SecretMissing``
+    naming the Secret and key when it cannot be read."""
+    return _value(secret, key, root)
+
+
 def _value(secret: str, key: str, root: Path) -> str:
     path = root / secret / key
     try:

@@ -83,7 +83,10 @@ class Gateway:
         #: Who makes and follows the ToolCallApprovals (``spec.approval.via: Request``).
         self.requests = Requests.from_environment(options.api_dir)
         self.calls = pipeline.Pipeline(
-            call_path(self.requests, observer=observer), [observer.record, self.audit.record],
+            call_path(self.requests, observer=observer,
+                      secrets_dir=options.upstream.secrets_dir,
+                      ca_file=options.upstream.ca_file),
+            [observer.record, self.audit.record],
             say=serve.say, trace_id=observer.trace_id if observer.tracing else None)
         self._pool: Pool | None = None
         self._mounts = Mounts(options, serve.say)

@@ -42,6 +42,7 @@ from skillop.gateway.errors import (
     UpstreamError,
     UpstreamUnavailable,
 )
+from skillop.gateway.exchange import Exchanged
 from skillop.gateway.served import ServerKey
 from skillop.gateway.transport import transport_for
 from skillop.gateway.transport.base import LIMITS, Bounds, Calls, Settings, Transport
@@ -179,29 +180,34 @@ class UpstreamClient:
         return UpstreamUnavailable(f"{said}: {conn.error}",
                                    audit=f"{said}: {conn.audit_error or conn.error}")
 
-    async def call(self, conn: Connection, name: str,
-                   arguments: Mapping[str, Any]) -> types.CallToolResult:
+    async def call(self, conn: Connection, name: str, arguments: Mapping[str, Any], *,
+                   exchanged: Exchanged | None = None) -> types.CallToolResult:
         """``tools/call`` of ``name`` (its name here) in ``conn``; ``CallFailed`` with a
         safe reason, or ``SessionLost`` when the upstream forgot the session (the
-        connection is dropped: the caller may connect again and retry)."""
+        connection is dropped: the caller may connect again and retry).
+        ``exchanged``: the caller's token for this server, sent with this call only
+        and redacted from its result like the Secrets' values."""
         calls = conn.calls
         if calls is None:
             raise ConnectionLost(f"upstream {self.label} unavailable: connection lost")
         conn.borrowed += 1
         try:
-            result = await calls.call(name, arguments, header_map=conn.header_maps.get(name))
+            result = await calls.call(name, arguments, header_map=conn.header_maps.get(name),
+                                      exchanged=exchanged)
         except (ConnectionLost, SessionLost):
             self.drop(conn.session)
             raise
         finally:
             conn.release()
-        return self._redacted(result)
+        if exchanged is not None:
+            result = self._redacted(result, exchanged.redactor)
+        return self._redacted(result, self._transport.redactor)
 
-    def _redacted(self, result: types.CallToolResult) -> types.CallToolResult:
+    def _redacted(self, result: types.CallToolResult,
+                  redactor: Redactor) -> types.CallToolResult:
         """The result without any secret value the upstream echoed back, in any of
         the forms ``Redactor`` knows, in any string of it (and split across its
         text items)."""
-        redactor = self._transport.redactor
         if not redactor:
             return result
         data = result.model_dump(by_alias=True, exclude_none=True, mode="json")

@@ -6,16 +6,14 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from pydantic import (
-    AfterValidator,
     Field,
     StringConstraints,
 )
-from pydantic_core import PydanticCustomError
 
 from skillop.model.callers import CallersSpec
 from skillop.model.capabilities import BooleanCapability
 from skillop.model.globs import SkillGlob
-from skillop.model.hostpatterns import HostPattern
+from skillop.model.hostpatterns import BindingHost
 from skillop.model.mcpserver import SecretRef
 from skillop.model.specbase import (
     MAX_LIST,
@@ -72,20 +70,6 @@ class ApprovalSettings(SpecModel):
     """How long the gateway waits for a decision (not counted in timeoutSeconds)."""
 
 
-def _binding_host(text: str) -> str:
-    try:
-        HostPattern.parse_normal(text)
-    except ValueError as err:
-        raise PydanticCustomError("host_pattern", "{why}", {"why": str(err)}) from None
-    return text
-
-
-#: Where a Secret may go: ``[scheme://]host[:port]``, globs allowed (the egress
-#: allow-list's grammar, ``model.hostpatterns``); no path, query or userinfo.
-BindingHost = Annotated[
-    str, StringConstraints(min_length=1, max_length=300, pattern=r"^[^/?#@\s]+(://[^/?#@\s]+)?/?$"),
-    AfterValidator(_binding_host),
-]
 #: A stdio server's command line, exactly as its command and args joined by spaces.
 CommandLine = Annotated[str, StringConstraints(min_length=1, max_length=4096)]
 

@@ -14,6 +14,7 @@ from typing import Annotated, Final, Literal
 
 from pydantic import Field, StringConstraints
 
+from skillop.model.exchange import TokenExchangeClient
 from skillop.model.specbase import Rule, SpecModel, field_rules
 
 #: http is for an issuer on the gateway's own host only (a test or a sidecar IdP):
@@ -72,3 +73,7 @@ class CallersSpec(SpecModel):
     jwks_uri: JwksUrl | None = None
     """Where the issuer's keys are (a JWKS document); default: the jwks_uri of the
     issuer's discovery document."""
+    token_exchange: TokenExchangeClient | None = None
+    """How the gateway exchanges a caller's token for one per MCP server that asks
+    for it (tokenExchange, RFC 8693): its client Secret at the issuer, and the hosts
+    servers of Skills from other namespaces may get exchanged tokens at."""

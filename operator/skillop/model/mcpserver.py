@@ -20,6 +20,7 @@ from pydantic_core import PydanticCustomError
 from skillop.model.canonical import canonical_json
 from skillop.model.credentials import USERINFO_PATTERN, has_userinfo
 from skillop.model.durations import DURATION_PATTERN, MAX_NANOS, duration_nanos
+from skillop.model.exchange import TokenExchange
 from skillop.model.names import (
     ObjectRef,
 )
@@ -209,13 +210,22 @@ _SERVER_RULES: tuple[Rule[Any], ...] = (
          "headersFrom and tls are for url servers, not stdio ones (command)",
          lambda server: server.command is None or (server.headers_from is None
                                                    and server.tls is None)),
+    # Only the gateway's own streamable-HTTP calls carry a header per call; an SSE
+    # session or a stdio child has one set of credentials for every caller.
+    Rule("!has(self.tokenExchange) || (has(self.url) && (!has(self.transport)"
+         " || self.transport == 'streamable-http'))",
+         "tokenExchange is for streamable-http url servers",
+         lambda server: server.token_exchange is None or (
+             server.url is not None and server.effective_transport == "streamable-http"),
+         detail=lambda server: f"not {server.effective_transport}"),
 )
 
 
 #: The fields saying how a server is reached: the ToolSet's ``ServerEntry`` carries
 #: each as written (``resolve.toolset.server_entry``), a listing's key holds each
 #: unless ``UNKEYED`` says why not. A field of neither tuple fails a test.
-CONNECTION_FIELDS = ("url", "transport", "command", "args", "env", "headers_from", "tls")
+CONNECTION_FIELDS = ("url", "transport", "command", "args", "env", "headers_from", "tls",
+                     "token_exchange")
 #: The fields saying which of its tools a skill takes, and how often: the set
 #: holds their effect on the tools, not the fields.
 SELECTION_FIELDS = ("name", "tools", "tool_filter", "overrides", "pin", "refresh_interval")
@@ -226,6 +236,7 @@ STDIO_FIELDS = ("command", "args", "env")
 UNKEYED = {
     "transport": "one listing per URL: the watch speaks the first naming Skill's transport",
     **{name: "stdio servers are never listed" for name in STDIO_FIELDS},
+    "token_exchange": "calls only: a listing is the gateway's own, never made for a caller",
 }
 #: Settings the key holds in slots of its own (by camelCase path): the URL in
 #: normal form, the Secret and the CA source with the Skill's namespace.
@@ -270,6 +281,10 @@ class McpServer(SpecModel):
     """A Secret whose keys are HTTP headers, for discovery and for pods."""
     tls: McpTls | None = None
     """A PEM CA bundle to trust, for an https server signed by a private CA."""
+    token_exchange: TokenExchange | None = None
+    """Call the server with a token exchanged for the caller's (RFC 8693) at the
+    issuer of the Actor's spec.callers, in place of the same header of headersFrom;
+    a call without a verified caller is refused. streamable-http url servers only."""
     tools: list[DeclaredMcpTool] = Field(default_factory=list, max_length=MAX_TOOLS_PER_LIST)
     """Declared tools: required for stdio servers, and used whenever the server has
     not been listed successfully."""

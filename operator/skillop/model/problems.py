@@ -88,3 +88,6 @@ TOO_LARGE = "TooLarge"
 CONFIGMAP_REFUSED = "ConfigMapRefused"
 DEPENDENCY_FAILED = "DependencyFailed"
 CREDENTIAL_NOT_BOUND = "CredentialNotBound"
+#: A server of another namespace's Skill would be sent tokens exchanged for the
+#: Actor's callers at a host ``spec.callers.tokenExchange.hosts`` does not bind.
+TOKEN_EXCHANGE_NOT_BOUND = "TokenExchangeNotBound"

@@ -20,6 +20,7 @@ from pydantic.alias_generators import to_camel
 
 from skillop.model.callers import CallersSpec
 from skillop.model.canonical import canonical_json
+from skillop.model.exchange import TokenExchange
 from skillop.model.names import GROUP_VERSION
 from skillop.model.specs import ApprovalSettings, EnvVar, HeadersFrom, McpTls
 
@@ -142,6 +143,8 @@ class ServerEntry(DocumentModel):
     env: tuple[EnvVar, ...] | None = None
     headers_from: HeadersFrom | None = None
     tls: McpTls | None = None
+    #: Calls carry a token exchanged for the caller's (no secret: what to ask for).
+    token_exchange: TokenExchange | None = None
 
     @property
     def key(self) -> tuple[str, str]:

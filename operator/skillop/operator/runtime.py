@@ -62,7 +62,7 @@ from skillop.operator.writing import (
     Writer,
     written_digest,
 )
-from skillop.resolve.inject import credentials_of
+from skillop.resolve.inject import set_credentials
 from skillop.resolve.resolver import Resolver
 from skillop.resolve.toolset import configmap_name
 
@@ -344,7 +344,7 @@ class Reconciler(PlanWrites):
             return None
         credentials = None
         if self.credentials is not None:
-            needed = credentials_of(resolution.bound_servers)
+            needed = set_credentials(resolution.bound_servers, actor.spec.callers)
             credentials = await self.credentials.state(ref, needed)
             if credentials.missing:  # look again soon: someone is creating it, one hopes
                 asyncio.get_running_loop().call_later(

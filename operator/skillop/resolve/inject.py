@@ -52,6 +52,7 @@ from skillop.resolve.injecttarget import Credentials as Credentials
 from skillop.resolve.injecttarget import Target as Target
 from skillop.resolve.injecttarget import credentials_of as credentials_of
 from skillop.resolve.injecttarget import namespace_secrets as namespace_secrets
+from skillop.resolve.injecttarget import set_credentials as set_credentials
 from skillop.resolve.injecttarget import target_of as target_of
 from skillop.resolve.injecttarget import unknown_actor as unknown_actor
 

@@ -8,9 +8,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from skillop.model.callers import CallersSpec
 from skillop.model.names import ACTOR_LABEL, ObjectRef, did_you_mean
 from skillop.model.specs import EnvVar, HeadersFrom, McpTls
-from skillop.model.toolset import default_configmap_name
+from skillop.model.toolset import ServerEntry, default_configmap_name
 from skillop.resolve.catalog import Catalog
 from skillop.resolve.resolver import Resolver
 from skillop.resolve.toolset import configmap_name
@@ -106,10 +107,40 @@ def target_of(resolver: Resolver, namespace: str, actor: str) -> Target:
                       guarded=namespace_secrets(resolver.catalog, namespace))
     resolution = resolver.resolve_actor(found.ref)
     if resolution is None or not resolution.ok:
+        client = exchange_client_secret(found.spec.callers)
         return Target(actor=actor, configmap=configmap_name(found),
-                      guarded=namespace_secrets(resolver.catalog, namespace))
+                      guarded=tuple(sorted({*namespace_secrets(resolver.catalog, namespace),
+                                            *client})))
     return Target(actor=actor, configmap=configmap_name(found),
-                  credentials=credentials_of(resolution.servers))
+                  credentials=set_credentials(resolution.servers, found.spec.callers))
+
+
+def set_credentials(servers: Sequence[ServerEntry], callers: CallersSpec | None) -> Credentials:
+    """What an Actor's set names: its servers' Secrets and CA bundles, and the token
+    exchange's client Secret when a server of the set calls with exchanged tokens."""
+    credentials = credentials_of(servers)
+    if any(server.token_exchange is not None for server in servers):
+        credentials = with_exchange_client(credentials, callers)
+    return credentials
+
+
+def exchange_client_secret(callers: CallersSpec | None) -> tuple[str, ...]:
+    """The Secret holding the gateway's client credentials for token exchange."""
+    client = callers.token_exchange if callers is not None else None
+    return (client.client_secret_ref.name,) if client is not None else ()
+
+
+def with_exchange_client(credentials: Credentials, callers: CallersSpec | None) -> Credentials:
+    """``credentials`` and the token exchange's client Secret (mounted into the
+    gateway like the servers' Secrets)."""
+    client = callers.token_exchange if callers is not None else None
+    if client is None:
+        return credentials
+    ref = client.client_secret_ref
+    keys = {(ref.name, ref.client_id_key), (ref.name, ref.client_secret_key)}
+    return Credentials(secrets=tuple(sorted({*credentials.secrets, ref.name})),
+                       configmaps=credentials.configmaps,
+                       secret_keys=tuple(sorted({*credentials.secret_keys, *keys})))
 
 
 def namespace_secrets(catalog: Catalog, namespace: str) -> tuple[str, ...]:

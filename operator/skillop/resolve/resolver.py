@@ -29,6 +29,7 @@ from skillop.resolve import graph
 from skillop.resolve.catalog import Catalog
 from skillop.resolve.credentials import CredentialCheck, UsesMemo, check_credentials
 from skillop.resolve.entries import Entry, Flat, merge_into
+from skillop.resolve.exchange import check_token_exchange
 from skillop.resolve.flatten import Flattener, first_parents, path_to
 from skillop.resolve.limits import budget_problems, size_problems
 from skillop.resolve.namespace_rules import AppliedPolicy, NamespaceRules
@@ -370,6 +371,10 @@ class Resolver:
         shown, unknown = disclosure_entry(disclosure, tools)
         warnings += [f"{subject}: {w}" for w in unknown]
         callers = actor.spec.callers if actor is not None else None
+        if actor is not None:
+            exchange = check_token_exchange(subject, callers, servers, origin=actor.origin)
+            problems += exchange[0]
+            warnings += exchange[1]
         render_set = functools.partial(toolset_text, owner_kind=owner_kind, owner=owner,
                                        servers=servers, disclosure=shown, approval=approval,
                                        callers=callers)

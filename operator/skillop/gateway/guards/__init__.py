@@ -4,12 +4,15 @@
 the set's (``membership``); an upstream tool's live definition must be the one
 the set was resolved from (``definition_pin``); a ``requiresApproval`` call must
 be approved (``approval_gate``), after which the definition is checked again (a
-person may think for minutes); an Agent Skill is answered its SKILL.md body
-(``skill_body``); an upstream tool is forwarded within its ``timeoutSeconds``
-(``forward``). A new guard is a module here and an entry below.
+person may think for minutes); a server with ``tokenExchange`` gets the caller's
+token exchanged for its audience (``token_exchange``); an Agent Skill is
+answered its SKILL.md body (``skill_body``); an upstream tool is forwarded
+within its ``timeoutSeconds`` (``forward``). A new guard is a module here and an entry below.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from skillop.gateway.approval_request import Requests
 from skillop.gateway.guards.approval_gate import ApprovalGate
@@ -17,20 +20,28 @@ from skillop.gateway.guards.definition_pin import DefinitionPin
 from skillop.gateway.guards.forward import Forward
 from skillop.gateway.guards.membership import Membership
 from skillop.gateway.guards.skill_body import SkillBody
+from skillop.gateway.guards.token_exchange import TokenExchange
 from skillop.gateway.observe import NOTHING, Observer
 from skillop.gateway.pipeline import Guard
+from skillop.gateway.secrets import DEFAULT_SECRETS_DIR
 
 
-def call_path(requests: Requests, *, observer: Observer = NOTHING) -> list[Guard]:
+def call_path(requests: Requests, *, observer: Observer = NOTHING,
+              secrets_dir: Path = DEFAULT_SECRETS_DIR,
+              ca_file: Path | None = None) -> list[Guard]:
     """The guards of every call, in order; ``requests`` makes and follows the
     ToolCallApprovals (``spec.approval.via: Request``); ``observer`` times and
-    traces the approval's wait and the forward."""
+    traces the approval's wait and the forward; ``secrets_dir``: where the token
+    exchange's client Secret is mounted, ``ca_file`` what its issuer is trusted by
+    besides the system's CAs."""
     return [
         Membership(),
         DefinitionPin(),
         ApprovalGate(requests, observer=observer),
         # The upstream may have changed while a human thought.
         DefinitionPin(after_approval=True),
+        # After the approval's wait: a token exchanged before it might expire in it.
+        TokenExchange(secrets_dir, ca_file=ca_file),
         SkillBody(),
         Forward(observer=observer),
     ]

@@ -44,7 +44,8 @@ async def _attempts(call: Call) -> Verdict:
     name = call.member.upstream_name
     assert name is not None and call.link is not None and call.conn is not None
     try:
-        return Done(await call.link.call(call.conn, name, call.arguments))
+        return Done(await call.link.call(call.conn, name, call.arguments,
+                                         exchanged=call.exchanged))
     except SessionLost:
         pass
     verdict = await pin(call)
@@ -52,7 +53,8 @@ async def _attempts(call: Call) -> Verdict:
         return verdict
     assert call.link is not None and call.conn is not None
     try:
-        return Done(await call.link.call(call.conn, name, call.arguments))
+        return Done(await call.link.call(call.conn, name, call.arguments,
+                                         exchanged=call.exchanged))
     except SessionLost:
         return failed(f"upstream {call.link.label} unavailable: it lost the new session too")
 

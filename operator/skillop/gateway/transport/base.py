@@ -21,6 +21,7 @@ from mcp.client.session import ClientSession, MessageHandlerFnT
 
 from skillop import __version__
 from skillop.gateway import errors
+from skillop.gateway.exchange import Exchanged
 from skillop.gateway.observe import NOTHING, Observer
 from skillop.gateway.secrets import DEFAULT_CONFIGMAPS_DIR, credentials
 from skillop.gateway.wire import MAX_MESSAGE_BYTES
@@ -75,10 +76,13 @@ class Calls(ABC):
 
     @abstractmethod
     async def call(self, name: str, arguments: Mapping[str, Any], *,
-                   header_map: HeaderMap | None) -> types.CallToolResult:
+                   header_map: HeaderMap | None,
+                   exchanged: Exchanged | None = None) -> types.CallToolResult:
         """The upstream's result for ``name`` (its name there), not yet redacted;
         raises ``errors.CallFailed`` (``ConnectionLost``: the connection is gone) or
-        ``errors.SessionLost``. ``header_map``: the tool's ``x-mcp-header`` arguments."""
+        ``errors.SessionLost``. ``header_map``: the tool's ``x-mcp-header`` arguments;
+        ``exchanged``: the caller's exchanged token, this call's header (its texts
+        redacted of it)."""
 
     @abstractmethod
     async def settle(self) -> None:

@@ -53,6 +53,7 @@ from pydantic import ValidationError
 
 from skillop.gateway import errors, wire
 from skillop.gateway.errors import RpcFailed, SessionLost, Unreachable
+from skillop.gateway.exchange import Exchanged
 from skillop.gateway.http1 import HttpFailed, Origin, Response, checked_headers
 from skillop.gateway.transport.base import (
     CLIENT_INFO_WIRE,
@@ -122,6 +123,31 @@ class HttpCaller:
         except (HttpFailed, ValueError, WireError, Unreachable, SessionLost, ValidationError):
             return None
         return version if version in found.supported_versions else None
+
+    async def open_session(self, headers: Mapping[str, str], version: str) -> str | None:
+        """A session of its own for requests carrying ``headers`` (a caller's token:
+        a server binds a session to the credential that opened it), in the
+        handshake revision ``version``: its ``mcp-session-id`` (None: a stateless
+        server, whose requests need none)."""
+        params = {"protocolVersion": version, "capabilities": {}, "clientInfo": CLIENT_INFO_WIRE}
+        try:
+            async with self._origin.post(wire.request(0, "initialize", params),
+                                         headers) as response:
+                answer = await self._answer(response, 0, lines="", in_session=False)
+                session_id = response.headers.get("mcp-session-id")
+            if isinstance(answer, Failure):
+                raise RpcFailed(answer.code, answer.message)
+            done = {**headers, **self._session_headers(session_id, version)}
+            note = wire.compact({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            async with self._origin.post(note.encode(), done) as response:
+                await _read_bounded(response)
+        except HttpFailed as exc:
+            raise Unreachable(str(exc)) from None
+        except OSError:
+            raise Unreachable("connection lost") from None
+        except (WireError, ValueError) as exc:
+            raise Unreachable(str(exc)) from None
+        return session_id
 
     async def call(self, name: str, arguments: Mapping[str, Any], *, session_id: str | None,
                    protocol_version: str | None, client_info: Mapping[str, Any] | None = None,
@@ -303,6 +329,12 @@ class StreamableHttpTransport(SseTransport):
 
     async def calls(self, stack: AsyncExitStack, session: ClientSession, bounds: Wire,
                     headers: Mapping[str, str]) -> Calls:
+        exchange = self.upstream.token_exchange
+        if exchange is not None:
+            # Each call sends its caller's exchanged token in this header: the
+            # Secret's value of it is for the session's own requests only.
+            headers = {name: value for name, value in headers.items()
+                       if name.lower() != exchange.header.lower()}
         caller = HttpCaller(self.url, headers, tls=bounds.tls,
                             connect_timeout=self.settings.connect_timeout)
         stack.push_async_callback(caller.close)
@@ -321,6 +353,8 @@ class PlainCalls(SessionCalls):
         self._plain = False
         self._session_id: str | None = None
         self._version: str | None = None
+        #: The sessions opened with callers' exchanged tokens, by token (the latest kept).
+        self._caller_sessions: dict[str, str | None] = {}
 
     async def settle(self) -> None:
         version = str(self.session.protocol_version)
@@ -338,16 +372,24 @@ class PlainCalls(SessionCalls):
         return self._plain and self._caller.peer_closed()
 
     async def call(self, name: str, arguments: Mapping[str, Any], *,
-                   header_map: HeaderMap | None) -> types.CallToolResult:
+                   header_map: HeaderMap | None,
+                   exchanged: Exchanged | None = None) -> types.CallToolResult:
         if not self._plain:
-            return await super().call(name, arguments, header_map=header_map)
+            return await super().call(name, arguments, header_map=header_map,
+                                      exchanged=exchanged)
         label = self._transport.label
-        with errors.Mapped(label, self._transport.redactor):
-            raw = await self._caller.call(
-                name, arguments, session_id=self._session_id, protocol_version=self._version,
-                client_info=CLIENT_INFO_WIRE,
-                param_headers=mcp_param_headers(header_map, arguments) if header_map else {},
-                trace=self._transport.settings.observer.context())
+        headers = mcp_param_headers(header_map, arguments) if header_map else {}
+        if exchanged is not None:
+            headers = {**headers, exchanged.header: exchanged.value}
+        with errors.Mapped(label, self._transport.redactor,
+                           also=exchanged.redactor if exchanged is not None else None):
+            if exchanged is not None and self._session_id is not None:
+                raw = await self._as_caller(name, arguments, headers, exchanged)
+            else:
+                raw = await self._caller.call(
+                    name, arguments, session_id=self._session_id,
+                    protocol_version=self._version, client_info=CLIENT_INFO_WIRE,
+                    param_headers=headers, trace=self._transport.settings.observer.context())
             if is_input_required(raw):
                 raise errors.asks_input(label)
             meta = raw.get("_meta")
@@ -361,3 +403,32 @@ class PlainCalls(SessionCalls):
                 # the one the session listed).
                 await self.session.validate_tool_result(name, result)
         return result
+
+    async def _as_caller(self, name: str, arguments: Mapping[str, Any],
+                         headers: Mapping[str, str], exchanged: Exchanged) -> dict[str, Any]:
+        """The call in a session opened with the caller's exchanged token (the shared
+        session belongs to the server's own credential); one the upstream forgot is
+        opened again, once."""
+        assert self._version is not None
+        for _ in range(2):
+            known = exchanged.value in self._caller_sessions
+            session_id = (self._caller_sessions[exchanged.value] if known else
+                          await self._caller.open_session({exchanged.header: exchanged.value},
+                                                          self._version))
+            if not known:
+                if len(self._caller_sessions) >= _MAX_CALLER_SESSIONS:
+                    del self._caller_sessions[next(iter(self._caller_sessions))]
+                self._caller_sessions[exchanged.value] = session_id
+            try:
+                return await self._caller.call(
+                    name, arguments, session_id=session_id, protocol_version=self._version,
+                    client_info=CLIENT_INFO_WIRE, param_headers=headers,
+                    trace=self._transport.settings.observer.context())
+            except SessionLost:
+                self._caller_sessions.pop(exchanged.value, None)
+        raise errors.CallFailed(f"upstream {self._transport.label} unavailable: it lost the"
+                                " caller's new session too")
+
+
+#: Sessions opened with callers' tokens kept per connection (the oldest forgotten).
+_MAX_CALLER_SESSIONS: Final = 1024

@@ -10,6 +10,7 @@ import mcp_types as types
 from mcp.client.session import ClientSession
 
 from skillop.gateway import errors
+from skillop.gateway.exchange import Exchanged
 from skillop.gateway.transport.base import Calls, HeaderMap, Transport
 
 
@@ -24,8 +25,16 @@ class SessionCalls(Calls):
         """Nothing: the session is all its calls need."""
 
     async def call(self, name: str, arguments: Mapping[str, Any], *,
-                   header_map: HeaderMap | None) -> types.CallToolResult:
+                   header_map: HeaderMap | None,
+                   exchanged: Exchanged | None = None) -> types.CallToolResult:
         label = self._transport.label
+        if exchanged is not None:
+            # The session's requests all carry the connection's headers: none of them
+            # may be one caller's.
+            raise errors.CallFailed(
+                f"upstream {label}: its calls go through the MCP SDK's session (its"
+                " protocol revision), which cannot carry a caller's exchanged token"
+                " (tokenExchange)")
         with errors.Mapped(label, self._transport.redactor):
             response = await self.session.call_tool(name, dict(arguments),
                                                     allow_input_required=True)
