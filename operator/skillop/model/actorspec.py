@@ -12,12 +12,14 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from skillop.model.caller_rules import CallerRule, RateLimit
 from skillop.model.capabilities import BooleanCapability
 from skillop.model.globs import SkillGlob
 from skillop.model.hostpatterns import HostPattern
 from skillop.model.mcpserver import SecretRef
 from skillop.model.specbase import (
     MAX_LIST,
+    MAX_NESTED,
     SpecModel,
 )
 from skillop.model.toolspecs import ObjectName, Reference
@@ -43,6 +45,9 @@ class AccessPolicy(SpecModel):
     """The most tokens the tool definitions may cost the model (name, description and
     input schema of every tool, cl100k_base); over it the Actor is Ready=False,
     TooManyToolTokens."""
+    caller_rules: list[CallerRule] = Field(default_factory=list, max_length=MAX_NESTED)
+    """Which callers (end users, spec.callers) may list and call which tools: Allow,
+    Deny or RequireApproval, by caller, skill and tool (docs/api.md)."""
 
 
 #: A tool as the Actor names it: its name, bindingName or qualifiedName.
@@ -124,3 +129,6 @@ class ActorSpec(SpecModel):
     them: without an entry binding the Secret to the server's host (or stdio
     command), the set is refused (CredentialNotBound). Servers of Skills in the
     Actor's namespace need none."""
+    rate_limits: list[RateLimit] = Field(default_factory=list, max_length=MAX_NESTED)
+    """Token buckets bounding how often callers call tools; every applying limit (the
+    Actor's and its policies') must have a token for a call to run."""

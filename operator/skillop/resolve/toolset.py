@@ -28,6 +28,7 @@ from skillop.model.toolset import (
     TokenCount,
     ToolSetDocument,
 )
+from skillop.resolve.caller_rules import NO_SECTION, CallerSection
 from skillop.resolve.layout import (
     SIZE_CONTRIBUTORS,
     Layout,
@@ -75,7 +76,7 @@ def _entry_dict(entry: DocumentModel) -> dict[str, Any]:
 def toolset_text(
     *, owner_kind: Owner, owner: str, tools: Sequence[EffectiveTool],
     servers: tuple[ServerEntry, ...], disclosure: DisclosureEntry | None = None,
-    approval: ApprovalSettings | None = None,
+    approval: ApprovalSettings | None = None, callers: CallerSection = NO_SECTION,
 ) -> tuple[str, str]:
     """The document's canonical JSON (what the ConfigMap stores) and its hash.
 
@@ -86,7 +87,7 @@ def toolset_text(
     """
     paths: dict[int, str] = {}
     body = _header(owner_kind=owner_kind, owner=owner, tools=tools, servers=servers,
-                   disclosure=disclosure, approval=approval)
+                   disclosure=disclosure, approval=approval, callers=callers)
     tools_json = [tool_json(t, path_json(t.path, paths)) for t in tools]
     digest = _hash(body, tools_json)
     return _canonical({**body, "hash": digest}, tools_json, with_hash=True), digest
@@ -96,7 +97,7 @@ def toolset_document(
     *, owner_kind: Owner, owner: str, tools: Sequence[EffectiveTool],
     servers: tuple[ServerEntry, ...], digest: str,
     disclosure: DisclosureEntry | None = None,
-    approval: ApprovalSettings | None = None,
+    approval: ApprovalSettings | None = None, callers: CallerSection = NO_SECTION,
 ) -> ToolSetDocument:
     """The ToolSet document (``digest``: its hash, from ``toolset_text``)."""
     paths: dict[int, tuple[str, ...]] = {}
@@ -106,19 +107,21 @@ def toolset_document(
         tools=tuple(tool_entry(t, path_names(t.path, paths)) for t in tools),
         mcp_servers=servers, agent_skills=_agent_skills(tools),
         tokens=_token_count(tools), disclosure=disclosure, approval=approval,
+        caller_rules=callers.rules, rate_limits=callers.limits,
     )
 
 
 def _header(*, owner_kind: Owner, owner: str, tools: Sequence[EffectiveTool],
             servers: tuple[ServerEntry, ...],
             disclosure: DisclosureEntry | None,
-            approval: ApprovalSettings | None = None) -> dict[str, Any]:
+            approval: ApprovalSettings | None = None,
+            callers: CallerSection = NO_SECTION) -> dict[str, Any]:
     """Every key of the document but ``hash`` and ``tools``, as JSON values."""
     doc = ToolSetDocument.model_construct(
         actor=_owner(owner_kind, "actor", owner), skill=_owner(owner_kind, "skill", owner),
         mcp_servers=servers,
         agent_skills=_agent_skills(tools), tokens=_token_count(tools), disclosure=disclosure,
-        approval=approval)
+        approval=approval, caller_rules=callers.rules, rate_limits=callers.limits)
     return {key: value for key, value in _entry_dict(doc).items()
             if key not in ("hash", "tools")}
 
