@@ -54,7 +54,7 @@ from skillop.gateway.mount import Mounts
 from skillop.gateway.observe import INBOUND_HEADERS, NOTHING, Observer
 from skillop.gateway.options import Options
 from skillop.gateway.search_tool import own_record, search_tools
-from skillop.gateway.served import ServedSet
+from skillop.gateway.served import ServedSet, needs_approval
 from skillop.gateway.sessions import Client, Sessions
 from skillop.gateway.upstream import Pool
 from skillop.gateway.vectors import SemanticRanker
@@ -166,7 +166,8 @@ class Gateway:
         if old.hash != served.hash and old.hash:
             serve.say(f"reloaded {served.actor}: {count(len(served.tools), 'tool')}"
                       f" ({served.hash})")
-        return old.listing != served.listing
+        return (old.listing != served.listing
+                or old.caller_rules.rules != served.caller_rules.rules)
 
     async def _watch(self) -> None:
         while True:
@@ -246,29 +247,31 @@ class Gateway:
             return await self.call(params.name, params.arguments or {}, approver=approver)
 
     async def answer(self, method: str, params: dict[str, Any],
-                     client: Client) -> wire.Reply | None:
-        """The front's answer (the JSON-RPC ``result`` or ``error`` member), or None
-        when the SDK must answer: a call to approve, by a client that can be asked,
-        needs the SDK's event stream; a malformed call, its error."""
+                     client: Client, *, caller: Caller = ANONYMOUS) -> wire.Reply | None:
+        """The front's answer (the JSON-RPC ``result`` or ``error`` member) for
+        ``caller``, or None when the SDK must answer: a call to approve, by a client
+        that can be asked, needs the SDK's event stream; a malformed call, its error."""
         if not self.options.fast_path or (method, client.protocol_version) not in SERVER_RESULTS:
             return None  # (ping is no 2026-07-28 method: the SDK says so)
         if method == "ping":
             return wire.Reply(result=self._listings.shaped("ping", client.protocol_version,
                                                            types.EmptyResult()))
         if method == "tools/list":
-            return wire.Reply(result=self._listings.json(self.served, client.protocol_version))
+            return wire.Reply(result=self._listings.json(self.served, client.protocol_version,
+                                                         caller=caller))
         name, arguments = params.get("name"), params.get("arguments")
         if not isinstance(name, str) or not isinstance(arguments, dict | None):
             return None
         tool = self.served.target(name, arguments)
-        if (tool is not None and tool.requires_approval and client.can_elicit
-                and self.served.approval.via == "Elicitation"):
+        if (tool is not None and client.can_elicit and self.served.approval.via == "Elicitation"
+                and needs_approval(self.served, tool, caller)):
             return None
         try:
             with self.observer.request(method, name, meta=params.get("_meta"),  # its span
                                        headers=INBOUND_HEADERS.get(),
                                        protocol=client.protocol_version):
-                result = await self.call(name, arguments or {}, approver=_NOBODY)
+                result = await self.call(name, arguments or {}, approver=_NOBODY,
+                                         caller=caller)
         except MCPError as exc:
             return wire.Reply(error=(exc.code, exc.error.message))
         assert isinstance(result, types.CallToolResult)  # nobody was asked
@@ -286,7 +289,7 @@ class Gateway:
         served = self.served  # one call sees one set, whatever a reload does meanwhile
         if served.search is not None and name == SEARCH_TOOL:
             return await search_tools(served, arguments, self.calls.record,
-                                      observer=self.observer)
+                                      observer=self.observer, caller=caller)
         if served.search is not None and name == CALL_TOOL:
             inner, inner_arguments = arguments.get("name"), arguments.get("arguments")
             if not isinstance(inner, str) or not isinstance(inner_arguments, dict | None):

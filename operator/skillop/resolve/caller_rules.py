@@ -52,8 +52,8 @@ def caller_section(actor: ActorResource, policies: Sequence[PolicyResource],
     lineage = lineage_of(flats)
     rules = [entry for origin, own, _ in sources for i, rule in enumerate(own)
              if (entry := _rule_entry(origin, i, rule, tools, lineage)) is not None]
-    limits = [entry for origin, _, own in sources for i, limit in enumerate(own)
-              if (entry := _limit_entry(origin, i, limit, tools, lineage)) is not None]
+    limits = [found for origin, _, own in sources for i, limit in enumerate(own)
+              if (found := _limit_entry(origin, i, limit, tools, lineage)) is not None]
     return CallerSection(tuple(rules) or None, tuple(limits) or None)
 
 
