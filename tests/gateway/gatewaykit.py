@@ -256,45 +256,10 @@ NODE_CLIENTS = Path(__file__).with_name("node")
 def node_clients() -> Path:
     """``tests/gateway/node`` installed (``npm ci``, the pinned lock file) in a cache
     directory named after the lock file; skips the test when npm is not installed."""
-    import hashlib
-    import shutil
+    from npmkit import installed_or_skip
 
-    import pytest
-
-    npm, node = shutil.which("npm"), shutil.which("node")
-    if npm is None or node is None:
-        pytest.skip("npm and node are not installed: the TypeScript SDK and the MCP"
-                    " Inspector CLI cannot be run")
-    lock = (NODE_CLIENTS / "package-lock.json").read_bytes()
-    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "skillop"
-    target = cache / f"node-clients-{hashlib.sha256(lock).hexdigest()[:16]}"
-    if (target / "node_modules" / ".package-lock.json").exists():
-        return _with_scripts(target)
-    cache.mkdir(parents=True, exist_ok=True)
-    staging = cache / f".{target.name}.{os.getpid()}"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir()
-    for name in ("package.json", "package-lock.json"):
-        shutil.copy(NODE_CLIENTS / name, staging / name)
-    done = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-                          cwd=staging, capture_output=True, text=True, timeout=300)
-    if done.returncode != 0:
-        raise RuntimeError(f"npm ci failed: {done.stderr[-2000:]}")
-    try:
-        staging.rename(target)
-    except OSError:  # another run installed it meanwhile
-        shutil.rmtree(staging, ignore_errors=True)
-    return _with_scripts(target)
-
-
-def _with_scripts(target: Path) -> Path:
-    """``target`` with the test's own scripts beside its node_modules (ES modules
-    resolve packages from where the script is)."""
-    import shutil
-
-    for script in NODE_CLIENTS.glob("*.mjs"):
-        shutil.copy(script, target / script.name)
-    return target
+    return installed_or_skip(NODE_CLIENTS, "node-clients",
+                             needed_for="the TypeScript SDK and the MCP Inspector CLI")
 
 
 def fastmcp_answering(action: str, asked: list[str]) -> Any:

@@ -136,6 +136,12 @@ INVALID = {
                                                  "refreshInterval": "9s999ms"}]}),
         'spec.mcpServers[0].refreshInterval: Invalid value: "9s999ms": refreshInterval must be'
         " at least 10s"),
+    "callers-issuer-over-plain-http": (
+        actor("plain-issuer", {"skills": ["x"], "callers": {
+            "issuer": "http://idp.example.com", "audiences": ["gw"]}}),
+        'spec.callers.issuer: Invalid value: "http://idp.example.com": issuer must be an https'
+        " URL without user, query or fragment (http only for a loopback host: localhost,"
+        " 127.x.x.x, [::1])"),
     "from-without-selector": (
         skill("sharing-all", {"sharing": {"from": "All", "selector": {"matchLabels": {"a": "b"}}}}),
         "spec.sharing: Invalid value: selector is required with from: Selector, and only then"),
@@ -172,6 +178,12 @@ def test_a_valid_object_with_every_rule_satisfied_is_accepted(ns: RealCluster) -
                           "anonymousTools": [{"name": "t", "capabilities": {"writes": True}}]})
     out = ns.kubectl("apply", "-f", "-", stdin=json.dumps(doc))
     assert out.returncode == 0, out.stderr
+    for name, issuer in (("loopback-issuer", "http://127.0.0.1:8080/realms/a"),
+                         ("https-issuer", "https://idp.example.com/realms/a")):
+        doc = actor(name, {"skills": ["x"], "callers": {
+            "issuer": issuer, "audiences": ["gw"], "jwksUri": f"{issuer}/keys"}})
+        out = ns.kubectl("apply", "-f", "-", stdin=json.dumps(doc))
+        assert out.returncode == 0, out.stderr
 
 
 def _words(text: str) -> str:

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 import mcp_types as types
+from mcp.server import ServerRequestContext
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 #: The form the person answers: one yes/no, yes preselected.
 APPROVAL_SCHEMA: Final[dict[str, Any]] = {
@@ -178,3 +180,21 @@ class InputRequired:
             message=question.prompt, requested_schema=APPROVAL_SCHEMA))
         return Pending(types.InputRequiredResult(
             input_requests={INPUT_KEY: ask}, request_state=self.tickets.issue(question.tool)))
+
+
+def approver_of(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams,
+                tickets: Tickets, nobody: Approver) -> Approver:
+    """Who approves a call the SDK's server handles: a 2026-07-28 client is handed
+    an ``input_required`` result; an older one that can be asked, an elicitation on
+    its session; else ``nobody``."""
+    caps = ctx.session.client_capabilities
+    can_elicit = caps is not None and caps.elicitation is not None
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        return InputRequired(params, tickets, can_elicit)
+    if not can_elicit:
+        return nobody
+
+    async def ask(message: str) -> types.ElicitResult:
+        return await ctx.session.elicit_form(message, APPROVAL_SCHEMA,
+                                             related_request_id=ctx.request_id)
+    return Elicitation(ask)

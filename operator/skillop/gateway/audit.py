@@ -3,7 +3,9 @@
 Each line says who called what, where it went, how long it took and how it
 ended: ``time``, ``actor``, ``bindingName``, ``upstream`` (server name, null for
 Agent Skills and unknown tools), ``upstreamTool``, ``durationMs``, ``outcome``
-(``ok``, ``error`` or ``refused``) and, unless ok, ``reason``; a call that
+(``ok``, ``error`` or ``refused``) and, unless ok, ``reason``; ``caller``, the
+subject of the verified token the call was made with (absent: anonymous; never
+the token); a call that
 needed approval by request also names ``approval`` (the ToolCallApproval,
 namespace/name) and ``approver`` (who decided, as the API server knows them). Arguments and
 results are never written: they may hold anything the agent or the upstream
@@ -60,6 +62,8 @@ class AuditRecord:
     approver: str | None = None
     #: The call's trace (32 hex digits), when the gateway traces (docs/gateway.md).
     trace_id: str | None = None
+    #: The caller's subject (docs/gateway.md, Callers); None: anonymous.
+    caller: str | None = None
 
     def line(self, now: datetime) -> str:
         """The record as one line of JSON, at ``now`` (UTC)."""
@@ -72,7 +76,8 @@ class AuditRecord:
                  _target(self.actor, self.binding_name, self.upstream, self.upstream_tool),
                  ',"durationMs":', repr(duration) if math.isfinite(duration) else
                  json.dumps(duration), ',"outcome":', _json(self.outcome)]
-        for key, value in (("reason", self.reason), ("approval", self.approval),
+        for key, value in (("caller", self.caller), ("reason", self.reason),
+                           ("approval", self.approval),
                            ("approver", self.approver), ("traceId", self.trace_id)):
             if value is not None:
                 parts += [',"', key, '":', _json(_bounded(value))]
@@ -111,7 +116,7 @@ class AuditLog:
             outcome=call.outcome, reason=call.reason,
             approval=decided.request if decided is not None else None,
             approver=decided.decided_by if decided is not None else None,
-            trace_id=call.trace_id))
+            trace_id=call.trace_id, caller=call.caller))
 
     def write(self, record: AuditRecord) -> None:
         stream = self._stream()

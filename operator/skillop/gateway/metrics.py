@@ -43,8 +43,13 @@ _REFUSALS: Final = (
     ("the approval was not answered", "approval_expired"),
     ("the tool requires approval", "approval_unavailable"),
     ("the approval request", "approval_unavailable"),
+    # identity/callers.py: the caller's token (stdio, or one that expired mid-request)
+    ("no caller token", "caller_missing"),
+    ("invalid caller token", "caller_invalid"),
+    ("caller token not verifiable", "caller_unavailable"),
 )
 REFUSAL_KINDS: Final = frozenset(kind for _, kind in _REFUSALS) | {"other"}
+_CALLER_REFUSALS: Final = frozenset({"missing", "invalid", "unavailable"})
 #: How a call failed, by words of the gateway's own reason (a JSON-RPC error is
 #: recorded by its code, ``upstream.py``).
 _FAILURES: Final = (
@@ -130,6 +135,9 @@ class GatewayMetrics:
         self.sessions_opened = counter("sessions_opened", "MCP sessions opened")
         self.searches = counter("search_queries", "search_tools queries by result (matched,"
                                 " abstained: nothing fit, refused: malformed)", "result")
+        self.caller_refusals = counter("caller_refusals", "Requests refused for the caller's"
+                                       " token, by reason (missing, invalid, unavailable:"
+                                       " the issuer's keys); never by subject", "reason")
         self._served: Container[str] = ()
         self._upstreams: Container[str] = ()
 
@@ -174,6 +182,9 @@ class GatewayMetrics:
         self.relistings.labels(label).inc()
         if changed:
             self.definition_changes.labels(label).inc()
+
+    def caller_refused(self, reason: str) -> None:
+        self.caller_refusals.labels(reason if reason in _CALLER_REFUSALS else "other").inc()
 
     def session_opened(self) -> None:
         self.sessions_opened.inc()

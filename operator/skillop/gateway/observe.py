@@ -60,12 +60,15 @@ class Observer:
 
     # -- a request -----------------------------------------------------------------
     def request(self, method: str, tool: str | None, *, meta: Any = None,
-                headers: Mapping[str, str] | None = None, protocol: str | None = None) -> Any:
-        """The request's span (a context manager; nothing when tracing is off)."""
+                headers: Mapping[str, str] | None = None, protocol: str | None = None,
+                caller: object = None) -> Any:
+        """The request's span (a context manager; nothing when tracing is off), naming
+        ``caller``'s subject (a ``Caller``; anything else: nobody) as ``enduser.id``."""
         if self.tracing is None:
             return nullcontext()
         return self.tracing.request(
             method, tool, brought=t.carrier(meta, headers), protocol=protocol,
+            enduser=getattr(caller, "subject", None),
             session_id=headers.get("mcp-session-id") if headers is not None else None)
 
     def called(self, binding: str, outcome: str, reason: str | None, seconds: float, *,

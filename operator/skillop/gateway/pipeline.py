@@ -157,6 +157,8 @@ class CallRecord(NamedTuple):
     upstream_seconds: float = 0.0
     #: The call's trace (32 hex digits), when the gateway traces: set at the seam.
     trace_id: str | None = None
+    #: The caller's subject (None: anonymous).
+    caller: str | None = None
 
 
 class Guard(Protocol):
@@ -263,4 +265,5 @@ def _record(call: Call, verdict: Verdict, started: float) -> CallRecord:
         upstream=call.label,
         upstream_tool=tool.upstream_name if tool is not None else None,
         outcome=outcome, reason=reason, approval=verdict_of_approval,
-        seconds=time.perf_counter() - started, upstream_seconds=call.upstream_seconds)
+        seconds=time.perf_counter() - started, upstream_seconds=call.upstream_seconds,
+        caller=call.caller.subject)

@@ -15,6 +15,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from skillop.gateway.audit import AuditLog
 from skillop.gateway.front import Front
+from skillop.gateway.identity.http import Authenticated
 from skillop.gateway.observe import observing
 from skillop.gateway.options import Options
 from skillop.model.wording import count
@@ -42,15 +43,17 @@ async def serve_http(gateway: Gateway, host: str, port: int) -> None:
                                   security=manager.security_settings,
                                   max_body_bytes=manager.max_request_body_size,
                                   modern=modern.handle_request if options.fast_path else None)
+    # Every request to the MCP endpoint passes the door first (its caller's token).
+    door = Authenticated(front, gateway.door)
     # The front's answers are written by the protocol itself, before any app runs
     # (off: every request through the apps, the reference for the fast path).
-    protocol = (front_protocol(options.request_timeout, front)
+    protocol = (front_protocol(options.request_timeout, door)
                 if options.fast_path else deadline_protocol(options.request_timeout))
     sock = listener(host, port)
     actual = sock.getsockname()[1]
     # No proxy stands before the gateway: X-Forwarded-* from a loopback client (the
     # agent) is not believed; no Server header names what serves it.
-    config = uvicorn.Config(front, log_level="warning", access_log=False, lifespan="on",
+    config = uvicorn.Config(door, log_level="warning", access_log=False, lifespan="on",
                             log_config=None, timeout_graceful_shutdown=1, http=protocol,
                             proxy_headers=False, server_header=False)
     shown = f"[{host}]" if ":" in host else host

@@ -32,6 +32,7 @@ from skillop.gateway.buckets import Limit, limits_of
 from skillop.gateway.caller_policy import NO_RULES, CallerRules, NeedsApproval, decide
 from skillop.gateway.search import Document, SearchIndex
 from skillop.model.caller import Caller
+from skillop.model.callers import CallersSpec
 from skillop.model.canonical import bytes_digest
 from skillop.model.specs import ApprovalSettings
 from skillop.model.toolset import (
@@ -104,6 +105,8 @@ class ServedSet:
     #: The set's ``callerRules`` (who may list and call what) and ``rateLimits``.
     caller_rules: CallerRules = NO_RULES
     rate_limits: tuple[Limit, ...] = ()
+    #: Whose tokens name the callers (the Actor's spec.callers); None: all anonymous.
+    callers: CallersSpec | None = None
 
     @classmethod
     def empty(cls) -> ServedSet:
@@ -217,7 +220,7 @@ def parse_served_set(raw: bytes | str, *, path: str = TOOLS_KEY,
         "actor": doc.actor or "", "hash": doc.hash, "tools": tools, "upstreams": upstreams,
         "approval": doc.approval or _DEFAULT_APPROVAL,
         "caller_rules": CallerRules.of(doc.caller_rules or ()),
-        "rate_limits": limits_of(doc.rate_limits or ())}
+        "rate_limits": limits_of(doc.rate_limits or ()), "callers": doc.callers}
     if doc.disclosure is None:
         return ServedSet(listing=tuple(t.definition for t in tools.values()), **common)
     pinned = [tools[name].definition for name in doc.disclosure.pinned

@@ -14,6 +14,10 @@ Refusals and failures are tool results with ``isError`` and a reason the model
 can read (the gateway's own words, no upstream or secret text). Every call, of
 any outcome, is recorded once (``pipeline.CallRecord``): one audit line.
 
+With ``callers`` in the set, each request's caller is the one its token names
+(``identity``; over HTTP the front's door refuses a request without a valid one
+first, stdio carries none); the calls and listings are made for that caller.
+
 Over HTTP (``serve``), ``front.Front`` answers most requests itself with plain
 JSON (the hot path); the SDK's server handles the session's life, approvals and
 notifications. Both end in ``Gateway.call``. Connected clients are kept in
@@ -33,26 +37,25 @@ from typing import Any, Final
 
 import anyio
 import mcp_types as types
-from mcp.server import NotificationOptions, Server, ServerRequestContext
-from mcp.server._otel import OpenTelemetryMiddleware
-from mcp.server.models import InitializationOptions
-from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+from mcp.server import ServerRequestContext
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import x_mcp_header_map
 from mcp_types.methods import SERVER_RESULTS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from skillop import __version__
 from skillop.gateway import approval, pipeline, serve, wire
 from skillop.gateway.approval_request import Requests
 from skillop.gateway.audit import AuditLog
 from skillop.gateway.front import Front
 from skillop.gateway.guards import call_path
+from skillop.gateway.identity.callers import Refusal
+from skillop.gateway.identity.door import REQUEST_CALLER, Door
 from skillop.gateway.listing import Listings
 from skillop.gateway.mount import Mounts
 from skillop.gateway.observe import INBOUND_HEADERS, NOTHING, Observer
 from skillop.gateway.options import Options
+from skillop.gateway.sdk_server import sdk_server
 from skillop.gateway.search_tool import own_record, search_tools
 from skillop.gateway.served import ServedSet, needs_approval
 from skillop.gateway.sessions import Client, Sessions
@@ -66,18 +69,6 @@ from skillop.model.wording import count
 _NOBODY: Final = approval.Nobody(
     "the tool requires approval (requiresApproval) and this client does not support MCP"
     " elicitation, so nobody can be asked")
-
-
-class _GatewayServer(Server[Any]):
-    """The SDK's lowlevel server, announcing ``tools.listChanged`` on every transport."""
-
-    def create_initialization_options(
-        self, notification_options: NotificationOptions | None = None,
-        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
-        extensions: dict[str, dict[str, Any]] | None = None,
-    ) -> InitializationOptions:
-        return super().create_initialization_options(
-            NotificationOptions(tools_changed=True), experimental_capabilities, extensions)
 
 
 class Gateway:
@@ -106,22 +97,14 @@ class Gateway:
         self._tickets = approval.Tickets()
         #: ``list_changed`` for 2026-07-28 clients, who listen with ``subscriptions/listen``.
         self._bus = InMemorySubscriptionBus()
-        self.server = _GatewayServer("skillop-gateway", version=__version__,
-                                     on_list_tools=self._list_tools,
-                                     on_call_tool=self._call_tool,
-                                     on_subscriptions_listen=ListenHandler(self._bus),
-                                     get_tool_input_schema=self.input_schema)
+        #: Who the callers are, by the set's ``callers`` (identity/).
+        self.door = Door(observer=observer)
+        self.server = sdk_server(on_list_tools=self._list_tools, on_call_tool=self._call_tool,
+                                 on_subscriptions_listen=ListenHandler(self._bus),
+                                 get_tool_input_schema=self.input_schema)
         # The server's identity as 2026-07-28 answers carry it: one copy, read-only
         # (the SDK's property copies per call).
         self._listings = Listings(self.server.server_info_stamp)
-        # No tracing span per message: nothing exports them, and it is the hot path.
-        self.server.middleware = [m for m in self.server.middleware
-                                  if not isinstance(m, OpenTelemetryMiddleware)]
-        # The approval state a 2026-07-28 client echoes is sealed, bound to the tool and
-        # its arguments, and expires (approval.InputRequired).
-        self.server.middleware.append(RequestStateBoundary(
-            RequestStateSecurity.ephemeral(ttl=approval.TICKET_SECONDS),
-            default_audience="skillop-gateway"))
         self.server.add_notification_handler(
             "notifications/initialized", types.NotificationParams, self._initialized)
 
@@ -158,6 +141,8 @@ class Gateway:
             return False
         old, self.served = self.served, served
         self.observer.serving(served)
+        if self.door.update(served.callers) and served.callers is not None:
+            serve.say(f"verifying callers' tokens from {served.callers.issuer}")
         if served.search is not None and self._ranker is not None:
             self._ranker.submit(served.search)
         assert self._pool is not None
@@ -223,39 +208,44 @@ class Gateway:
 
     async def _list_tools(self, ctx: ServerRequestContext[Any],
                           params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        """The listing; over HTTP as an event stream, in pages (``listing``)."""
+        """The listing for the request's caller (none for a refused one: stdio without a
+        token); over HTTP as an event stream, in pages (``listing``)."""
+        caller = await self.door.identify(getattr(ctx.request, "headers", None))
+        if isinstance(caller, Refusal):
+            return types.ListToolsResult(tools=[])
         return self._listings.page(
-            self.served, params.cursor if params is not None else None,
+            self.served, params.cursor if params is not None else None, caller=caller,
             streamed=(ctx.request is not None
                       and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS))
 
     async def _call_tool(self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams,
                          ) -> types.CallToolResult | types.InputRequiredResult:
-        caps = ctx.session.client_capabilities
-        can_elicit = caps is not None and caps.elicitation is not None
-        approver: approval.Approver = _NOBODY
-        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            approver = approval.InputRequired(params, self._tickets, can_elicit)
-        elif can_elicit:
-            async def ask(message: str) -> types.ElicitResult:
-                return await ctx.session.elicit_form(message, approval.APPROVAL_SCHEMA,
-                                                     related_request_id=ctx.request_id)
-            approver = approval.Elicitation(ask)
+        approver = approval.approver_of(ctx, params, self._tickets, _NOBODY)
+        headers = getattr(ctx.request, "headers", None)
+        # Asked from the request's own headers: the session's tasks may carry another
+        # request's context (``REQUEST_CALLER`` is the front's, for its own answers).
+        caller = await self.door.identify(headers)
         with self.observer.request("tools/call", params.name, meta=ctx.meta,  # its span
-                                   headers=getattr(ctx.request, "headers", None),
-                                   protocol=ctx.protocol_version):
-            return await self.call(params.name, params.arguments or {}, approver=approver)
+                                   headers=headers, protocol=ctx.protocol_version,
+                                   caller=caller):
+            if isinstance(caller, Refusal):
+                return self._refused(params.name, caller)
+            return await self.call(params.name, params.arguments or {}, approver=approver,
+                                   caller=caller)
 
     async def answer(self, method: str, params: dict[str, Any],
-                     client: Client, *, caller: Caller = ANONYMOUS) -> wire.Reply | None:
-        """The front's answer (the JSON-RPC ``result`` or ``error`` member) for
-        ``caller``, or None when the SDK must answer: a call to approve, by a client
-        that can be asked, needs the SDK's event stream; a malformed call, its error."""
+                     client: Client) -> wire.Reply | None:
+        """The front's answer (the JSON-RPC ``result`` or ``error`` member), or None
+        when the SDK must answer: a call to approve, by a client that can be asked,
+        needs the SDK's event stream; a malformed call, its error."""
         if not self.options.fast_path or (method, client.protocol_version) not in SERVER_RESULTS:
             return None  # (ping is no 2026-07-28 method: the SDK says so)
         if method == "ping":
             return wire.Reply(result=self._listings.shaped("ping", client.protocol_version,
                                                            types.EmptyResult()))
+        caller = REQUEST_CALLER.get() or await self.door.identify(INBOUND_HEADERS.get())
+        if isinstance(caller, Refusal):
+            return None  # the SDK's handler refuses it, in the era's own form
         if method == "tools/list":
             return wire.Reply(result=self._listings.json(self.served, client.protocol_version,
                                                          caller=caller))
@@ -269,13 +259,18 @@ class Gateway:
         try:
             with self.observer.request(method, name, meta=params.get("_meta"),  # its span
                                        headers=INBOUND_HEADERS.get(),
-                                       protocol=client.protocol_version):
+                                       protocol=client.protocol_version, caller=caller):
                 result = await self.call(name, arguments or {}, approver=_NOBODY,
                                          caller=caller)
         except MCPError as exc:
             return wire.Reply(error=(exc.code, exc.error.message))
         assert isinstance(result, types.CallToolResult)  # nobody was asked
         return wire.Reply(result=self._listings.shaped(method, client.protocol_version, result))
+
+    def _refused(self, name: str, refusal: Refusal) -> types.CallToolResult:
+        """A call refused for its caller's token: recorded, and said to the agent."""
+        self.calls.record(own_record(self.served, name, time.perf_counter(), refusal.reason))
+        return pipeline.error_result(f"refused: {refusal.reason}")
 
     async def call(self, name: str, arguments: dict[str, Any], *,
                    approver: approval.Approver, caller: Caller = ANONYMOUS,

@@ -97,7 +97,7 @@ class Tracing:
     @contextmanager
     def request(self, method: str, tool: str | None, *, brought: Mapping[str, str],
                 session_id: str | None = None, protocol: str | None = None,
-                ) -> Iterator[Any]:
+                enduser: str | None = None) -> Iterator[Any]:
         """The SERVER span of one MCP request, a child of the trace it ``brought``."""
         attributes: dict[str, str] = {"mcp.method.name": method}
         if method == "tools/call":
@@ -108,6 +108,8 @@ class Tracing:
             attributes["mcp.session.id"] = session_id
         if protocol is not None:
             attributes["mcp.protocol.version"] = protocol
+        if enduser is not None:  # the verified subject, never the token
+            attributes["enduser.id"] = enduser
         parent = self._extract(dict(brought)) if brought else None
         with self._tracer.start_as_current_span(
                 f"{method} {tool}" if tool is not None else method, context=parent,

@@ -13,6 +13,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from skillop.model.caller_rules import CallerRule, RateLimit
+from skillop.model.callers import CallersSpec
 from skillop.model.capabilities import BooleanCapability
 from skillop.model.globs import SkillGlob
 from skillop.model.hostpatterns import HostPattern
@@ -132,3 +133,6 @@ class ActorSpec(SpecModel):
     rate_limits: list[RateLimit] = Field(default_factory=list, max_length=MAX_NESTED)
     """Token buckets bounding how often callers call tools; every applying limit (the
     Actor's and its policies') must have a token for a call to run."""
+    callers: CallersSpec | None = None
+    """The end users' tokens the gateway verifies (OpenID Connect): the issuer, the
+    audiences, and the claims naming the caller. Absent: every call is anonymous."""

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from skillop.model.caller_rules import CallerMatch, Effect, LimitScope
+from skillop.model.callers import CallersSpec
 from skillop.model.canonical import canonical_json
 from skillop.model.names import GROUP_VERSION
 from skillop.model.specs import ApprovalSettings, EnvVar, HeadersFrom, McpTls
@@ -217,6 +218,8 @@ class ToolSetDocument(DocumentModel):
     #: How the gateway gets calls approved: the Actor's ``spec.approval``, present
     #: only when the Actor sets it (the default is a ToolCallApproval, 300 s).
     approval: ApprovalSettings | None = None
+    #: Whose tokens the gateway verifies: the Actor's ``spec.callers``, when set.
+    callers: CallersSpec | None = None
     #: Beyond the contract's keys, so after them (docs/decisions.md).
     tokens: TokenCount | None = None
     disclosure: DisclosureEntry | None = None

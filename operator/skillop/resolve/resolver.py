@@ -370,11 +370,12 @@ class Resolver:
         owner = f"{subject.namespace}/{subject.name}"
         shown, unknown = disclosure_entry(disclosure, tools)
         warnings += [f"{subject}: {w}" for w in unknown]
-        callers = NO_SECTION if actor is None else caller_section(
+        rules = NO_SECTION if actor is None else caller_section(
             actor, self.catalog.policies_for(subject.namespace), tools, flats)
+        callers = actor.spec.callers if actor is not None else None
         render_set = functools.partial(toolset_text, owner_kind=owner_kind, owner=owner,
                                        servers=servers, disclosure=shown, approval=approval,
-                                       callers=callers)
+                                       callers=callers, rules=rules)
         render = functools.cache(functools.partial(render_set, tools=tools))
         if owner_kind == "actor" and not problems:
             stored = self.catalog.actors.get(ObjectRef(subject.namespace, subject.name))
@@ -382,7 +383,8 @@ class Resolver:
                                       origin=self._origin(subject))
         document = functools.partial(toolset_document, owner_kind=owner_kind, owner=owner,
                                      tools=tools, servers=servers,
-                                     disclosure=shown, approval=approval, callers=callers)
+                                     disclosure=shown, approval=approval, callers=callers,
+                                     rules=rules)
         return Resolution(subject, tools, skills, tuple(problems), tuple(warnings),
                           tuple(pruned), render, lambda: document(digest=render()[1]),
                           tuple(dropped), policies, servers, binding)

@@ -1,0 +1,63 @@
+"""The gateway's door: the set's ``callers`` in force, and each request's caller.
+
+The Gateway holds one ``Door``. A reload hands it the set's ``callers``: the
+same as before keeps the keys and the verified tokens; another (a new issuer,
+audience, header...) starts afresh, every cache dropped, so a token verified
+for the old settings is checked again under the new ones. A set without
+``callers`` makes every request anonymous, as before callers existed.
+
+``REQUEST_CALLER`` carries the caller the HTTP front verified to the front's
+answers in the same task (the fast path); the SDK's handlers run in the
+session's tasks and ask the door again with the request's headers (a lookup:
+the token was verified a moment before).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from contextvars import ContextVar
+
+from skillop.gateway.identity.callers import Callers, Refusal
+from skillop.gateway.observe import NOTHING, Observer
+from skillop.model.caller import ANONYMOUS, Caller
+from skillop.model.callers import CallersSpec
+
+#: The caller of the HTTP request being answered, once the front identified it.
+REQUEST_CALLER: ContextVar[Caller | None] = ContextVar("request_caller", default=None)
+
+
+class Door:
+    """Who may come in, under the set's ``callers`` (None: anyone, as anonymous)."""
+
+    def __init__(self, *, observer: Observer = NOTHING) -> None:
+        self._observer = observer
+        self.callers: Callers | None = None
+
+    @property
+    def spec(self) -> CallersSpec | None:
+        return self.callers.spec if self.callers is not None else None
+
+    def update(self, spec: CallersSpec | None) -> bool:
+        """Use ``spec`` from now on; True when it differs (the caches were dropped)."""
+        if spec == self.spec:
+            return False
+        self.callers = Callers(spec) if spec is not None else None
+        return True
+
+    async def identify(self, headers: Mapping[str, str] | None) -> Caller | Refusal:
+        """The caller ``headers`` name (None: no headers, stdio), or why not;
+        a refusal is counted by its kind."""
+        callers = self.callers
+        if callers is None:
+            return ANONYMOUS
+        found = await callers.identify(headers)
+        if isinstance(found, Refusal):
+            kind = found.kind
+            self._observer.count(lambda m: m.caller_refused(kind))
+        return found
+
+    async def caller(self, headers: Mapping[str, str] | None) -> Caller | Refusal:
+        """The caller of the request being answered: the one the front identified
+        (``REQUEST_CALLER``), else identified now from ``headers``."""
+        known = REQUEST_CALLER.get()
+        return known if known is not None else await self.identify(headers)
