@@ -106,10 +106,13 @@ class Buckets:
             state = self._state(limit.key(caller, binding), limit, now)
             if state[0] < 1.0:
                 wait = (1.0 - state[0]) / limit.rate
+                self._trim(now)
                 return Refused(limit, max(1, math.ceil(wait - 1e-9)))
             states.append(state)
         for state in states:
             state[0] -= 1.0
+        # After the take: a bucket this call made is not full any more, so kept.
+        self._trim(now)
         return None
 
     def _state(self, key: Hashable, limit: Limit, now: float) -> _State:
@@ -117,7 +120,6 @@ class Buckets:
         state = buckets.get(key)
         if state is None:
             state = buckets[key] = [float(limit.calls), now, float(limit.calls), limit.rate]
-            self._trim(now)
         else:
             buckets.move_to_end(key)
             state[0] = _refilled(state, now)
