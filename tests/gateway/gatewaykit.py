@@ -187,7 +187,9 @@ async def stdio_agent(toolset: Path, secrets: Path, errlog: Any,
     params = StdioServerParameters(
         command=SKILLOP,
         args=["gateway", "--stdio", "--toolset-dir", str(toolset), "--secrets-dir",
-              str(secrets), "--allow", "127.0.0.1:*", "--poll", "0.1", *extra])
+              str(secrets), "--allow", "127.0.0.1:*", "--poll", "0.1", *extra],
+        # The SDK passes a few variables only: PYTHONPATH names the source under test.
+        env=dict(os.environ))
     async with AsyncExitStack() as stack:
         read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
         session = await stack.enter_async_context(ClientSession(read, write))
@@ -198,10 +200,11 @@ async def stdio_agent(toolset: Path, secrets: Path, errlog: Any,
 @asynccontextmanager
 async def serving(tmp_path: Path, upstream: Any, *, tools: list[dict[str, Any]] | None = None,
                   disclosure: dict[str, Any] | None = None,
+                  callers: dict[str, Any] | None = None, audit: io.StringIO | None = None,
                   **options: Any) -> AsyncIterator[Any]:
     """A `Gateway` in this process serving HTTP on a free port, its set ``tools``
-    (default: `echo`) of `upstream` (a `mcp_servers.ServerHandle`), audit lines dropped;
-    ``disclosure``: the Actor's."""
+    (default: `echo`) of `upstream` (a `mcp_servers.ServerHandle`), audit lines written
+    to ``audit`` (default: dropped); ``disclosure``, ``callers``: the Actor's."""
     from skillop.gateway.audit import AuditLog
     from skillop.gateway.options import Options
     from skillop.gateway.server import Gateway
@@ -212,13 +215,14 @@ async def serving(tmp_path: Path, upstream: Any, *, tools: list[dict[str, Any]] 
         # These tests ask the client (elicitation, input-required); approval by a
         # ToolCallApproval is the real-API tier's (tests/realapi/test_realapi_approvals.py).
         actor("dev", skills=["srv"], approval={"via": "Elicitation"},
-              **({"disclosure": disclosure} if disclosure else {}))],
+              **({"disclosure": disclosure} if disclosure else {}),
+              **({"callers": callers} if callers else {}))],
         "team-a/dev"))
     (tmp_path / "secrets").mkdir(exist_ok=True)
     gateway = Gateway(Options.build(toolset_dir=tmp_path / "tools",
                                     secrets_dir=tmp_path / "secrets",
                                     allow=("127.0.0.1:*",), poll_interval=0.05, **options),
-                      audit=AuditLog(lambda: io.StringIO()))
+                      audit=AuditLog(lambda: audit or io.StringIO()))
     async with gateway.running(), anyio.create_task_group() as tasks:
         tasks.start_soon(gateway.serve_http, "127.0.0.1", 0)
         with anyio.fail_after(10):
