@@ -106,5 +106,19 @@ def test_views_are_kept_per_set_of_matched_rules_and_bounded() -> None:
     assert frozenset({0}) not in rules._views and frozenset({MAX_KEPT_VIEWS + 9}) in rules._views
 
 
+def test_the_matched_rules_of_recent_callers_are_kept_bounded() -> None:
+    rules = CallerRules((CompiledRule("Actor a/b", 1, "Deny", CallerMatch(groups=["g"]),
+                                      frozenset({"t"})),))
+    for i in range(caller_policy.MAX_KEPT_CALLERS + 5):
+        assert rules.decide(rules.matched(who(f"u{i}", "g" if i % 2 else "h")), "t") == (
+            Denied("denied by Actor a/b: rule 1 (groups: [g])") if i % 2 else ALLOWED)
+    assert len(rules._callers) == caller_policy.MAX_KEPT_CALLERS
+    # Equal subject and groups, other claims: another caller, matched afresh.
+    claimed = CallerRules((CompiledRule("Actor a/b", 1, "Deny", CallerMatch.model_validate(
+        {"claims": [{"claim": "dept", "values": ["eng"]}]}), frozenset({"t"})),))
+    assert decide(claimed, who("x", dept="hr"), "t") is ALLOWED
+    assert isinstance(decide(claimed, who("x", dept="eng"), "t"), Denied)
+
+
 def test_no_rules_allow_everything() -> None:
     assert decide(caller_policy.NO_RULES, ANONYMOUS, "anything") is ALLOWED

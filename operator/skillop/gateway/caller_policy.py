@@ -51,6 +51,8 @@ ALLOWED: Final = Allowed()
 Matched = frozenset[int]
 #: How many sets of matched rules keep their listing decisions.
 MAX_KEPT_VIEWS: Final = 256
+#: How many callers' matched rules are kept.
+MAX_KEPT_CALLERS: Final = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +77,8 @@ class CallerRules:
 
     rules: tuple[CompiledRule, ...] = ()
     _views: OrderedDict[Matched, frozenset[str]] = field(default_factory=OrderedDict)
+    #: The rules each recent caller matches: a caller's calls and listings repeat.
+    _callers: OrderedDict[Caller, Matched] = field(default_factory=OrderedDict)
 
     @classmethod
     def of(cls, entries: Iterable[CallerRuleEntry]) -> CallerRules:
@@ -82,8 +86,14 @@ class CallerRules:
                          for e in entries))
 
     def matched(self, caller: Caller) -> Matched:
-        """The rules ``caller`` matches."""
-        return frozenset(i for i, rule in enumerate(self.rules) if matches(rule.callers, caller))
+        """The rules ``caller`` matches (kept for the last ``MAX_KEPT_CALLERS``)."""
+        found = self._callers.get(caller)
+        if found is None:
+            found = self._callers[caller] = frozenset(
+                i for i, rule in enumerate(self.rules) if matches(rule.callers, caller))
+            if len(self._callers) > MAX_KEPT_CALLERS:
+                self._callers.popitem(last=False)
+        return found
 
     def decide(self, matched: Matched, binding: str) -> Decision:
         """The decision on ``binding`` for a caller matching ``matched``."""

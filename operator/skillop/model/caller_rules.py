@@ -10,8 +10,9 @@ decides with it at call time, the CLI (``explain --claims``) offline.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import json
-from collections.abc import Sequence
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, StringConstraints, model_validator
@@ -104,16 +105,11 @@ def _claim_text(value: Any) -> str | None:
     return None
 
 
-def tool_matches(globs: Sequence[str] | None, names: Sequence[str]) -> bool:
-    """Whether any of a tool's names (name, bindingName, qualifiedName) matches a
-    glob; no globs: every tool."""
-    return globs is None or any(fnmatch.fnmatchcase(n, g) for g in globs for n in names)
-
-
-def skill_matches(globs: Sequence[str] | None, skills: Sequence[str]) -> bool:
-    """Whether the tool's skill or any skill on its path (canonical names) matches
-    a glob; no globs: every skill."""
-    return globs is None or any(fnmatch.fnmatchcase(s, g) for g in globs for s in skills)
+@functools.lru_cache(maxsize=1024)
+def glob_pattern(globs: tuple[str, ...]) -> re.Pattern[str]:
+    """One pattern matching what any of ``globs`` matches (fnmatch's, case-sensitive):
+    a rule's globs are tried against every tool of a set at once."""
+    return re.compile("|".join(f"(?:{fnmatch.translate(g)})" for g in globs))
 
 
 NAMES_TOOLS: Rule[Any] = Rule(

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from skillop.model.caller_rules import CallerRule, RateLimit, skill_matches, tool_matches
+from skillop.model.caller_rules import glob_pattern
 from skillop.model.manifest import ActorResource, PolicyResource
 from skillop.model.names import ObjectRef
 from skillop.model.toolset import CallerRuleEntry, RateLimitEntry
@@ -49,40 +49,52 @@ def caller_section(actor: ActorResource, policies: Sequence[PolicyResource],
                     actor.spec.skill_access_policy.caller_rules, actor.spec.rate_limits))
     if not any(rules or limits for _, rules, limits in sources):
         return NO_SECTION
-    lineage = lineage_of(flats)
-    rules = [entry for origin, own, _ in sources for i, rule in enumerate(own)
-             if (entry := _rule_entry(origin, i, rule, tools, lineage)) is not None]
-    limits = [found for origin, _, own in sources for i, limit in enumerate(own)
-              if (found := _limit_entry(origin, i, limit, tools, lineage)) is not None]
+    named = Named.of(tools, lineage_of(flats))
+    rules = [CallerRuleEntry.model_construct(origin=origin, rule=i + 1, effect=rule.effect,
+                                             callers=rule.callers, tools=covers)
+             for origin, own, _ in sources for i, rule in enumerate(own)
+             if (covers := named.covered(rule.skills, rule.tools))]
+    limits = [RateLimitEntry.model_construct(
+                  origin=origin, limit=i + 1, calls=limit.calls, per_seconds=limit.per_seconds,
+                  per=limit.per, callers=limit.callers, tools=covers)
+              for origin, _, own in sources for i, limit in enumerate(own)
+              if (covers := named.covered(limit.skills, limit.tools))]
     return CallerSection(tuple(rules) or None, tuple(limits) or None)
 
 
-def covered(skills: Sequence[str] | None, names: Sequence[str] | None,
-            tools: Sequence[EffectiveTool], lineage: Lineage) -> tuple[str, ...]:
-    """The bindingNames of the ``tools`` a rule's ``skills`` and ``tools`` globs cover
-    (both given: a tool must match both; neither: every tool)."""
-    return tuple(t.binding_name for t in tools
-                 if tool_matches(names, (t.name, t.binding_name, t.entry.qualified_name))
-                 and (skills is None or skill_matches(skills, lineage(t.entry.skill))))
+@dataclass(frozen=True, slots=True)
+class Named:
+    """A set's tools as rules name them: each tool's bindingName and names (name,
+    bindingName, qualifiedName), its skill, and the skills above it."""
 
+    tools: tuple[tuple[str, tuple[str, ...], ObjectRef], ...]
+    lineage: Lineage
 
-def _rule_entry(origin: str, index: int, rule: CallerRule, tools: Sequence[EffectiveTool],
-                lineage: Lineage) -> CallerRuleEntry | None:
-    names = covered(rule.skills, rule.tools, tools, lineage)
-    if not names:
-        return None
-    return CallerRuleEntry.model_construct(origin=origin, rule=index + 1, effect=rule.effect,
-                                           callers=rule.callers, tools=names)
+    @classmethod
+    def of(cls, tools: Sequence[EffectiveTool], lineage: Lineage) -> Named:
+        return cls(tuple((t.binding_name,
+                          tuple(dict.fromkeys((t.name, t.binding_name, t.entry.qualified_name))),
+                          t.entry.skill) for t in tools), lineage)
 
-
-def _limit_entry(origin: str, index: int, limit: RateLimit, tools: Sequence[EffectiveTool],
-                 lineage: Lineage) -> RateLimitEntry | None:
-    names = covered(limit.skills, limit.tools, tools, lineage)
-    if not names:
-        return None
-    return RateLimitEntry.model_construct(
-        origin=origin, limit=index + 1, calls=limit.calls, per_seconds=limit.per_seconds,
-        per=limit.per, callers=limit.callers, tools=names)
+    def covered(self, skills: Sequence[str] | None,
+                names: Sequence[str] | None) -> tuple[str, ...]:
+        """The bindingNames of the tools that ``skills`` and ``names`` (globs) cover
+        (both given: a tool must match both; neither: every tool). Each skill is
+        judged once, for all its tools, and first: it is the cheaper test."""
+        by_name = None if names is None else glob_pattern(tuple(names)).match
+        by_skill = None if skills is None else glob_pattern(tuple(skills)).match
+        judged: dict[ObjectRef, bool] = {}
+        out = []
+        for binding, known, skill in self.tools:
+            if by_skill is not None:
+                ok = judged.get(skill)
+                if ok is None:
+                    ok = judged[skill] = any(by_skill(n) for n in self.lineage(skill))
+                if not ok:
+                    continue
+            if by_name is None or any(by_name(n) for n in known):
+                out.append(binding)
+        return tuple(out)
 
 
 def lineage_of(flats: Sequence[Flat]) -> Lineage:
