@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from test_properties import SETTINGS
 
 from skillop.model.caller import ANONYMOUS, Caller, caller_from_claims
-from skillop.model.caller_rules import CallerMatch, CallerRule, RateLimit, matches
+from skillop.model.caller_rules import CallerMatch, CallerRule, RateLimit, glob_pattern, matches
 from skillop.model.policies import SkillPolicySpec
 from skillop.model.specs import ActorSpec
 
@@ -115,3 +115,11 @@ def test_describe_names_whom_a_rule_is_for() -> None:
     assert CallerMatch().describe() == "every caller"
     assert match(groups=["contractors"], claims=[{"claim": "dept", "values": ["eng", "hr"]}],
                  ).describe() == "groups: [contractors]; dept: [eng, hr]"
+
+
+@SETTINGS
+@given(st.lists(st.text(st.sampled_from("ab*?[]!-/."), min_size=1, max_size=6), min_size=1,
+                max_size=3), st.text(st.sampled_from("ab-/."), max_size=6))
+def test_one_pattern_for_many_globs_matches_as_fnmatch_does(globs: list[str], name: str) -> None:
+    expected = any(fnmatch.fnmatchcase(name, g) for g in globs)
+    assert bool(glob_pattern(tuple(globs)).match(name)) is expected
