@@ -112,12 +112,13 @@ def _read_line(proc: subprocess.Popen[str]) -> str:
 
 
 def start_gateway(upstream_url: str, work: Path, *, extra: Iterable[str] = (),
-                  env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str]:
+                  env: dict[str, str] | None = None,
+                  callers: dict[str, Any] | None = None) -> tuple[subprocess.Popen[bytes], str]:
     """`skillop gateway` on a ToolSet holding the upstream's `ping`, with ``extra``
-    flags and ``env`` added to the environment; its URL."""
+    flags and ``env`` added to the environment, the Actor's ``callers`` if given; its URL."""
     docs = [skill("bench", mcpServers=[{"name": "upstream", "url": upstream_url, "tools": [
                 {"name": "ping", "description": "Answers pong", "inputSchema": PING_SCHEMA}]}]),
-            actor("agent", skills=["bench"])]
+            actor("agent", skills=["bench"], **({"callers": callers} if callers else {}))]
     Volume(work / "tools").write(toolset_files(docs, "team-a/agent"))
     (work / "secrets").mkdir()
     stderr_path = work / "gateway.stderr"

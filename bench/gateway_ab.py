@@ -20,8 +20,14 @@ gateway idle, and costs it about twice the CPU. ``--pause`` (ms) waits that
 long between one connection's calls, for the same case: what a call costs a
 gateway that was idle (the latency target's case).
 
+``--callers``: one build (this checkout) twice, B's set with ``spec.callers``
+(an issuer this script serves: an RSA key, its JWKS on a loopback port) and its
+clients sending the same token with every call (cached keys, the token verified
+once): what verifying callers costs a call (target: within 10%).
+
     .venv/bin/python bench/gateway_ab.py --a /path/to/base --b . [--era modern]
         [--blocks 20] [--calls 500] [--connections 1] [--pause 2]
+    .venv/bin/python bench/gateway_ab.py --callers [--era handshake] ...
 """
 
 from __future__ import annotations
@@ -53,13 +59,12 @@ class RawClient:
     """One kept-alive connection to a gateway, calling ``ping`` as an MCP client of
     ``era`` would (a session opened first for the handshake era)."""
 
-    def __init__(self, url: str, era: str) -> None:
+    def __init__(self, url: str, era: str, *, headers: dict[str, str] | None = None) -> None:
         authority = url.split("//", 1)[1].split("/", 1)[0]
-        host, port = authority.rsplit(":", 1)
         self._authority = authority
-        self._sock = socket.create_connection((host, int(port)))
-        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._sock = self._connect()
         self._era = era
+        self._always = headers or {}
         self._extra: dict[str, str] = {"mcp-protocol-version": "2026-07-28"}
         if era == "handshake":
             headers, _ = self._post({"jsonrpc": "2.0", "id": 0, "method": "initialize",
@@ -82,11 +87,28 @@ class RawClient:
         if b'"pong"' not in body:
             raise RuntimeError(f"ping failed: {body[:200]!r}")
 
+    def _connect(self) -> socket.socket:
+        host, port = self._authority.rsplit(":", 1)
+        sock = socket.create_connection((host, int(port)))
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock
+
     def _post(self, message: dict[str, Any], headers: dict[str, str], *,
               stream: bool = False) -> tuple[dict[str, str], bytes]:
+        try:
+            return self._exchange(message, headers, stream=stream)
+        except ConnectionError:
+            # Idle past uvicorn's keep-alive timeout while the other build's block ran
+            # (a slow machine): connect again, as an HTTP client would.
+            self._sock.close()
+            self._sock = self._connect()
+            return self._exchange(message, headers, stream=stream)
+
+    def _exchange(self, message: dict[str, Any], headers: dict[str, str], *,
+                  stream: bool = False) -> tuple[dict[str, str], bytes]:
         body = json.dumps(message).encode()
         lines = {"host": self._authority, "content-type": "application/json",
-                 "accept": "application/json, text/event-stream", **headers,
+                 "accept": "application/json, text/event-stream", **self._always, **headers,
                  "content-length": str(len(body))}
         self._sock.sendall(("POST /mcp HTTP/1.1\r\n"
                             + "".join(f"{k}: {v}\r\n" for k, v in lines.items())
@@ -108,7 +130,7 @@ class RawClient:
     def _recv(self) -> bytes:
         chunk = self._sock.recv(65536)
         if not chunk:
-            raise RuntimeError("the gateway closed the connection")
+            raise ConnectionError("the gateway closed the connection")
         return chunk
 
 
@@ -118,8 +140,10 @@ def _cpu(pid: int) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--a", type=Path, required=True, help="checkout A (with its .venv)")
-    parser.add_argument("--b", type=Path, required=True, help="checkout B (with its .venv)")
+    parser.add_argument("--a", type=Path, help="checkout A (with its .venv)")
+    parser.add_argument("--b", type=Path, help="checkout B (with its .venv)")
+    parser.add_argument("--callers", action="store_true",
+                        help="this checkout without (A) and with (B) spec.callers")
     parser.add_argument("--era", choices=("modern", "handshake"), default="modern")
     parser.add_argument("--blocks", type=int, default=20, help="blocks per build, alternating")
     parser.add_argument("--calls", type=int, default=500, help="calls per block")
@@ -129,21 +153,38 @@ def main() -> int:
     parser.add_argument("--pause", type=float, default=0.0,
                         help="ms between one connection's calls (0: back to back)")
     args = parser.parse_args()
+    if not args.callers and (args.a is None or args.b is None):
+        parser.error("--a and --b are required (or --callers)")
     upstream = subprocess.Popen([sys.executable, str(ROOT / "bench" / "gateway.py"), "--upstream"],
                                 stdout=subprocess.PIPE, text=True)
     gateways: list[subprocess.Popen[bytes]] = []
+    issuer = _Issuer() if args.callers else None
+    builds = ((("A", Path("callers off")), ("B", Path("callers on"))) if args.callers
+              else (("A", args.a), ("B", args.b)))
     try:
         url = bench._read_line(upstream)
         with tempfile.TemporaryDirectory() as tmp:
             clients: dict[str, tuple[int, list[RawClient]]] = {}
-            for name, checkout in (("A", args.a), ("B", args.b)):
-                bench.SKILLOP = str(checkout.resolve() / ".venv" / "bin" / "skillop")
+            started: list[tuple[str, int, str, dict[str, str] | None]] = []
+            for name, checkout in builds:
+                if issuer is None:
+                    bench.SKILLOP = str(checkout.resolve() / ".venv" / "bin" / "skillop")
                 work = Path(tmp) / name
                 work.mkdir()
-                proc, gateway_url = bench.start_gateway(url, work)
+                with_callers = issuer is not None and name == "B"
+                proc, gateway_url = bench.start_gateway(
+                    url, work, callers=issuer.callers if issuer and with_callers else None)
                 gateways.append(proc)
-                clients[name] = (proc.pid, [RawClient(gateway_url, args.era)
-                                            for _ in range(args.connections)])
+                started.append((name, proc.pid, gateway_url,
+                                issuer.headers if issuer and with_callers else None))
+            # Connected once every gateway serves: a connection idle from its opening
+            # for the request deadline (a slow start of the next) is answered 408.
+            for name, pid, gateway_url, headers in started:
+                clients[name] = (pid, [RawClient(gateway_url, args.era, headers=headers)
+                                       for _ in range(args.connections)])
+            if issuer is not None:
+                print(f"callers: one RS256 token of {len(issuer.token)} bytes"
+                      f" ({issuer.groups} groups), verified once, then looked up")
             for _, (_, raws) in clients.items():
                 for n in range(args.warmup):
                     raws[0].call(n)
@@ -152,7 +193,7 @@ def main() -> int:
                   f" load average {os.getloadavg()[0]:.2f}")
             results = _measure(clients, blocks=args.blocks, calls=args.calls,
                                pause=args.pause / 1000)
-            for name, checkout in (("A", args.a), ("B", args.b)):
+            for name, checkout in builds:
                 cpu, calls, times = results[name]
                 times.sort()
                 label = "call p50" if args.connections == 1 else "block p50"
@@ -161,7 +202,25 @@ def main() -> int:
             print(f"load average at the end {os.getloadavg()[0]:.2f}")
     finally:
         bench.stop((*gateways, upstream))
+        if issuer is not None:
+            issuer.server.__exit__(None, None, None)
     return 0
+
+
+class _Issuer:
+    """An issuer for ``--callers``: its JWKS on a loopback port, and one token of it."""
+
+    groups = 8
+
+    def __init__(self) -> None:
+        from identitykit import AUDIENCE, JwksServer, Key
+
+        self.server = JwksServer(Key("bench")).__enter__()
+        self.callers = {"issuer": self.server.issuer, "audiences": [AUDIENCE]}
+        self.token = self.server.keys[0].sign(self.server.claims(
+            "bench-user@example.com", exp=int(time.time()) + 3600,
+            groups=[f"group-{i}" for i in range(self.groups)]))
+        self.headers = {"authorization": f"Bearer {self.token}"}
 
 
 def _measure(clients: dict[str, tuple[int, list[RawClient]]], *, blocks: int, calls: int,

@@ -235,10 +235,12 @@ async def serving(tmp_path: Path, upstream: Any, *, tools: list[dict[str, Any]] 
             tasks.cancel_scope.cancel()
 
 
-async def handshake(http: httpx2.AsyncClient, url: str) -> dict[str, str]:
-    """A session opened by hand: the headers a request in it carries."""
+async def handshake(http: httpx2.AsyncClient, url: str,
+                    more: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A session opened by hand (``more`` headers on every request, such as a caller's
+    token): the headers a request in it carries."""
     headers = {"accept": "application/json, text/event-stream",
-               "content-type": "application/json"}
+               "content-type": "application/json", **(more or {})}
     opened = await http.post(url, headers=headers, json={
         "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {},

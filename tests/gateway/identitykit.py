@@ -4,6 +4,7 @@ without an OpenID provider (``tests/oidc.py`` is the real one)."""
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -45,7 +46,7 @@ class Key:
 class JwksServer:
     """An issuer on a loopback port: discovery and a JWKS of ``keys``, each fetch counted."""
 
-    def __init__(self, *keys: Key) -> None:
+    def __init__(self, *keys: Key, tls: ssl.SSLContext | None = None) -> None:
         self.keys = list(keys)
         self.fetches = 0
         server = self
@@ -71,7 +72,10 @@ class JwksServer:
                 return None
 
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.issuer = f"http://127.0.0.1:{self._http.server_address[1]}"
+        if tls is not None:
+            self._http.socket = tls.wrap_socket(self._http.socket, server_side=True)
+        scheme = "https" if tls is not None else "http"
+        self.issuer = f"{scheme}://127.0.0.1:{self._http.server_address[1]}"
         self._thread = threading.Thread(target=self._http.serve_forever, daemon=True)
 
     def __enter__(self) -> JwksServer:

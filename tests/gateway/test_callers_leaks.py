@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from gatewaykit import GatewayProcess, Volume, echo_tool, toolset_files
+from gatewaykit import GatewayProcess, Volume, echo_tool, handshake, toolset_files
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from mcp_servers import ServerHandle, make_tool
@@ -74,28 +74,13 @@ async def _send(url: str, tokens: dict[str, str]) -> str:
     seen: list[str] = []
     async with httpx2.AsyncClient(timeout=30) as http:
         bearer = {"authorization": f"Bearer {tokens['valid']}"}
-        session = await _handshake(http, url, bearer)
+        session = await handshake(http, url, bearer)
         for name, token in tokens.items():
             answer = await http.post(url, headers={**session, "authorization": f"Bearer {token}"},
                                      json={"jsonrpc": "2.0", "id": 7, "method": "tools/call",
                                            "params": {"name": "echo", "arguments": {}}})
             seen.append(f"{name} {answer.status_code} {dict(answer.headers)} {answer.text}")
     return "\n".join(seen)
-
-
-async def _handshake(http: httpx2.AsyncClient, url: str,
-                     auth: dict[str, str]) -> dict[str, str]:
-    headers = {"accept": "application/json, text/event-stream",
-               "content-type": "application/json", **auth}
-    opened = await http.post(url, headers=headers, json={
-        "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "by-hand", "version": "0"}}})
-    headers |= {"mcp-session-id": opened.headers["mcp-session-id"],
-                "mcp-protocol-version": "2025-11-25"}
-    await http.post(url, headers=headers,
-                    json={"jsonrpc": "2.0", "method": "notifications/initialized"})
-    return headers
 
 
 @pytest.fixture(scope="module")

@@ -245,3 +245,18 @@ def test_no_header_is_no_token_and_an_oversized_one_is_refused() -> None:
     assert token_in({"other": "x"}, "Authorization") is None
     with pytest.raises(InvalidToken, match="longer than"):
         token_in({"authorization": "Bearer " + "a." * MAX_TOKEN_BYTES + "a"}, "Authorization")
+
+
+def test_an_https_issuer_signed_by_the_gateways_ca_file_is_trusted(tmp_path: Any) -> None:
+    from bad_servers import make_ca
+
+    ca = make_ca(tmp_path)
+    ca_file = tmp_path / "ca.pem"
+    ca_file.write_text(ca.ca_pem)
+    with JwksServer(Key("k1"), tls=ca.server_context()) as idp:
+        token = idp.keys[0].sign(idp.claims("alice"))
+        spec = CallersSpec(issuer=idp.issuer, audiences=[AUDIENCE])
+        assert isinstance(_identify(Callers(spec, ca_file=ca_file), token), Caller)
+        untrusted = _identify(Callers(spec), token)
+        assert isinstance(untrusted, Refusal) and untrusted.kind == "unavailable"
+

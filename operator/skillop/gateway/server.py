@@ -98,7 +98,7 @@ class Gateway:
         #: ``list_changed`` for 2026-07-28 clients, who listen with ``subscriptions/listen``.
         self._bus = InMemorySubscriptionBus()
         #: Who the callers are, by the set's ``callers`` (identity/).
-        self.door = Door(observer=observer)
+        self.door = Door(observer=observer, ca_file=options.upstream.ca_file)
         self.server = sdk_server(on_list_tools=self._list_tools, on_call_tool=self._call_tool,
                                  on_subscriptions_listen=ListenHandler(self._bus),
                                  get_tool_input_schema=self.input_schema)

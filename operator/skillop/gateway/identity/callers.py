@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Final, Literal
 
 from skillop.gateway.identity.header import InvalidToken, token_in
@@ -47,9 +48,10 @@ class Refusal:
 class Callers:
     """Tokens to callers for one ``spec.callers``: verified once, then looked up."""
 
-    def __init__(self, spec: CallersSpec, *, keys: KeySet | None = None) -> None:
+    def __init__(self, spec: CallersSpec, *, keys: KeySet | None = None,
+                 ca_file: Path | None = None) -> None:
         self.spec = spec
-        self.keys = keys or KeySet(spec.issuer, spec.jwks_uri)
+        self.keys = keys or KeySet(spec.issuer, spec.jwks_uri, ca_file=ca_file)
         self.verifier = Verifier(spec, self.keys)
         self.verified = Verified()
         self._missing: Caller | Refusal = (

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from contextvars import ContextVar
+from pathlib import Path
 
 from skillop.gateway.identity.callers import Callers, Refusal
 from skillop.gateway.observe import NOTHING, Observer
@@ -29,8 +30,10 @@ REQUEST_CALLER: ContextVar[Caller | None] = ContextVar("request_caller", default
 class Door:
     """Who may come in, under the set's ``callers`` (None: anyone, as anonymous)."""
 
-    def __init__(self, *, observer: Observer = NOTHING) -> None:
+    def __init__(self, *, observer: Observer = NOTHING, ca_file: Path | None = None) -> None:
+        """``ca_file``: trusted for the issuer's keys besides the system's CAs."""
         self._observer = observer
+        self._ca_file = ca_file
         self.callers: Callers | None = None
 
     @property
@@ -41,7 +44,7 @@ class Door:
         """Use ``spec`` from now on; True when it differs (the caches were dropped)."""
         if spec == self.spec:
             return False
-        self.callers = Callers(spec) if spec is not None else None
+        self.callers = Callers(spec, ca_file=self._ca_file) if spec is not None else None
         return True
 
     async def identify(self, headers: Mapping[str, str] | None) -> Caller | Refusal:
@@ -55,9 +58,3 @@ class Door:
             kind = found.kind
             self._observer.count(lambda m: m.caller_refused(kind))
         return found
-
-    async def caller(self, headers: Mapping[str, str] | None) -> Caller | Refusal:
-        """The caller of the request being answered: the one the front identified
-        (``REQUEST_CALLER``), else identified now from ``headers``."""
-        known = REQUEST_CALLER.get()
-        return known if known is not None else await self.identify(headers)

@@ -9,14 +9,18 @@ algorithms are kept (RSA, EC, OKP): a symmetric key in a JWKS would let a
 token be signed by anyone who read it. A token naming a ``kid`` the cache does
 not hold (the issuer rotated its keys) fetches the document again, at most once
 every ``REFETCH_SECONDS``; a key the issuer no longer publishes is then gone.
-Everything fetched is bounded: the time, the size, the number of keys.
+Everything fetched is bounded: the time, the size, the number of keys. An https
+issuer is trusted by the system's CAs and the gateway's ``--ca-file`` (the CA
+file every MCP connection trusts: an in-house issuer is signed by the same CA).
 """
 
 from __future__ import annotations
 
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
 import anyio
@@ -53,9 +57,10 @@ class PublishedKey:
 class KeySet:
     """One issuer's keys by ``kid``, and when they were fetched."""
 
-    def __init__(self, issuer: str, jwks_uri: str | None, *,
+    def __init__(self, issuer: str, jwks_uri: str | None, *, ca_file: Path | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._issuer = issuer
+        self._ca_file = ca_file
         self._jwks_uri = jwks_uri
         self._clock = clock
         self._keys: dict[str, PublishedKey] | None = None
@@ -100,7 +105,8 @@ class KeySet:
         self._fetched_at = self._clock()
         self.fetches += 1
         try:
-            async with httpx2.AsyncClient(timeout=FETCH_TIMEOUT, follow_redirects=False) as http:
+            async with httpx2.AsyncClient(timeout=FETCH_TIMEOUT, follow_redirects=False,
+                                          verify=self._trust()) as http:
                 uri = self._jwks_uri or await self._discover(http)
                 keys = parse_jwks(await _get_json(http, uri))
         except KeysUnavailable:
@@ -108,6 +114,18 @@ class KeySet:
             raise
         self._failed = False
         self._keys = keys
+
+    def _trust(self) -> ssl.SSLContext | bool:
+        """The system's CAs, and the ``--ca-file`` if there is one."""
+        if self._ca_file is None:
+            return True
+        context = ssl.create_default_context()
+        try:
+            context.load_verify_locations(cafile=str(self._ca_file))
+        except (OSError, ssl.SSLError) as exc:
+            raise KeysUnavailable(f"the CA file {self._ca_file} cannot be read"
+                                  f" ({type(exc).__name__})") from None
+        return context
 
     async def _discover(self, http: httpx2.AsyncClient) -> str:
         where = f"{self._issuer.rstrip('/')}/.well-known/openid-configuration"
