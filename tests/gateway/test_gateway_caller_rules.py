@@ -13,9 +13,19 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp_types as types
 import pytest
-from gatewaykit import echo_tool, fastmcp_answering, serving, text_of
+from gatewaykit import (
+    Volume,
+    agent,
+    echo_tool,
+    fastmcp_answering,
+    serving,
+    text_of,
+    toolset_files,
+)
 from mcp_servers import ServerHandle, make_tool
+from skillkit import actor, skill
 from test_gateway_callers import AUDIENCE, handshake_agent
 
 from oidc import OidcProvider
@@ -93,3 +103,30 @@ def test_two_callers_each_see_and_call_what_their_rules_allow(
         ("status", "alice@example.com", "ok"), ("status", "alice@example.com", "refused"),
         ("wipe", "carl@example.com", "refused"), ("echo", "carl@example.com", "ok"),
         ("status", "carl@example.com", "ok")]
+
+
+def test_a_reload_that_changes_only_the_rules_tells_clients_the_listing_changed(
+        tmp_path: Path, upstream: ServerHandle) -> None:
+    notified = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            notified.set()
+
+    async def main() -> tuple[list[str], list[str]]:
+        async with serving(tmp_path, upstream, tools=TOOLS) as gateway, \
+                agent(gateway.url, on_message=on_message) as session:
+            before = sorted(t.name for t in (await session.list_tools()).tools)
+            # The same tools, now with a rule denying wipe to every caller.
+            Volume(tmp_path / "tools").write(toolset_files([
+                skill("srv", mcpServers=[{"name": "up", "url": upstream.url, "tools": TOOLS}]),
+                actor("dev", skills=["srv"], approval={"via": "Elicitation"},
+                      skillAccessPolicy={"callerRules": [{"effect": "Deny",
+                                                          "tools": ["wipe"]}]})],
+                "team-a/dev"))
+            with anyio.fail_after(10):
+                await notified.wait()
+            return before, sorted(t.name for t in (await session.list_tools()).tools)
+
+    before, after = anyio.run(main)
+    assert before == ["echo", "status", "wipe"] and after == ["echo", "status"]
