@@ -10,7 +10,7 @@ cover the tool reserves it to the callers of those rules; then a matching
 ``RequireApproval`` rule asks for approval.
 
 What a caller sees depends only on which rules match them, so the decisions
-for a whole listing are made once per set of matched rules (``CallerRules.visible``),
+for a whole listing are made once per set of matched rules (``CallerRules.hidden``),
 and kept in a bounded table: many callers share a few such sets.
 """
 

@@ -48,7 +48,7 @@ def page_of(cursor: str | None, set_hash: str, starts: Sequence[int]) -> int | N
     return index if 0 < index < len(starts) and page == str(index) else None
 
 
-class _View:
+class View:
     """One caller's view of a set (all callers matching the same rules share it):
     its listing, and the work done once for it (page starts, JSON per revision)."""
 
@@ -73,9 +73,9 @@ class Listings:
         #: The server's identity as 2026-07-28 answers carry it (``shaped``).
         self._server_info = server_info
         self._served: ServedSet | None = None
-        self._views: OrderedDict[frozenset[int], _View] = OrderedDict()
+        self._views: OrderedDict[frozenset[int], View] = OrderedDict()
 
-    def view(self, served: ServedSet, caller: Caller = ANONYMOUS) -> _View:
+    def view(self, served: ServedSet, caller: Caller = ANONYMOUS) -> View:
         """``caller``'s view of ``served``, made once per set of rules they match."""
         if self._served is not served:
             self._served, self._views = served, OrderedDict()
@@ -84,7 +84,7 @@ class Listings:
         found = self._views.get(matched)
         if found is None:
             hidden = rules.hidden(matched, tuple(served.tools)) if rules.rules else frozenset()
-            found = self._views[matched] = _View(
+            found = self._views[matched] = View(
                 tuple(t for t in served.listing if t.name not in hidden) if hidden
                 else served.listing)
             if len(self._views) > MAX_VIEWS:
@@ -151,7 +151,7 @@ def _surface(method: str, version: str) -> TypeAdapter[Any]:
     return TypeAdapter(surface)
 
 
-def _page_starts(view: _View) -> tuple[int, ...]:
+def _page_starts(view: View) -> tuple[int, ...]:
     """Where each page of the listing starts: as many tools as fit in
     ``LISTING_PAGE_BYTES`` of JSON (at least one), found once per view."""
     if view.starts is None:
