@@ -202,11 +202,12 @@ async def serving(tmp_path: Path, upstream: Any, *, tools: list[dict[str, Any]] 
                   disclosure: dict[str, Any] | None = None,
                   callers: dict[str, Any] | None = None, audit: io.StringIO | None = None,
                   server: dict[str, Any] | None = None,
-                  **options: Any) -> AsyncIterator[Any]:
+                  spec: dict[str, Any] | None = None, **options: Any) -> AsyncIterator[Any]:
     """A `Gateway` in this process serving HTTP on a free port, its set ``tools``
     (default: `echo`) of `upstream` (a `mcp_servers.ServerHandle`), audit lines written
-    to ``audit`` (default: dropped); ``disclosure``, ``callers``: the Actor's;
-    ``server``: more fields of the upstream's ``mcpServers`` entry."""
+    to ``audit`` (default: dropped); ``disclosure``, ``callers``: the Actor's, and
+    ``spec`` any more of its spec's fields; ``server``: more fields of the
+    upstream's ``mcpServers`` entry."""
     from skillop.gateway.audit import AuditLog
     from skillop.gateway.options import Options
     from skillop.gateway.server import Gateway
@@ -219,7 +220,7 @@ async def serving(tmp_path: Path, upstream: Any, *, tools: list[dict[str, Any]] 
         # ToolCallApproval is the real-API tier's (tests/realapi/test_realapi_approvals.py).
         actor("dev", skills=["srv"], approval={"via": "Elicitation"},
               **({"disclosure": disclosure} if disclosure else {}),
-              **({"callers": callers} if callers else {}))],
+              **({"callers": callers} if callers else {}), **(spec or {}))],
         "team-a/dev"))
     (tmp_path / "secrets").mkdir(exist_ok=True)
     gateway = Gateway(Options.build(toolset_dir=tmp_path / "tools",

@@ -146,6 +146,11 @@ INVALID = {
         'spec.callers.issuer: Invalid value: "http://idp.example.com": issuer must be an https'
         " URL without user, query or fragment (http only for a loopback host: localhost,"
         " 127.x.x.x, [::1])"),
+    "caller-rule-without-tools": (
+        actor("rule-for-nothing", {"skills": ["x"], "skillAccessPolicy": {
+            "callerRules": [{"effect": "Deny", "callers": {"groups": ["g"]}}]}}),
+        "spec.skillAccessPolicy.callerRules[0]: Invalid value: a caller rule"
+        " needs skills or tools (the tools it covers)"),
     "from-without-selector": (
         skill("sharing-all", {"sharing": {"from": "All", "selector": {"matchLabels": {"a": "b"}}}}),
         "spec.sharing: Invalid value: selector is required with from: Selector, and only then"),

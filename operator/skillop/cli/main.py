@@ -19,6 +19,7 @@ from typing import NoReturn
 
 from skillop import __version__
 from skillop.cli.approvals import add_parsers as approvals_parsers
+from skillop.cli.claims import parse_claims
 from skillop.cli.exits import EXIT_USAGE
 from skillop.cli.inject import add_parser as inject_parser
 from skillop.cli.safetext import shown
@@ -73,13 +74,19 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"skillop {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     sub.add_parser("validate", parents=[common], help="check manifests: schema, refs, DAG")
-    p = sub.add_parser("tools", parents=[common, output], help="an actor's effective tool set")
+    claims = _Parser(add_help=False)
+    claims.add_argument("--claims", type=flag_type(parse_claims), metavar="JSON|@FILE",
+                        help="answer for the caller these token claims name (a JSON"
+                             " object, or @file holding one)")
+    p = sub.add_parser("tools", parents=[common, output, claims],
+                       help="an actor's effective tool set")
     p.add_argument("actor")
     p = sub.add_parser("flatten", parents=[common, output], help="a skill's flattened tool set")
     p.add_argument("skill")
     p = sub.add_parser("tree", parents=[common], help="the include hierarchy")
     p.add_argument("name", metavar="ACTOR|SKILL")
-    p = sub.add_parser("explain", parents=[common], help="why an actor has or lacks a tool")
+    p = sub.add_parser("explain", parents=[common, claims],
+                       help="why an actor has or lacks a tool")
     p.add_argument("actor")
     p.add_argument("tool")
     p = sub.add_parser("discover", parents=[output], help="list an MCP server's tools")

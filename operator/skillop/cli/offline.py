@@ -152,11 +152,18 @@ def _print_set(args: argparse.Namespace, loaded: Loaded, kind: str, name: str) -
     result = _resolve(args, loaded, kind, name)
     if isinstance(result, int):
         return result
-    _, resolution = result
+    resolver, resolution = result
     problems = [*loaded.problems, *resolution.problems]
     if problems:
         return _report(problems)
     _warn(resolution)
+    claims = getattr(args, "claims", None)
+    if claims is not None:
+        from skillop.cli.callers import caller_for, seen_by
+
+        subject = resolution.subject
+        actor = resolver.catalog.actors[ObjectRef(subject.namespace, subject.name)]
+        resolution = seen_by(resolution, caller_for(actor, claims))
     sys.stdout.write(_format(resolution, args.output))
     return EXIT_OK
 
@@ -234,4 +241,11 @@ def _explain(args: argparse.Namespace, loaded: Loaded) -> int:
         return EXIT_PROBLEMS
     print(shown_lines(explanation.text()))
     resolution = resolver.resolve_actor(ref)
+    if args.claims is not None and resolution is not None and resolution.ok:
+        from skillop.cli.callers import caller_for, decision_line
+
+        found = resolution.tool(args.tool)
+        if found is not None:
+            caller = caller_for(resolver.catalog.actors[ref], args.claims)
+            print(shown(decision_line(resolution, found.binding_name, caller)))
     return _report([*loaded.problems, *(resolution.problems if resolution else ())])

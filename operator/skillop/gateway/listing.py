@@ -10,6 +10,7 @@ cursors bound to the set they were given for. A JSON answer (the front's, the
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
 from functools import cache
 from typing import Any, Final
@@ -47,57 +48,84 @@ def page_of(cursor: str | None, set_hash: str, starts: Sequence[int]) -> int | N
     return index if 0 < index < len(starts) and page == str(index) else None
 
 
+class View:
+    """One caller's view of a set (all callers matching the same rules share it):
+    its listing, and the work done once for it (page starts, JSON per revision)."""
+
+    __slots__ = ("json", "listing", "starts")
+
+    def __init__(self, listing: tuple[types.Tool, ...]) -> None:
+        self.listing = listing
+        self.starts: tuple[int, ...] | None = None
+        self.json: dict[str, bytes] = {}
+
+
+#: How many views of a set (sets of matched caller rules) a gateway keeps.
+MAX_VIEWS: Final = 256
+
+
 class Listings:
-    """A set's listing, the work done once per set: where each page starts, and the
-    fast path's JSON per protocol revision."""
+    """A set's listing, the work done once per set and caller view: where each page
+    starts, and the fast path's JSON per protocol revision. A caller sees only the
+    tools their rules let them call (``caller_policy``)."""
 
     def __init__(self, server_info: dict[str, Any]) -> None:
         #: The server's identity as 2026-07-28 answers carry it (``shaped``).
         self._server_info = server_info
-        self._json: tuple[ServedSet, str, bytes] | None = None
-        self._pages: tuple[ServedSet, tuple[int, ...]] | None = None
+        self._served: ServedSet | None = None
+        self._views: OrderedDict[frozenset[int], View] = OrderedDict()
 
-    def page(self, served: ServedSet, cursor: str | None, *, streamed: bool,
-             caller: Caller = ANONYMOUS) -> types.ListToolsResult:
-        """The page ``cursor`` names (the first without one) of the listing for
-        ``caller``; ``streamed``: the answer goes as an event stream (paged), else it is
-        whole unless a cursor is given."""
+    def view(self, served: ServedSet, caller: Caller = ANONYMOUS) -> View:
+        """``caller``'s view of ``served``, made once per set of rules they match."""
+        if self._served is not served:
+            self._served, self._views = served, OrderedDict()
+        rules = served.caller_rules
+        matched = rules.matched(caller) if rules.rules else frozenset()
+        found = self._views.get(matched)
+        if found is None:
+            hidden = rules.hidden(matched, tuple(served.tools)) if rules.rules else frozenset()
+            found = self._views[matched] = View(
+                tuple(t for t in served.listing if t.name not in hidden) if hidden
+                else served.listing)
+            if len(self._views) > MAX_VIEWS:
+                self._views.popitem(last=False)
+        else:
+            self._views.move_to_end(matched)
+        return found
+
+    def listing(self, served: ServedSet, *, caller: Caller = ANONYMOUS,
+                ) -> tuple[types.Tool, ...]:
+        """The tools ``caller`` is listed."""
+        return self.view(served, caller).listing
+
+    def page(self, served: ServedSet, cursor: str | None, *,
+             streamed: bool, caller: Caller = ANONYMOUS) -> types.ListToolsResult:
+        """The page ``cursor`` names (the first without one); ``streamed``: the answer
+        goes as an event stream (paged), else it is whole unless a cursor is given."""
+        view = self.view(served, caller)
+        listing = view.listing
         if not streamed and cursor is None:
-            return types.ListToolsResult(tools=list(served.listing))
-        starts = self._page_starts(served) if streamed else (0,)
+            return types.ListToolsResult(tools=list(listing))
+        starts = _page_starts(view) if streamed else (0,)
         page = page_of(cursor, served.hash, starts)
         if page is None:
             raise MCPError(types.INVALID_PARAMS,
                            "Invalid cursor: not one of this tool set's pages (the set may have"
                            " changed: list again from the start)")
-        end = starts[page + 1] if page + 1 < len(starts) else len(served.listing)
+        end = starts[page + 1] if page + 1 < len(starts) else len(listing)
         return types.ListToolsResult(
-            tools=list(served.listing[starts[page]:end]),
+            tools=list(listing[starts[page]:end]),
             next_cursor=cursor_of(served.hash, page + 1) if page + 1 < len(starts) else None)
-
-    def _page_starts(self, served: ServedSet) -> tuple[int, ...]:
-        """Where each page of the listing starts: as many tools as fit in
-        ``LISTING_PAGE_BYTES`` of JSON (at least one), found once per set."""
-        if self._pages is None or self._pages[0] is not served:
-            starts, size = [0], 0
-            for i, tool in enumerate(served.listing):
-                length = len(tool.model_dump_json(by_alias=True, exclude_none=True))
-                if size and size + length > LISTING_PAGE_BYTES:
-                    starts.append(i)
-                    size = 0
-                size += length
-            self._pages = (served, tuple(starts))
-        return self._pages[1]
 
     def json(self, served: ServedSet, version: str, *, caller: Caller = ANONYMOUS) -> bytes:
         """The whole listing's ``result`` for ``caller``, shaped for ``version`` (once
-        per set)."""
-        cached = self._json
-        if cached is None or cached[0] is not served or cached[1] != version:
-            listing = types.ListToolsResult(tools=list(served.listing))
-            cached = self._json = (served, version,
-                                   self.shaped("tools/list", version, listing))
-        return cached[2]
+        per set, view and version)."""
+        view = self.view(served, caller)
+        found = view.json.get(version)
+        if found is None:
+            listing = types.ListToolsResult(tools=list(view.listing))
+            found = view.json[version] = self.shaped("tools/list", version, listing)
+        return found
 
     def shaped(self, method: str, version: str, result: types.Result) -> bytes:
         """``result`` as the SDK's server puts it on the wire for ``version``: a
@@ -121,3 +149,18 @@ def _surface(method: str, version: str) -> TypeAdapter[Any]:
     """The SDK's model of ``method``'s result in ``version`` (its serializer's)."""
     surface: Any = SERVER_RESULTS[(method, version)]  # a model or a union of models
     return TypeAdapter(surface)
+
+
+def _page_starts(view: View) -> tuple[int, ...]:
+    """Where each page of the listing starts: as many tools as fit in
+    ``LISTING_PAGE_BYTES`` of JSON (at least one), found once per view."""
+    if view.starts is None:
+        starts, size = [0], 0
+        for i, tool in enumerate(view.listing):
+            length = len(tool.model_dump_json(by_alias=True, exclude_none=True))
+            if size and size + length > LISTING_PAGE_BYTES:
+                starts.append(i)
+                size = 0
+            size += length
+        view.starts = tuple(starts)
+    return view.starts

@@ -64,6 +64,8 @@ class Refuse:
 
     reason: str
     verdict: approval.Refused | None = None
+    #: The result's ``_meta`` (a rate limit's ``retryAfterSeconds``).
+    meta: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +126,9 @@ class Call:
     #: The caller's token exchanged for the upstream's audience (``tokenExchange``),
     #: sent with this call only.
     exchanged: Exchanged | None = None
+    #: Why the caller's rules ask for approval of this call (None: they do not;
+    #: ``guards.caller_rules`` sets it, ``guards.approval_gate`` asks).
+    approval_rule: str | None = None
 
     @property
     def member(self) -> ServedTool:
@@ -228,15 +233,16 @@ def answer(verdict: Verdict) -> types.CallToolResult | types.InputRequiredResult
     if isinstance(verdict, Pending):
         return verdict.result
     if isinstance(verdict, Refuse):
-        return error_result(f"refused: {verdict.reason}")
+        return error_result(f"refused: {verdict.reason}", meta=verdict.meta)
     if isinstance(verdict, Fail):
         return error_result(f"error: {verdict.reason}")
     assert isinstance(verdict, Unknown), verdict
     raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {one_line(verdict.name, 200)}")
 
 
-def error_result(text: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+def error_result(text: str, *, meta: dict[str, Any] | None = None) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True,
+                                _meta=meta)
 
 
 def _record(call: Call, verdict: Verdict, started: float) -> CallRecord:

@@ -33,7 +33,7 @@ import functools
 import heapq
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -209,11 +209,12 @@ class SearchIndex:
     def hybrid(self) -> bool:
         return self._semantic is not None
 
-    def find(self, query: str, *, limit: int) -> Found:
+    def find(self, query: str, *, limit: int, hidden: Collection[str] = ()) -> Found:
         """The ``limit`` best documents for ``query``, hybrid when vectors are
-        attached (else lexical), and whether nothing fits (``weak``)."""
+        attached (else lexical), and whether nothing fits (``weak``); documents
+        whose key is in ``hidden`` are never found (a caller may not use them)."""
         if self._semantic is None:
-            matches = tuple(self.search(query, limit=limit))
+            matches = tuple(self.search(query, limit=limit, hidden=hidden))
             return Found(matches, weak=not matches)
         import numpy as np
 
@@ -226,7 +227,12 @@ class SearchIndex:
                 numbers, saturated = posting
                 bm25[numbers] += (weight * self._idf[term]) * saturated
         blended = SEMANTIC_WEIGHT * cosines + (1 - SEMANTIC_WEIGHT) * bm25 / (bm25 + BM25_HALF)
-        count = min(limit, len(self._keys))
+        gone = self._numbers(hidden)
+        if gone:
+            blended[gone] = -np.inf
+            cosines = cosines.copy()
+            cosines[gone] = -np.inf
+        count = min(limit, len(self._keys) - len(gone))
         if count == 0:
             return Found((), weak=True, ranking="hybrid", confidence=0.0)
         best = np.argpartition(-blended, count - 1)[:count]
@@ -239,11 +245,18 @@ class SearchIndex:
     def __len__(self) -> int:
         return len(self._keys)
 
-    def search(self, query: str, *, limit: int) -> list[tuple[str, float]]:
+    def _numbers(self, keys: Collection[str]) -> list[int]:
+        """The document numbers of ``keys`` (those in the index)."""
+        return [n for n, key in enumerate(self._keys) if key in keys] if keys else []
+
+    def search(self, query: str, *, limit: int,
+               hidden: Collection[str] = ()) -> list[tuple[str, float]]:
         """The ``limit`` best documents for ``query`` as (key, score), best first;
-        ties in index order. Documents sharing no term with the query are left out.
-        Lexical only, whatever is attached."""
+        ties in index order. Documents sharing no term with the query, and those
+        ``hidden``, are left out. Lexical only, whatever is attached."""
         scores = self._scores(query)
+        for number in self._numbers(hidden):
+            scores.pop(number, None)
         best = heapq.nsmallest(limit, scores.items(), key=lambda item: (-item[1], item[0]))
         return [(self._keys[number], score) for number, score in best]
 

@@ -14,6 +14,7 @@ import mcp_types as types
 from skillop.gateway.observe import NOTHING, Observer
 from skillop.gateway.pipeline import CallRecord, Recorder, error_result
 from skillop.gateway.served import MAX_MATCHES, ServedSet
+from skillop.model.caller import ANONYMOUS, Caller
 from skillop.model.toolset import SEARCH_TOOL
 from skillop.model.wording import count
 
@@ -23,9 +24,10 @@ MAX_WEAK: Final = 3
 
 async def search_tools(served: ServedSet, arguments: dict[str, Any],
                        record: Recorder, *, observer: Observer = NOTHING,
-                       ) -> types.CallToolResult:
-    """The answer to ``search_tools`` in ``served`` (which has a search index);
-    ``observer`` counts it (matched, abstained or refused)."""
+                       caller: Caller = ANONYMOUS) -> types.CallToolResult:
+    """The answer to ``search_tools`` in ``served`` (which has a search index), among
+    the tools ``caller`` may call; ``observer`` counts it (matched, abstained or
+    refused)."""
     started = time.perf_counter()
     query, limit = arguments.get("query"), arguments.get("limit", 5)
     assert served.search is not None
@@ -39,8 +41,12 @@ async def search_tools(served: ServedSet, arguments: dict[str, Any],
     # The model's forward pass costs ~15 ms of CPU; numpy lets go of the GIL, so in
     # a worker thread it does not hold up the loop's other requests. BM25 alone is
     # well under a millisecond: answered in place.
-    found = (await anyio.to_thread.run_sync(lambda: index.find(query, limit=limit))
-             if index.hybrid else index.find(query, limit=limit))
+    rules = served.caller_rules
+    hidden = (rules.hidden(rules.matched(caller), tuple(served.tools)) if rules.rules
+              else frozenset())
+    found = (await anyio.to_thread.run_sync(lambda: index.find(query, limit=limit,
+                                                               hidden=hidden))
+             if index.hybrid else index.find(query, limit=limit, hidden=hidden))
     definitions = [served.tools[key].definition.model_dump(mode="json", by_alias=True,
                                                            exclude_none=True)
                    for key, _ in found.matches]

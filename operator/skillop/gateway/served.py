@@ -28,7 +28,10 @@ from typing import Any, Final, Literal
 import mcp_types as types
 from pydantic import ValidationError
 
+from skillop.gateway.buckets import Limit, limits_of
+from skillop.gateway.caller_policy import NO_RULES, CallerRules, NeedsApproval, decide
 from skillop.gateway.search import Document, SearchIndex
+from skillop.model.caller import Caller
 from skillop.model.callers import CallersSpec
 from skillop.model.canonical import bytes_digest
 from skillop.model.specs import ApprovalSettings
@@ -99,6 +102,9 @@ class ServedSet:
     search: SearchIndex | None = None
     #: How calls to tools with requiresApproval are approved (the Actor's spec.approval).
     approval: ApprovalSettings = _DEFAULT_APPROVAL
+    #: The set's ``callerRules`` (who may list and call what) and ``rateLimits``.
+    caller_rules: CallerRules = NO_RULES
+    rate_limits: tuple[Limit, ...] = ()
     #: Whose tokens name the callers (the Actor's spec.callers); None: all anonymous.
     callers: CallersSpec | None = None
 
@@ -115,6 +121,13 @@ class ServedSet:
         if self.search is not None and name == SEARCH_TOOL:
             return None
         return self.tools.get(name)
+
+
+def needs_approval(served: ServedSet, tool: ServedTool, caller: Caller) -> bool:
+    """Whether a call of ``tool`` by ``caller`` waits for approval: the tool requires
+    it, or the caller's rules do."""
+    return tool.requires_approval or isinstance(
+        decide(served.caller_rules, caller, tool.binding_name), NeedsApproval)
 
 
 def load_served_set(directory: Path) -> ServedSet:
@@ -210,18 +223,18 @@ def parse_served_set(raw: bytes | str, *, path: str = TOOLS_KEY,
         tools[tool.binding_name] = _served_tool(tool, where, servers, keys, body)
     used = {t.upstream for t in tools.values() if t.upstream is not None}
     upstreams = {key: server for key, server in servers.items() if key in used}
-    approval = doc.approval or _DEFAULT_APPROVAL
+    common: dict[str, Any] = {
+        "actor": doc.actor or "", "hash": doc.hash, "tools": tools, "upstreams": upstreams,
+        "approval": doc.approval or _DEFAULT_APPROVAL,
+        "caller_rules": CallerRules.of(doc.caller_rules or ()),
+        "rate_limits": limits_of(doc.rate_limits or ()), "callers": doc.callers}
     if doc.disclosure is None:
-        return ServedSet(actor=doc.actor or "", hash=doc.hash, tools=tools, upstreams=upstreams,
-                         listing=tuple(t.definition for t in tools.values()), approval=approval,
-                         callers=doc.callers)
+        return ServedSet(listing=tuple(t.definition for t in tools.values()), **common)
     pinned = [tools[name].definition for name in doc.disclosure.pinned
               if name in tools and name not in (SEARCH_TOOL, CALL_TOOL)]
     return ServedSet(
-        actor=doc.actor or "", hash=doc.hash, tools=tools, upstreams=upstreams,
         listing=(*pinned, search_tool_definition(len(tools)), CALL_TOOL_DEFINITION),
-        search=SearchIndex(_document(t) for t in tools.values()), approval=approval,
-        callers=doc.callers)
+        search=SearchIndex(_document(t) for t in tools.values()), **common)
 
 
 def _document(tool: ServedTool) -> Document:

@@ -57,7 +57,7 @@ from skillop.gateway.observe import INBOUND_HEADERS, NOTHING, Observer
 from skillop.gateway.options import Options
 from skillop.gateway.sdk_server import sdk_server
 from skillop.gateway.search_tool import own_record, search_tools
-from skillop.gateway.served import ServedSet
+from skillop.gateway.served import ServedSet, needs_approval
 from skillop.gateway.sessions import Client, Sessions
 from skillop.gateway.upstream import Pool
 from skillop.gateway.vectors import SemanticRanker
@@ -154,7 +154,8 @@ class Gateway:
         if old.hash != served.hash and old.hash:
             serve.say(f"reloaded {served.actor}: {count(len(served.tools), 'tool')}"
                       f" ({served.hash})")
-        return old.listing != served.listing
+        return (old.listing != served.listing
+                or old.caller_rules.rules != served.caller_rules.rules)
 
     async def _watch(self) -> None:
         while True:
@@ -255,8 +256,8 @@ class Gateway:
         if not isinstance(name, str) or not isinstance(arguments, dict | None):
             return None
         tool = self.served.target(name, arguments)
-        if (tool is not None and tool.requires_approval and client.can_elicit
-                and self.served.approval.via == "Elicitation"):
+        if (tool is not None and client.can_elicit and self.served.approval.via == "Elicitation"
+                and needs_approval(self.served, tool, caller)):
             return None
         try:
             with self.observer.request(method, name, meta=params.get("_meta"),  # its span
@@ -286,7 +287,7 @@ class Gateway:
         served = self.served  # one call sees one set, whatever a reload does meanwhile
         if served.search is not None and name == SEARCH_TOOL:
             return await search_tools(served, arguments, self.calls.record,
-                                      observer=self.observer)
+                                      observer=self.observer, caller=caller)
         if served.search is not None and name == CALL_TOOL:
             inner, inner_arguments = arguments.get("name"), arguments.get("arguments")
             if not isinstance(inner, str) or not isinstance(inner_arguments, dict | None):

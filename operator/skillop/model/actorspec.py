@@ -10,6 +10,7 @@ from pydantic import (
     StringConstraints,
 )
 
+from skillop.model.caller_rules import CallerRule, RateLimit
 from skillop.model.callers import CallersSpec
 from skillop.model.capabilities import BooleanCapability
 from skillop.model.globs import SkillGlob
@@ -17,6 +18,7 @@ from skillop.model.hostpatterns import BindingHost
 from skillop.model.mcpserver import SecretRef
 from skillop.model.specbase import (
     MAX_LIST,
+    MAX_NESTED,
     SpecModel,
 )
 from skillop.model.toolspecs import ObjectName, Reference
@@ -42,6 +44,9 @@ class AccessPolicy(SpecModel):
     """The most tokens the tool definitions may cost the model (name, description and
     input schema of every tool, cl100k_base); over it the Actor is Ready=False,
     TooManyToolTokens."""
+    caller_rules: list[CallerRule] = Field(default_factory=list, max_length=MAX_NESTED)
+    """Which callers (end users, spec.callers) may list and call which tools: Allow,
+    Deny or RequireApproval, by caller, skill and tool (docs/api.md)."""
 
 
 #: A tool as the Actor names it: its name, bindingName or qualifiedName.
@@ -109,6 +114,9 @@ class ActorSpec(SpecModel):
     them: without an entry binding the Secret to the server's host (or stdio
     command), the set is refused (CredentialNotBound). Servers of Skills in the
     Actor's namespace need none."""
+    rate_limits: list[RateLimit] = Field(default_factory=list, max_length=MAX_NESTED)
+    """Token buckets bounding how often callers call tools; every applying limit (the
+    Actor's and its policies') must have a token for a call to run."""
     callers: CallersSpec | None = None
     """The end users' tokens the gateway verifies (OpenID Connect): the issuer, the
     audiences, and the claims naming the caller. Absent: every call is anonymous."""

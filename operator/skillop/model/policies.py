@@ -24,10 +24,11 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, model_validator
 from pydantic_core import PydanticCustomError
 
+from skillop.model.caller_rules import CallerRule, RateLimit
 from skillop.model.capabilities import BooleanCapability
 from skillop.model.globs import SkillGlob
 from skillop.model.selectors import LabelSelector
-from skillop.model.specbase import MAX_LIST, Rule, SpecModel, cel_rules, check_rules
+from skillop.model.specbase import MAX_LIST, MAX_NESTED, Rule, SpecModel, cel_rules, check_rules
 from skillop.model.tooldef import Source
 from skillop.model.urls import url_target
 
@@ -100,9 +101,6 @@ def host_matches(host: ServerHost, globs: tuple[str, ...]) -> bool:
 
 #: A glob over the names a server gives its tools (fnmatch's, as ``toolFilter``'s).
 ToolGlob = Annotated[str, StringConstraints(min_length=1, max_length=128)]
-#: Nested lists stay short: the API server bounds what a CEL rule may cost, and a
-#: rule's cost is multiplied by the longest list around it.
-MAX_NESTED = 64
 
 
 class ScopedHosts(SpecModel):
@@ -246,6 +244,11 @@ class SkillPolicySpec(SpecModel):
     some hosts' tools."""
     sources: SourceRules | None = None
     """Which tool sources may contribute tools."""
+    caller_rules: list[CallerRule] = Field(default_factory=list, max_length=MAX_NESTED)
+    """Which callers may list and call which tools, checked on their own: a caller must
+    pass this policy's rules as well as the Actor's (docs/api.md)."""
+    rate_limits: list[RateLimit] = Field(default_factory=list, max_length=MAX_NESTED)
+    """Token buckets every covered call must also have a token of."""
 
 
 class ClusterSkillPolicySpec(SkillPolicySpec):

@@ -23,6 +23,9 @@ M = TypeVar("M", bound=BaseModel)
 
 MAX_LIST = 256
 MAX_TOOLS_PER_LIST = 1024
+#: Nested lists stay short: the API server bounds what a CEL rule may cost, and a
+#: rule's cost is multiplied by the longest list around it.
+MAX_NESTED = 64
 
 
 class SpecModel(BaseModel):

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from skillop.model.caller_rules import CallerMatch, Effect, LimitScope
 from skillop.model.callers import CallersSpec
 from skillop.model.canonical import canonical_json
 from skillop.model.exchange import TokenExchange
@@ -191,6 +192,35 @@ class DisclosureEntry(DocumentModel):
     pinned: tuple[str, ...] = ()
 
 
+class CallerRuleEntry(DocumentModel):
+    """A caller rule of the Actor or of a policy, with the tools it covers
+    (docs/api.md, Caller rules and rate limits). ``callers`` keeps the spec's
+    strict model: a gateway that cannot read a match refuses the set rather than
+    match other callers than the rule names."""
+
+    #: Where the rule is written: ``Actor team-a/bot``, ``SkillPolicy team-a/p``.
+    origin: str
+    #: Its place in that object's ``callerRules``, from 1.
+    rule: int = Field(ge=1)
+    effect: Effect
+    callers: CallerMatch = Field(default_factory=CallerMatch)
+    #: The bindingNames of the tools it covers.
+    tools: tuple[str, ...] = ()
+
+
+class RateLimitEntry(DocumentModel):
+    """A rate limit of the Actor or of a policy, with the tools it covers."""
+
+    origin: str
+    #: Its place in that object's ``rateLimits``, from 1.
+    limit: int = Field(ge=1)
+    calls: int = Field(ge=1)
+    per_seconds: int = Field(ge=1)
+    per: LimitScope = "CallerAndTool"
+    callers: CallerMatch | None = None
+    tools: tuple[str, ...] = ()
+
+
 class ToolSetDocument(DocumentModel):
     """The document; ``actor`` or ``skill`` names its owner."""
 
@@ -210,6 +240,10 @@ class ToolSetDocument(DocumentModel):
     #: Beyond the contract's keys, so after them (docs/decisions.md).
     tokens: TokenCount | None = None
     disclosure: DisclosureEntry | None = None
+    #: Rules per caller and rate limits, absent when there are none (so sets
+    #: without them keep their bytes and hash).
+    caller_rules: tuple[CallerRuleEntry, ...] | None = None
+    rate_limits: tuple[RateLimitEntry, ...] | None = None
 
     @classmethod
     def parse(cls, raw: bytes | str) -> ToolSetDocument:

@@ -15,10 +15,11 @@ one: its own tightened by every SkillPolicy and ClusterSkillPolicy that applies
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
 from skillop.model import problems as P
+from skillop.model.canonical import canonical_json
 from skillop.model.manifest import POLICY_KINDS, ActorResource
 from skillop.model.names import ObjectRef, RefError, parse_ref
 from skillop.model.policies import ServerHost, server_host
@@ -26,6 +27,7 @@ from skillop.model.problems import Problem, Subject
 from skillop.model.specs import ApprovalSettings, Disclosure, McpServer
 from skillop.model.toolset import Owner, ServerEntry
 from skillop.resolve import graph
+from skillop.resolve.caller_rules import NO_SECTION, caller_section
 from skillop.resolve.catalog import Catalog
 from skillop.resolve.credentials import CredentialCheck, UsesMemo, check_credentials
 from skillop.resolve.entries import Entry, Flat, merge_into
@@ -184,8 +186,7 @@ class Resolver:
         ns, own = actor.meta.namespace, actor.spec.skill_access_policy
         # Every field of the own policy, whatever fields it has: a field left out
         # would hand one Actor another's effective policy.
-        slot = (ns, *(tuple(v) if isinstance(v, list) else v
-                      for v in own.model_dump(mode="python").values()))
+        slot = (ns, *(_hashable(v) for v in own.model_dump(mode="json").values()))
         found = self._effective.get(slot)
         if found is None:
             rules = self._namespace_rules.get(ns)
@@ -370,6 +371,8 @@ class Resolver:
         owner = f"{subject.namespace}/{subject.name}"
         shown, unknown = disclosure_entry(disclosure, tools)
         warnings += [f"{subject}: {w}" for w in unknown]
+        rules = NO_SECTION if actor is None else caller_section(
+            actor, self.catalog.policies_for(subject.namespace), tools, flats)
         callers = actor.spec.callers if actor is not None else None
         if actor is not None:
             exchange = check_token_exchange(subject, callers, servers, origin=actor.origin)
@@ -377,7 +380,7 @@ class Resolver:
             warnings += exchange[1]
         render_set = functools.partial(toolset_text, owner_kind=owner_kind, owner=owner,
                                        servers=servers, disclosure=shown, approval=approval,
-                                       callers=callers)
+                                       callers=callers, rules=rules)
         render = functools.cache(functools.partial(render_set, tools=tools))
         if owner_kind == "actor" and not problems:
             stored = self.catalog.actors.get(ObjectRef(subject.namespace, subject.name))
@@ -385,7 +388,8 @@ class Resolver:
                                       origin=self._origin(subject))
         document = functools.partial(toolset_document, owner_kind=owner_kind, owner=owner,
                                      tools=tools, servers=servers,
-                                     disclosure=shown, approval=approval, callers=callers)
+                                     disclosure=shown, approval=approval, callers=callers,
+                                     rules=rules)
         return Resolution(subject, tools, skills, tuple(problems), tuple(warnings),
                           tuple(pruned), render, lambda: document(digest=render()[1]),
                           tuple(dropped), policies, servers, binding)
@@ -424,3 +428,10 @@ class Resolver:
             if view is not None:
                 out.update(dict.fromkeys(view.warnings))
         return list(out)
+
+
+def _hashable(value: Any) -> Hashable:
+    """A JSON value as a hashable one: lists as tuples, objects as canonical JSON."""
+    if isinstance(value, list):
+        return tuple(_hashable(v) for v in value)
+    return canonical_json(value) if isinstance(value, dict) else value

@@ -29,6 +29,7 @@ from skillop.model.toolset import (
     TokenCount,
     ToolSetDocument,
 )
+from skillop.resolve.caller_rules import NO_SECTION, CallerSection
 from skillop.resolve.layout import (
     SIZE_CONTRIBUTORS,
     Layout,
@@ -77,6 +78,7 @@ def toolset_text(
     *, owner_kind: Owner, owner: str, tools: Sequence[EffectiveTool],
     servers: tuple[ServerEntry, ...], disclosure: DisclosureEntry | None = None,
     approval: ApprovalSettings | None = None, callers: CallersSpec | None = None,
+    rules: CallerSection = NO_SECTION,
 ) -> tuple[str, str]:
     """The document's canonical JSON (what the ConfigMap stores) and its hash.
 
@@ -87,7 +89,7 @@ def toolset_text(
     """
     paths: dict[int, str] = {}
     body = _header(owner_kind=owner_kind, owner=owner, tools=tools, servers=servers,
-                   disclosure=disclosure, approval=approval, callers=callers)
+                   disclosure=disclosure, approval=approval, callers=callers, rules=rules)
     tools_json = [tool_json(t, path_json(t.path, paths)) for t in tools]
     digest = _hash(body, tools_json)
     return _canonical({**body, "hash": digest}, tools_json, with_hash=True), digest
@@ -98,6 +100,7 @@ def toolset_document(
     servers: tuple[ServerEntry, ...], digest: str,
     disclosure: DisclosureEntry | None = None,
     approval: ApprovalSettings | None = None, callers: CallersSpec | None = None,
+    rules: CallerSection = NO_SECTION,
 ) -> ToolSetDocument:
     """The ToolSet document (``digest``: its hash, from ``toolset_text``)."""
     paths: dict[int, tuple[str, ...]] = {}
@@ -107,7 +110,7 @@ def toolset_document(
         tools=tuple(tool_entry(t, path_names(t.path, paths)) for t in tools),
         mcp_servers=servers, agent_skills=_agent_skills(tools),
         tokens=_token_count(tools), disclosure=disclosure, approval=approval,
-        callers=callers,
+        callers=callers, caller_rules=rules.rules, rate_limits=rules.limits,
     )
 
 
@@ -115,13 +118,15 @@ def _header(*, owner_kind: Owner, owner: str, tools: Sequence[EffectiveTool],
             servers: tuple[ServerEntry, ...],
             disclosure: DisclosureEntry | None,
             approval: ApprovalSettings | None = None,
-            callers: CallersSpec | None = None) -> dict[str, Any]:
+            callers: CallersSpec | None = None,
+            rules: CallerSection = NO_SECTION) -> dict[str, Any]:
     """Every key of the document but ``hash`` and ``tools``, as JSON values."""
     doc = ToolSetDocument.model_construct(
         actor=_owner(owner_kind, "actor", owner), skill=_owner(owner_kind, "skill", owner),
         mcp_servers=servers,
         agent_skills=_agent_skills(tools), tokens=_token_count(tools), disclosure=disclosure,
-        approval=approval, callers=callers)
+        approval=approval, callers=callers, caller_rules=rules.rules,
+        rate_limits=rules.limits)
     return {key: value for key, value in _entry_dict(doc).items()
             if key not in ("hash", "tools")}
 

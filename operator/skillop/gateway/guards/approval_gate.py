@@ -34,7 +34,7 @@ class ApprovalGate:
 
     async def __call__(self, call: Call) -> Verdict:
         tool = call.member
-        if not tool.requires_approval:
+        if not tool.requires_approval and call.approval_rule is None:
             return CONTINUE
         served, approver = call.served, call.approver
         if served.approval.via == "Request":
