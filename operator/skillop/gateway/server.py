@@ -83,8 +83,7 @@ class Gateway:
         #: Who makes and follows the ToolCallApprovals (``spec.approval.via: Request``).
         self.requests = Requests.from_environment(options.api_dir)
         self.calls = pipeline.Pipeline(
-            call_path(self.requests, observer=observer,
-                      secrets_dir=options.upstream.secrets_dir,
+            call_path(self.requests, observer=observer, secrets_dir=options.upstream.secrets_dir,
                       ca_file=options.upstream.ca_file),
             [observer.record, self.audit.record],
             say=serve.say, trace_id=observer.trace_id if observer.tracing else None)
