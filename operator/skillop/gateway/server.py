@@ -14,9 +14,8 @@ Refusals and failures are tool results with ``isError`` and a reason the model
 can read (the gateway's own words, no upstream or secret text). Every call, of
 any outcome, is recorded once (``pipeline.CallRecord``): one audit line.
 
-With ``callers`` in the set, each request's caller is the one its token names
-(``identity``; over HTTP the front's door refuses a request without a valid one
-first, stdio carries none); the calls and listings are made for that caller.
+With ``callers`` in the set, each request is made for the caller its token names
+(``identity``: over HTTP the front's door refuses one without a valid token; stdio has none).
 
 Over HTTP (``serve``), ``front.Front`` answers most requests itself with plain
 JSON (the hot path); the SDK's server handles the session's life, approvals and
