@@ -20,6 +20,7 @@ from skillop.model.specbase import (
     MAX_LIST,
     MAX_NESTED,
     SpecModel,
+    empty_list,
 )
 from skillop.model.toolspecs import ObjectName, Reference
 
@@ -30,12 +31,12 @@ class AccessPolicy(SpecModel):
     allow: list[SkillGlob] = Field(default_factory=lambda: ["*"], max_length=MAX_LIST)
     """Globs over canonical skill names (namespace/name, so each has a / or *); a skill
     matching none is pruned. Default ["*"]."""
-    deny: list[SkillGlob] = Field(default_factory=list, max_length=MAX_LIST)
+    deny: list[SkillGlob] = Field(default_factory=empty_list, max_length=MAX_LIST)
     """Globs over canonical skill names; a matching skill is pruned, and deny wins
     over allow."""
-    deny_capabilities: list[BooleanCapability] = Field(default_factory=list, max_length=8)
+    deny_capabilities: list[BooleanCapability] = Field(default_factory=empty_list, max_length=8)
     """Tools with any of these capabilities true are dropped."""
-    require_capabilities: list[BooleanCapability] = Field(default_factory=list, max_length=8)
+    require_capabilities: list[BooleanCapability] = Field(default_factory=empty_list, max_length=8)
     """Only tools that declare all of these capabilities true are kept."""
     max_tools: int | None = Field(default=None, ge=1, le=100000)
     """The most tools allowed after filtering; over it the Actor is Ready=False,
@@ -44,7 +45,7 @@ class AccessPolicy(SpecModel):
     """The most tokens the tool definitions may cost the model (name, description and
     input schema of every tool, cl100k_base); over it the Actor is Ready=False,
     TooManyToolTokens."""
-    caller_rules: list[CallerRule] = Field(default_factory=list, max_length=MAX_NESTED)
+    caller_rules: list[CallerRule] = Field(default_factory=empty_list, max_length=MAX_NESTED)
     """Which callers (end users, spec.callers) may list and call which tools: Allow,
     Deny or RequireApproval, by caller, skill and tool (docs/api.md)."""
 
@@ -60,7 +61,7 @@ class Disclosure(SpecModel):
     """All: the gateway lists every tool of the set. Search: it lists only the pinned
     tools, plus search_tools (finds tools of the set by purpose, returning their
     exact definitions) and call_tool (calls a tool of the set by bindingName)."""
-    pinned: list[PinnedName] = Field(default_factory=list, max_length=MAX_LIST)
+    pinned: list[PinnedName] = Field(default_factory=empty_list, max_length=MAX_LIST)
     """In Search mode, the tools listed as themselves: name, bindingName or
     qualifiedName. A name the set does not hold gets a warning."""
 
@@ -85,12 +86,12 @@ class CredentialBinding(SpecModel):
     secret_ref: SecretRef
     """The Secret (in the Actor's namespace) a server of a Skill from another
     namespace names in headersFrom or env[].valueFrom.secretKeyRef."""
-    hosts: list[BindingHost] = Field(default_factory=list, max_length=MAX_LIST)
+    hosts: list[BindingHost] = Field(default_factory=empty_list, max_length=MAX_LIST)
     """The URL servers it may be sent to: [scheme://]host[:port] globs (e.g.
     https://mcp.example.com, *.team-b.svc:8080), matched against the server's
     host in its one normal spelling (lowercase, no trailing dot, IDNA, IPv4 in
     dotted decimal); no port: any port."""
-    commands: list[CommandLine] = Field(default_factory=list, max_length=MAX_LIST)
+    commands: list[CommandLine] = Field(default_factory=empty_list, max_length=MAX_LIST)
     """The stdio servers it may be given to, by their exact command line
     (command and args joined by single spaces)."""
 
@@ -98,7 +99,7 @@ class CredentialBinding(SpecModel):
 class ActorSpec(SpecModel):
     """An agent: the skills it uses and the policy on them."""
 
-    skills: list[Reference] = Field(default_factory=list, max_length=MAX_LIST)
+    skills: list[Reference] = Field(default_factory=empty_list, max_length=MAX_LIST)
     """The Skills the agent uses: name (this namespace) or namespace/name."""
     skill_access_policy: AccessPolicy = Field(default_factory=AccessPolicy)
     """Which of the reached skills and tools the agent may use."""
@@ -109,12 +110,12 @@ class ActorSpec(SpecModel):
     approval: ApprovalSettings | None = None
     """How calls to tools with requiresApproval are approved (default: a ToolCallApproval
     request, waiting 300 s)."""
-    credentials: list[CredentialBinding] = Field(default_factory=list, max_length=MAX_LIST)
+    credentials: list[CredentialBinding] = Field(default_factory=empty_list, max_length=MAX_LIST)
     """Where the Actor's own Secrets may go when a Skill from another namespace names
     them: without an entry binding the Secret to the server's host (or stdio
     command), the set is refused (CredentialNotBound). Servers of Skills in the
     Actor's namespace need none."""
-    rate_limits: list[RateLimit] = Field(default_factory=list, max_length=MAX_NESTED)
+    rate_limits: list[RateLimit] = Field(default_factory=empty_list, max_length=MAX_NESTED)
     """Token buckets bounding how often callers call tools; every applying limit (the
     Actor's and its policies') must have a token for a call to run."""
     callers: CallersSpec | None = None

@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, StringConstraints
 
-from skillop.model.specbase import SpecModel
+from skillop.model.specbase import SpecModel, empty_list
 from skillop.model.specs import ObjectName
 from skillop.model.status import StatusModel
 from skillop.model.visible import visible
@@ -93,7 +93,7 @@ class ToolCallApprovalSpec(SpecModel):
     """The Actor (in this namespace) whose agent called the tool."""
     tool: ApprovalTool
     """The tool called."""
-    arguments: list[ApprovalArgument] = Field(default_factory=list, max_length=MAX_ARGUMENTS)
+    arguments: list[ApprovalArgument] = Field(default_factory=empty_list, max_length=MAX_ARGUMENTS)
     """Every argument of the call, by key, sorted."""
     pod: PodRef | None = None
     """The requesting pod, when the gateway knows it."""

@@ -18,7 +18,7 @@ from typing import Annotated, Literal
 from pydantic import Field, StringConstraints
 
 from skillop.model.hostpatterns import BindingHost
-from skillop.model.specbase import MAX_LIST, SpecModel
+from skillop.model.specbase import MAX_LIST, SpecModel, empty_list
 from skillop.model.toolspecs import ObjectName
 
 #: An HTTP header name (RFC 9110 token).
@@ -40,7 +40,7 @@ class TokenExchange(SpecModel):
     audience: Annotated[str, StringConstraints(min_length=1, max_length=1024)]
     """The audience the exchanged token is asked for (the server's own name at the
     issuer)."""
-    scopes: list[Scope] = Field(default_factory=list, max_length=MAX_SCOPES)
+    scopes: list[Scope] = Field(default_factory=empty_list, max_length=MAX_SCOPES)
     """The scopes asked for (none: the issuer's default)."""
     header: ExchangeHeader = "Authorization"
     """The request header the exchanged token goes in, replacing the same header of
@@ -72,7 +72,7 @@ class TokenExchangeClient(SpecModel):
     """The Secret with the gateway's client id and secret at the issuer."""
     auth_method: Literal["client_secret_basic", "client_secret_post"] = "client_secret_basic"
     """How the client authenticates at the token endpoint (RFC 6749, 2.3.1)."""
-    hosts: list[BindingHost] = Field(default_factory=list, max_length=MAX_LIST)
+    hosts: list[BindingHost] = Field(default_factory=empty_list, max_length=MAX_LIST)
     """The hosts a server of a Skill from another namespace may be sent exchanged
     tokens at: [scheme://]host[:port] globs, as spec.credentials binds Secrets.
     Servers of Skills in the Actor's namespace need none."""

@@ -32,6 +32,8 @@ from skillop.model.specbase import (
     SpecModel,
     cel_rules,
     check_rules,
+    empty_dict,
+    empty_list,
     field_rules,
     one_of,
 )
@@ -150,9 +152,9 @@ class EnvVar(SpecModel):
 class ToolFilter(SpecModel):
     """Which of a server's tools the skill takes, by globs over tool names."""
 
-    include: list[Glob] = Field(default_factory=list, max_length=MAX_LIST)
+    include: list[Glob] = Field(default_factory=empty_list, max_length=MAX_LIST)
     """When set, only tools matching one of these globs are taken."""
-    exclude: list[Glob] = Field(default_factory=list, max_length=MAX_LIST)
+    exclude: list[Glob] = Field(default_factory=empty_list, max_length=MAX_LIST)
     """Tools matching one of these globs are dropped."""
 
     def admits(self, name: str) -> bool:
@@ -272,10 +274,10 @@ class McpServer(SpecModel):
     """A stdio server's command line, never run by the operator (declare its tools);
     exactly one of url and command."""
     args: list[Annotated[str, StringConstraints(max_length=4096)]] = Field(
-        default_factory=list, max_length=256
+        default_factory=empty_list, max_length=256
     )
     """Arguments to command."""
-    env: list[EnvVar] = Field(default_factory=list, max_length=256)
+    env: list[EnvVar] = Field(default_factory=empty_list, max_length=256)
     """Environment of a stdio server: public values or Secret key references."""
     headers_from: HeadersFrom | None = None
     """A Secret whose keys are HTTP headers, for discovery and for pods."""
@@ -285,13 +287,13 @@ class McpServer(SpecModel):
     """Call the server with a token exchanged for the caller's (RFC 8693) at the
     issuer of the Actor's spec.callers, in place of the same header of headersFrom;
     a call without a verified caller is refused. streamable-http url servers only."""
-    tools: list[DeclaredMcpTool] = Field(default_factory=list, max_length=MAX_TOOLS_PER_LIST)
+    tools: list[DeclaredMcpTool] = Field(default_factory=empty_list, max_length=MAX_TOOLS_PER_LIST)
     """Declared tools: required for stdio servers, and used whenever the server has
     not been listed successfully."""
     tool_filter: ToolFilter | None = None
     """Include and exclude globs over the server's tool names."""
     overrides: dict[ServerToolName, Override] = Field(
-        default_factory=dict, max_length=MAX_TOOLS_PER_LIST
+        default_factory=empty_dict, max_length=MAX_TOOLS_PER_LIST
     )
     """By tool name: description, title and capabilities, set freely (this skill
     declares the server)."""

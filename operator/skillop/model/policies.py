@@ -28,7 +28,15 @@ from skillop.model.caller_rules import CallerRule, RateLimit
 from skillop.model.capabilities import BooleanCapability
 from skillop.model.globs import SkillGlob
 from skillop.model.selectors import LabelSelector
-from skillop.model.specbase import MAX_LIST, MAX_NESTED, Rule, SpecModel, cel_rules, check_rules
+from skillop.model.specbase import (
+    MAX_LIST,
+    MAX_NESTED,
+    Rule,
+    SpecModel,
+    cel_rules,
+    check_rules,
+    empty_list,
+)
 from skillop.model.tooldef import Source
 from skillop.model.urls import url_target
 
@@ -211,7 +219,7 @@ class McpServerRules(SpecModel):
 class SourceRules(SpecModel):
     """Which tool sources skills may use."""
 
-    deny: list[PolicySource] = Field(default_factory=list, max_length=5)
+    deny: list[PolicySource] = Field(default_factory=empty_list, max_length=5)
     """Tool sources not to use: builtin, tool, mcp, anonymous, agent_skill; their
     tools are dropped."""
 
@@ -222,15 +230,15 @@ class SkillPolicySpec(SpecModel):
     allow: list[SkillGlob] | None = Field(default=None, max_length=MAX_LIST)
     """Globs over canonical skill names (namespace/name); a reached skill must match
     every applying allow list, or it is pruned. Absent: no allow list."""
-    deny: list[SkillGlob] = Field(default_factory=list, max_length=MAX_LIST)
+    deny: list[SkillGlob] = Field(default_factory=empty_list, max_length=MAX_LIST)
     """Globs over canonical skill names; a skill matching any applying deny list is
     pruned with everything reached only through it."""
-    deny_capabilities: list[BooleanCapability] = Field(default_factory=list, max_length=8)
+    deny_capabilities: list[BooleanCapability] = Field(default_factory=empty_list, max_length=8)
     """Tools with any of these capabilities true are dropped (added to the Actor's)."""
-    require_capabilities: list[BooleanCapability] = Field(default_factory=list, max_length=8)
+    require_capabilities: list[BooleanCapability] = Field(default_factory=empty_list, max_length=8)
     """Only tools that declare all of these capabilities true are kept (added to the
     Actor's)."""
-    require_approval: list[BooleanCapability] = Field(default_factory=list, max_length=8)
+    require_approval: list[BooleanCapability] = Field(default_factory=empty_list, max_length=8)
     """Tools with any of these capabilities true get requiresApproval: true, whatever
     the declaring skill says; the gateway then asks before each call."""
     max_tools: int | None = Field(default=None, ge=1, le=100000)
@@ -244,10 +252,10 @@ class SkillPolicySpec(SpecModel):
     some hosts' tools."""
     sources: SourceRules | None = None
     """Which tool sources may contribute tools."""
-    caller_rules: list[CallerRule] = Field(default_factory=list, max_length=MAX_NESTED)
+    caller_rules: list[CallerRule] = Field(default_factory=empty_list, max_length=MAX_NESTED)
     """Which callers may list and call which tools, checked on their own: a caller must
     pass this policy's rules as well as the Actor's (docs/api.md)."""
-    rate_limits: list[RateLimit] = Field(default_factory=list, max_length=MAX_NESTED)
+    rate_limits: list[RateLimit] = Field(default_factory=empty_list, max_length=MAX_NESTED)
     """Token buckets every covered call must also have a token of."""
 
 

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
-from skillop.model.specbase import MAX_LIST, SpecModel
+from skillop.model.specbase import MAX_LIST, SpecModel, empty_dict, empty_list
 
 
 class LabelSelectorRequirement(SpecModel):
@@ -17,7 +17,7 @@ class LabelSelectorRequirement(SpecModel):
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
     """In, NotIn, Exists or DoesNotExist."""
     values: list[Annotated[str, StringConstraints(max_length=63)]] = Field(
-        default_factory=list, max_length=MAX_LIST
+        default_factory=empty_list, max_length=MAX_LIST
     )
     """The values for In and NotIn; empty for Exists and DoesNotExist."""
 
@@ -34,10 +34,10 @@ class LabelSelectorRequirement(SpecModel):
 class LabelSelector(SpecModel):
     """Namespaces by their labels; every condition must hold."""
 
-    match_labels: dict[str, str] = Field(default_factory=dict, max_length=MAX_LIST)
+    match_labels: dict[str, str] = Field(default_factory=empty_dict, max_length=MAX_LIST)
     """Labels a namespace must carry, each with exactly this value."""
     match_expressions: list[LabelSelectorRequirement] = Field(
-        default_factory=list, max_length=MAX_LIST
+        default_factory=empty_list, max_length=MAX_LIST
     )
     """Requirements the namespace's labels must all meet."""
 

@@ -28,6 +28,23 @@ MAX_TOOLS_PER_LIST = 1024
 MAX_NESTED = 64
 
 
+def empty_list() -> list[Any]:
+    """A list field's default: ``Field(default_factory=empty_list)``, not ``list``.
+
+    Building a validator, pydantic reads each default factory's signature; a
+    builtin's (``list``, ``dict``) is parsed from its text signature with the
+    tokenizer, whose first use compiles a large regular expression: about 3% of
+    a ``skillop validate`` (docs/benchmarks.md). A Python function's signature is
+    read from its code.
+    """
+    return []
+
+
+def empty_dict() -> dict[str, Any]:
+    """A map field's default: ``Field(default_factory=empty_dict)`` (``empty_list``)."""
+    return {}
+
+
 class SpecModel(BaseModel):
     """Shared configuration: camelCase on the wire, frozen, unknown fields rejected.
 

@@ -46,6 +46,7 @@ from skillop.model.specbase import (
     SpecModel,
     cel_rules,
     check_rules,
+    empty_list,
     one_of,
 )
 from skillop.model.toolspecs import (
@@ -120,18 +121,19 @@ class SkillSpec(SpecModel):
 
     description: Description = ""
     """Free text describing the skill."""
-    tools: list[ToolRefEntry] = Field(default_factory=list, max_length=MAX_TOOLS_PER_LIST)
+    tools: list[ToolRefEntry] = Field(default_factory=empty_list, max_length=MAX_TOOLS_PER_LIST)
     """Registry Tools by reference, each with optional overrides."""
-    includes: list[Include] = Field(default_factory=list, max_length=MAX_LIST)
+    includes: list[Include] = Field(default_factory=empty_list, max_length=MAX_LIST)
     """Other Skills whose flattened tools this skill includes, in order."""
-    mcp_servers: list[McpServer] = Field(default_factory=list, max_length=64)
+    mcp_servers: list[McpServer] = Field(default_factory=empty_list, max_length=64)
     """MCP servers whose tools this skill includes."""
-    agent_skills: list[AgentSkillSource] = Field(default_factory=list, max_length=MAX_LIST)
+    agent_skills: list[AgentSkillSource] = Field(default_factory=empty_list, max_length=MAX_LIST)
     """Agent Skills (SKILL.md), each one read-only tool named by its frontmatter."""
-    builtins: list[BuiltinGroup] = Field(default_factory=list, max_length=64)
+    builtins: list[BuiltinGroup] = Field(default_factory=empty_list, max_length=64)
     """Built-in tool groups: file_operations, directory_operations, git_operations,
     shell_operations."""
-    anonymous_tools: list[InlineTool] = Field(default_factory=list, max_length=MAX_TOOLS_PER_LIST)
+    anonymous_tools: list[InlineTool] = Field(default_factory=empty_list,
+                                              max_length=MAX_TOOLS_PER_LIST)
     """Tools defined inline, belonging to this skill."""
     sharing: Sharing = Field(default_factory=Sharing)
     """Which namespaces may include this skill or reference it; default this

@@ -20,6 +20,8 @@ from typing import Annotated, Any, Literal, Self, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 from pydantic.alias_generators import to_camel
 
+from skillop.model.specbase import empty_list
+
 MAX_STATUS_TOOLS = 256
 MAX_CONDITIONS = 16
 MAX_SKILLS = 4096
@@ -290,7 +292,7 @@ def _recorded(entries: object, model: type[_Entry], key: Callable[[_Entry], str 
 class CommonStatus(StatusModel):
     observed_generation: int | None = None
     """The metadata.generation this status was computed from."""
-    conditions: list[Condition] = Field(default_factory=list, max_length=MAX_CONDITIONS)
+    conditions: list[Condition] = Field(default_factory=empty_list, max_length=MAX_CONDITIONS)
     """The latest observations of the object's state; Ready is always present."""
     tool_count: int | None = None
     """How many tools the resolved set holds."""
@@ -302,9 +304,9 @@ class CommonStatus(StatusModel):
     tools: list[StatusTool] | None = Field(default=None, max_length=MAX_STATUS_TOOLS)
     """The resolved tools, sorted by name; at most 256 (toolCount counts them all).
     Absent until a tool set was resolved; an empty list is an empty set."""
-    skills: list[Short] = Field(default_factory=list, max_length=MAX_SKILLS)
+    skills: list[Short] = Field(default_factory=empty_list, max_length=MAX_SKILLS)
     """Every skill reached, as namespace/name."""
-    warnings: list[Text] = Field(default_factory=list, max_length=MAX_WARNINGS)
+    warnings: list[Text] = Field(default_factory=empty_list, max_length=MAX_WARNINGS)
     """Problems that do not stop resolution, e.g. a failed MCP refresh or a conflicting
     override; at most 64."""
 
@@ -315,7 +317,7 @@ class ActorStatus(CommonStatus):
 
     config_map_name: Short | None = None
     """The ConfigMap holding the ToolSet document (key tools.json)."""
-    pruned: list[PrunedStatus] = Field(default_factory=list, max_length=MAX_PRUNED)
+    pruned: list[PrunedStatus] = Field(default_factory=empty_list, max_length=MAX_PRUNED)
     """Skills and tools the access policy removed, each with its reason."""
     policies: list[AppliedPolicyStatus] | None = Field(default=None, max_length=MAX_POLICIES)
     """The SkillPolicies and ClusterSkillPolicies applied, each with its generation;
@@ -334,7 +336,7 @@ class ActorStatus(CommonStatus):
 class SkillStatus(CommonStatus):
     """What the Skill flattens to, and the discovery state of its MCP servers."""
 
-    mcp_servers: list[McpServerStatus] = Field(default_factory=list, max_length=MAX_SERVERS)
+    mcp_servers: list[McpServerStatus] = Field(default_factory=empty_list, max_length=MAX_SERVERS)
     """One entry per MCP server: tool count, last sync, digest, and the last error."""
 
 
@@ -343,6 +345,6 @@ class PolicyStatus(StatusModel):
 
     observed_generation: int | None = None
     """The metadata.generation in force."""
-    conditions: list[Condition] = Field(default_factory=list, max_length=MAX_CONDITIONS)
+    conditions: list[Condition] = Field(default_factory=empty_list, max_length=MAX_CONDITIONS)
     """Ready: True once the policy applies to the Actors it selects, False when its
     spec is invalid (and then it applies to none)."""

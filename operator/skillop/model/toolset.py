@@ -23,6 +23,7 @@ from skillop.model.callers import CallersSpec
 from skillop.model.canonical import canonical_json
 from skillop.model.exchange import TokenExchange
 from skillop.model.names import GROUP_VERSION
+from skillop.model.specbase import empty_dict
 from skillop.model.specs import ApprovalSettings, EnvVar, HeadersFrom, McpTls
 
 #: The ConfigMap key holding the document.
@@ -117,7 +118,7 @@ class ToolEntry(DocumentModel):
     description: str = ""
     input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
     output_schema: dict[str, Any] | None = None
-    capabilities: dict[str, Any] = Field(default_factory=dict)
+    capabilities: dict[str, Any] = Field(default_factory=empty_dict)
     runtime: dict[str, Any] | None = None
     mcp_server: str | None = None
     #: ``mcp`` only: the tool's name on its server (``name`` may be qualified to

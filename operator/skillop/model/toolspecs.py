@@ -21,6 +21,7 @@ from skillop.model.names import (
 from skillop.model.specbase import (
     MAX_TOOLS_PER_LIST,
     SpecModel,
+    empty_dict,
 )
 
 JsonObject = dict[str, Any]
@@ -170,7 +171,7 @@ class Include(SpecModel):
     """The Skill: name (this namespace) or namespace/name; its sharing must admit
     this namespace."""
     overrides: dict[Annotated[str, StringConstraints(max_length=400)], Override] = Field(
-        default_factory=dict, max_length=MAX_TOOLS_PER_LIST
+        default_factory=empty_dict, max_length=MAX_TOOLS_PER_LIST
     )
     """Overrides keyed by tool name in the included skill's flattened set;
     capabilities may only tighten."""
