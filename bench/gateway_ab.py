@@ -57,8 +57,8 @@ class RawClient:
         authority = url.split("//", 1)[1].split("/", 1)[0]
         host, port = authority.rsplit(":", 1)
         self._authority = authority
-        self._sock = socket.create_connection((host, int(port)))
-        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._address = (host, int(port))
+        self._sock = self._connect()
         self._era = era
         self._extra: dict[str, str] = {"mcp-protocol-version": "2026-07-28"}
         if era == "handshake":
@@ -82,16 +82,20 @@ class RawClient:
         if b'"pong"' not in body:
             raise RuntimeError(f"ping failed: {body[:200]!r}")
 
+    def _connect(self) -> socket.socket:
+        sock = socket.create_connection(self._address)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock
+
     def _post(self, message: dict[str, Any], headers: dict[str, str], *,
               stream: bool = False) -> tuple[dict[str, str], bytes]:
         body = json.dumps(message).encode()
         lines = {"host": self._authority, "content-type": "application/json",
                  "accept": "application/json, text/event-stream", **headers,
                  "content-length": str(len(body))}
-        self._sock.sendall(("POST /mcp HTTP/1.1\r\n"
-                            + "".join(f"{k}: {v}\r\n" for k, v in lines.items())
-                            + "\r\n").encode() + body)
-        data = b""
+        request = ("POST /mcp HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in lines.items())
+                   + "\r\n").encode() + body
+        data = self._send(request)
         while b"\r\n\r\n" not in data:
             data += self._recv()
         head, _, rest = data.partition(b"\r\n\r\n")
@@ -104,6 +108,22 @@ class RawClient:
             while not rest.endswith(b"0\r\n\r\n"):
                 rest += self._recv()
         return answer, rest
+
+    def _send(self, request: bytes) -> bytes:
+        """Send ``request``; the answer's first bytes. A connection the gateway closed
+        while idle (uvicorn's keep-alive: 5 s, which the other build's block can
+        outlast on a busy machine) is opened again and the request sent once more."""
+        try:
+            self._sock.sendall(request)
+            first = self._sock.recv(65536)
+        except ConnectionError:
+            first = b""
+        if not first:
+            self._sock.close()
+            self._sock = self._connect()
+            self._sock.sendall(request)
+            first = self._recv()
+        return first
 
     def _recv(self) -> bytes:
         chunk = self._sock.recv(65536)
