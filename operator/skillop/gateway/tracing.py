@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, Final
+from typing import Any, Final, cast
 
 #: The trace context's keys, as a header (lower case) and in ``_meta``.
 CONTEXT_KEYS: Final = ("traceparent", "tracestate")
@@ -83,8 +83,8 @@ class Tracing:
         else:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
             exporter = OTLPSpanExporter()
-        resource = Resource.create({} if environ.get("OTEL_SERVICE_NAME")
-                                   else {"service.name": SERVICE_NAME})
+        resource = _hashed_once(Resource.create({} if environ.get("OTEL_SERVICE_NAME")
+                                                else {"service.name": SERVICE_NAME}))
         self._provider = TracerProvider(resource=resource)
         self._provider.add_span_processor(BatchSpanProcessor(exporter))
         self._tracer = self._provider.get_tracer("skillop.gateway")
@@ -160,3 +160,21 @@ class Tracing:
     def shutdown(self) -> None:
         """Export what is buffered (the gateway is stopping)."""
         self._provider.shutdown()
+
+
+def _hashed_once(resource: Any) -> Any:
+    """``resource`` (an SDK ``Resource``, immutable) hashed once: the OTLP encoder
+    groups every span it exports by its resource, and the SDK's ``__hash__`` writes
+    the attributes as sorted JSON each time, about a quarter of a span's encoding."""
+
+    base: Any = type(resource)  # the SDK's class: OpenTelemetry is imported late
+
+    class Hashed(base):  # type: ignore[misc]
+        def __init__(self, attributes: Any, schema_url: str | None) -> None:
+            super().__init__(attributes, schema_url)
+            self._hash = super().__hash__()
+
+        def __hash__(self) -> int:
+            return cast(int, self._hash)
+
+    return Hashed(resource.attributes, resource.schema_url)
