@@ -109,6 +109,13 @@ def _hooks(calls: int, environ: dict[str, str]) -> None:
           " meanwhile: this process's CPU, all threads)")
 
 
+def _sampler(share: float) -> dict[str, str]:
+    if share >= 1:
+        return {"OTEL_TRACES_SAMPLER": "always_on"}
+    return {"OTEL_TRACES_SAMPLER": "parentbased_traceidratio",
+            "OTEL_TRACES_SAMPLER_ARG": f"{share:g}"}
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -124,11 +131,14 @@ def main() -> int:
     parser.add_argument("--pause", type=float, default=0.0,
                         help="ms between calls (0: back to back)")
     parser.add_argument("--hooks", type=int, default=20000, help="calls of the hooks alone")
+    parser.add_argument("--sample", type=float, default=1.0,
+                        help="share of the agents' traces sampled (below 1: parent-based"
+                             " trace-id ratio, the SDK's usual production sampler)")
     args = parser.parse_args()
     sink = ThreadingHTTPServer(("127.0.0.1", 0), _Sink)
     threading.Thread(target=sink.serve_forever, daemon=True).start()
     traced = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{sink.server_address[1]}",
-              "OTEL_TRACES_SAMPLER": "always_on"}
+              **_sampler(args.sample)}
     _hooks(args.hooks, traced)
     upstream = subprocess.Popen([sys.executable, str(ROOT / "bench" / "gateway.py"),
                                  "--upstream"], stdout=subprocess.PIPE, text=True)
@@ -153,7 +163,8 @@ def main() -> int:
                 for n in range(args.warmup):
                     raws[0].call(n)
             print(f"{args.era} era, trivial tool `ping`, {args.blocks} blocks of {args.calls}"
-                  f" calls per gateway, one connection, {args.pause:g} ms between calls;"
+                  f" calls per gateway, one connection, {args.pause:g} ms between calls,"
+                  f" traces sampled {args.sample:.0%};"
                   f" {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
             results = ab._measure(clients, blocks=args.blocks, calls=args.calls,
                                   pause=args.pause / 1000)
