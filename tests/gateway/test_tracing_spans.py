@@ -9,15 +9,15 @@ import pytest
 
 pytest.importorskip("opentelemetry.sdk")
 
-from opentelemetry import trace  # noqa: E402
-from opentelemetry.sdk.resources import Resource  # noqa: E402
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E402
+from opentelemetry import trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
     InMemorySpanExporter,
 )
-from opentelemetry.trace import SpanKind, StatusCode  # noqa: E402
+from opentelemetry.trace import SpanKind, StatusCode
 
-from skillop.gateway.tracing import Tracing  # noqa: E402
+from skillop.gateway.tracing import Tracing
 
 
 @pytest.fixture
@@ -76,3 +76,21 @@ def test_the_resource_is_hashed_once(traced: tuple[Tracing, InMemorySpanExporter
     monkeypatch.setattr(Resource, "__hash__", counted)
     assert hash(resource) == expected and hash(resource) == expected
     assert calls == []
+
+
+def test_no_child_span_is_made_in_a_trace_not_sampled(
+        traced: tuple[Tracing, InMemorySpanExporter], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing of an unsampled trace is recorded; its context still goes on, unsampled."""
+    tracing, kept = traced
+    unsampled = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00"
+    with tracing.request("tools/call", "ping", brought={"traceparent": unsampled}) as outer:
+        made: list[str] = []
+        start_span = tracing._tracer.start_span
+        monkeypatch.setattr(tracing._tracer, "start_span",
+                            lambda name, **kw: made.append(name) or start_span(name, **kw))
+        with tracing.child("tools/call up", client=True) as inner:
+            assert inner is outer
+            sent = tracing.context()["traceparent"]
+    assert made == []
+    assert sent.startswith("00-0af7651916cd43dd8448eb211c80319c-") and sent.endswith("-00")
+    assert kept.get_finished_spans() == ()

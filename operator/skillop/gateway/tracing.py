@@ -118,6 +118,13 @@ class Tracing:
     @contextmanager
     def child(self, name: str, *, client: bool = False,
               attributes: Mapping[str, str] | None = None) -> Iterator[Any]:
+        """A span within the current one; none in a trace not sampled (the current
+        span stays: its context is what goes on, unsampled, as a child's would)."""
+        current = self._trace.get_current_span()
+        context = current.get_span_context()
+        if context.is_valid and not context.trace_flags.sampled:
+            yield current
+            return
         yield from self._current(self._tracer.start_span(
             name, kind=self._kind.CLIENT if client else self._kind.INTERNAL,
             attributes=attributes))
