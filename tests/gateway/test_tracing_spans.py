@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -86,8 +87,12 @@ def test_no_child_span_is_made_in_a_trace_not_sampled(
     with tracing.request("tools/call", "ping", brought={"traceparent": unsampled}) as outer:
         made: list[str] = []
         start_span = tracing._tracer.start_span
-        monkeypatch.setattr(tracing._tracer, "start_span",
-                            lambda name, **kw: made.append(name) or start_span(name, **kw))
+
+        def counted(name: str, **kwargs: Any) -> Any:
+            made.append(name)
+            return start_span(name, **kwargs)
+
+        monkeypatch.setattr(tracing._tracer, "start_span", counted)
         with tracing.child("tools/call up", client=True) as inner:
             assert inner is outer
             sent = tracing.context()["traceparent"]
