@@ -95,25 +95,13 @@ class RawClient:
 
     def _post(self, message: dict[str, Any], headers: dict[str, str], *,
               stream: bool = False) -> tuple[dict[str, str], bytes]:
-        try:
-            return self._exchange(message, headers, stream=stream)
-        except ConnectionError:
-            # Idle past uvicorn's keep-alive timeout while the other build's block ran
-            # (a slow machine): connect again, as an HTTP client would.
-            self._sock.close()
-            self._sock = self._connect()
-            return self._exchange(message, headers, stream=stream)
-
-    def _exchange(self, message: dict[str, Any], headers: dict[str, str], *,
-                  stream: bool = False) -> tuple[dict[str, str], bytes]:
         body = json.dumps(message).encode()
         lines = {"host": self._authority, "content-type": "application/json",
                  "accept": "application/json, text/event-stream", **self._always, **headers,
                  "content-length": str(len(body))}
-        self._sock.sendall(("POST /mcp HTTP/1.1\r\n"
-                            + "".join(f"{k}: {v}\r\n" for k, v in lines.items())
-                            + "\r\n").encode() + body)
-        data = b""
+        request = ("POST /mcp HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in lines.items())
+                   + "\r\n").encode() + body
+        data = self._send(request)
         while b"\r\n\r\n" not in data:
             data += self._recv()
         head, _, rest = data.partition(b"\r\n\r\n")
@@ -126,6 +114,22 @@ class RawClient:
             while not rest.endswith(b"0\r\n\r\n"):
                 rest += self._recv()
         return answer, rest
+
+    def _send(self, request: bytes) -> bytes:
+        """Send ``request``; the answer's first bytes. A connection the gateway closed
+        while idle (uvicorn's keep-alive: 5 s, which the other build's block can
+        outlast on a busy machine) is opened again and the request sent once more."""
+        try:
+            self._sock.sendall(request)
+            first = self._sock.recv(65536)
+        except ConnectionError:
+            first = b""
+        if not first:
+            self._sock.close()
+            self._sock = self._connect()
+            self._sock.sendall(request)
+            first = self._recv()
+        return first
 
     def _recv(self) -> bytes:
         chunk = self._sock.recv(65536)

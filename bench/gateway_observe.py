@@ -109,6 +109,49 @@ def _hooks(calls: int, environ: dict[str, str]) -> None:
           " meanwhile: this process's CPU, all threads)")
 
 
+def _sdk_floor(spans: int) -> None:
+    """What the OpenTelemetry SDK itself costs a span, whoever calls it: made and
+    ended (a SERVER span with the gateway's four attributes, the batch processor
+    taking it), and encoded for OTLP (what the exporter's thread does with it, the
+    HTTP POST of the batch aside). A traced call makes two spans."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+    from opentelemetry.trace import SpanKind
+
+    kept: list[ReadableSpan] = []
+
+    class Keep(SpanExporter):
+        def export(self, batch: Any) -> SpanExportResult:
+            kept.extend(batch)
+            return SpanExportResult.SUCCESS
+
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(Keep(), max_queue_size=spans))
+    tracer = provider.get_tracer("bench")
+    attributes = {"mcp.method.name": "tools/call", "gen_ai.operation.name": "execute_tool",
+                  "gen_ai.tool.name": "ping", "mcp.protocol.version": "2026-07-28"}
+    start = time.thread_time()
+    for _ in range(spans):
+        tracer.start_span("tools/call ping", kind=SpanKind.SERVER, attributes=attributes).end()
+    made = (time.thread_time() - start) / spans
+    provider.force_flush()
+    start = time.thread_time()
+    for first in range(0, len(kept), 512):
+        encode_spans(kept[first:first + 512]).SerializePartialToString()
+    encoded = (time.thread_time() - start) / max(1, len(kept))
+    provider.shutdown()
+    print(f"the SDK alone, {spans} spans: {made * 1e6:.1f} us to make and end one,"
+          f" {encoded * 1e6:.1f} us to encode one for OTLP (two spans a traced call)")
+
+
+def _sampler(share: float) -> dict[str, str]:
+    if share >= 1:
+        return {"OTEL_TRACES_SAMPLER": "always_on"}
+    return {"OTEL_TRACES_SAMPLER": "parentbased_traceidratio",
+            "OTEL_TRACES_SAMPLER_ARG": f"{share:g}"}
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -124,11 +167,15 @@ def main() -> int:
     parser.add_argument("--pause", type=float, default=0.0,
                         help="ms between calls (0: back to back)")
     parser.add_argument("--hooks", type=int, default=20000, help="calls of the hooks alone")
+    parser.add_argument("--sample", type=float, default=1.0,
+                        help="share of the agents' traces sampled (below 1: parent-based"
+                             " trace-id ratio, the SDK's usual production sampler)")
     args = parser.parse_args()
     sink = ThreadingHTTPServer(("127.0.0.1", 0), _Sink)
     threading.Thread(target=sink.serve_forever, daemon=True).start()
     traced = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{sink.server_address[1]}",
-              "OTEL_TRACES_SAMPLER": "always_on"}
+              **_sampler(args.sample)}
+    _sdk_floor(args.hooks)
     _hooks(args.hooks, traced)
     upstream = subprocess.Popen([sys.executable, str(ROOT / "bench" / "gateway.py"),
                                  "--upstream"], stdout=subprocess.PIPE, text=True)
@@ -153,7 +200,8 @@ def main() -> int:
                 for n in range(args.warmup):
                     raws[0].call(n)
             print(f"{args.era} era, trivial tool `ping`, {args.blocks} blocks of {args.calls}"
-                  f" calls per gateway, one connection, {args.pause:g} ms between calls;"
+                  f" calls per gateway, one connection, {args.pause:g} ms between calls,"
+                  f" traces sampled {args.sample:.0%};"
                   f" {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
             results = ab._measure(clients, blocks=args.blocks, calls=args.calls,
                                   pause=args.pause / 1000)

@@ -28,6 +28,9 @@ if TYPE_CHECKING:  # the pipeline's types: it imports this module's users
     from skillop.gateway.pipeline import CallRecord
 
 _NO_CONTEXT: Final[Mapping[str, str]] = {}
+#: The span of a call when not tracing: one, reused (``nullcontext`` keeps no
+#: state), not one made for each of a call's two hooks.
+_NO_SPAN: Final = nullcontext()
 #: The HTTP headers of the request being answered by the front (``front.py`` sets
 #: them; its answerer's interface carries no headers).
 INBOUND_HEADERS: ContextVar[Mapping[str, str] | None] = ContextVar("inbound_headers",
@@ -65,7 +68,7 @@ class Observer:
         """The request's span (a context manager; nothing when tracing is off), naming
         ``caller``'s subject (a ``Caller``; anything else: nobody) as ``enduser.id``."""
         if self.tracing is None:
-            return nullcontext()
+            return _NO_SPAN
         return self.tracing.request(
             method, tool, brought=t.carrier(meta, headers), protocol=protocol,
             enduser=getattr(caller, "subject", None),
@@ -98,7 +101,7 @@ class Observer:
         """The forward to ``label``'s ``tool``: a CLIENT span (a context manager;
         nothing when tracing is off). Its time is the record's ``upstream_seconds``."""
         if self.tracing is None:
-            return nullcontext()
+            return _NO_SPAN
         return self.tracing.child(f"tools/call {tool}", client=True, attributes={
             "mcp.method.name": "tools/call", "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": tool, "server.address": label})
@@ -117,7 +120,7 @@ class Observer:
         if self.metrics is not None:
             self.metrics.approval_asked(via)
         span = (self.tracing.child("approval", attributes={"skillop.approval.via": via})
-                if self.tracing is not None else nullcontext())
+                if self.tracing is not None else _NO_SPAN)
         try:
             with span:
                 yield decision
