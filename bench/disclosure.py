@@ -63,8 +63,6 @@ import sys
 import time
 from pathlib import Path
 
-import search_costs
-
 from skillop.gateway import search as search_module
 from skillop.gateway.search import Document, Found, SearchIndex
 from skillop.gateway.served import (
@@ -374,6 +372,7 @@ def hybrid_main(args: argparse.Namespace) -> int:
     calibrate(index, [(name, *q) for name, _ in SEEN for q in kinded_queries(name)]
               + [(name, *q) for name, labelled in old.items() for q in labelled])
     print("costs (bench/search_costs.py):")
+    import search_costs  # a sibling script: on the path when this one is run
     assert index._semantic is not None
     extra = [document(stem, stem, t) for stem in DUPLICATES for t in load(stem)]
     texts = [q for name, _ in SEEN for _, q, _ in kinded_queries(name)]

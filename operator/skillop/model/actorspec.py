@@ -10,11 +10,11 @@ from pydantic import (
     StringConstraints,
 )
 
+from skillop.model.bindinghost import BindingHost
 from skillop.model.caller_rules import CallerRule, RateLimit
 from skillop.model.callers import CallersSpec
 from skillop.model.capabilities import BooleanCapability
 from skillop.model.globs import SkillGlob
-from skillop.model.hostpatterns import BindingHost
 from skillop.model.mcpserver import SecretRef
 from skillop.model.specbase import (
     MAX_LIST,

@@ -17,7 +17,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
-from skillop.model.hostpatterns import BindingHost
+from skillop.model.bindinghost import BindingHost
 from skillop.model.specbase import MAX_LIST, SpecModel, empty_list
 from skillop.model.toolspecs import ObjectName
 

@@ -13,10 +13,7 @@ import fnmatch
 import ipaddress
 import re
 from dataclasses import dataclass
-from typing import Annotated, Final
-
-from pydantic import AfterValidator, StringConstraints
-from pydantic_core import PydanticCustomError
+from typing import Final
 
 DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 
@@ -181,19 +178,3 @@ def _ipv6(text: str) -> str | None:
     # ::ffff:a.b.c.d is the IPv4 host a.b.c.d, reached through an IPv6 socket.
     mapped = address.ipv4_mapped
     return str(mapped) if mapped is not None else address.compressed
-
-
-def _binding_host(text: str) -> str:
-    try:
-        HostPattern.parse_normal(text)
-    except ValueError as err:
-        raise PydanticCustomError("host_pattern", "{why}", {"why": str(err)}) from None
-    return text
-
-
-#: Where a Secret (or a token exchanged for a caller) may go: ``[scheme://]host[:port]``,
-#: globs allowed (the egress allow-list's grammar); no path, query or userinfo.
-BindingHost = Annotated[
-    str, StringConstraints(min_length=1, max_length=300, pattern=r"^[^/?#@\s]+(://[^/?#@\s]+)?/?$"),
-    AfterValidator(_binding_host),
-]
