@@ -161,6 +161,7 @@ def memory_child(n_skills: int, n_actors: int, *, applied: bool = False,
     from skillop.model.names import ObjectRef
     from skillop.operator.actorplan import actor_plan
     from skillop.operator.deps import key
+    from skillop.operator.heap import release_free_memory
     from skillop.operator.outputs import skill_plan
     from skillop.operator.runtime import _declared_states
     from skillop.operator.store import Store
@@ -206,8 +207,11 @@ def memory_child(n_skills: int, n_actors: int, *, applied: bool = False,
     stages["actors reconciled"] = rss_mib()
     tracer.snap("actors reconciled")
     elapsed = time.monotonic() - start - loaded
-    del resolver
+    del resolver, resolution, plan
     stages["resolver dropped"] = rss_mib()
+    tracer.snap("resolver dropped")
+    release_free_memory()  # what the operator does after a large batch
+    stages["trimmed"] = rss_mib()
     return {"stages": stages, "baseline_mib": baseline, "peak_mib": peak_rss_mib(),
             "load_seconds": loaded,
             "reconcile_seconds": elapsed, "problems": problems,
