@@ -40,7 +40,6 @@ from skillop.model.wording import count
 from skillop.operator.actorplan import actor_plan
 from skillop.operator.credentials import CredentialChecker
 from skillop.operator.deps import Affected, Key, key, ref_of
-from skillop.operator.heap import after_batch
 from skillop.operator.metrics import Metrics
 from skillop.operator.outputs import (
     EventSpec,
@@ -260,8 +259,6 @@ class Reconciler(PlanWrites):
                  count(len(affected.actors), "actor"),
                  self._sent.summary(len(jobs), set(failed)), written,
                  count(len(events), "event"), time.monotonic() - started - written)
-        del resolver, jobs  # the batch's flattened sets and plans: freed before the trim
-        after_batch(len(affected.skills) + len(affected.actors))
         if failed:
             await asyncio.sleep(1)
             self.mark(failed)
