@@ -136,12 +136,18 @@ def api_requests() -> int | None:
     and code, from its ``/metrics``); None where it has none (the emulator)."""
     import kubernetes
 
+    client = kubernetes.client.ApiClient()
+    headers: dict[str, str] = {}
+    client.update_params_for_auth(headers, [], ["BearerToken"], "/metrics", "GET", None)
     try:
-        answer = kubernetes.client.ApiClient().call_api(
-            "/metrics", "GET", auth_settings=["BearerToken"], _preload_content=False)
+        answer = client.call_api("GET", client.configuration.host + "/metrics",
+                                 header_params=headers)
+        answer.read()
     except Exception:  # no /metrics here
         return None
-    text = answer[0].data.decode()
+    if answer.status != 200:
+        return None
+    text = answer.data.decode()
     return int(sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
                    if line.startswith("apiserver_request_total{")))
 
