@@ -125,8 +125,11 @@ class OperatorProbe:
         environ = Path(f"/proc/{self.pid}/environ").read_bytes().split(b"\0")
         health = next(e for e in environ if e.startswith(b"SKILLOP_LIVENESS=")).split(b"=", 1)
         url = health[1].decode().rsplit("/", 1)[0] + "/metrics"
-        with urllib.request.urlopen(url, timeout=5) as answer:
-            text = answer.read().decode()
+        try:
+            with urllib.request.urlopen(url, timeout=5) as answer:
+                text = answer.read().decode()
+        except OSError:  # its event loop busy with the batch: not done yet
+            return 0.0
         return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
                    if line.startswith(f'skillop_reconcile_objects_total{{kind="{kind}"}}'))
 
