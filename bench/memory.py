@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
+import ctypes.util
 import json
 import linecache
 import os
@@ -113,11 +115,21 @@ def rss_mib() -> float:
     return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+def malloc_trim() -> bool:
+    """glibc's ``malloc_trim(0)``: whether it could be called. The RSS after it is
+    what is held, not what the allocator keeps of freed blocks over 512 bytes."""
+    try:
+        ctypes.CDLL(ctypes.util.find_library("c")).malloc_trim(0)
+    except (OSError, AttributeError, TypeError):
+        return False
+    return True
+
+
 def memory_objects(n_skills: int, n_actors: int, *, applied: bool = False,
                    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Skills in 10 namespaces, in include chains of 20 with jumps back; 3 roots per actor.
     ``applied``: as ``kubectl apply`` leaves them (last-applied-configuration, managedFields)."""
-    from cascade import actor, skill
+    from cascade_graph import actor, skill
     namespaces = [f"team-{i}" for i in range(10)]
     per_ns = max(1, n_skills // len(namespaces))
     skills, actors = [], []
@@ -206,8 +218,11 @@ def memory_child(n_skills: int, n_actors: int, *, applied: bool = False,
     stages["actors reconciled"] = rss_mib()
     tracer.snap("actors reconciled")
     elapsed = time.monotonic() - start - loaded
-    del resolver
+    del resolver, resolution, plan
     stages["resolver dropped"] = rss_mib()
+    tracer.snap("resolver dropped")
+    if malloc_trim():  # the C allocator's free pages back to the system (glibc)
+        stages["malloc_trim"] = rss_mib()
     return {"stages": stages, "baseline_mib": baseline, "peak_mib": peak_rss_mib(),
             "load_seconds": loaded,
             "reconcile_seconds": elapsed, "problems": problems,

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import tracemalloc
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from skillop.model.memo import (
     NOT_IN_KEY,
@@ -128,3 +131,41 @@ def test_slots_and_cells_do_not_share_entries() -> None:
 def test_a_slot_needs_room_for_one_entry() -> None:
     with pytest.raises(ValueError, match="memo slot empty: bound must be at least 1, not 0"):
         Slot("empty", bound=0)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 3), st.lists(st.tuples(st.booleans(), st.sampled_from("abcd"),
+                                             st.integers(0, 9)), max_size=30))
+def test_a_slot_is_the_latest_entries_written_up_to_its_bound(
+        bound: int, steps: list[tuple[bool, str, int]]) -> None:
+    """One entry or many, a slot keeps what a dict of the latest writes would."""
+    slot: Slot[str, int] = Slot("test-model", bound=bound)
+    memo, model = Memo(), dict[str, int]()
+    for write, key, value in steps:
+        if write:
+            slot.put(memo, key, value)
+            model.pop(key, None)
+            model[key] = value
+            if len(model) > bound:
+                del model[next(iter(model))]
+        assert slot.get(memo, key) == model.get(key)
+    assert dict(slot.entries(memo)) == model
+    assert len(memo) == len(model)
+
+
+def test_an_object_with_one_entry_in_a_slot_keeps_no_table_for_it() -> None:
+    """Most ToolDefs keep one entry per slot (one template, for the skill that
+    declares them): a dict of one in the memo's table was 472 bytes an object
+    with its key, a pair about 300."""
+    slot: Slot[int, str] = Slot("test-one", bound=4)
+    memos = [Memo() for _ in range(2000)]
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i, memo in enumerate(memos):
+            slot.put(memo, i, "x")
+        per_object = (tracemalloc.get_traced_memory()[0] - before) / len(memos)
+    finally:
+        tracemalloc.stop()
+    assert per_object < 360, f"{per_object:.0f} bytes per object for one entry"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from skillkit import actor, ref, skill
 
 from skillop.model.manifest import ActorResource, Resource, SkillResource, parse_object
@@ -169,3 +171,34 @@ def test_an_mcp_servers_ca_configmap_is_a_dependency() -> None:
     deps = skill_dependencies(_skill(doc))
     assert ("ConfigMap", "team-a/internal-ca") in deps
     assert not any(d[1].endswith("secret-ca") for d in deps)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("abcd"), st.sets(st.sampled_from("abcdxy")),
+                          st.booleans()), max_size=30))
+def test_each_key_is_one_object_and_only_keys_in_use_are_kept(
+        steps: list[tuple[str, set[str], bool]]) -> None:
+    """Owners build their dependency sets anew (a key each); the index holds one
+    key object per key, and none that no owner or dependency uses any more."""
+    index, model = DependencyIndex(), dict[str, set[str]]()
+    for owner, deps, remove in steps:
+        if remove:
+            index.remove(("Skill", f"team-a/{owner}"))
+            model.pop(owner, None)
+        else:
+            index.update(("Skill", "team-a/" + owner), {("Skill", "team-a/" + d)
+                                                        for d in deps})
+            model[owner] = deps
+    in_use = {k for o, ds in model.items() for k in (o, *ds)}
+    assert {k[1][len("team-a/"):] for k in index._keys} == in_use
+    objects: dict[Key, set[int]] = {}
+    for owner, deps_held in index._forward.items():
+        for k in (owner, *deps_held):
+            objects.setdefault(k, set()).add(id(k))
+    for dep, users in index._reverse.items():
+        for k in (dep, *users):
+            objects.setdefault(k, set()).add(id(k))
+    assert all(len(ids) == 1 for ids in objects.values())
+    for owner, deps in model.items():
+        assert index.dependencies_of(("Skill", f"team-a/{owner}")) == {
+            ("Skill", f"team-a/{d}") for d in deps}

@@ -109,3 +109,22 @@ def test_shared_items_let_go_of_what_no_status_uses() -> None:
     items.prune(statuses[-1:])
     assert len(items) == 1
     assert items.share({"tools": [{"n": 4}]})["tools"][0] is statuses[-1]["tools"][0]
+
+
+def test_equal_conditions_and_the_names_of_skills_reached_are_held_once() -> None:
+    """A Skill's status names every skill it reaches (20 or more each in chains of
+    10,000 Skills), and most objects of a batch carry equal conditions: each name
+    and each distinct condition is one object in the store."""
+    ready = {"type": "Ready", "status": "True", "reason": "Resolved",
+             "message": "2 tools from 2 skills", "observedGeneration": 1,
+             "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    store = Store()
+    for name in ("one", "two"):
+        reached = [f"team-a/{s}" for s in (name, "base")]  # built anew, as each plan does
+        store.record_status("Skill", ref(f"team-a/{name}"),
+                            {"conditions": [dict(ready)], "skills": reached})
+    one, two = (store.statuses[key("Skill", ref(f"team-a/{n}"))] for n in ("one", "two"))
+    assert one["skills"] == ["team-a/one", "team-a/base"]
+    assert one["skills"][1] is two["skills"][1]
+    assert one["conditions"] == two["conditions"] == [ready]
+    assert one["conditions"][0] is two["conditions"][0]

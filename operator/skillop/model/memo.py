@@ -41,7 +41,8 @@ class Memo:
     def __len__(self) -> int:
         """How many values are kept, over every slot."""
         tables = _tables(self)
-        return sum(len(t) if isinstance(t, dict) else 1 for t in tables.values())
+        return sum(len(t) if isinstance(s, Slot) and isinstance(t, dict) else 1
+                   for s, t in tables.items())
 
 
 def _tables(memo: Memo) -> dict[object, Any]:
@@ -71,22 +72,34 @@ class Slot(Generic[K, V]):
     def __repr__(self) -> str:
         return f"Slot({self.name!r}, bound={self.bound})"
 
+    # An object's entries in a slot: one entry as a (key, value) pair, more as a
+    # dict. Most objects keep one entry per slot (a ToolDef's template for the one
+    # skill that declares it), and a dict of one was 232 bytes where a pair is 56.
+
     def get(self, memo: Memo, key: K) -> V | None:
         try:  # one call for every tool of every Actor: no test but the lookups
-            table: dict[K, V] = memo._tables[self]
+            table: dict[K, V] | tuple[K, V] = memo._tables[self]
         except (AttributeError, KeyError):
             return None
-        return table.get(key)
+        if type(table) is tuple:
+            return table[1] if table[0] == key else None
+        return table.get(key)  # type: ignore[union-attr]
 
     def put(self, memo: Memo, key: K, value: V) -> V:
         """Keep ``value`` under ``key`` (and return it), forgetting the oldest
         entry beyond the bound (a forgotten one is computed again)."""
         tables = _tables(memo)
-        table: dict[K, V] | None = tables.get(self)
+        table: dict[K, V] | tuple[K, V] | None = tables.get(self)
+        if isinstance(table, tuple):
+            if table[0] == key or self.bound == 1:
+                self.evictions += table[0] != key
+                tables[self] = (key, value)
+                return value
+            table = tables[self] = {table[0]: table[1]}
         if table is None:
-            table = tables[self] = {}
-        else:
-            table.pop(key, None)
+            tables[self] = (key, value)
+            return value
+        table.pop(key, None)
         table[key] = value
         if len(table) > self.bound:
             del table[next(iter(table))]
@@ -95,7 +108,8 @@ class Slot(Generic[K, V]):
 
     def entries(self, memo: Memo) -> Mapping[K, V]:
         """What the object keeps in this slot (read-only)."""
-        return MappingProxyType(_tables(memo).get(self, {}))
+        table = _tables(memo).get(self, {})
+        return MappingProxyType({table[0]: table[1]} if type(table) is tuple else table)
 
 
 class Cell(Generic[V]):

@@ -7,6 +7,12 @@ time to decision (``skillop_approval_decision_seconds``), ``Expired`` on a
 request nobody decided before ``spec.expiresAt``, and the deletion of decided
 requests an hour after their decision (the Actor owns them, so deleting it
 deletes them too).
+
+Sharded, a keeper acts on its own namespaces' requests only (the event handler
+passes it no other), and asks the shard's fence (``Shard.confirm``, a live read
+of the namespace) before each write: a namespace relabelled into another shard
+since its requests were seen is that shard's to mark, expire and clean up, and
+its requests are forgotten here.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from skillop.model.names import ObjectRef
 from skillop.operator.approvals import Note, Tracker, expired_status
 from skillop.operator.kube import Kube, NotLeader, WriteFailed
 from skillop.operator.metrics import Metrics
+from skillop.operator.shard import Shard
 from skillop.operator.store import Store
 
 log = logging.getLogger(__name__)
@@ -30,8 +37,11 @@ SWEEP_SECONDS = 1.0
 
 
 class ApprovalKeeper:
-    def __init__(self, store: Store, writer: Kube, metrics: Metrics) -> None:
+    def __init__(self, store: Store, writer: Kube, metrics: Metrics, *,
+                 shard: Shard | None = None) -> None:
         self.store, self.writer, self.metrics = store, writer, metrics
+        #: Which namespaces this installation writes (None: all).
+        self.shard = shard
         self.tracker = Tracker()
         metrics.watch_approvals(self.tracker.pending)
 
@@ -43,6 +53,8 @@ class ApprovalKeeper:
         ref = ObjectRef(str(meta.get("namespace", "")), str(meta.get("name", "")))
         if not self.writer.may_write():
             return  # a standby follows, the leader reports
+        if not await self._mine(ref):
+            return
         seen = self.tracker.requests.get(ref)
         if waited is not None and seen is not None:
             self.metrics.approval_decided(seen.state, waited)
@@ -60,13 +72,40 @@ class ApprovalKeeper:
             await asyncio.sleep(interval)
             if not self.writer.may_write():
                 continue
+            self._forget_moved()
             now = datetime.now(UTC)
             expire, delete = self.tracker.due(now)
             for ref in expire:
-                await self._attempt(self.writer.patch_status(KIND, ref, expired_status(now), {}))
+                if await self._mine(ref):
+                    await self._attempt(
+                        self.writer.patch_status(KIND, ref, expired_status(now), {}))
             for ref in delete:
-                if await self._attempt(self.writer.delete_approval(ref)):
+                if await self._mine(ref) and await self._attempt(
+                        self.writer.delete_approval(ref)):
                     self.tracker.forget(ref)
+
+    def _forget_moved(self) -> None:
+        """Forget the requests of namespaces the store now sees as another shard's."""
+        if self.shard is None:
+            return
+        for ref in [r for r in self.tracker.requests if not self.shard.owns(r.namespace)]:
+            self.tracker.forget(ref)
+
+    async def _mine(self, ref: ObjectRef) -> bool:
+        """Whether ``ref``'s namespace is this shard's, as the API server says now.
+        One that is not is forgotten (its shard's keeper has it); one that could
+        not be read is tried again on the next sweep or change."""
+        if self.shard is None:
+            return True
+        try:
+            mine = await self.shard.confirm(ref.namespace)
+        except Exception as err:  # the read failed: write nothing now
+            log.warning("approval request %s: could not confirm its namespace is this"
+                        " shard's: %s", ref, err)
+            return False
+        if not mine:
+            self.tracker.forget(ref)
+        return mine
 
     async def _post(self, note: Note) -> None:
         actor = self.store.catalog.actors.get(note.actor)

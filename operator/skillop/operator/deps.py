@@ -61,14 +61,20 @@ class DependencyIndex:
     def __init__(self) -> None:
         self._forward: dict[Key, set[Key]] = {}
         self._reverse: dict[Key, set[Key]] = {}
+        #: One key object per key in use (a dependency named by many owners, an
+        #: owner that is a dependency too): each owner's set built its own.
+        self._keys: dict[Key, Key] = {}
 
     def update(self, owner: Key, deps: set[Key]) -> None:
+        owner = self._keys.setdefault(owner, owner)
+        deps = {self._keys.setdefault(dep, dep) for dep in deps}
         for dep in self._forward.get(owner, set()) - deps:
             users = self._reverse.get(dep)
             if users is not None:
                 users.discard(owner)
                 if not users:
                     del self._reverse[dep]
+                    self._drop(dep)
         for dep in deps:
             self._reverse.setdefault(dep, set()).add(owner)
         self._forward[owner] = deps
@@ -76,6 +82,12 @@ class DependencyIndex:
     def remove(self, owner: Key) -> None:
         self.update(owner, set())
         self._forward.pop(owner, None)
+        self._drop(owner)
+
+    def _drop(self, k: Key) -> None:
+        """Forget ``k``'s key object once neither an owner nor a dependency."""
+        if k not in self._forward and k not in self._reverse:
+            self._keys.pop(k, None)
 
     def dependents(self, changed: Iterable[Key]) -> Affected:
         """Every Skill and Actor that reaches any changed key (themselves included)."""

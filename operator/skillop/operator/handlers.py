@@ -110,7 +110,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
                                       name="skillop-resync")
     memo.membership = asyncio.create_task(reconciler.membership(writer, config.namespaces),
                                           name="skillop-membership")
-    memo.approvals = ApprovalKeeper(store, writer, metrics)
+    memo.approvals = ApprovalKeeper(store, writer, metrics, shard=shard)
     memo.approval_sweep = asyncio.create_task(memo.approvals.sweep(),
                                               name="skillop-approval-sweep")
 

@@ -97,11 +97,19 @@ def _status_tool(tool: EffectiveTool) -> StatusTool:
     key = (tool.entry.skill, tool.name, tool.binding_name)
     item = _STATUS_ITEMS.get(tool.entry.tool.memo, key)
     if item is None:
-        item = _STATUS_ITEMS.put(tool.entry.tool.memo, key, StatusTool(
-            name=tool.name, binding_name=tool.binding_name, source=tool.entry.tool.source,
-            skill=tool.entry.skill.canonical, qualified_name=tool.entry.qualified_name,
-            digest=tool.entry.tool.digest()))
+        # Constructed, not validated: every value is a name, a reference or a
+        # digest, far below ``Short``'s 1,024 characters. All six fields are set,
+        # so the items share one fields-set (a set each was 216 bytes per item
+        # kept, one item per tool of every Skill).
+        item = _STATUS_ITEMS.put(tool.entry.tool.memo, key, StatusTool.model_construct(
+            _STATUS_TOOL_FIELDS, name=tool.name, binding_name=tool.binding_name,
+            source=tool.entry.tool.source, skill=tool.entry.skill.canonical,
+            qualified_name=tool.entry.qualified_name, digest=tool.entry.tool.digest()))
     return item
+
+
+#: The fields ``_status_tool`` sets (it sets them all), shared by its items.
+_STATUS_TOOL_FIELDS = set(StatusTool.model_fields)
 
 
 def clipped_warnings(warnings: Sequence[str]) -> list[str]:

@@ -9,11 +9,17 @@ dicts are only read and compared, never written to in place.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-#: The status lists whose items are shared.
-SHARED_LISTS = ("tools",)
+#: The status lists whose items are shared. Conditions too: most objects of a
+#: batch carry equal ones (same reason, message, time and generation).
+SHARED_LISTS = ("tools", "conditions")
+#: The status lists of names held once each (``sys.intern``): a Skill's status
+#: names every skill it reaches, 20 or more each with 10,000 Skills in chains,
+#: and each name is in many statuses.
+NAME_LISTS = ("skills",)
 
 Item = tuple[Any, ...]
 
@@ -34,6 +40,10 @@ class SharedItems:
             items = status.get(name)
             if isinstance(items, list):
                 status[name] = [self._one(item) for item in items]
+        for name in NAME_LISTS:
+            names = status.get(name)
+            if isinstance(names, list):
+                status[name] = [sys.intern(n) if type(n) is str else n for n in names]
         return status
 
     def prune(self, statuses: Iterable[Mapping[str, Any]]) -> None:

@@ -8,6 +8,7 @@ joined from those pieces (``resolve.toolset``).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from json.encoder import encode_basestring
@@ -134,7 +135,9 @@ def _template(fields: Mapping[str, Any], tool: ToolDef) -> Template:
         else:
             text += fragments[key] if key in _DEFINITION_KEYS else _json_value(value)
     texts.append(text + "}")
-    before_binding, before_name, before_path, before_tokens, end = texts
+    # Most pieces are equal between tools ('{"bindingName":', ',"path":', ...):
+    # each is held once (a template is kept on every ToolDef, for every batch).
+    before_binding, before_name, before_path, before_tokens, end = map(sys.intern, texts)
     return before_binding, before_name, before_path, before_tokens, end
 
 
