@@ -16,7 +16,7 @@ import anyio
 import jwt
 import pytest
 from gatewaykit import Volume
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from oidc import OidcProvider
@@ -155,6 +155,7 @@ _FIELDS = st.sampled_from(["access_token", "token_type", "expires_in", "issued_t
 
 
 @given(st.dictionaries(_FIELDS | st.text(max_size=8), _JSON, max_size=5))
+@example({"access_token": "0", "issued_token_type": [], "token_type": "bearer"})
 def test_any_answer_is_a_token_and_a_lifetime_or_a_one_line_refusal(
         answer: dict[str, Any]) -> None:
     try:

@@ -207,6 +207,19 @@ def test_symmetric_and_private_keys_in_a_jwks_are_never_used(idp: JwksServer) ->
     assert set(keys_module.parse_jwks({"keys": [secret, private, idp.keys[1].jwk()]})) == {"e1"}
 
 
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+                     lambda inner: st.lists(inner, max_size=3)
+                     | st.dictionaries(st.text(max_size=6), inner, max_size=3), max_leaves=10)
+
+
+@given(st.lists(st.dictionaries(st.sampled_from(["kty", "kid", "use", "alg", "n", "e", "d"])
+                                | st.text(max_size=4), _JSON, max_size=6), max_size=4))
+def test_any_jwks_document_parses_to_its_usable_keys_or_none(entries: list[Any]) -> None:
+    # An issuer's JWKS is input from the network: no shape of it may crash the door.
+    keys = keys_module.parse_jwks({"keys": [*entries, {"kty": [], "kid": "odd"}]})
+    assert "odd" not in keys
+
+
 # -- the header ------------------------------------------------------------------------
 
 _PART = st.text("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_",

@@ -229,7 +229,7 @@ def _issued(answer: dict[str, Any]) -> tuple[str, float]:
     if not isinstance(value, str) or not value or len(value) > MAX_ANSWER_BYTES:
         raise ExchangeFailed("the issuer's answer has no access_token")
     kind = answer.get("issued_token_type")
-    if kind is not None and kind not in _ISSUED_TYPES:
+    if kind is not None and (not isinstance(kind, str) or kind not in _ISSUED_TYPES):
         raise ExchangeFailed("the issuer issued a token that is no access token")
     token_type = answer.get("token_type")
     if not isinstance(token_type, str) or token_type.lower() not in ("bearer", "n_a"):

@@ -174,7 +174,8 @@ def parse_jwks(document: dict[str, Any]) -> dict[str, PublishedKey]:
         raise KeysUnavailable("the JWKS document has no keys list")
     keys: dict[str, PublishedKey] = {}
     for entry in listed[:MAX_KEYS]:
-        if (not isinstance(entry, dict) or entry.get("kty") not in _ASYMMETRIC_TYPES
+        if (not isinstance(entry, dict) or not isinstance(entry.get("kty"), str)
+                or entry.get("kty") not in _ASYMMETRIC_TYPES
                 or "d" in entry or entry.get("use", "sig") != "sig"):
             continue
         try:
