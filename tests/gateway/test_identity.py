@@ -92,6 +92,7 @@ def test_invalid_tokens_are_refused_in_the_gateways_words(idp: JwksServer) -> No
         "no subject": key.sign(idp.claims(sub="")),
         "unknown kid": key.sign(idp.claims(), headers={"kid": "nobody"}),
         "alg none": f"{_b64({'alg': 'none', 'kid': 'k1'})}.{_b64(idp.claims())}.",
+        "alg a list": f"{_b64({'alg': ['RS256'], 'kid': 'k1'})}.{_b64(idp.claims())}.{_b64({})}",
         # The public key, read as an HMAC secret by a careless verifier.
         "HS256 with the public key": _hs256(idp.claims(), key.public_pem()),
         "RS256 header on the EC key": ".".join([
@@ -108,6 +109,7 @@ def test_invalid_tokens_are_refused_in_the_gateways_words(idp: JwksServer) -> No
     assert "names no subject" in reasons["no subject"]
     assert "does not publish" in reasons["unknown kid"]
     assert "not an asymmetric one" in reasons["alg none"]
+    assert "not an asymmetric one" in reasons["alg a list"]
     assert "not an asymmetric one" in reasons["HS256 with the public key"]
     assert "does not fit" in reasons["RS256 header on the EC key"]
     assert "signature does not verify" in reasons["signed by another key with a known kid"]

@@ -59,7 +59,7 @@ class Verifier:
         except jwt.PyJWTError:
             raise InvalidToken("the token's header cannot be decoded") from None
         alg, kid = header.get("alg"), header.get("kid")
-        if alg not in ASYMMETRIC_ALGORITHMS:
+        if not isinstance(alg, str) or alg not in ASYMMETRIC_ALGORITHMS:
             raise InvalidToken("the token's algorithm is not an asymmetric one"
                                " (RS*, PS*, ES*, EdDSA)")
         if kid is not None and not isinstance(kid, str):
