@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import json
 import ssl
 import time
 from collections import OrderedDict
@@ -34,11 +33,10 @@ from urllib.parse import quote
 
 import httpx2
 import jwt
-from pydantic import TypeAdapter, ValidationError
 
+from skillop.gateway.identity.issuer import IssuerError, discovered, read_json
 from skillop.gateway.identity.verified import digest
 from skillop.gateway.secrets import SecretMissing, ca_bundles, secret_value
-from skillop.model.callers import JwksUrl
 from skillop.model.exchange import TokenExchange, TokenExchangeClient
 from skillop.sources.mcp_discovery import DiscoveryError
 from skillop.sources.mcp_trust import trust_context
@@ -52,8 +50,6 @@ EXPIRY_SKEW_SECONDS: Final = 30.0
 MAX_ENTRIES: Final = 4096
 TIMEOUT_SECONDS: Final = 10.0
 MAX_ANSWER_BYTES: Final = 64 * 1024
-#: The token endpoint, like the keys, is https (or http on a loopback host).
-_ENDPOINT_URL: Final[TypeAdapter[str]] = TypeAdapter(JwksUrl)
 
 
 class ExchangeFailed(Exception):
@@ -140,10 +136,16 @@ class Exchanger:
             form |= {"client_id": client_id, "client_secret": secret}
         started = self._clock()
         self.exchanges += 1
-        async with httpx2.AsyncClient(timeout=TIMEOUT_SECONDS, follow_redirects=False,
-                                      verify=self._trust()) as http:
-            endpoint = self._endpoint or await self._discover(http)
-            status, answer = await _call(http, "POST", endpoint, data=form, headers=headers)
+        try:
+            async with httpx2.AsyncClient(timeout=TIMEOUT_SECONDS, follow_redirects=False,
+                                          verify=self._trust()) as http:
+                if self._endpoint is None:
+                    self._endpoint = await discovered(http, self.issuer, "token_endpoint",
+                                                      limit=MAX_ANSWER_BYTES)
+                status, answer = await read_json(http, "POST", self._endpoint, data=form,
+                                                 headers=headers, limit=MAX_ANSWER_BYTES)
+        except IssuerError as failed:
+            raise ExchangeFailed(str(failed)) from None
         if status != 200:
             raise ExchangeFailed(_refusal(status, answer, quiet))
         value, lifetime = _issued(answer)
@@ -170,49 +172,11 @@ class Exchanger:
         except SecretMissing as missing:
             raise ExchangeFailed(f"the token exchange's client Secret: {missing}") from None
 
-    async def _discover(self, http: httpx2.AsyncClient) -> str:
-        where = f"{self.issuer.rstrip('/')}/.well-known/openid-configuration"
-        status, document = await _call(http, "GET", where)
-        if status != 200:
-            raise ExchangeFailed(f"{where}: HTTP {status}")
-        if document.get("issuer") != self.issuer:
-            raise ExchangeFailed(f"{where}: its issuer is not {self.issuer}")
-        try:
-            self._endpoint = _ENDPOINT_URL.validate_python(document.get("token_endpoint"))
-        except ValidationError:
-            raise ExchangeFailed(f"{where}: token_endpoint is no https (or loopback http)"
-                                 " URL") from None
-        return self._endpoint
-
 
 def _basic(client_id: str, secret: str) -> str:
     """RFC 6749, 2.3.1: each part form-encoded, then joined and base64-encoded."""
     pair = f"{quote(client_id, safe='')}:{quote(secret, safe='')}"
     return "Basic " + base64.b64encode(pair.encode()).decode("ascii")
-
-
-async def _call(http: httpx2.AsyncClient, method: str, url: str,
-                **request: Any) -> tuple[int, dict[str, Any]]:
-    """The status and the JSON object answered (empty when the body is none),
-    read within the bounds."""
-    try:
-        async with http.stream(method, url, **request) as answer:
-            body = bytearray()
-            async for chunk in answer.aiter_bytes():
-                body += chunk
-                if len(body) > MAX_ANSWER_BYTES:
-                    raise ExchangeFailed(f"{url}: the answer is larger than"
-                                         f" {MAX_ANSWER_BYTES} bytes")
-            status = answer.status_code
-    except httpx2.HTTPError as exc:
-        raise ExchangeFailed(f"{url} could not be reached ({type(exc).__name__})") from None
-    try:
-        document = json.loads(body) if body else {}
-    except (ValueError, RecursionError):
-        document = None
-    if not isinstance(document, dict):
-        raise ExchangeFailed(f"{url}: HTTP {status}, and its answer is not a JSON object")
-    return status, document
 
 
 def _refusal(status: int, answer: dict[str, Any], quiet: Redactor) -> str:

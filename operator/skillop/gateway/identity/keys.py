@@ -26,10 +26,9 @@ from typing import Any, Final
 import anyio
 import httpx2
 import jwt
-from pydantic import TypeAdapter, ValidationError
 
 from skillop.gateway.identity.header import InvalidToken
-from skillop.model.callers import JwksUrl
+from skillop.gateway.identity.issuer import IssuerError, discovered, read_json
 
 #: An unknown ``kid`` fetches the keys again at most this often (seconds).
 REFETCH_SECONDS: Final = 30.0
@@ -39,7 +38,6 @@ FETCH_TIMEOUT: Final = 5.0
 MAX_DOCUMENT_BYTES: Final = 1024 * 1024
 MAX_KEYS: Final = 64
 _ASYMMETRIC_TYPES: Final = frozenset({"RSA", "EC", "OKP"})
-_JWKS_URL: Final[TypeAdapter[str]] = TypeAdapter(JwksUrl)
 
 
 class KeysUnavailable(Exception):
@@ -112,6 +110,9 @@ class KeySet:
         except KeysUnavailable:
             self._failed = True
             raise
+        except IssuerError as failed:
+            self._failed = True
+            raise KeysUnavailable(str(failed)) from None
         self._failed = False
         self._keys = keys
 
@@ -128,40 +129,17 @@ class KeySet:
         return context
 
     async def _discover(self, http: httpx2.AsyncClient) -> str:
-        where = f"{self._issuer.rstrip('/')}/.well-known/openid-configuration"
-        document = await _get_json(http, where)
-        if document.get("issuer") != self._issuer:
-            raise KeysUnavailable(f"{where}: its issuer is not {self._issuer}")
-        uri = document.get("jwks_uri")
-        try:
-            self._jwks_uri = _JWKS_URL.validate_python(uri)
-        except ValidationError:
-            raise KeysUnavailable(f"{where}: jwks_uri is no https (or loopback http)"
-                                  " URL") from None
+        self._jwks_uri = await discovered(http, self._issuer, "jwks_uri",
+                                          limit=MAX_DOCUMENT_BYTES)
         return self._jwks_uri
 
 
 async def _get_json(http: httpx2.AsyncClient, url: str) -> dict[str, Any]:
     """The JSON object at ``url``, read within the bounds."""
-    import json
-
-    try:
-        async with http.stream("GET", url, headers={"accept": "application/json"}) as answer:
-            if answer.status_code != 200:
-                raise KeysUnavailable(f"{url}: HTTP {answer.status_code}")
-            body = bytearray()
-            async for chunk in answer.aiter_bytes():
-                body += chunk
-                if len(body) > MAX_DOCUMENT_BYTES:
-                    raise KeysUnavailable(f"{url}: larger than {MAX_DOCUMENT_BYTES} bytes")
-    except httpx2.HTTPError as exc:
-        raise KeysUnavailable(f"{url}: {type(exc).__name__}") from None
-    try:
-        document = json.loads(body)
-    except (ValueError, RecursionError):
-        raise KeysUnavailable(f"{url}: not JSON") from None
-    if not isinstance(document, dict):
-        raise KeysUnavailable(f"{url}: not a JSON object")
+    status, document = await read_json(http, "GET", url, limit=MAX_DOCUMENT_BYTES,
+                                        headers={"accept": "application/json"})
+    if status != 200:
+        raise KeysUnavailable(f"{url}: HTTP {status}")
     return document
 
 
