@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from skillop.model.caller_rules import glob_pattern
 from skillop.model.names import ObjectRef
 from skillop.model.specs import AccessPolicy
 
@@ -40,9 +41,7 @@ def _any_of(globs: tuple[str, ...]) -> re.Pattern[str] | None:
     """One pattern matching what any of ``globs`` matches (None: no globs). Cached:
     every Resolver builds an effective policy per namespace and own policy, and
     most of them share their glob lists."""
-    if not globs:
-        return None
-    return re.compile("|".join(f"(?:{fnmatch.translate(g)})" for g in globs))
+    return glob_pattern(globs) if globs else None
 
 
 @dataclass(frozen=True, slots=True)
