@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import ssl
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -34,12 +33,15 @@ from urllib.parse import quote
 import httpx2
 import jwt
 
-from skillop.gateway.identity.issuer import IssuerError, discovered, read_json
+from skillop.gateway.identity.issuer import (
+    IssuerError,
+    discovered,
+    issuer_trust,
+    read_json,
+)
 from skillop.gateway.identity.verified import digest
-from skillop.gateway.secrets import SecretMissing, ca_bundles, secret_value
+from skillop.gateway.secrets import SecretMissing, secret_value
 from skillop.model.exchange import TokenExchange, TokenExchangeClient
-from skillop.sources.mcp_discovery import DiscoveryError
-from skillop.sources.mcp_trust import trust_context
 from skillop.sources.redaction import Redactor
 
 GRANT_TYPE: Final = "urn:ietf:params:oauth:grant-type:token-exchange"
@@ -138,7 +140,7 @@ class Exchanger:
         self.exchanges += 1
         try:
             async with httpx2.AsyncClient(timeout=TIMEOUT_SECONDS, follow_redirects=False,
-                                          verify=self._trust()) as http:
+                                          verify=issuer_trust(self.issuer, self._ca_file)) as http:
                 if self._endpoint is None:
                     self._endpoint = await discovered(http, self.issuer, "token_endpoint",
                                                       limit=MAX_ANSWER_BYTES)
@@ -155,14 +157,6 @@ class Exchanger:
         redactor = await asyncio.to_thread(Redactor, [value])
         exchanged = Exchanged(wanted.header, wanted.value(value), redactor)
         return exchanged, started + lifetime - self._skew
-
-    def _trust(self) -> ssl.SSLContext:
-        try:
-            bundles = ca_bundles(None, secrets_root=self._secrets_dir,
-                                 configmaps_root=self._secrets_dir, ca_file=self._ca_file)
-            return trust_context(self.issuer, bundles)
-        except (SecretMissing, DiscoveryError) as failed:
-            raise ExchangeFailed(f"the issuer's trust: {failed}") from None
 
     def _credentials(self) -> tuple[str, str]:
         ref = self.client.client_secret_ref

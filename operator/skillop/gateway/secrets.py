@@ -142,15 +142,18 @@ def ca_bundles(tls: McpTls | None, *, secrets_root: Path, configmaps_root: Path,
                ca_file: Path | None) -> list[str]:
     """The PEM bundles trusted besides the system's CAs: ``--ca-file``'s and a
     server's ``tls`` one."""
-    bundles = []
-    if ca_file is not None:
-        bundles.append(_pem(ca_file, f"the CA file {ca_file}"))
+    bundles = file_bundles(ca_file)
     if tls is not None:
         kind, ca = tls.ca()
         root = secrets_root if kind == "Secret" else configmaps_root
         path = root / ca.name / ca.key
         bundles.append(_pem(path, f"tls: key {ca.key} of {kind} {ca.name} (at {path})"))
     return bundles
+
+
+def file_bundles(ca_file: Path | None) -> list[str]:
+    """The PEM bundle of ``--ca-file`` (none without one)."""
+    return [] if ca_file is None else [_pem(ca_file, f"the CA file {ca_file}")]
 
 
 def _pem(path: Path, what: str) -> str:

@@ -12,12 +12,17 @@ it); each caller maps it to its own failure.
 from __future__ import annotations
 
 import json
+import ssl
+from pathlib import Path
 from typing import Any, Final
 
 import httpx2
 from pydantic import TypeAdapter, ValidationError
 
+from skillop.gateway.secrets import SecretMissing, file_bundles
 from skillop.model.callers import JwksUrl
+from skillop.sources.mcp_discovery import DiscoveryError
+from skillop.sources.mcp_trust import trust_context
 
 #: An endpoint the document names is https (or http on a loopback host), as the keys'.
 _ENDPOINT_URL: Final[TypeAdapter[str]] = TypeAdapter(JwksUrl)
@@ -25,6 +30,15 @@ _ENDPOINT_URL: Final[TypeAdapter[str]] = TypeAdapter(JwksUrl)
 
 class IssuerError(Exception):
     """The issuer's answer could not be had or read; one line, never its body."""
+
+
+def issuer_trust(issuer: str, ca_file: Path | None) -> ssl.SSLContext:
+    """What the issuer is trusted by: the system's CAs and ``--ca-file``, as every MCP
+    connection is (an in-house issuer is signed by the same CA)."""
+    try:
+        return trust_context(issuer, file_bundles(ca_file))
+    except (SecretMissing, DiscoveryError) as failed:
+        raise IssuerError(f"the issuer's trust: {failed}") from None
 
 
 async def read_json(http: httpx2.AsyncClient, method: str, url: str, *, limit: int,

@@ -16,7 +16,6 @@ file every MCP connection trusts: an in-house issuer is signed by the same CA).
 
 from __future__ import annotations
 
-import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,7 +27,12 @@ import httpx2
 import jwt
 
 from skillop.gateway.identity.header import InvalidToken
-from skillop.gateway.identity.issuer import IssuerError, discovered, read_json
+from skillop.gateway.identity.issuer import (
+    IssuerError,
+    discovered,
+    issuer_trust,
+    read_json,
+)
 
 #: An unknown ``kid`` fetches the keys again at most this often (seconds).
 REFETCH_SECONDS: Final = 30.0
@@ -104,7 +108,7 @@ class KeySet:
         self.fetches += 1
         try:
             async with httpx2.AsyncClient(timeout=FETCH_TIMEOUT, follow_redirects=False,
-                                          verify=self._trust()) as http:
+                                          verify=issuer_trust(self._issuer, self._ca_file)) as http:
                 uri = self._jwks_uri or await self._discover(http)
                 keys = parse_jwks(await _get_json(http, uri))
         except KeysUnavailable:
@@ -115,18 +119,6 @@ class KeySet:
             raise KeysUnavailable(str(failed)) from None
         self._failed = False
         self._keys = keys
-
-    def _trust(self) -> ssl.SSLContext | bool:
-        """The system's CAs, and the ``--ca-file`` if there is one."""
-        if self._ca_file is None:
-            return True
-        context = ssl.create_default_context()
-        try:
-            context.load_verify_locations(cafile=str(self._ca_file))
-        except (OSError, ssl.SSLError) as exc:
-            raise KeysUnavailable(f"the CA file {self._ca_file} cannot be read"
-                                  f" ({type(exc).__name__})") from None
-        return context
 
     async def _discover(self, http: httpx2.AsyncClient) -> str:
         self._jwks_uri = await discovered(http, self._issuer, "jwks_uri",
