@@ -4,6 +4,7 @@ figures; these guards are not timed, they check what is imported and read)."""
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 import subprocess
 import sys
@@ -178,3 +179,30 @@ def test_no_model_field_defaults_to_a_builtins_factory() -> None:
                if getattr(info.default_factory, "__module__", None) == "builtins"]
     assert len(models) > 40
     assert builtin == []
+
+
+#: Runs validate in this interpreter, then says whether pydantic scanned the
+#: installed distributions for its plugins.
+_PLUGINS = """
+import contextlib, io, sys
+from skillop.cli.main import main
+with contextlib.redirect_stdout(io.StringIO()):
+    code = main(["validate", "-f", sys.argv[1]])
+from pydantic.plugin import _loader
+print(code, _loader._plugins is not None)
+"""
+
+
+@pytest.mark.parametrize(("setting", "scanned"), [(None, False), ("", True), ("1", False)])
+def test_an_offline_command_loads_pydantic_plugins_only_when_asked(
+        setting: str | None, scanned: bool) -> None:
+    # The entry-point scan over every installed distribution is a few percent of a
+    # validate; a user who wants their plugins in the CLI sets the variable (even
+    # empty), which is then pydantic's to read as it documents.
+    env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    if setting is not None:
+        env["PYDANTIC_DISABLE_PLUGINS"] = setting
+    out = subprocess.run([sys.executable, "-c", _PLUGINS, str(EXAMPLES)], env=env,
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == f"0 {scanned}"

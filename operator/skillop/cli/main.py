@@ -144,13 +144,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _offline_command() -> Callable[..., int]:
     """The offline commands' entry; imported the first time with the cyclic collector
-    paused, and what the import made frozen out of its reach (``gc.freeze``).
+    paused, and what the import made frozen out of its reach (``gc.freeze``), with
+    pydantic's plugins off unless ``PYDANTIC_DISABLE_PLUGINS`` is set.
 
     The import creates every model and resolver class (pydantic, dataclasses), which
     live as long as the process; with the collector on, each collection during the
     import and the run walks them again: about 6% of a ``validate``'s CPU, 15-25 ms
     (docs/benchmarks.md). The collector runs as before for what the command creates.
     """
+    # Pydantic's plugins instrument validation for an application's telemetry; a
+    # command that reads manifests and exits has none, and the entry-point scan over
+    # every installed distribution is about 2.4% of a ``validate``. Setting the
+    # variable (even empty) keeps them on.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     if "skillop.cli.offline" not in sys.modules:
         enabled = gc.isenabled()
         gc.disable()
