@@ -39,10 +39,12 @@ queries-v3-frozen.txt): kinds para (paraphrases avoiding the tools' words), task
 none (no tool of the set does it: the search should abstain). Every set here has
 been looked at after a change of the search, so all of them are tuning data
 (``SEEN``); a set frozen before the latest changes (``FROZEN_FILES``,
-queries-v4-frozen.txt) is scored only with ``--frozen``, once, at the end, when
-its file exists. Reported per set and per kind: recall@1/5/10, MRR (1/rank of the
-first relevant tool, 0 past 50), abstention (share of 'none' queries answered
-"nothing fits") and wrong abstention (share of answerable queries answered so).
+queries-v4-frozen.txt, queries-v5-frozen.txt) is scored only with ``--frozen``, once,
+at the end, when its file exists (``--frozen FILE`` scores that set alone, so that
+scoring one frozen set does not show another's figures). Reported per set and per
+kind: recall@1/5/10, MRR (1/rank of the first relevant tool, 0 past 50), abstention
+(share of 'none' queries answered "nothing fits") and wrong abstention (share of
+answerable queries answered so).
 Ablations: lexical only, and without the thesaurus. Then the abstention threshold
 estimated by cross-validation over the seen sets, and the costs
 (bench/search_costs.py): search latency at 551, 2,000 and 5,000 tools for a new
@@ -51,7 +53,7 @@ mode with its memory. Targets (issue 32): recall@5 >= 0.90 and recall@1 >= 0.65 
 queries not used for tuning; >= 80% of unanswerable queries abstain with <= 5% of
 answerable ones wrongly; p95 < 20 ms and ready < 3 s at 5,000 tools.
 
-    python bench/disclosure.py --hybrid [--repeat N] [--frozen]
+    python bench/disclosure.py --hybrid [--repeat N] [--frozen [FILE ...]] [--no-costs]
 """
 
 from __future__ import annotations
@@ -169,9 +171,11 @@ def main() -> int:
     parser.add_argument("--misses", action="store_true", help="print the queries missed at 5")
     parser.add_argument("--hybrid", action="store_true",
                         help="the hybrid ranking on the second query set (needs the model)")
-    parser.add_argument("--frozen", action="store_true",
-                        help="with --hybrid: score every frozen set present too (once, at"
-                             " the end)")
+    parser.add_argument("--frozen", nargs="*", metavar="FILE",
+                        help="with --hybrid: score the frozen sets named (every one present"
+                             " when none is named) too, once, at the end")
+    parser.add_argument("--no-costs", action="store_true",
+                        help="with --hybrid: the quality figures only, not the costs")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/skillop-bench-vectors"),
                         help="with --hybrid: where the set's vectors are cached")
     args = parser.parse_args()
@@ -258,7 +262,7 @@ SEEN = (("queries-v2-tuning.txt", "v2 tuning"), ("queries-v2-heldout.txt", "v2 h
         ("queries-v3-frozen.txt", "v3 (frozen last round, seen now)"))
 #: Sets frozen before this round's changes: ``--frozen`` scores each that exists, once,
 #: at the end (the one written after the search was last changed is the honest figure).
-FROZEN_FILES = ("queries-v4-frozen.txt",)
+FROZEN_FILES = ("queries-v4-frozen.txt", "queries-v5-frozen.txt")
 KINDS = ("para", "task", "kw", "pick")
 TARGET_R5, TARGET_R1, TARGET_ABSTAIN, TARGET_WRONG = 0.90, 0.65, 0.80, 0.05
 
@@ -312,7 +316,18 @@ def print_figures(name: str, figures: dict[str, dict[str, float]]) -> None:
     if kinds:
         print("    by kind: " + "; ".join(
             f"{k} ({figures[k]['n']:.0f}) r@1 {figures[k]['r@1']:.2f} r@5 {figures[k]['r@5']:.2f}"
-            f" MRR {figures[k]['mrr']:.2f}" for k in kinds))
+            f" r@10 {figures[k]['r@10']:.2f} MRR {figures[k]['mrr']:.2f}" for k in kinds))
+
+
+def frozen_files(named: list[str] | None) -> list[str]:
+    """The frozen sets to score: none without ``--frozen``, those named, or every one
+    present when ``--frozen`` names none."""
+    if named is None:
+        return []
+    unknown = set(named) - set(FROZEN_FILES)
+    if unknown:
+        raise SystemExit(f"not a frozen set: {sorted(unknown)} (FROZEN_FILES: {FROZEN_FILES})")
+    return [name for name in named or FROZEN_FILES if (DATA / name).exists()]
 
 
 def hybrid_main(args: argparse.Namespace) -> int:
@@ -326,8 +341,7 @@ def hybrid_main(args: argparse.Namespace) -> int:
         raise SystemExit(f"no sentence model: {encoder.reason}")
     docs = [document(short, SERVERS[short], t) for short in SERVERS for t in load(SERVERS[short])]
     old = {name: [("old", q, r) for q, r in queries(name)] for name in QUERY_FILES}
-    frozen = [(name, "frozen, unseen: " + name) for name in FROZEN_FILES
-              if args.frozen and (DATA / name).exists()]
+    frozen = [(name, "frozen, unseen: " + name) for name in frozen_files(args.frozen)]
     parts = {part: kinded_queries(name) for name, part in (*SEEN, *frozen)}
     keys = {d.key for d in docs}
     for part, labelled in parts.items():
@@ -371,6 +385,8 @@ def hybrid_main(args: argparse.Namespace) -> int:
         search_module._SYNONYMS = saved
     calibrate(index, [(name, *q) for name, _ in SEEN for q in kinded_queries(name)]
               + [(name, *q) for name, labelled in old.items() for q in labelled])
+    if args.no_costs:
+        return 0
     print("costs (bench/search_costs.py):")
     import search_costs  # a sibling script: on the path when this one is run
     assert index._semantic is not None

@@ -54,3 +54,20 @@ def test_the_kinded_query_sets_are_complete_and_the_held_out_part_large_enough()
     assert sum(1 for _, _, r in held_out if not r) >= 20
     assert len(held_out) + len(parts["v2 tuning"]) >= 200
     assert {k for k, _, _ in held_out} == {*bench.KINDS, "none"}
+
+
+def test_each_frozen_set_is_scored_alone_when_named_and_covers_every_kind() -> None:
+    bench = bench_module("disclosure")
+    assert bench.frozen_files(None) == []
+    assert bench.frozen_files(["queries-v5-frozen.txt"]) == ["queries-v5-frozen.txt"]
+    assert set(bench.frozen_files([])) <= set(bench.FROZEN_FILES)
+    try:
+        bench.frozen_files(["queries-v2-tuning.txt"])
+    except SystemExit:
+        pass
+    else:
+        raise AssertionError("a seen set was accepted as frozen")
+    fifth = bench.kinded_queries("queries-v5-frozen.txt")
+    assert {k for k, _, _ in fifth} == {*bench.KINDS, "none"}
+    assert sum(1 for _, _, r in fifth if not r) >= 50 and len(fifth) >= 300
+    assert len({q for _, q, _ in fifth}) == len(fifth)
