@@ -67,6 +67,16 @@ def test_a_set_is_parsed_once_and_not_again_until_the_volume_changes(
     assert len(parses) == 2
 
 
+def test_reading_a_set_does_not_build_its_search_tables(tmp_path: Path) -> None:
+    options, volume = _options(tmp_path)
+    volume.write(_files("http://127.0.0.1:9/mcp", "echo", "other"))
+    served = Mounts(options, lambda line: None).read_if_changed(ServedSet.empty())
+    assert served is not None and served.search is not None
+    assert not served.search.built
+    assert served.search.find("echo", limit=1).matches[0][0] == "echo"
+    assert served.search.built
+
+
 def test_the_gateway_parses_its_set_once_across_polls(tmp_path: Path,
                                                       parses: list[str]) -> None:
     from skillop.gateway.audit import AuditLog
