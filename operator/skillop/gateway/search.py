@@ -117,8 +117,7 @@ class Found:
 def _term(word: str) -> str | None:
     """A word as found (case kept) -> its index term, or None for a stop word: one
     cached call per word of the text (a set of 5,000 tools has a few million words
-    but some thousands of distinct ones; building its index is on the gateway's way
-    to ready)."""
+    but some thousands of distinct ones)."""
     lower = word.lower()
     if lower in _STOP:
         return None

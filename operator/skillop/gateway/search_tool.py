@@ -1,6 +1,8 @@
 """``search_tools``, the gateway's own tool in Search mode: the best matches'
 definitions, exactly as a full listing would show them, or the closest few
-marked weak when nothing fits."""
+marked weak when nothing fits; and how they were ranked (``ranking``: "hybrid"
+when the sentence model ranked too, else "lexical"), so that whoever reads an
+answer can tell whether the model was used."""
 
 from __future__ import annotations
 
@@ -52,10 +54,10 @@ async def search_tools(served: ServedSet, arguments: dict[str, Any],
     definitions = [served.tools[key].definition.model_dump(mode="json", by_alias=True,
                                                            exclude_none=True)
                    for key, _ in found.matches]
-    answer: dict[str, Any] = {"tools": definitions}
+    answer: dict[str, Any] = {"tools": definitions, "ranking": found.ranking}
     if found.weak:
         answer = {"tools": [], "nothingFits": True, "note": _nothing_fits(served),
-                  "closest": definitions[:MAX_WEAK]}
+                  "closest": definitions[:MAX_WEAK], "ranking": found.ranking}
     observer.count(lambda m: m.searched("abstained" if found.weak else "matched"))
     record(own_record(served, SEARCH_TOOL, started, None))
     return types.CallToolResult(content=[types.TextContent(text=json.dumps(
