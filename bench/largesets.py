@@ -188,18 +188,21 @@ class GatewayRun:
     """One gateway process's start: when its port answered, when a real SDK client
     had listed the whole set, its main thread's CPU seconds then (the event loop's:
     what holds up serving; the rest is background threads), its memory after a
-    second listing (KiB), and how many tools that listing had."""
+    second listing (KiB), how many tools that listing had, and its memory once it
+    said it had settled (``settled``'s text on stderr), if asked."""
 
     listening: Timing
     ready: Timing
     ready_main_cpu: float
     memory: dict[str, int]
     listed: int
+    settled_memory: dict[str, int] | None = None
 
 
-def gateway(directory: Path, expected: int) -> GatewayRun:
+def gateway(directory: Path, expected: int, *, settled: str | None = None) -> GatewayRun:
     """A gateway started on ``directory``, until it has listed the set (session, then
-    tools/list over HTTP) twice; stopped after."""
+    tools/list over HTTP) twice and, with ``settled``, said a line holding that text
+    (within two minutes); stopped after."""
     port = _free_port()
     secrets = directory.parent / "secrets"
     secrets.mkdir(exist_ok=True)
@@ -225,11 +228,24 @@ def gateway(directory: Path, expected: int) -> GatewayRun:
         if listed != expected:
             raise SystemExit(f"the gateway listed {listed} tools of {expected}")
         again = _list_all(url)
-        return GatewayRun((listening, listening_cpu), (ready, ready_cpu), main_cpu,
-                          _memory(proc.pid), again)
+        memory = _memory(proc.pid)
+        return GatewayRun((listening, listening_cpu), (ready, ready_cpu), main_cpu, memory,
+                          again, _settled(proc, settled) if settled is not None else None)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def _settled(proc: subprocess.Popen[bytes], text: str) -> dict[str, int]:
+    """``proc``'s memory once it has said ``text`` on stderr."""
+    assert proc.stderr is not None
+    deadline = time.monotonic() + 120
+    for line in proc.stderr:
+        if text.encode() in line:
+            return _memory(proc.pid)
+        if time.monotonic() > deadline:
+            break
+    raise SystemExit(f"the gateway did not say {text!r}")
 
 
 def _kib(n: int) -> str:
