@@ -17,7 +17,7 @@
   main thread's (the event loop's: what holds up serving). ``--runs N`` starts
   the gateway N times on the same set (wall times on a shared machine vary).
 
-    python bench/search_costs.py [--ready-only] [--runs N] [--repeat N]
+    python bench/search_costs.py [--ready-only] [--runs N (0: latency only)] [--repeat N]
 
 (or through ``bench/disclosure.py --hybrid``, after the quality figures).
 """
@@ -177,7 +177,7 @@ def main() -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=1, help="latency: rounds of the texts")
-    parser.add_argument("--runs", type=int, default=3, help="gateway starts")
+    parser.add_argument("--runs", type=int, default=3, help="gateway starts (0: none)")
     parser.add_argument("--ready-only", action="store_true", help="no latency figures")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/skillop-bench-vectors"),
                         help="where the 551 recorded tools' vectors are cached")
@@ -200,7 +200,8 @@ def main() -> int:
         met = latency(docs, extra, vectors, encoder, texts, repeat=args.repeat)
         print(f"target: search p95 < {TARGET_P95_MS:.0f} ms at {READY_TOOLS:,} tools"
               f" {'met' if met else 'NOT met'}")
-    ready(encoder, vectors, runs=args.runs)
+    if args.runs:
+        ready(encoder, vectors, runs=args.runs)
     return 0
 
 
