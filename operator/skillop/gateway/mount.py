@@ -34,22 +34,26 @@ class Mounts:
     def read_if_changed(self, current: ServedSet) -> ServedSet | None:
         """The set as mounted now, if the mounts changed since ``current`` was read
         and it can be read; else None (``current`` stays served)."""
-        signature = self._signature_of(current)
-        if signature == self._signature:
+        files = self._files_signature()
+        if (files, self._upstreams_signature(current)) == self._signature:
             return None
-        self._signature = signature
         try:
             served = load_served_set(self._options.toolset_dir)
         except ToolSetError as exc:
+            self._signature = (files, self._upstreams_signature(current))
             if str(exc) != self._last_error:
                 self._last_error = str(exc)
                 self._say(f"{exc}; serving the previous set"
                           f" ({count(len(current.tools), 'tool')})")
             return None
+        # Signed with the upstreams of the set read, which is what the next poll
+        # compares (the files as they were before the read: a change meanwhile is
+        # read at the next poll).
+        self._signature = (files, self._upstreams_signature(served))
         self._last_error = None
         return served
 
-    def _signature_of(self, current: ServedSet) -> object:
+    def _files_signature(self) -> object:
         directory = self._options.toolset_dir
         tools = tuple(_file_identity(directory / key) for key in (TOOLS_KEY, INDEX_KEY,
                                                                   *_chunk_keys(directory)))
@@ -57,7 +61,10 @@ class Mounts:
             data: object = os.readlink(directory / "..data")
         except OSError:
             data = None
-        return (tools, data, tuple(sorted(self.upstream_signatures(current).items())))
+        return (tools, data)
+
+    def _upstreams_signature(self, served: ServedSet) -> object:
+        return tuple(sorted(self.upstream_signatures(served).items()))
 
     def upstream_signatures(self, served: ServedSet) -> dict[ServerKey, object]:
         """What an upstream's connection was made with, besides its entry: its

@@ -10,8 +10,11 @@ words per tool, its fields weighted as BM25F does: the name (split at
 title twice, the description and the skill's name once. Words are lowercased,
 stemmed with the Snowball English stemmer (so "screenshots" finds
 "screenshot", "merging" finds "merge") and stripped of English stop words. No
-model, no download: the index is built from the set in milliseconds and a
-query over 1,000 tools costs well under a millisecond (bench/disclosure.py).
+model, no download: a query over 1,000 tools costs well under a millisecond
+(bench/disclosure.py). The index's tables (every distinct word stemmed: about
+half a second of CPU at 5,000 tools) are built on first use, not when the set
+is read: the vectors' background thread builds them when it attaches the
+vectors, else the first search does, so the gateway serves before they exist.
 
 When the gateway has a sentence model (gateway/embedding.py) and the set's
 vectors are ready (gateway/vectors.py), the ranking is hybrid: each tool's score
@@ -33,6 +36,7 @@ import functools
 import heapq
 import math
 import re
+import threading
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -113,8 +117,7 @@ class Found:
 def _term(word: str) -> str | None:
     """A word as found (case kept) -> its index term, or None for a stop word: one
     cached call per word of the text (a set of 5,000 tools has a few million words
-    but some thousands of distinct ones; building its index is on the gateway's way
-    to ready)."""
+    but some thousands of distinct ones)."""
     lower = word.lower()
     if lower in _STOP:
         return None
@@ -152,27 +155,41 @@ def _synonyms() -> dict[str, frozenset[str]]:
     return {stem: frozenset(others) for stem, others in out.items()}
 
 
+@dataclass(frozen=True, slots=True)
+class _Tables:
+    """BM25's tables over a set of documents."""
+
+    #: term -> [(document number, weighted term frequency)]
+    postings: dict[str, list[tuple[int, float]]]
+    idf: dict[str, float]
+    #: BM25's length normalisation of each document, computed once.
+    norms: list[float]
+
+
+def _tables(documents: Sequence[Document]) -> _Tables:
+    lengths: list[float] = []
+    postings: dict[str, list[tuple[int, float]]] = {}
+    for number, doc in enumerate(documents):
+        bag = _weighted_bag(doc)
+        lengths.append(sum(bag.values()))
+        for term, weight in bag.items():
+            postings.setdefault(term, []).append((number, weight))
+    count = len(documents)
+    average = (sum(lengths) / count) if count else 0.0
+    idf = {term: math.log(1 + (count - len(posting) + 0.5) / (len(posting) + 0.5))
+           for term, posting in postings.items()}
+    return _Tables(postings, idf, [K1 * (1 - B + B * length / average) for length in lengths])
+
+
 class SearchIndex:
-    """BM25 over a fixed set of documents; ``search`` ranks them for a query."""
+    """BM25 over a fixed set of documents; ``search`` ranks them for a query. Its
+    tables are built on first use (``build``), once, whichever thread comes first."""
 
     def __init__(self, documents: Iterable[Document]) -> None:
         self.documents: tuple[Document, ...] = tuple(documents)
-        self._keys: list[str] = []
-        self._lengths: list[float] = []
-        #: term -> [(document number, weighted term frequency)]
-        self._postings: dict[str, list[tuple[int, float]]] = {}
-        for number, doc in enumerate(self.documents):
-            bag = _weighted_bag(doc)
-            self._keys.append(doc.key)
-            self._lengths.append(sum(bag.values()))
-            for term, weight in bag.items():
-                self._postings.setdefault(term, []).append((number, weight))
-        count = len(self._keys)
-        average = (sum(self._lengths) / count) if count else 0.0
-        self._idf = {term: math.log(1 + (count - len(posting) + 0.5) / (len(posting) + 0.5))
-                     for term, posting in self._postings.items()}
-        #: BM25's length normalisation of each document, computed once.
-        self._norms = [K1 * (1 - B + B * length / average) for length in self._lengths]
+        self._keys: list[str] = [doc.key for doc in self.documents]
+        self._built: _Tables | None = None
+        self._building = threading.Lock()
         #: The documents' unit vectors (one row each, in order) and the query encoder,
         #: once attached; None: lexical ranking only.
         self._semantic: tuple[Matrix, Callable[[str], Matrix]] | None = None
@@ -180,6 +197,24 @@ class SearchIndex:
         #: saturated term frequency), so a query is scored by a few vector additions
         #: instead of a Python loop over every posting.
         self._arrays: dict[str, tuple[npt.NDArray[np.intp], Matrix]] = {}
+
+    def build(self) -> None:
+        """Build the tables now, if no search or attachment has yet."""
+        self._tables()
+
+    @property
+    def built(self) -> bool:
+        """Whether a search finds the tables built (else it builds them first)."""
+        return self._built is not None
+
+    def _tables(self) -> _Tables:
+        tables = self._built
+        if tables is None:
+            with self._building:
+                tables = self._built
+                if tables is None:
+                    tables = self._built = _tables(self.documents)
+        return tables
 
     def attach_vectors(self, vectors: Matrix, encode: Callable[[str], Matrix]) -> None:
         """Rank with the sentence model from now on: ``vectors`` holds one unit row
@@ -191,13 +226,14 @@ class SearchIndex:
 
         # Every posting in two flat arrays, scored at once, then cut per term (views):
         # a Python loop per posting costs about a second at 5,000 tools.
-        postings = self._postings
+        tables = self._tables()
+        postings = tables.postings
         total = sum(len(posting) for posting in postings.values())
         numbers = np.fromiter((n for posting in postings.values() for n, _ in posting),
                               dtype=np.intp, count=total)
         tf = np.fromiter((f for posting in postings.values() for _, f in posting),
                          dtype=np.float32, count=total)
-        saturated = ((K1 + 1) * tf / (tf + np.asarray(self._norms, dtype=np.float32)[numbers])
+        saturated = ((K1 + 1) * tf / (tf + np.asarray(tables.norms, dtype=np.float32)[numbers])
                      ).astype(np.float32)
         ends = np.cumsum([len(posting) for posting in postings.values()])
         self._arrays = {term: (numbers[end - len(posting):end], saturated[end - len(posting):end])
@@ -219,13 +255,14 @@ class SearchIndex:
         import numpy as np
 
         vectors, encode = self._semantic
+        idf = self._tables().idf
         cosines = vectors @ encode(query[:MAX_QUERY_CHARS])
         bm25 = np.zeros(len(self._keys), dtype=np.float32)
         for term, weight in query_terms(query).items():
             posting = self._arrays.get(term)
             if posting is not None:
                 numbers, saturated = posting
-                bm25[numbers] += (weight * self._idf[term]) * saturated
+                bm25[numbers] += (weight * idf[term]) * saturated
         blended = SEMANTIC_WEIGHT * cosines + (1 - SEMANTIC_WEIGHT) * bm25 / (bm25 + BM25_HALF)
         gone = self._numbers(hidden)
         if gone:
@@ -263,13 +300,14 @@ class SearchIndex:
     def _scores(self, query: str) -> dict[int, float]:
         """BM25 score by document number, for the documents sharing a term."""
         scores: dict[int, float] = {}
-        norms = self._norms
+        tables = self._tables()
+        norms = tables.norms
         for term, weight in query_terms(query).items():
-            idf = self._idf.get(term)
+            idf = tables.idf.get(term)
             if idf is None:
                 continue
             factor = weight * idf * (K1 + 1)
-            for number, tf in self._postings[term]:
+            for number, tf in tables.postings[term]:
                 scores[number] = scores.get(number, 0.0) + factor * tf / (tf + norms[number])
         return scores
 

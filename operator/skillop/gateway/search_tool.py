@@ -1,6 +1,8 @@
 """``search_tools``, the gateway's own tool in Search mode: the best matches'
 definitions, exactly as a full listing would show them, or the closest few
-marked weak when nothing fits."""
+marked weak when nothing fits; and how they were ranked (``ranking``: "hybrid"
+when the sentence model ranked too, else "lexical"), so that whoever reads an
+answer can tell whether the model was used."""
 
 from __future__ import annotations
 
@@ -40,20 +42,22 @@ async def search_tools(served: ServedSet, arguments: dict[str, Any],
     index = served.search
     # The model's forward pass costs ~15 ms of CPU; numpy lets go of the GIL, so in
     # a worker thread it does not hold up the loop's other requests. BM25 alone is
-    # well under a millisecond: answered in place.
+    # well under a millisecond once its tables are built (half a second at 5,000
+    # tools, by the vectors' thread or else the first search): answered in place.
     rules = served.caller_rules
     hidden = (rules.hidden(rules.matched(caller), tuple(served.tools)) if rules.rules
               else frozenset())
     found = (await anyio.to_thread.run_sync(lambda: index.find(query, limit=limit,
                                                                hidden=hidden))
-             if index.hybrid else index.find(query, limit=limit, hidden=hidden))
+             if index.hybrid or not index.built
+             else index.find(query, limit=limit, hidden=hidden))
     definitions = [served.tools[key].definition.model_dump(mode="json", by_alias=True,
                                                            exclude_none=True)
                    for key, _ in found.matches]
-    answer: dict[str, Any] = {"tools": definitions}
+    answer: dict[str, Any] = {"tools": definitions, "ranking": found.ranking}
     if found.weak:
         answer = {"tools": [], "nothingFits": True, "note": _nothing_fits(served),
-                  "closest": definitions[:MAX_WEAK]}
+                  "closest": definitions[:MAX_WEAK], "ranking": found.ranking}
     observer.count(lambda m: m.searched("abstained" if found.weak else "matched"))
     record(own_record(served, SEARCH_TOOL, started, None))
     return types.CallToolResult(content=[types.TextContent(text=json.dumps(

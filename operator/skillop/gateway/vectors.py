@@ -182,7 +182,10 @@ class SemanticRanker:
             self._wake.notify()
 
     def prepare(self, index: SearchIndex) -> bool:
-        """Attach ``index``'s vectors now, in this thread; False when there is no model."""
+        """Attach ``index``'s vectors now, in this thread; False when there is no model.
+        The index's lexical tables are built first, model or not (not on the way
+        to serving: the gateway submits each set to this thread)."""
+        index.build()
         encoder = self._load()
         if isinstance(encoder, Unavailable):
             return False
