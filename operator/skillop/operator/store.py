@@ -57,6 +57,7 @@ from skillop.operator.deps import (
 from skillop.operator.names_only import NameTable
 from skillop.operator.outputs import remembered
 from skillop.operator.shared_items import SharedItems
+from skillop.operator.specshare import SpecShare
 from skillop.resolve.catalog import Catalog
 from skillop.resolve.inject import Credentials, actor_of, gateway_container, mounted_credentials
 from skillop.sources.mcp_tools import McpToolInfo
@@ -94,6 +95,8 @@ class Store:
     echoes: dict[Key, tuple[tuple[str, str | None], ...]] = field(default_factory=dict)
     #: The status list items equal between objects, held once.
     items: SharedItems = field(default_factory=SharedItems, compare=False, repr=False)
+    #: The parts of the specs held that are equal between objects, held once.
+    specs: SpecShare = field(default_factory=SpecShare, compare=False, repr=False)
 
     # -- events -------------------------------------------------------------------
     def upsert(self, body: Mapping[str, Any]) -> set[Key]:
@@ -360,7 +363,12 @@ class Store:
             # Keep the spec object a status echo would replace with an equal one:
             # what was derived from it stays valid (``Catalog.tool_defs``).
             obj = replace(obj, spec=old.spec)
+        else:
+            self.specs.share(obj.spec)
         table[ref] = obj
+        self.specs.prune(r.spec for t in (self.catalog.tools, self.catalog.skills,
+                                          self.catalog.actors, self.catalog.policies)
+                         for r in t.values())
         if kind == "Skill":
             self._depend(k, skill_dependencies(obj))
         elif kind == "Actor":
