@@ -162,3 +162,17 @@ def test_equal_specs_in_two_namespaces_resolve_with_their_own_secrets_and_listin
     _tenant(store, "team-a", ("fetch", "a_new"))
     assert _tools(store, "team-a") == _expected("team-a", "fetch", "a_new")
     assert _tools(store, "team-b") == _expected("team-b", "fetch", "b_only")
+
+
+def test_capabilities_with_lists_are_shared_and_keep_what_they_derive() -> None:
+    caps = {"writeScope": ["github:issues"], "sideEffects": True}
+    store = Store()
+    store.upsert(skill("a", "team-a", anonymousTools=[anon("t", capabilities=caps)]))
+    first = _spec(store, "team-a/a").anonymous_tools[0].capabilities
+    assert first is not None and first.true_flags == {"sideEffects"}  # a cached_property
+    store.upsert(skill("a", "team-b", anonymousTools=[anon("t", capabilities=caps)]))
+    store.upsert(skill("b", "team-b", anonymousTools=[anon("u", capabilities={
+        **caps, "sideEffects": False})]))
+    assert _spec(store, "team-b/a").anonymous_tools[0].capabilities is first
+    other = _spec(store, "team-b/b").anonymous_tools[0].capabilities
+    assert other is not first and other is not None and other.true_flags == frozenset()

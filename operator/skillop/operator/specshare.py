@@ -40,6 +40,7 @@ M = TypeVar("M", bound=BaseModel)
 INTERNED = 256
 #: ``True == 1`` and ``hash(True) == hash(1)``: scalars enter a key with their type.
 _BOOLS = {True: (bool, True), False: (bool, False)}
+_SCALARS = frozenset({str, bool, int, float, type(None)})
 #: A field holding None (a key of None means "cannot be keyed").
 _NONE = (type(None),)
 
@@ -54,7 +55,8 @@ class SpecShare:
     def __init__(self, *, floor: int = 1024) -> None:
         self._models: weakref.WeakValueDictionary[Hashable, BaseModel] = (
             weakref.WeakValueDictionary())
-        self._fields_sets: dict[frozenset[str], set[str]] = {}
+        #: One fields set per distinct set of fields, and its frozen form (a key part).
+        self._fields_sets: dict[frozenset[str], tuple[frozenset[str], set[str]]] = {}
         #: JSON values by their text. Dicts and lists cannot be weakly referenced:
         #: ``prune`` keeps the ones in use once the table has doubled.
         self._json: dict[str, Any] = {}
@@ -83,19 +85,20 @@ class SpecShare:
     # -- internals ----------------------------------------------------------------
     def _parts(self, model: BaseModel) -> Key:
         """Share ``model``'s parts in place; the key of its content (None: not shareable)."""
-        fields = model.__dict__
+        fields = model.__dict__  # the fields, and what a cached_property kept (not walked)
         keys: list[Key] = [type(model)]
-        for name, value in fields.items():
+        for name in type(model).model_fields:
+            value = fields[name]
             shared, k = self._value(value)
             if shared is not value:
                 fields[name] = shared
             keys.append(k)
         fields_set = model.__pydantic_fields_set__
-        frozen = frozenset(fields_set)
-        one = self._fields_sets.setdefault(frozen, fields_set)
+        frozen, one = self._fields_sets.setdefault(frozenset(fields_set),
+                                                   (frozenset(fields_set), fields_set))
         if one is not fields_set:
             object.__setattr__(model, "__pydantic_fields_set__", one)
-        keys.append(id(one))
+        keys.append(frozen)
         return None if None in keys else tuple(keys)
 
     def _model(self, model: BaseModel) -> tuple[BaseModel, Key]:
@@ -124,6 +127,10 @@ class SpecShare:
             return self._list(value)
         if type(value) is dict:
             return self._dict(value)
+        if type(value) is tuple and all(type(i) in _SCALARS for i in value):
+            # Immutable, so kept as it is: only scalars are keyed, never an id of
+            # something the tuple does not hold.
+            return value, ("tuple", *(self._value(item)[1] for item in value))
         return value, None
 
     def _list(self, items: list[Any]) -> tuple[Any, Key]:
@@ -156,8 +163,8 @@ class SpecShare:
 def _json_ids(value: Any, used: set[int]) -> None:
     """The ids of the JSON values (dicts and lists of no model) within ``value``."""
     if isinstance(value, BaseModel):
-        for v in value.__dict__.values():
-            _json_ids(v, used)
+        for name in type(value).model_fields:
+            _json_ids(value.__dict__[name], used)
     elif type(value) is list:
         if any(isinstance(item, BaseModel) for item in value):
             for item in value:
