@@ -7,7 +7,7 @@ import gc
 from typing import Any
 
 import pytest
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from skillkit import actor, anon, ref, skill
 
 from skillop.model.manifest import parse_object
@@ -176,3 +176,19 @@ def test_capabilities_with_lists_are_shared_and_keep_what_they_derive() -> None:
     assert _spec(store, "team-b/a").anonymous_tools[0].capabilities is first
     other = _spec(store, "team-b/b").anonymous_tools[0].capabilities
     assert other is not first and other is not None and other.true_flags == frozenset()
+
+
+class _Open(BaseModel):
+    """A model that may be written to: never shared, nor are its parts."""
+
+    schema_: dict[str, Any]
+    names: list[str]
+
+
+def test_a_model_that_is_not_frozen_keeps_its_own_parts() -> None:
+    share = SpecShare()
+    one, two = (_Open(schema_={"type": "object"}, names=[]) for _ in range(2))
+    share.share(one)
+    share.share(two)
+    assert one.schema_ is not two.schema_ and one.names is not two.names
+    assert one.__pydantic_fields_set__ is not two.__pydantic_fields_set__

@@ -85,6 +85,8 @@ class SpecShare:
     # -- internals ----------------------------------------------------------------
     def _parts(self, model: BaseModel) -> Key:
         """Share ``model``'s parts in place; the key of its content (None: not shareable)."""
+        if not type(model).model_config.get("frozen"):
+            return None  # could be written to: kept as it is, all of it
         fields = model.__dict__  # the fields, and what a cached_property kept (not walked)
         keys: list[Key] = [type(model)]
         for name in type(model).model_fields:
