@@ -192,3 +192,15 @@ def test_a_model_that_is_not_frozen_keeps_its_own_parts() -> None:
     share.share(two)
     assert one.schema_ is not two.schema_ and one.names is not two.names
     assert one.__pydantic_fields_set__ is not two.__pydantic_fields_set__
+
+
+def test_an_objects_names_are_held_once() -> None:
+    """The catalog's key, the epochs' and the metadata share their strings, however
+    each was come by (a key split, a body read)."""
+    store = Store()
+    store.upsert(skill("".join(["sea", "rch"]), "".join(["team-", "a"])))
+    (held,) = store.catalog.skills
+    meta = store.catalog.skills[held].meta
+    (epoch,) = store.epochs["Skill"]
+    assert held.name is meta.name is epoch.name
+    assert held.namespace is meta.namespace is epoch.namespace

@@ -8,8 +8,10 @@ to any key re-resolves exactly the skills and actors that reach it, transitively
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from skillop.model.manifest import ActorResource, SkillResource
 from skillop.model.names import ObjectRef, RefError, parse_ref
@@ -108,6 +110,17 @@ class DependencyIndex:
 
 
 def ref_of(k: Key) -> ObjectRef:
-    """The object a Skill/Actor/Tool/ConfigMap key names."""
+    """The object a Skill/Actor/Tool/ConfigMap key names (``held_ref``)."""
     ns, name = k[1].split("/", 1)
-    return ObjectRef(ns, name)
+    return held_ref(ns, name)
+
+
+def held_ref(namespace: Any, name: Any) -> ObjectRef:
+    """A reference to keep: its strings interned, so the tables keyed by it (the
+    catalog's, epochs, uids) and the object's metadata hold one string per name,
+    not each a copy split from a key or read from another event's body."""
+    return ObjectRef(_interned(namespace), _interned(name))
+
+
+def _interned(value: Any) -> Any:
+    return sys.intern(value) if type(value) is str else value

@@ -49,6 +49,7 @@ from skillop.operator.deps import (
     DependencyIndex,
     Key,
     actor_dependencies,
+    held_ref,
     key,
     ref_of,
     server_dep,
@@ -103,7 +104,7 @@ class Store:
         """Record an object's current state; return the keys that changed."""
         kind = body.get("kind")
         meta = body.get("metadata") or {}
-        ref = ObjectRef(meta.get("namespace", ""), meta.get("name", ""))
+        ref = held_ref(meta.get("namespace", ""), meta.get("name", ""))
         managed = kind == "ConfigMap" and is_managed(meta)
         if kind == "ConfigMap" and not managed and (
                 ref in self.managed or not self.deps.has_users(key("ConfigMap", ref))):
@@ -366,9 +367,7 @@ class Store:
         else:
             self.specs.share(obj.spec)
         table[ref] = obj
-        self.specs.prune(r.spec for t in (self.catalog.tools, self.catalog.skills,
-                                          self.catalog.actors, self.catalog.policies)
-                         for r in t.values())
+        self.specs.prune(self.catalog.specs())
         if kind == "Skill":
             self._depend(k, skill_dependencies(obj))
         elif kind == "Actor":
