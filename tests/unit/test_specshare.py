@@ -204,3 +204,18 @@ def test_an_objects_names_are_held_once() -> None:
     (epoch,) = store.epochs["Skill"]
     assert held.name is meta.name is epoch.name
     assert held.namespace is meta.namespace is epoch.namespace
+
+
+def test_equal_tools_of_two_namespaces_keep_one_text_per_fragment() -> None:
+    store = Store()
+    _tenant(store, "team-a", ("fetch",))
+    _tenant(store, "team-b", ("fetch",))
+    notes = []
+    for ns in ("team-a", "team-b"):
+        resolution = Resolver(store.catalog).resolve_actor(ref(f"{ns}/dev"))
+        assert resolution is not None
+        notes += [t.entry.tool for t in resolution.tools if t.entry.tool.name == "note"]
+    a, b = notes
+    assert a is not b and a.identity != b.identity
+    assert a.digest() == b.digest()
+    assert all(a.fragments()[k] is b.fragments()[k] for k in a.fragments())
