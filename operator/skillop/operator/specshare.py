@@ -8,8 +8,8 @@ store hands every spec it keeps to ``SpecShare.share``, which replaces equal
 parts by one object:
 
 * free-form JSON (an ``inputSchema``, a ``runtime``, a list of names): one
-  value per distinct JSON text, order included (the text is what the ToolSet
-  prints, so two values shared are two values printed alike);
+  value per distinct JSON text (by its sha256), order included (the text is
+  what the ToolSet prints, so two values shared are two values printed alike);
 * pydantic sub-models whose parts are all held once themselves: one per
   distinct type, fields set and parts, in a weak-valued table (a model no spec
   uses any more goes with its last user);
@@ -26,6 +26,7 @@ share values, never results derived with one's Secrets or listings.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 import weakref
@@ -57,9 +58,9 @@ class SpecShare:
             weakref.WeakValueDictionary())
         #: One fields set per distinct set of fields, and its frozen form (a key part).
         self._fields_sets: dict[frozenset[str], tuple[frozenset[str], set[str]]] = {}
-        #: JSON values by their text. Dicts and lists cannot be weakly referenced:
-        #: ``prune`` keeps the ones in use once the table has doubled.
-        self._json: dict[str, Any] = {}
+        #: JSON values by the sha256 of their text. Dicts and lists cannot be weakly
+        #: referenced: ``prune`` keeps the ones in use once the table has doubled.
+        self._json: dict[bytes, Any] = {}
         self._limit = floor
 
     def share(self, spec: M) -> M:
@@ -76,7 +77,7 @@ class SpecShare:
         used: set[int] = set()
         for spec in specs:
             _json_ids(spec, used)
-        self._json = {text: v for text, v in self._json.items() if id(v) in used}
+        self._json = {d: v for d, v in self._json.items() if id(v) in used}
         self._limit = max(self._limit, 2 * len(self._json))
 
     def __len__(self) -> int:
@@ -158,7 +159,11 @@ class SpecShare:
             text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
         except (TypeError, ValueError):
             return value, None
-        found = self._json.setdefault(text, value)
+        # By the text's sha256, not the text: a distinct schema is not held twice.
+        digest = hashlib.sha256(text.encode()).digest()
+        found = self._json.setdefault(digest, value)
+        if found is not value and found != value:  # never: a sha256 collision
+            return value, None
         return found, id(found)
 
 
