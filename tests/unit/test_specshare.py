@@ -176,6 +176,11 @@ def test_capabilities_with_lists_are_shared_and_keep_what_they_derive() -> None:
     assert _spec(store, "team-b/a").anonymous_tools[0].capabilities is first
     other = _spec(store, "team-b/b").anonymous_tools[0].capabilities
     assert other is not first and other is not None and other.true_flags == frozenset()
+    # A copy with a change has its own fields set: the shared one stays as it was.
+    assert first.__pydantic_fields_set__ is other.__pydantic_fields_set__
+    changed = first.model_copy(update={"unsafe": True})
+    assert "unsafe" in changed.model_fields_set
+    assert "unsafe" not in first.model_fields_set | other.model_fields_set
 
 
 class _Open(BaseModel):
