@@ -61,7 +61,9 @@ def actor_dependencies(actor: ActorResource) -> set[Key]:
 
 class DependencyIndex:
     def __init__(self) -> None:
-        self._forward: dict[Key, set[Key]] = {}
+        #: Each owner's dependencies, as a tuple: a set of a few keys is 216 bytes
+        #: or more, a tuple 40 plus 8 a key, and this one is only iterated.
+        self._forward: dict[Key, tuple[Key, ...]] = {}
         self._reverse: dict[Key, set[Key]] = {}
         #: One key object per key in use (a dependency named by many owners, an
         #: owner that is a dependency too): each owner's set built its own.
@@ -70,7 +72,7 @@ class DependencyIndex:
     def update(self, owner: Key, deps: set[Key]) -> None:
         owner = self._keys.setdefault(owner, owner)
         deps = {self._keys.setdefault(dep, dep) for dep in deps}
-        for dep in self._forward.get(owner, set()) - deps:
+        for dep in (d for d in self._forward.get(owner, ()) if d not in deps):
             users = self._reverse.get(dep)
             if users is not None:
                 users.discard(owner)
@@ -79,7 +81,7 @@ class DependencyIndex:
                     self._drop(dep)
         for dep in deps:
             self._reverse.setdefault(dep, set()).add(owner)
-        self._forward[owner] = deps
+        self._forward[owner] = tuple(deps)
 
     def remove(self, owner: Key) -> None:
         self.update(owner, set())
