@@ -286,7 +286,7 @@ def _retained(store: Store, text: str) -> bool:
     stack: list[Any] = [store]
     while stack:
         obj = stack.pop()
-        if id(obj) in seen:
+        if id(obj) in seen or isinstance(obj, type):  # classes are code, not data held
             continue
         seen.add(id(obj))
         if isinstance(obj, str):

@@ -184,7 +184,7 @@ def _meta(doc: Mapping[str, Any], subject: Subject, origin: str | None,
         return None, problems
     generation = raw.get("generation", 0)
     own = {k: v for k, v in (annotations or {}).items() if k.startswith(OWN_ANNOTATIONS)}
-    meta = Meta(sys.intern(ns), name, labels or _NO_STRINGS, own or _NO_STRINGS,
+    meta = Meta(sys.intern(ns), sys.intern(name), labels or _NO_STRINGS, own or _NO_STRINGS,
                 generation if isinstance(generation, int) else 0, str(raw.get("uid", "")))
     return meta, problems
 

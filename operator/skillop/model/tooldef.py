@@ -8,6 +8,7 @@ Schemas are plain JSON objects and are never mutated after construction.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -113,14 +114,16 @@ class ToolDef:
     def fragments(self) -> Mapping[str, str]:
         """Canonical JSON (sorted keys, no spaces) of each definition field, by its
         camelCase document key; computed once, as a ToolDef is shared by every
-        actor that reaches it and its schemas are never mutated."""
+        actor that reaches it and its schemas are never mutated. Interned: equal
+        tools of many skills and namespaces (a name, a schema, ``"anon"``) keep
+        one text, as they are kept with every ToolDef."""
         cached = self._fragments
         if len(cached) < len(_FIELDS):  # none yet, or some not carried by ``overlaid``
             for key, attribute in _FIELDS:
                 if key not in cached:
                     value = getattr(self, attribute)
-                    cached[key] = canonical_fragment(
-                        value.to_dict() if key == "capabilities" else value)
+                    cached[key] = sys.intern(canonical_fragment(
+                        value.to_dict() if key == "capabilities" else value))
         return cached
 
     def digest(self) -> str:

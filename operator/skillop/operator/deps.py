@@ -8,8 +8,10 @@ to any key re-resolves exactly the skills and actors that reach it, transitively
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from skillop.model.manifest import ActorResource, SkillResource
 from skillop.model.names import ObjectRef, RefError, parse_ref
@@ -59,7 +61,9 @@ def actor_dependencies(actor: ActorResource) -> set[Key]:
 
 class DependencyIndex:
     def __init__(self) -> None:
-        self._forward: dict[Key, set[Key]] = {}
+        #: Each owner's dependencies, as a tuple: a set of a few keys is 216 bytes
+        #: or more, a tuple 40 plus 8 a key, and this one is only iterated.
+        self._forward: dict[Key, tuple[Key, ...]] = {}
         self._reverse: dict[Key, set[Key]] = {}
         #: One key object per key in use (a dependency named by many owners, an
         #: owner that is a dependency too): each owner's set built its own.
@@ -68,7 +72,7 @@ class DependencyIndex:
     def update(self, owner: Key, deps: set[Key]) -> None:
         owner = self._keys.setdefault(owner, owner)
         deps = {self._keys.setdefault(dep, dep) for dep in deps}
-        for dep in self._forward.get(owner, set()) - deps:
+        for dep in (d for d in self._forward.get(owner, ()) if d not in deps):
             users = self._reverse.get(dep)
             if users is not None:
                 users.discard(owner)
@@ -77,7 +81,7 @@ class DependencyIndex:
                     self._drop(dep)
         for dep in deps:
             self._reverse.setdefault(dep, set()).add(owner)
-        self._forward[owner] = deps
+        self._forward[owner] = tuple(deps)
 
     def remove(self, owner: Key) -> None:
         self.update(owner, set())
@@ -108,6 +112,17 @@ class DependencyIndex:
 
 
 def ref_of(k: Key) -> ObjectRef:
-    """The object a Skill/Actor/Tool/ConfigMap key names."""
+    """The object a Skill/Actor/Tool/ConfigMap key names (``held_ref``)."""
     ns, name = k[1].split("/", 1)
-    return ObjectRef(ns, name)
+    return held_ref(ns, name)
+
+
+def held_ref(namespace: Any, name: Any) -> ObjectRef:
+    """A reference to keep: its strings interned, so the tables keyed by it (the
+    catalog's, epochs, uids) and the object's metadata hold one string per name,
+    not each a copy split from a key or read from another event's body."""
+    return ObjectRef(_interned(namespace), _interned(name))
+
+
+def _interned(value: Any) -> Any:
+    return sys.intern(value) if type(value) is str else value

@@ -53,7 +53,7 @@ def run() -> int:
             clusterwide=not config.namespaces,
             namespaces=list(config.namespaces),
             standalone=True,
-            memo=kopf.Memo(config=config),
+            memo=handlers.SharedMemo(config=config),
         ))
     return 0
 

@@ -49,6 +49,7 @@ from skillop.operator.deps import (
     DependencyIndex,
     Key,
     actor_dependencies,
+    held_ref,
     key,
     ref_of,
     server_dep,
@@ -57,6 +58,7 @@ from skillop.operator.deps import (
 from skillop.operator.names_only import NameTable
 from skillop.operator.outputs import remembered
 from skillop.operator.shared_items import SharedItems
+from skillop.operator.specshare import SpecShare
 from skillop.resolve.catalog import Catalog
 from skillop.resolve.inject import Credentials, actor_of, gateway_container, mounted_credentials
 from skillop.sources.mcp_tools import McpToolInfo
@@ -94,13 +96,15 @@ class Store:
     echoes: dict[Key, tuple[tuple[str, str | None], ...]] = field(default_factory=dict)
     #: The status list items equal between objects, held once.
     items: SharedItems = field(default_factory=SharedItems, compare=False, repr=False)
+    #: The parts of the specs held that are equal between objects, held once.
+    specs: SpecShare = field(default_factory=SpecShare, compare=False, repr=False)
 
     # -- events -------------------------------------------------------------------
     def upsert(self, body: Mapping[str, Any]) -> set[Key]:
         """Record an object's current state; return the keys that changed."""
         kind = body.get("kind")
         meta = body.get("metadata") or {}
-        ref = ObjectRef(meta.get("namespace", ""), meta.get("name", ""))
+        ref = held_ref(meta.get("namespace", ""), meta.get("name", ""))
         managed = kind == "ConfigMap" and is_managed(meta)
         if kind == "ConfigMap" and not managed and (
                 ref in self.managed or not self.deps.has_users(key("ConfigMap", ref))):
@@ -360,7 +364,10 @@ class Store:
             # Keep the spec object a status echo would replace with an equal one:
             # what was derived from it stays valid (``Catalog.tool_defs``).
             obj = replace(obj, spec=old.spec)
+        else:
+            self.specs.share(obj.spec)
         table[ref] = obj
+        self.specs.prune(self.catalog.specs())
         if kind == "Skill":
             self._depend(k, skill_dependencies(obj))
         elif kind == "Actor":

@@ -11,7 +11,7 @@ the live list (see ``skillop.operator.pinning``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,6 +93,11 @@ class Catalog:
         tables: dict[str, dict[ObjectRef, Any]] = {
             "Tool": self.tools, "Skill": self.skills, "Actor": self.actors}
         return tables[kind]
+
+    def specs(self) -> Iterator[Any]:
+        """The spec of every Tool, Skill, Actor and policy held."""
+        for table in (self.tools, self.skills, self.actors, self.policies):
+            yield from (obj.spec for obj in table.values())
 
     def missing(self, kind: str, ref: ObjectRef) -> tuple[str, str]:
         """Reason and message for a reference to an absent (or invalid) object."""
