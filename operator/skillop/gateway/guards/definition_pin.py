@@ -10,6 +10,7 @@ The upstream's listing is kept live by its link (listed on connect, on every
 from __future__ import annotations
 
 from skillop.gateway.pipeline import CONTINUE, Call, Refuse, Verdict, failed
+from skillop.gateway.served import ServedSet, ServedTool
 
 
 class DefinitionPin:
@@ -20,11 +21,22 @@ class DefinitionPin:
     def __init__(self, *, after_approval: bool = False) -> None:
         self._after_approval = after_approval
 
+    def applies(self, served: ServedSet, tool: ServedTool | None) -> bool:
+        """An upstream tool's; after approval, only one that may need approval."""
+        return tool is not None and tool.source != "agent_skill" and (
+            not self._after_approval or may_need_approval(served, tool))
+
     async def __call__(self, call: Call) -> Verdict:
         if call.member.source == "agent_skill" or (
                 self._after_approval and call.approved is None):
             return CONTINUE
         return await pin(call)
+
+
+def may_need_approval(served: ServedSet, tool: ServedTool) -> bool:
+    """Whether a call of ``tool`` may wait for approval: the tool requires it, or the
+    set has caller rules (which may ask it for some callers)."""
+    return tool.requires_approval or bool(served.caller_rules.rules)
 
 
 async def pin(call: Call) -> Verdict:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from skillop.gateway.pipeline import CONTINUE, Call, Unknown, Verdict
+from skillop.gateway.pipeline import CONTINUE, Call, SyncGuard, Unknown, Verdict
 
 
-class Membership:
-    async def __call__(self, call: Call) -> Verdict:
+class Membership(SyncGuard):
+    """Every call meets it (it has no ``applies``): it finds the tool."""
+
+    __slots__ = ()
+
+    def check(self, call: Call) -> Verdict:
         tool = call.served.tools.get(call.name)
         if tool is None:
             return Unknown(call.name)
