@@ -13,7 +13,8 @@ process) calls ``ping`` back to back, for each protocol era (``--eras``):
   gateway's PYTHONPATH): ``call`` events (a function entered, or a coroutine or
   generator resumed) and ``c_call`` events (a builtin called). The hook is told
   to zero and to read its counts over a loopback socket by a thread of its own
-  (not counted), between calls: the counts are exact.
+  (not counted), between calls: the counts are exact. ``--names DIR``: the
+  calls by function too, one file per build and era in DIR.
 - ``--callgrind``: instructions per request of the whole gateway process (every
   thread), under valgrind's callgrind (zeroed after the warm-up, dumped after
   the counted calls, by ``callgrind_control``). The gateway's idle work in that
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import json
 import os
 import socket
 import subprocess
@@ -52,11 +54,16 @@ HOOK = '''
 import os, socket, sys, threading
 
 _counts = [0, 0]
+_names = {} if os.environ.get("SKILLOP_COUNT_NAMES") else None
 
 
 def _hook(frame, event, arg):
     if event == "call":
         _counts[0] += 1
+        if _names is not None:
+            code = frame.f_code
+            key = f"{code.co_filename.rsplit('/', 2)[-1]}:{code.co_qualname}"
+            _names[key] = _names.get(key, 0) + 1
     elif event == "c_call":
         _counts[1] += 1
 
@@ -68,6 +75,12 @@ def _serve(sock):
             command = conn.recv(16)
             if command == b"zero":
                 _counts[0] = _counts[1] = 0
+                if _names is not None:
+                    _names.clear()
+            elif command == b"names":
+                import json
+                with open(os.environ["SKILLOP_COUNT_NAMES"], "w") as out:
+                    json.dump(dict(_names), out)
             conn.sendall(f"{_counts[0]} {_counts[1]}".encode())
 
 
@@ -98,6 +111,10 @@ class Counter:
 
     def read(self) -> tuple[int, int]:
         return self._ask(b"read")
+
+    def names(self) -> None:
+        """Write the calls by function to the file ``SKILLOP_COUNT_NAMES`` names."""
+        self._ask(b"names")
 
 
 class Callgrind:
@@ -155,7 +172,10 @@ def count_build(build: Path, upstream: str, tmp: Path, args: argparse.Namespace)
     work.mkdir()
     bench.SKILLOP = str(launcher(build, work, callgrind=args.callgrind))
     port_file = work / "count-port"
-    proc, url = bench.start_gateway(upstream, work, env={"SKILLOP_COUNT_PORT": str(port_file)},
+    env = {"SKILLOP_COUNT_PORT": str(port_file)}
+    if args.names is not None:
+        env["SKILLOP_COUNT_NAMES"] = str(work / "names.json")
+    proc, url = bench.start_gateway(upstream, work, env=env,
                                     timeout=600 if args.callgrind else 60)
     try:
         for era in args.eras.split(","):
@@ -184,6 +204,14 @@ def count_build(build: Path, upstream: str, tmp: Path, args: argparse.Namespace)
                 calls, c_calls = counter.read()
                 print(f"  {build} {era}: {calls / args.calls:.1f} Python calls a call,"
                       f" {c_calls / args.calls:.1f} builtin calls", flush=True)
+                if args.names is not None:
+                    counter.names()
+                    by_name = json.loads((work / "names.json").read_text())
+                    out = args.names / f"{build.name}-{era}.txt"
+                    out.write_text("".join(
+                        f"{count / args.calls:8.2f} {name}\n" for name, count in
+                        sorted(by_name.items(), key=lambda item: -item[1])))
+                    print(f"    by function: {out}")
     finally:
         bench.stop((proc,))
 
@@ -195,6 +223,8 @@ def main() -> int:
     parser.add_argument("--eras", default="modern,handshake")
     parser.add_argument("--calls", type=int, default=300, help="counted calls per era")
     parser.add_argument("--warmup", type=int, default=100, help="uncounted calls first")
+    parser.add_argument("--names", type=Path, default=None,
+                        help="a folder: write Python calls per call by function there")
     parser.add_argument("--callgrind", action="store_true",
                         help="instructions under callgrind (else Python calls)")
     args = parser.parse_args()

@@ -27,7 +27,8 @@ class DefinitionPin:
             not self._after_approval or may_need_approval(served, tool))
 
     async def __call__(self, call: Call) -> Verdict:
-        if call.member.source == "agent_skill" or (
+        tool = call.tool
+        if (tool is not None and tool.source == "agent_skill") or (
                 self._after_approval and call.approved is None):
             return CONTINUE
         return await pin(call)
@@ -43,8 +44,9 @@ async def pin(call: Call) -> Verdict:
     """Take the upstream's current link and connection into ``call``, unless the
     definition there has changed (refused) or the upstream is gone (failed).
     ``UpstreamUnavailable`` is the transport's: the pipeline turns it into a verdict."""
-    tool = call.member
-    link = call.current_link()
+    tool, pool = call.tool, call.pool  # (``Call.member``, ``current_link``: every call)
+    assert tool is not None
+    link = pool.link(tool.upstream) if tool.upstream is not None and pool is not None else None
     if link is None:
         return failed("the tool's upstream is not in the mounted set")
     conn = await link.connection()

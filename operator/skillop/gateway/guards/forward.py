@@ -35,11 +35,15 @@ class Forward:
         return tool is not None and tool.source != "agent_skill"
 
     async def __call__(self, call: Call) -> Verdict:
-        timeout = call.member.timeout_seconds or call.default_timeout
+        tool = call.tool
+        assert tool is not None
+        timeout = tool.timeout_seconds or call.default_timeout
         bound = Bound(timeout)
         began = time.perf_counter()
         try:
-            with self._observer.upstream(call.label or "", call.member.upstream_name or ""):
+            if self._observer.tracing is None:  # no span: not even an empty one
+                return await self._attempts(call)
+            with self._observer.upstream(call.label or "", tool.upstream_name or ""):
                 return await self._attempts(call)
         except asyncio.CancelledError:
             if bound.expired_alone():
@@ -52,11 +56,13 @@ class Forward:
 
     async def _attempts(self, call: Call) -> Verdict:
         """``CallFailed`` is the transport's: the pipeline turns it into a verdict."""
-        name = call.member.upstream_name
+        assert call.tool is not None
+        name = call.tool.upstream_name
         assert name is not None and call.link is not None and call.conn is not None
-        verdict = await self._exchanged(call)
-        if verdict is not CONTINUE:
-            return verdict
+        if call.link.upstream.token_exchange is not None or call.exchanged is not None:
+            verdict = await self._exchanged(call)
+            if verdict is not CONTINUE:
+                return verdict
         try:
             return Done(await call.link.call(call.conn, name, call.arguments,
                                              exchanged=call.exchanged))

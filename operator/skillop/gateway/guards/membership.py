@@ -15,6 +15,7 @@ class Membership(SyncGuard):
         if tool is None:
             return Unknown(call.name)
         call.tool = tool
-        link = call.current_link()
+        pool = call.pool  # the link as ``Call.current_link`` finds it (no call more)
+        link = pool.link(tool.upstream) if tool.upstream is not None and pool else None
         call.label = link.label if link is not None else None
         return CONTINUE

@@ -227,7 +227,7 @@ class HttpCaller:
                     raise Unreachable(f"HTTP {status}") from None
                 raise
         # The type is the upstream's text, quoted whole (a part of a value is not
-        # recognised): errors.Mapped redacts it, then bounds it.
+        # recognised): errors.mapped redacts it, then bounds it.
         if status >= 400:
             raise Unreachable(f"HTTP {status}")
         said = response.headers.get("content-type", "")
@@ -381,8 +381,7 @@ class PlainCalls(SessionCalls):
         headers = mcp_param_headers(header_map, arguments) if header_map else {}
         if exchanged is not None:
             headers = {**headers, exchanged.header: exchanged.value}
-        with errors.Mapped(label, self._transport.redactor,
-                           also=exchanged.redactor if exchanged is not None else None):
+        try:
             if exchanged is not None and self._session_id is not None:
                 raw = await self._as_caller(name, arguments, headers, exchanged)
             else:
@@ -402,6 +401,12 @@ class PlainCalls(SessionCalls):
                 # The SDK's own check, as its call_tool makes it (the output schema is
                 # the one the session listed).
                 await self.session.validate_tool_result(name, result)
+        except Exception as exc:
+            failure = errors.mapped(exc, label, self._transport.redactor,
+                                    also=exchanged.redactor if exchanged is not None else None)
+            if failure is None:
+                raise
+            raise failure from None
         return result
 
     async def _as_caller(self, name: str, arguments: Mapping[str, Any],
