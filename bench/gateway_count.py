@@ -13,14 +13,16 @@ process) calls ``ping`` back to back, for each protocol era (``--eras``):
   gateway's PYTHONPATH): ``call`` events (a function entered, or a coroutine or
   generator resumed) and ``c_call`` events (a builtin called). The hook is told
   to zero and to read its counts over a loopback socket by a thread of its own
-  (not counted), between calls: the counts are exact. ``--names DIR``: the
+  (not counted), between calls: the counts are exact, less the gateway's idle
+  work meanwhile (its mount poll), counted as for callgrind. ``--names DIR``: the
   calls by function too, one file per build and era in DIR.
 - ``--callgrind``: instructions per request of the whole gateway process (every
   thread), under valgrind's callgrind (zeroed after the warm-up, dumped after
-  the counted calls, by ``callgrind_control``). The gateway's idle work in that
-  time (its mount poll, once a second; slow under valgrind) is measured too, as
-  long again without calls, and printed beside: ``net`` is the calls' count less
-  it.
+  the counted calls, by ``callgrind_control``).
+
+Either way the gateway's idle work in that time (its mount poll, once a second;
+slow under valgrind or the hook) is counted too, as long again without calls,
+and printed beside: ``net`` is the calls' count less it.
 
     .venv/bin/python bench/gateway_count.py --build /path/to/base --build . \\
         [--eras modern,handshake] [--calls 300] [--warmup 100] [--callgrind]
@@ -199,11 +201,18 @@ def count_build(build: Path, upstream: str, tmp: Path, args: argparse.Namespace)
             else:
                 counter = Counter(port_file)
                 counter.zero()
+                start = time.monotonic()
                 for n in range(args.calls):
                     client.call(n)
+                took = time.monotonic() - start
                 calls, c_calls = counter.read()
+                counter.zero()
+                time.sleep(took)
+                idle, _ = counter.read()
                 print(f"  {build} {era}: {calls / args.calls:.1f} Python calls a call,"
-                      f" {c_calls / args.calls:.1f} builtin calls", flush=True)
+                      f" {c_calls / args.calls:.1f} builtin calls (idle in the same"
+                      f" {took:.1f} s: {idle / args.calls:.1f} a call; net"
+                      f" {(calls - idle) / args.calls:.1f})", flush=True)
                 if args.names is not None:
                     counter.names()
                     by_name = json.loads((work / "names.json").read_text())

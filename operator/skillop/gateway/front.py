@@ -124,8 +124,8 @@ class Front:
         if scope["path"] != self._path or scope["method"] != "POST":
             return None
         headers = headers_of(scope)
-        if headers.repeated("host"):
-            return None  # refused by ``__call__``
+        if len(headers.lines) != len(headers) and headers.repeated("host"):
+            return None  # refused by ``__call__`` (a header repeated: asked only then)
         session_id = headers.get("mcp-session-id")
         if session_id is None:
             if (self._modern is None or headers.get("mcp-protocol-version")

@@ -60,6 +60,7 @@ from skillop.gateway.transport.base import (
     CONNECT_TIMEOUT_SECONDS,
     Calls,
     HeaderMap,
+    Transport,
 )
 from skillop.gateway.transport.session import SessionCalls
 from skillop.gateway.transport.sse import SseTransport
@@ -388,7 +389,7 @@ class PlainCalls(SessionCalls):
                 raw = await self._caller.call(
                     name, arguments, session_id=self._session_id,
                     protocol_version=self._version, client_info=CLIENT_INFO_WIRE,
-                    param_headers=headers, trace=self._transport.settings.observer.context())
+                    param_headers=headers, trace=_trace(self._transport))
             if is_input_required(raw):
                 raise errors.asks_input(label)
             meta = raw.get("_meta")
@@ -428,12 +429,20 @@ class PlainCalls(SessionCalls):
                 return await self._caller.call(
                     name, arguments, session_id=session_id, protocol_version=self._version,
                     client_info=CLIENT_INFO_WIRE, param_headers=headers,
-                    trace=self._transport.settings.observer.context())
+                    trace=_trace(self._transport))
             except SessionLost:
                 self._caller_sessions.pop(exchanged.value, None)
         raise errors.CallFailed(f"upstream {self._transport.label} unavailable: it lost the"
                                 " caller's new session too")
 
+
+def _trace(transport: Transport) -> Mapping[str, str]:
+    """The trace context for a call's request (none when not tracing)."""
+    observer = transport.settings.observer
+    return observer.context() if observer.tracing is not None else _NO_TRACE
+
+
+_NO_TRACE: Final[Mapping[str, str]] = {}
 
 #: Sessions opened with callers' tokens kept per connection (the oldest forgotten).
 _MAX_CALLER_SESSIONS: Final = 1024
