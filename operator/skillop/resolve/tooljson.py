@@ -99,7 +99,14 @@ def tool_json(tool: EffectiveTool, path_json: str, *, tokens: int | None = None)
     fragments; only the binding name and name are encoded here.
     """
     entry = tool.entry
-    template = TEMPLATES.get(entry.tool.memo, entry.skill)
+    try:  # ``TEMPLATES.get``, inline: this runs for every tool of every Actor
+        kept: Any = entry.tool.memo._tables[TEMPLATES]
+    except (AttributeError, KeyError):  # nothing kept
+        kept = None
+    if type(kept) is tuple:  # one entry, as a slot keeps one: (key, value)
+        template = kept[1] if kept[0] == entry.skill else None
+    else:
+        template = kept.get(entry.skill) if kept is not None else None
     if template is None:
         template = TEMPLATES.put(entry.tool.memo, entry.skill,
                                  _template(_entry_fields(tool), entry.tool))
