@@ -104,7 +104,8 @@ def tool_json(tool: EffectiveTool, path_json: str, *, tokens: int | None = None)
     except (AttributeError, KeyError):  # nothing kept
         kept = None
     if type(kept) is tuple:  # one entry, as a slot keeps one: (key, value)
-        template = kept[1] if kept[0] == entry.skill else None
+        # The same skill's ref is most often the very object kept: no ``__eq__``.
+        template = kept[1] if kept[0] is entry.skill or kept[0] == entry.skill else None
     else:
         template = kept.get(entry.skill) if kept is not None else None
     if template is None:
