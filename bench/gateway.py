@@ -113,9 +113,11 @@ def _read_line(proc: subprocess.Popen[str]) -> str:
 
 def start_gateway(upstream_url: str, work: Path, *, extra: Iterable[str] = (),
                   env: dict[str, str] | None = None,
-                  callers: dict[str, Any] | None = None) -> tuple[subprocess.Popen[bytes], str]:
+                  callers: dict[str, Any] | None = None,
+                  timeout: float = 30) -> tuple[subprocess.Popen[bytes], str]:
     """`skillop gateway` on a ToolSet holding the upstream's `ping`, with ``extra``
-    flags and ``env`` added to the environment, the Actor's ``callers`` if given; its URL."""
+    flags and ``env`` added to the environment, the Actor's ``callers`` if given; its
+    URL once it listens (within ``timeout`` seconds)."""
     docs = [skill("bench", mcpServers=[{"name": "upstream", "url": upstream_url, "tools": [
                 {"name": "ping", "description": "Answers pong", "inputSchema": PING_SCHEMA}]}]),
             actor("agent", skills=["bench"], **({"callers": callers} if callers else {}))]
@@ -128,7 +130,7 @@ def start_gateway(upstream_url: str, work: Path, *, extra: Iterable[str] = (),
              "--secrets-dir", str(work / "secrets"), "--listen", "127.0.0.1:0",
              "--allow", "127.0.0.1:*", *extra], stdout=audit, stderr=err,
             env={**os.environ, **(env or {})})
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for line in stderr_path.read_text().splitlines():
             if " at http://" in line:

@@ -21,7 +21,9 @@ from identitykit import AUDIENCE, JwksServer, Key
 
 from skillop.gateway.identity import keys as keys_module
 from skillop.gateway.identity.callers import Callers, Refusal
+from skillop.gateway.identity.door import Door
 from skillop.gateway.identity.header import MAX_TOKEN_BYTES, InvalidToken, token_in
+from skillop.gateway.identity.http import Authenticated
 from skillop.gateway.identity.keys import KeySet
 from skillop.model.caller import ANONYMOUS, Caller
 from skillop.model.callers import CallersSpec
@@ -304,3 +306,25 @@ def test_each_refusal_is_counted_under_its_own_fixed_kind(idp: JwksServer) -> No
              if isinstance(r, Refusal)]
     assert kinds == ["caller_missing", "caller_invalid", "caller_unavailable"]
     assert set(kinds) <= REFUSAL_KINDS
+
+
+class _Front:
+    """The front as the door sees it: a direct answer and a body limit."""
+
+    max_body_bytes = 1024
+
+    async def direct(self, scope: Any, body: bytes) -> None:
+        return None
+
+
+def test_the_front_answers_directly_with_no_door_between_until_the_set_has_callers() -> None:
+    door, front = Door(), _Front()
+    authenticated = Authenticated(front, door)  # type: ignore[arg-type]
+    assert authenticated.direct == front.direct and authenticated.max_body_bytes == 1024
+    spec = CallersSpec(issuer="https://issuer.example", audiences=[AUDIENCE])
+    assert door.update(spec)
+    assert authenticated.direct != front.direct  # each request's token is checked first
+    assert not door.update(spec)  # the same settings: nothing changes
+    assert authenticated.direct != front.direct
+    assert door.update(None)
+    assert authenticated.direct == front.direct

@@ -33,6 +33,7 @@ from skillop.gateway.pipeline import (
     answer,
 )
 from skillop.gateway.served import ServedSet, load_served_set
+from skillop.model.exchange import TokenExchange
 
 NOBODY = approval.Nobody("nobody")
 
@@ -154,3 +155,70 @@ def test_a_pending_approval_is_not_recorded_the_deciding_round_is(tmp_path: Path
     refused, (record,), _ = _run(served, "notes", {}, approver=approval.Nobody("no one"))
     assert isinstance(refused, Refuse) and record.outcome == "refused"
     assert record.reason == "no one"
+
+
+def test_a_call_meets_only_the_guards_that_can_act_on_it(tmp_path: Path) -> None:
+    served = _served(tmp_path)
+    pipeline = Pipeline(call_path(Requests.from_environment(Path("/nonexistent"))), [],
+                        say=print)
+
+    def names(name: str) -> list[str]:
+        return [type(guard).__name__ for _, guard in pipeline.steps(served, name)]
+
+    assert names("notes") == ["Membership", "SkillBody"]
+    assert names("echo") == ["Membership", "DefinitionPin", "Forward"]
+    assert names("nope") == ["Membership"]
+    approving = _served(tmp_path / "again", requires_approval=True)
+    assert names("notes") == ["Membership", "SkillBody"]  # the other set's, kept
+    assert [type(guard).__name__ for _, guard in pipeline.steps(approving, "notes")] == [
+        "Membership", "ApprovalGate", "SkillBody"]
+
+
+class _Link:
+    """An upstream's link as a reload left it: its server now asks for tokenExchange."""
+
+    label = "up"
+
+    def __init__(self, served: ServedSet) -> None:
+        tool = served.tools["echo"]
+        assert tool.upstream is not None
+        self.upstream = served.upstreams[tool.upstream].model_copy(
+            update={"token_exchange": TokenExchange(audience="up")})
+        self.digests = {tool.upstream_name: tool.upstream_digest}
+        self.forwarded: list[Any] = []
+
+    async def connection(self) -> _Link:
+        return self
+
+    async def call(self, conn: Any, name: str, arguments: Any, *, exchanged: Any) -> Any:
+        self.forwarded.append(exchanged)
+        return types.CallToolResult(content=[])
+
+
+class _Pool:
+    def __init__(self, link: _Link) -> None:
+        self._link = link
+
+    def link(self, key: Any) -> _Link:
+        return self._link
+
+
+def test_a_server_given_token_exchange_by_a_reload_mid_call_is_never_called_without_it(
+        tmp_path: Path) -> None:
+    """The call's set had no tokenExchange for the tool's server (its steps hold no
+    token exchange); the link it reaches does: the call is refused (it has no
+    verified caller to exchange for), not forwarded with the server's own header."""
+    served = _served(tmp_path)
+    link = _Link(served)
+    pipeline = Pipeline(call_path(Requests.from_environment(Path("/nonexistent"))), [],
+                        say=print)
+    assert "TokenExchange" not in [type(g).__name__ for _, g in pipeline.steps(served, "echo")]
+
+    async def main() -> Verdict:
+        return await pipeline.run(Call(served, "echo", {}, NOBODY, _Pool(link),  # type: ignore[arg-type]
+                                       60.0))
+
+    verdict = anyio.run(main)
+    assert isinstance(verdict, Refuse) and "tokenExchange" in verdict.reason
+    assert "no verified caller" in verdict.reason
+    assert link.forwarded == []

@@ -71,18 +71,26 @@ class AuditRecord:
         return self._line(stamp)
 
     def _line(self, stamp: str) -> str:
-        duration = round(self.duration_ms, 3)
-        parts = ['{"time":"', stamp, '",',  # the stamp is digits and separators only
-                 _target(self.actor, self.binding_name, self.upstream, self.upstream_tool),
-                 ',"durationMs":', repr(duration) if math.isfinite(duration) else
-                 json.dumps(duration), ',"outcome":', _json(self.outcome)]
-        for key, value in (("caller", self.caller), ("reason", self.reason),
-                           ("approval", self.approval),
-                           ("approver", self.approver), ("traceId", self.trace_id)):
-            if value is not None:
-                parts += [',"', key, '":', _json(_bounded(value))]
-        parts.append("}")
-        return "".join(parts)
+        return _line(stamp, _target(self.actor, self.binding_name, self.upstream,
+                                    self.upstream_tool), self.duration_ms, self.outcome,
+                     self.caller, self.reason, self.approval, self.approver, self.trace_id)
+
+
+def _line(stamp: str, target: str, duration_ms: float, outcome: Outcome, caller: str | None,
+          reason: str | None, approval: str | None, approver: str | None,
+          trace_id: str | None) -> str:
+    """One line's JSON: ``target`` the members ``_target`` made, the optional members
+    in their order, only when set."""
+    duration = round(duration_ms, 3)
+    parts = ['{"time":"', stamp, '",',  # the stamp is digits and separators only
+             target, ',"durationMs":', repr(duration) if math.isfinite(duration) else
+             json.dumps(duration), ',"outcome":', _json(outcome)]
+    for key, value in (("caller", caller), ("reason", reason), ("approval", approval),
+                       ("approver", approver), ("traceId", trace_id)):
+        if value is not None:
+            parts += [',"', key, '":', _json(_bounded(value))]
+    parts.append("}")
+    return "".join(parts)
 
 
 _json: Final = json.JSONEncoder(ensure_ascii=False).encode
@@ -108,19 +116,25 @@ class AuditLog:
         self._second_text = ""
 
     def record(self, call: CallRecord) -> None:
-        """A call's record as its line (a ``pipeline.Recorder``)."""
+        """A call's record as its line (a ``pipeline.Recorder``), made from the record
+        itself (the same line as its ``AuditRecord``'s)."""
         decided = call.approval
-        self.write(AuditRecord(
-            actor=call.actor, binding_name=call.binding_name, upstream=call.upstream,
-            upstream_tool=call.upstream_tool, duration_ms=call.seconds * 1000,
-            outcome=call.outcome, reason=call.reason,
-            approval=decided.request if decided is not None else None,
-            approver=decided.decided_by if decided is not None else None,
-            trace_id=call.trace_id, caller=call.caller))
+        approval = approver = None
+        if decided is not None:
+            approval, approver = decided.request, decided.decided_by
+        stream = self._stream()
+        stream.write(_line(self._stamp(), _target(call.actor, call.binding_name, call.upstream,
+                                                  call.upstream_tool),
+                           call.seconds * 1000, call.outcome, call.caller, call.reason,
+                           approval, approver, call.trace_id) + "\n")
+        stream.flush()
 
     def write(self, record: AuditRecord) -> None:
+        self._write(record._line(self._stamp()))
+
+    def _write(self, line: str) -> None:
         stream = self._stream()
-        stream.write(record._line(self._stamp()) + "\n")
+        stream.write(line + "\n")
         stream.flush()
 
     def _stamp(self) -> str:

@@ -22,6 +22,7 @@ the limit, which the app answers 413) goes to the app at once.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any, Final, Protocol, cast
 
 from skillop.gateway.asgi import Direct, Scope
@@ -38,7 +39,9 @@ class DirectAnswers(Protocol):
     @property
     def max_body_bytes(self) -> int: ...
 
-    async def direct(self, scope: Scope, body: bytes) -> Direct | None: ...
+    @property
+    def direct(self) -> Callable[[Scope, bytes], Awaitable[Direct | None]]:
+        """The answer to a POST whose body is in, or None for the app to serve it."""
 
 
 def front_protocol(timeout: float, answers: DirectAnswers) -> type[HttpToolsProtocol]:

@@ -16,7 +16,7 @@ an upstream wrote). Its kinds:
 
 The library's exceptions (the SDK's, httpx's, anyio's, the OS's and the
 gateway's own HTTP client's) become these at the transport seam only, in
-``Mapped`` (a call) and ``explain`` (a connection), as httpx maps the
+``mapped`` (a call) and ``explain`` (a connection), as httpx maps the
 exceptions of the layers under it.
 """
 
@@ -84,7 +84,7 @@ class Unreachable(UpstreamError):
 
 class RpcFailed(Exception):
     """The gateway's HTTP client got the upstream's JSON-RPC error (its text is
-    the upstream's: ``Mapped`` redacts it)."""
+    the upstream's: ``mapped`` redacts it)."""
 
     def __init__(self, code: int, message: str) -> None:
         super().__init__(message)
@@ -116,8 +116,8 @@ def _rpc_error(label: str, redactor: Redactor, code: int, message: str) -> RpcEr
 class Mapped:
     """Around a forwarded call: whatever the layers under it raise, as a ``CallFailed``
     (or ``SessionLost``) naming upstream ``label``, its texts redacted with
-    ``redactor``. A class, not a generator: every call enters one (a generator
-    context manager costs more than the rest of the mapping)."""
+    ``redactor`` (``mapped``, which the transports call in their ``except``, so
+    that a call that succeeds makes nothing of it)."""
 
     __slots__ = ("_also", "_label", "_redactor")
 
@@ -133,38 +133,42 @@ class Mapped:
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  traceback: TracebackType | None) -> None:
         if exc is not None and isinstance(exc, Exception):
-            mapped_to = self._map(exc)
+            mapped_to = mapped(exc, self._label, self._redactor, also=self._also)
             if mapped_to is not None:
                 raise mapped_to from None
 
-    def _own(self, text: str) -> str:
-        """``text`` without this call's own values (before any bound cuts one)."""
-        return self._also(text) if self._also is not None else text
 
-    def _map(self, exc: Exception) -> UpstreamError | None:
-        """What ``exc`` is, or None for what is already the gateway's own."""
-        label, redactor = self._label, self._redactor
-        lost = f"upstream {label} unavailable: connection lost"
-        if isinstance(exc, Unreachable):  # it may quote the upstream (a content type)
-            said = f"upstream {label} unavailable"
-            return ConnectionLost(f"{said}: {redactor.line(self._own(str(exc)), 120)}",
-                                  audit=f"{said}: {exc.audit}")
-        if isinstance(exc, UpstreamError):
-            return None
-        if isinstance(exc, RpcFailed):
-            return _rpc_error(label, redactor, exc.code, self._own(exc.message))
-        if isinstance(exc, RuntimeError):  # the SDK's client checked the output schema
-            return off_schema(label)
-        if isinstance(exc, UnexpectedClaimedResult | ValidationError):
-            return not_a_result(label)
-        if isinstance(exc, MCPError):
-            if exc.code == types.CONNECTION_CLOSED:
-                return ConnectionLost(lost)
-            return _rpc_error(label, redactor, exc.code, self._own(exc.error.message))
-        if isinstance(exc, httpx2.TransportError | anyio.ClosedResourceError
-                      | anyio.BrokenResourceError | anyio.EndOfStream | OSError):
-            return ConnectionLost(lost)
+def mapped(exc: Exception, label: str, redactor: Redactor, *,
+           also: Redactor | None = None) -> UpstreamError | None:
+    """What ``exc``, raised by a forwarded call to upstream ``label``, is to the
+    gateway, its texts redacted with ``redactor`` and ``also`` (this call's own
+    values: a caller's exchanged token), or None for what is already the gateway's
+    own."""
+
+    def own(text: str) -> str:  # before any bound cuts one of its values
+        return also(text) if also is not None else text
+
+    lost = f"upstream {label} unavailable: connection lost"
+    if isinstance(exc, Unreachable):  # it may quote the upstream (a content type)
+        said = f"upstream {label} unavailable"
+        return ConnectionLost(f"{said}: {redactor.line(own(str(exc)), 120)}",
+                              audit=f"{said}: {exc.audit}")
+    if isinstance(exc, UpstreamError):
         return None
+    if isinstance(exc, RpcFailed):
+        return _rpc_error(label, redactor, exc.code, own(exc.message))
+    if isinstance(exc, RuntimeError):  # the SDK's client checked the output schema
+        return off_schema(label)
+    if isinstance(exc, UnexpectedClaimedResult | ValidationError):
+        return not_a_result(label)
+    if isinstance(exc, MCPError):
+        if exc.code == types.CONNECTION_CLOSED:
+            return ConnectionLost(lost)
+        return _rpc_error(label, redactor, exc.code, own(exc.error.message))
+    if isinstance(exc, httpx2.TransportError | anyio.ClosedResourceError
+                  | anyio.BrokenResourceError | anyio.EndOfStream | OSError):
+        return ConnectionLost(lost)
+    return None
 
 
 def explain(exc: BaseException, bounds: Wire | Unfenced, redactor: Redactor, *,

@@ -113,11 +113,8 @@ class Front:
         self._max_body = max_body_bytes
         #: Header values the SDK's checks passed (``_accepted``).
         self._passed: set[tuple[str | None, ...]] = set()
-
-    @property
-    def max_body_bytes(self) -> int:
-        """The largest request body served (the SDK's limit; a larger one is 413)."""
-        return self._max_body
+        #: The largest request body served (the SDK's limit; a larger one is 413).
+        self.max_body_bytes = max_body_bytes
 
     async def direct(self, scope: Scope, body: bytes) -> Direct | None:
         """The answer to a POST that arrived whole (``body``), when the front gives it
@@ -127,17 +124,18 @@ class Front:
         if scope["path"] != self._path or scope["method"] != "POST":
             return None
         headers = headers_of(scope)
-        if headers.repeated("host"):
-            return None  # refused by ``__call__``
+        if len(headers.lines) != len(headers) and headers.repeated("host"):
+            return None  # refused by ``__call__`` (a header repeated: asked only then)
         session_id = headers.get("mcp-session-id")
         if session_id is None:
             if (self._modern is None or headers.get("mcp-protocol-version")
                     not in MODERN_PROTOCOL_VERSIONS
-                    or not await self._may_answer(headers, modern=True)):
+                    or not (self._vetted(headers, modern=True)
+                            or await self._may_answer(headers, modern=True))):
                 return None
             return await self._reply(body, None, None, headers)
         client = self._sessions.get(session_id)
-        if client is None or not await self._may_answer(headers):
+        if client is None or not (self._vetted(headers) or await self._may_answer(headers)):
             return None
         self._sessions.begin(session_id)
         try:
@@ -187,7 +185,8 @@ class Front:
     async def _serve(self, scope: Scope, receive: Receive, send: Send,
                      headers: HeaderMap, client: Client | None) -> int | None:
         """A request in a session: answered here (a known one), or by the SDK; its status."""
-        if scope["method"] == "POST" and await self._may_answer(headers):
+        if scope["method"] == "POST" and (self._vetted(headers)
+                                          or await self._may_answer(headers)):
             body = await self._whole_body(receive, send)
             if body is None:
                 return None
@@ -208,7 +207,8 @@ class Front:
         answerer can answer it (no session: the envelope says who asks), else by the
         SDK's app for that revision (in JSON mode when the client takes both, as the
         gateway's own SDK app demands; else that app, to say why not)."""
-        if scope["method"] != "POST" or not await self._may_answer(headers, modern=True):
+        if scope["method"] != "POST" or not (self._vetted(headers, modern=True)
+                                             or await self._may_answer(headers, modern=True)):
             await self._inner(scope, receive, send)
             return
         body = await self._whole_body(receive, send)
@@ -257,13 +257,27 @@ class Front:
             await send(message)
         return status
 
-    async def _may_answer(self, headers: HeaderMap, *,
-                          modern: bool = False) -> bool:
+    def _vetted(self, headers: HeaderMap, *, modern: bool = False) -> bool | None:
+        """``_may_answer`` without waiting, for header values that passed the SDK's
+        checks before (a client's every request but its first); else None (falsy:
+        the caller then awaits ``_may_answer``)."""
+        get = headers.get  # ``_key`` and ``_routable``, inline: every request asks
+        if (get("host"), get("origin"), get("content-type"), get("accept")) not in self._passed:
+            return None
+        if modern:
+            return find_duplicated_routing_header(headers.lines) is None
+        version = get("mcp-protocol-version")
+        return version is None or version in HANDSHAKE_PROTOCOL_VERSIONS
+
+    async def _may_answer(self, headers: HeaderMap, *, modern: bool = False) -> bool:
         """Whether the SDK would accept this request's headers (else it must say why):
         its own checks (DNS rebinding: Host and Origin; Content-Type; Accept; for a
         2026-07-28 request, each routing header once)."""
-        if not await self._accepted(headers):
-            return False
+        return await self._accepted(headers) and self._routable(headers, modern=modern)
+
+    @staticmethod
+    def _routable(headers: HeaderMap, *, modern: bool) -> bool:
+        """Each routing header once (2026-07-28), or a handshake protocol version."""
         if modern:
             return find_duplicated_routing_header(headers.lines) is None
         version = headers.get("mcp-protocol-version")
@@ -276,9 +290,7 @@ class Front:
         the front's life: a combination that passed is remembered (a few: a client
         sends the same ones with every request); one that failed is checked again
         each time, so the SDK, which answers it, says why."""
-        key = (headers.get("host"), headers.get("origin"), headers.get("content-type"),
-               headers.get("accept"))
-        if key in self._passed:
+        if (key := _key(headers)) in self._passed:
             return True
         request = cast(Request, HeaderView(headers))  # all the two checks read
         if await self._security.validate_request(request, is_post=True) is not None:
@@ -417,6 +429,12 @@ _MAX_PASSED: Final = 64
 #: How long the answer to ``notifications/initialized`` waits for the session to be
 #: registered (its handler runs within milliseconds; this only bounds a stuck one).
 _REGISTRATION_WAIT: Final = 2.0
+
+
+def _key(headers: HeaderMap) -> tuple[str | None, ...]:
+    """The header values the SDK's checks read (``Front._accepted``)."""
+    return (headers.get("host"), headers.get("origin"), headers.get("content-type"),
+            headers.get("accept"))
 
 
 def _is_initialized(body: bytes) -> bool:

@@ -346,6 +346,11 @@ class Origin:
     def peer_closed(self) -> bool:
         """Whether the server closed an idle connection since the last asking (it may
         have restarted, with other tools): those connections are dropped."""
+        for conn in self._idle:  # (no comprehension: asked before every call)
+            if conn.lost:
+                break
+        else:
+            return False
         lost = [conn for conn in self._idle if conn.lost]
         for conn in lost:
             self._idle.remove(conn)

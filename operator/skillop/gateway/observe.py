@@ -50,6 +50,12 @@ class Observer:
         for one the gateway cannot follow)."""
         return cls(metrics=metrics, tracing=t.Tracing(environ) if t.wanted(environ) else None)
 
+    @property
+    def recorders(self) -> list[Callable[[CallRecord], None]]:
+        """Its ``record`` for the pipeline, unless it observes nothing (no call then
+        pays for telling it)."""
+        return [self.record] if self.metrics is not None or self.tracing is not None else []
+
     def loaded(self, bindings: Any, upstreams: Any) -> None:
         """A set was loaded: its bindings and upstream labels may be label values."""
         if self.metrics is not None:

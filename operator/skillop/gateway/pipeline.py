@@ -42,6 +42,7 @@ from skillop.gateway.upstream import (
     UpstreamUnavailable,
 )
 from skillop.model.caller import ANONYMOUS, Caller
+from skillop.model.toolset import ServerEntry
 from skillop.sources.mcp_discovery import one_line
 
 
@@ -126,6 +127,8 @@ class Call:
     #: The caller's token exchanged for the upstream's audience (``tokenExchange``),
     #: sent with this call only.
     exchanged: Exchanged | None = None
+    #: The server ``exchanged`` was made for (the forward checks it is the one called).
+    exchanged_for: ServerEntry | None = None
     #: Why the caller's rules ask for approval of this call (None: they do not;
     #: ``guards.caller_rules`` sets it, ``guards.approval_gate`` asks).
     approval_rule: str | None = None
@@ -166,26 +169,73 @@ class CallRecord(NamedTuple):
 
 
 class Guard(Protocol):
+    """One decision of the call path. A guard may also say which calls it can act
+    on, ``applies(served, tool) -> bool`` (``tool`` None: a name not in the set),
+    so that the others do not visit it (without: it applies to every call); and
+    may decide without waiting, ``check(call) -> Verdict`` (``SyncGuard``), so that
+    no coroutine is made for it."""
+
     async def __call__(self, call: Call) -> Verdict: ...
 
 
+class SyncGuard:
+    """A guard that decides without waiting: the pipeline calls its ``check``."""
+
+    __slots__ = ()
+
+    def check(self, call: Call) -> Verdict:
+        raise NotImplementedError
+
+    async def __call__(self, call: Call) -> Verdict:
+        return self.check(call)
+
+
 Recorder = Callable[[CallRecord], None]
+#: A guard as the pipeline runs it: its ``check`` when it has one, else awaited.
+Step = tuple[Callable[[Call], Verdict] | None, Guard]
 
 
 class Pipeline:
     """The guards a call runs through, and who is told how each call ended."""
 
-    __slots__ = ("_trace_id", "guards", "recorders", "say")
+    __slots__ = ("_guards", "_steps", "_steps_of", "_trace_id", "recorders", "say")
+    _guards: tuple[Guard, ...]
+    _steps_of: ServedSet | None
+    _steps: dict[str, tuple[Step, ...]]
 
     def __init__(self, guards: Sequence[Guard], recorders: Sequence[Recorder], *,
                  say: Callable[[str], None],
                  trace_id: Callable[[], str | None] | None = None) -> None:
         """``say``: the gateway's word on stderr (a call that failed unforeseen);
         ``trace_id``: the current trace's id, for every record (None: not tracing)."""
-        self.guards = tuple(guards)
+        self.guards = guards
         self.recorders = tuple(recorders)
         self.say = say
         self._trace_id = trace_id
+
+    @property
+    def guards(self) -> tuple[Guard, ...]:
+        return self._guards
+
+    @guards.setter
+    def guards(self, guards: Sequence[Guard]) -> None:
+        self._guards = tuple(guards)
+        self._steps_of, self._steps = None, {}
+
+    def steps(self, served: ServedSet, name: str) -> tuple[Step, ...]:
+        """The guards a call of ``name`` in ``served`` meets: those that can act on
+        it, chosen once per set and tool (a name not in the set: not kept, any name
+        may be asked for)."""
+        if self._steps_of is not served:
+            self._steps_of, self._steps = served, {}
+        found = self._steps.get(name)
+        if found is None:
+            tool = served.tools.get(name)
+            found = tuple((getattr(guard, "check", None), guard) for guard in self._guards
+                          if _applies(guard, served, tool))
+            if tool is not None:
+                self._steps[name] = found
+        return found
 
     def record(self, record: CallRecord) -> None:
         if self._trace_id is not None:
@@ -196,8 +246,14 @@ class Pipeline:
     async def run(self, call: Call) -> Verdict:
         """The call's final verdict (never ``Continue``), recorded unless ``Pending``."""
         started = time.perf_counter()
+        steps = self._steps.get(call.name) if self._steps_of is call.served else None
         try:
-            verdict = await self._decide(call)
+            for check, guard in steps or self.steps(call.served, call.name):
+                verdict = check(call) if check is not None else await guard(call)
+                if verdict is not CONTINUE:
+                    break
+            else:
+                raise RuntimeError("no guard ended the call")
         except (UpstreamUnavailable, CallFailed) as exc:
             verdict = failed(str(exc), exc.audit)
         except Exception as exc:  # anything unforeseen still gets its record
@@ -210,15 +266,17 @@ class Pipeline:
             self.record(_record(call, failed(CANCELLED), started))
             raise
         if not isinstance(verdict, Pending):
-            self.record(_record(call, verdict, started))
+            record = _record(call, verdict, started)  # ``record``, inline: every call's
+            if self._trace_id is not None:
+                record = record._replace(trace_id=self._trace_id())
+            for recorder in self.recorders:
+                recorder(record)
         return verdict
 
-    async def _decide(self, call: Call) -> Verdict:
-        for guard in self.guards:
-            verdict = await guard(call)
-            if verdict is not CONTINUE:
-                return verdict
-        raise RuntimeError("no guard ended the call")
+
+def _applies(guard: Guard, served: ServedSet, tool: ServedTool | None) -> bool:
+    applies = getattr(guard, "applies", None)
+    return applies is None or bool(applies(served, tool))
 
 
 CANCELLED: Final = ("cancelled before it completed (client cancel, disconnect or"

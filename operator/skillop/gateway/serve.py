@@ -3,6 +3,7 @@ the SDK's apps), or stdio; and ``run_gateway``, the process's main."""
 
 from __future__ import annotations
 
+import gc
 import socket
 import sys
 from collections.abc import Sequence
@@ -127,6 +128,10 @@ def run_gateway(options: Options, *, listen: str | None, stdio: bool) -> int:
     if observer.metrics is not None:
         observer.metrics.watch_sessions(lambda: gateway.connected_clients)
         say(f"metrics served on {metrics_at}")
+    # What the imports and the gateway's making left (modules, classes, the SDK's
+    # server) lives as long as the process: kept out of the cyclic collector's full
+    # collections, which would otherwise walk all of it again while calls run.
+    gc.freeze()
 
     async def main() -> None:
         async with gateway.running():

@@ -3,12 +3,9 @@
 ``tools/list`` answers the mounted set's ``mcp`` and ``agent_skill`` tools, no
 more (``listing``). ``tools/call`` of anything else is the MCP error for an
 unknown tool. A known tool goes through the call path's guards in order
-(``pipeline``, ``guards``): the rug-pull check (the upstream's live definition
-must still have the ToolSet's ``upstreamDigest``); approval, for
-``requiresApproval`` (a ToolCallApproval a person decides, or the client asked),
-then the definition checked again; the forward, under the tool's name upstream,
-bounded by ``timeoutSeconds``; the result goes back as the upstream gave it,
-minus any secret value it echoes.
+(``pipeline``, ``guards``: the rug-pull check, approval, the forward within
+``timeoutSeconds``); the result goes back as the upstream gave it, minus any
+secret value it echoes.
 
 Refusals and failures are tool results with ``isError`` and a reason the model
 can read (the gateway's own words, no upstream or secret text). Every call, of
@@ -84,7 +81,7 @@ class Gateway:
         self.calls = pipeline.Pipeline(
             call_path(self.requests, observer=observer, secrets_dir=options.upstream.secrets_dir,
                       ca_file=options.upstream.ca_file),
-            [observer.record, self.audit.record],
+            [*observer.recorders, self.audit.record],
             say=serve.say, trace_id=observer.trace_id if observer.tracing else None)
         self._pool: Pool | None = None
         self._mounts = Mounts(options, serve.say)
@@ -236,15 +233,15 @@ class Gateway:
 
     async def answer(self, method: str, params: dict[str, Any],
                      client: Client) -> wire.Reply | None:
-        """The front's answer (the JSON-RPC ``result`` or ``error`` member), or None
-        when the SDK must answer: a call to approve, by a client that can be asked,
-        needs the SDK's event stream; a malformed call, its error."""
+        """The front's answer (the JSON-RPC ``result`` or ``error`` member), or None when
+        the SDK must: a call to approve by a client that can be asked, a malformed call."""
         if not self.options.fast_path or (method, client.protocol_version) not in SERVER_RESULTS:
             return None  # (ping is no 2026-07-28 method: the SDK says so)
         if method == "ping":
             return wire.Reply(result=self._listings.shaped("ping", client.protocol_version,
                                                            types.EmptyResult()))
-        caller = REQUEST_CALLER.get() or await self.door.identify(INBOUND_HEADERS.get())
+        caller = ANONYMOUS if self.door.callers is None else (  # nobody to ask without
+            REQUEST_CALLER.get() or await self.door.identify(INBOUND_HEADERS.get()))
         if isinstance(caller, Refusal):
             return None  # the SDK's handler refuses it, in the era's own form
         if method == "tools/list":
@@ -258,11 +255,14 @@ class Gateway:
                 and needs_approval(self.served, tool, caller)):
             return None
         try:
-            with self.observer.request(method, name, meta=params.get("_meta"),  # its span
-                                       headers=INBOUND_HEADERS.get(),
-                                       protocol=client.protocol_version, caller=caller):
-                result = await self.call(name, arguments or {}, approver=_NOBODY,
-                                         caller=caller)
+            if self.observer.tracing is None:  # no span: not even an empty one
+                result = await self.call(name, arguments or {}, approver=_NOBODY, caller=caller)
+            else:
+                with self.observer.request(method, name, meta=params.get("_meta"), caller=caller,
+                                           headers=INBOUND_HEADERS.get(),
+                                           protocol=client.protocol_version):
+                    result = await self.call(name, arguments or {}, approver=_NOBODY,
+                                             caller=caller)
         except MCPError as exc:
             return wire.Reply(error=(exc.code, exc.error.message))
         assert isinstance(result, types.CallToolResult)  # nobody was asked

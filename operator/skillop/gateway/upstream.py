@@ -132,7 +132,8 @@ class UpstreamClient:
         again before it is used; when that listing fails (the restarted upstream
         does not know the session), a new connection is opened and listed."""
         conn = self._current
-        self._check_retired()
+        if self._retired:
+            self._check_retired()
         if conn is not None and not conn.closed and conn.calls is not None:
             if conn.current.is_set() and not conn.calls.peer_closed():
                 return conn  # open and listed: nothing to wait for (every call's case)

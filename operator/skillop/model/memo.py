@@ -88,7 +88,10 @@ class Slot(Generic[K, V]):
     def put(self, memo: Memo, key: K, value: V) -> V:
         """Keep ``value`` under ``key`` (and return it), forgetting the oldest
         entry beyond the bound (a forgotten one is computed again)."""
-        tables = _tables(memo)
+        try:  # ``_tables``, inline: a first entry of every ToolDef is put here
+            tables = memo._tables
+        except AttributeError:
+            tables = memo._tables = {}
         table: dict[K, V] | tuple[K, V] | None = tables.get(self)
         if isinstance(table, tuple):
             if table[0] == key or self.bound == 1:

@@ -88,9 +88,10 @@ Template = tuple[str, str, str, str, str]
 TEMPLATES: Slot[ObjectRef, Template] = Slot("toolset-template", bound=1024)
 
 
-def tool_json(tool: EffectiveTool, path_json: str) -> str:
+def tool_json(tool: EffectiveTool, path_json: str, *, tokens: int | None = None) -> str:
     """``canonical_json`` of ``tool_entry(tool)``, without building the entry;
-    ``path_json`` is the JSON of the tool's path.
+    ``path_json`` is the JSON of the tool's path, ``tokens`` its ``tokens`` when
+    the caller read them already.
 
     A ToolDef is shared by every actor that reaches it (and an MCP tool's is kept
     from one resolution to the next), so the JSON of all but the per-actor keys is
@@ -98,7 +99,15 @@ def tool_json(tool: EffectiveTool, path_json: str) -> str:
     fragments; only the binding name and name are encoded here.
     """
     entry = tool.entry
-    template = TEMPLATES.get(entry.tool.memo, entry.skill)
+    try:  # ``TEMPLATES.get``, inline: this runs for every tool of every Actor
+        kept: Any = entry.tool.memo._tables[TEMPLATES]
+    except (AttributeError, KeyError):  # nothing kept
+        kept = None
+    if type(kept) is tuple:  # one entry, as a slot keeps one: (key, value)
+        # The same skill's ref is most often the very object kept: no ``__eq__``.
+        template = kept[1] if kept[0] is entry.skill or kept[0] == entry.skill else None
+    else:
+        template = kept.get(entry.skill) if kept is not None else None
     if template is None:
         template = TEMPLATES.put(entry.tool.memo, entry.skill,
                                  _template(_entry_fields(tool), entry.tool))
@@ -106,7 +115,7 @@ def tool_json(tool: EffectiveTool, path_json: str) -> str:
     binding = encode_basestring(tool.binding_name)
     name = binding if tool.name == tool.binding_name else encode_basestring(tool.name)
     return (f"{before_binding}{binding}{before_name}{name}{before_path}{path_json}"
-            f"{before_tokens}{tool.tokens}{end}")
+            f"{before_tokens}{tool.tokens if tokens is None else tokens}{end}")
 
 
 #: ``ToolEntry``'s (document key, attribute) pairs in canonical (sorted) order.

@@ -40,7 +40,7 @@ from skillop.resolve.layout import (
     data_size,
     tools_json,
 )
-from skillop.resolve.tokens import ENCODING
+from skillop.resolve.tokens import ENCODING, tool_tokens
 from skillop.resolve.tooljson import EffectiveTool, path_json, path_names, tool_entry, tool_json
 
 #: This module's own, and what callers import from here though one tool's entry
@@ -88,9 +88,15 @@ def toolset_text(
     ``tools`` are in effective-name order (as the resolver gives them).
     """
     paths: dict[int, str] = {}
+    # Read once, for the header's total and each tool's line (``EffectiveTool.tokens``
+    # without the property: this runs for every tool of every Actor).
+    counts = [tool_tokens(t.binding_name, t.entry.tool) if t.stand_in is None else t.stand_in
+              for t in tools]
     body = _header(owner_kind=owner_kind, owner=owner, tools=tools, servers=servers,
-                   disclosure=disclosure, approval=approval, callers=callers, rules=rules)
-    tools_json = [tool_json(t, path_json(t.path, paths)) for t in tools]
+                   disclosure=disclosure, approval=approval, callers=callers, rules=rules,
+                   total=sum(counts))
+    tools_json = [tool_json(t, path_json(t.path, paths), tokens=n)
+                  for t, n in zip(tools, counts, strict=True)]
     digest = _hash(body, tools_json)
     return _canonical({**body, "hash": digest}, tools_json, with_hash=True), digest
 
@@ -119,12 +125,13 @@ def _header(*, owner_kind: Owner, owner: str, tools: Sequence[EffectiveTool],
             disclosure: DisclosureEntry | None,
             approval: ApprovalSettings | None = None,
             callers: CallersSpec | None = None,
-            rules: CallerSection = NO_SECTION) -> dict[str, Any]:
-    """Every key of the document but ``hash`` and ``tools``, as JSON values."""
+            rules: CallerSection = NO_SECTION, total: int | None = None) -> dict[str, Any]:
+    """Every key of the document but ``hash`` and ``tools``, as JSON values
+    (``total``: the tools' tokens, when counted already)."""
     doc = ToolSetDocument.model_construct(
         actor=_owner(owner_kind, "actor", owner), skill=_owner(owner_kind, "skill", owner),
-        mcp_servers=servers,
-        agent_skills=_agent_skills(tools), tokens=_token_count(tools), disclosure=disclosure,
+        mcp_servers=servers, agent_skills=_agent_skills(tools),
+        tokens=_token_count(tools, total), disclosure=disclosure,
         approval=approval, callers=callers, caller_rules=rules.rules,
         rate_limits=rules.limits)
     return {key: value for key, value in _entry_dict(doc).items()
@@ -161,8 +168,9 @@ def disclosure_entry(disclosure: Disclosure | None, tools: Sequence[EffectiveToo
             warnings)
 
 
-def _token_count(tools: Sequence[EffectiveTool]) -> TokenCount:
-    return TokenCount.model_construct(encoding=ENCODING, total=sum(t.tokens for t in tools))
+def _token_count(tools: Sequence[EffectiveTool], total: int | None = None) -> TokenCount:
+    return TokenCount.model_construct(
+        encoding=ENCODING, total=sum(t.tokens for t in tools) if total is None else total)
 
 
 def _owner(owner_kind: Owner, field: Owner, owner: str) -> str | None:

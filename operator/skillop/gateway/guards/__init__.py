@@ -41,6 +41,7 @@ def call_path(requests: Requests, *, observer: Observer = NOTHING,
     exchange's client Secret is mounted, ``ca_file`` what its issuer is trusted by
     besides the system's CAs; ``buckets`` keeps the rate limits' tokens (a new
     store when None)."""
+    exchange = TokenExchange(secrets_dir, ca_file=ca_file)
     return [
         Membership(),
         CallerRulesGuard(),
@@ -51,7 +52,9 @@ def call_path(requests: Requests, *, observer: Observer = NOTHING,
         # The upstream may have changed while a human thought.
         DefinitionPin(after_approval=True),
         # After the approval's wait: a token exchanged before it might expire in it.
-        TokenExchange(secrets_dir, ca_file=ca_file),
+        exchange,
         SkillBody(),
-        Forward(observer=observer),
+        # Checks the exchange again for the server it calls (a reload may have
+        # asked for one since the set said none).
+        Forward(observer=observer, exchange=exchange),
     ]

@@ -14,8 +14,10 @@ from typing import Any, Final
 
 from skillop.gateway import approval
 from skillop.gateway.approval_request import ByRequest, PendingCall, Requests
+from skillop.gateway.guards.definition_pin import may_need_approval
 from skillop.gateway.observe import NOTHING, Observer
 from skillop.gateway.pipeline import CONTINUE, Call, Pending, Refuse, Verdict
+from skillop.gateway.served import ServedSet, ServedTool
 from skillop.model.visible import visible
 from skillop.model.wording import count
 from skillop.sources.mcp_discovery import one_line
@@ -31,6 +33,9 @@ class ApprovalGate:
     def __init__(self, requests: Requests, *, observer: Observer = NOTHING) -> None:
         self._requests = requests
         self._observer = observer
+
+    def applies(self, served: ServedSet, tool: ServedTool | None) -> bool:
+        return tool is not None and may_need_approval(served, tool)
 
     async def __call__(self, call: Call) -> Verdict:
         tool = call.member

@@ -5,13 +5,17 @@ the approval gate, which then asks as it does for a ``requiresApproval`` tool.""
 from __future__ import annotations
 
 from skillop.gateway.caller_policy import Denied, NeedsApproval, decide
-from skillop.gateway.pipeline import CONTINUE, Call, Refuse, Verdict
+from skillop.gateway.pipeline import CONTINUE, Call, Refuse, SyncGuard, Verdict
+from skillop.gateway.served import ServedSet, ServedTool
 
 
-class CallerRulesGuard:
+class CallerRulesGuard(SyncGuard):
     __slots__ = ()
 
-    async def __call__(self, call: Call) -> Verdict:
+    def applies(self, served: ServedSet, tool: ServedTool | None) -> bool:
+        return tool is not None and bool(served.caller_rules.rules)
+
+    def check(self, call: Call) -> Verdict:
         rules = call.served.caller_rules
         if not rules.rules:
             return CONTINUE

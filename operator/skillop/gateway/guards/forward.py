@@ -2,7 +2,9 @@
 
 The result goes back as the upstream gave it, minus any secret value it echoes
 (the link redacts it). An upstream that forgot the session (restarted, expired
-it) gets the call once more, in a new one, the definition checked again.
+it) gets the call once more, in a new one, the definition checked again. The
+server called must have had the caller's token exchanged for it if it wants one
+(``token_exchange``): checked before each attempt, against the link it goes to.
 """
 
 from __future__ import annotations
@@ -11,25 +13,38 @@ import asyncio
 import time
 
 from skillop.gateway.guards.definition_pin import pin
+from skillop.gateway.guards.token_exchange import TokenExchange
 from skillop.gateway.observe import NOTHING, Observer
-from skillop.gateway.pipeline import CONTINUE, Call, Done, Verdict, failed
+from skillop.gateway.pipeline import CONTINUE, Call, Done, Refuse, Verdict, failed
+from skillop.gateway.served import ServedSet, ServedTool
 from skillop.gateway.upstream import SessionLost
 
 
 class Forward:
-    __slots__ = ("_observer",)
+    __slots__ = ("_exchange", "_observer")
 
-    def __init__(self, *, observer: Observer = NOTHING) -> None:
-        """``observer``: the forward's span (its time is the record's upstream share)."""
+    def __init__(self, *, observer: Observer = NOTHING,
+                 exchange: TokenExchange | None = None) -> None:
+        """``observer``: the forward's span (its time is the record's upstream share);
+        ``exchange``: the call path's token exchange, for a server that wants one
+        the call was not exchanged for (None: such a call is refused)."""
         self._observer = observer
+        self._exchange = exchange
+
+    def applies(self, served: ServedSet, tool: ServedTool | None) -> bool:
+        return tool is not None and tool.source != "agent_skill"
 
     async def __call__(self, call: Call) -> Verdict:
-        timeout = call.member.timeout_seconds or call.default_timeout
+        tool = call.tool
+        assert tool is not None
+        timeout = tool.timeout_seconds or call.default_timeout
         bound = Bound(timeout)
         began = time.perf_counter()
         try:
-            with self._observer.upstream(call.label or "", call.member.upstream_name or ""):
-                return await _attempts(call)
+            if self._observer.tracing is None:  # no span: not even an empty one
+                return await self._attempts(call)
+            with self._observer.upstream(call.label or "", tool.upstream_name or ""):
+                return await self._attempts(call)
         except asyncio.CancelledError:
             if bound.expired_alone():
                 return failed(f"timed out after {timeout:g} s (timeoutSeconds)")
@@ -39,24 +54,52 @@ class Forward:
             call.upstream_seconds += time.perf_counter() - began
 
 
-async def _attempts(call: Call) -> Verdict:
-    """``CallFailed`` is the transport's: the pipeline turns it into a verdict."""
-    name = call.member.upstream_name
-    assert name is not None and call.link is not None and call.conn is not None
-    try:
-        return Done(await call.link.call(call.conn, name, call.arguments,
-                                         exchanged=call.exchanged))
-    except SessionLost:
-        pass
-    verdict = await pin(call)
-    if verdict is not CONTINUE:
-        return verdict
-    assert call.link is not None and call.conn is not None
-    try:
-        return Done(await call.link.call(call.conn, name, call.arguments,
-                                         exchanged=call.exchanged))
-    except SessionLost:
-        return failed(f"upstream {call.link.label} unavailable: it lost the new session too")
+    async def _attempts(self, call: Call) -> Verdict:
+        """``CallFailed`` is the transport's: the pipeline turns it into a verdict."""
+        assert call.tool is not None
+        name = call.tool.upstream_name
+        assert name is not None and call.link is not None and call.conn is not None
+        if call.link.upstream.token_exchange is not None or call.exchanged is not None:
+            verdict = await self._exchanged(call)
+            if verdict is not CONTINUE:
+                return verdict
+        try:
+            return Done(await call.link.call(call.conn, name, call.arguments,
+                                             exchanged=call.exchanged))
+        except SessionLost:
+            pass
+        verdict = await pin(call)
+        if verdict is CONTINUE:
+            verdict = await self._exchanged(call)
+        if verdict is not CONTINUE:
+            return verdict
+        assert call.link is not None and call.conn is not None
+        try:
+            return Done(await call.link.call(call.conn, name, call.arguments,
+                                             exchanged=call.exchanged))
+        except SessionLost:
+            return failed(f"upstream {call.link.label} unavailable: it lost the new session"
+                          " too")
+
+    async def _exchanged(self, call: Call) -> Verdict:
+        """``CONTINUE`` when the call carries what the server it goes to wants: no
+        exchanged token (it wants none), or one exchanged for it; else the token
+        exchange's verdict, made now (fails closed)."""
+        link = call.link
+        assert link is not None
+        server = link.upstream
+        if server.token_exchange is None and call.exchanged is None:
+            return CONTINUE
+        if call.exchanged is not None and (call.exchanged_for is server
+                                           or call.exchanged_for == server):
+            return CONTINUE
+        call.exchanged = call.exchanged_for = None
+        if server.token_exchange is None:
+            return CONTINUE  # a token exchanged for another server is not sent here
+        if self._exchange is None:
+            return Refuse(f"server {link.label} is called with tokens exchanged for the"
+                          " caller's (tokenExchange), which this call path cannot do")
+        return await self._exchange(call)
 
 
 class Bound:

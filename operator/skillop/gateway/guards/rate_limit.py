@@ -7,19 +7,23 @@ from __future__ import annotations
 from typing import Final
 
 from skillop.gateway.buckets import Buckets
-from skillop.gateway.pipeline import CONTINUE, Call, Refuse, Verdict
+from skillop.gateway.pipeline import CONTINUE, Call, Refuse, SyncGuard, Verdict
+from skillop.gateway.served import ServedSet, ServedTool
 
 #: The refusal's ``_meta`` key: whole seconds until the call may be tried again.
 META_RETRY_AFTER: Final = "skillop.dev/retryAfterSeconds"
 
 
-class RateLimitGuard:
+class RateLimitGuard(SyncGuard):
     __slots__ = ("buckets",)
 
     def __init__(self, buckets: Buckets) -> None:
         self.buckets = buckets
 
-    async def __call__(self, call: Call) -> Verdict:
+    def applies(self, served: ServedSet, tool: ServedTool | None) -> bool:
+        return tool is not None and bool(served.rate_limits)
+
+    def check(self, call: Call) -> Verdict:
         limits = call.served.rate_limits
         if not limits:
             return CONTINUE

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import mcp_types as types
 
-from skillop.gateway.pipeline import CONTINUE, Call, Done, Verdict, failed
+from skillop.gateway.pipeline import CONTINUE, Call, Done, SyncGuard, Verdict, failed
+from skillop.gateway.served import ServedSet, ServedTool
 
 
-class SkillBody:
-    async def __call__(self, call: Call) -> Verdict:
+class SkillBody(SyncGuard):
+    __slots__ = ()
+
+    def applies(self, served: ServedSet, tool: ServedTool | None) -> bool:
+        return tool is not None and tool.source == "agent_skill"
+
+    def check(self, call: Call) -> Verdict:
         tool = call.member
         if tool.source != "agent_skill":
             return CONTINUE

@@ -7,6 +7,12 @@ provide for, and one whose exchange fails (the issuer refused it, or could not
 be reached): the reason says which, and never falls back to the server's
 Secret. The exchanged token goes on the call (``Call.exchanged``) for the
 forward to send in place of the server's header of that name.
+
+Whether a call meets this guard is decided from its set (its tool's server has
+``tokenExchange`` there); the forward checks again against the server it is
+about to call (a reload may have given it ``tokenExchange`` since), and has the
+token exchanged then if it was not for that server: a call never reaches a
+server that wants an exchanged token without one.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from pathlib import Path
 
 from skillop.gateway.exchange import ExchangeFailed, Exchanger
 from skillop.gateway.pipeline import CONTINUE, Call, Refuse, Verdict
+from skillop.gateway.served import ServedSet, ServedTool
 from skillop.model.callers import CallersSpec
 
 
@@ -30,6 +37,11 @@ class TokenExchange:
         self._secrets_dir = secrets_dir
         self._ca_file = ca_file
         self._exchanger: Exchanger | None = None
+
+    def applies(self, served: ServedSet, tool: ServedTool | None) -> bool:
+        server = (served.upstreams.get(tool.upstream)
+                  if tool is not None and tool.upstream is not None else None)
+        return server is not None and server.token_exchange is not None
 
     async def __call__(self, call: Call) -> Verdict:
         link = call.link
@@ -48,6 +60,7 @@ class TokenExchange:
             call.exchanged = await exchanger.token(token, link.upstream.key, wanted)
         except ExchangeFailed as failed:
             return Refuse(f"{said}, and the exchange failed: {failed}")
+        call.exchanged_for = link.upstream
         return CONTINUE
 
     def _exchanger_for(self, callers: CallersSpec | None) -> Exchanger | None:

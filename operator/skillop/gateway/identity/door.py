@@ -14,7 +14,7 @@ the token was verified a moment before).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from pathlib import Path
 
@@ -35,6 +35,12 @@ class Door:
         self._observer = observer
         self._ca_file = ca_file
         self.callers: Callers | None = None
+        self._watchers: list[Callable[[], None]] = []
+
+    def watch(self, changed: Callable[[], None]) -> None:
+        """Call ``changed`` now and whenever the settings change (``update``)."""
+        self._watchers.append(changed)
+        changed()
 
     @property
     def spec(self) -> CallersSpec | None:
@@ -45,6 +51,8 @@ class Door:
         if spec == self.spec:
             return False
         self.callers = Callers(spec, ca_file=self._ca_file) if spec is not None else None
+        for changed in self._watchers:
+            changed()
         return True
 
     async def identify(self, headers: Mapping[str, str] | None) -> Caller | Refusal:

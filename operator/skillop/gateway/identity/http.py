@@ -22,6 +22,7 @@ the issuer. Without ``callers`` nothing changes (those paths are 404).
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from typing import Final
 
 from skillop.gateway.asgi import Direct, Receive, Scope, Send, send_direct
@@ -41,12 +42,18 @@ class Authenticated:
         self._door = door
         self._path = path
         self._metadata_paths = frozenset({METADATA_PATH, METADATA_PATH + path})
+        #: The front's (fixed for its life): read by every direct answer.
+        self.max_body_bytes = front.max_body_bytes
+        #: The direct answer to a POST (``direct.DirectAnswers``): the front's own
+        #: while the set has no ``callers`` (nothing to check, nothing in between),
+        #: else after the door. Chosen again whenever the door's settings change.
+        self.direct: Callable[[Scope, bytes], Awaitable[Direct | None]] = self._front.direct
+        door.watch(self._choose)
 
-    @property
-    def max_body_bytes(self) -> int:
-        return self._front.max_body_bytes
+    def _choose(self) -> None:
+        self.direct = self._front.direct if self._door.callers is None else self._admitted
 
-    async def direct(self, scope: Scope, body: bytes) -> Direct | None:
+    async def _admitted(self, scope: Scope, body: bytes) -> Direct | None:
         if self._door.callers is not None and scope["path"] == self._path:
             refused = await self._admit(scope)
             if refused is not None:

@@ -4,7 +4,7 @@ A ``Transport`` (one subclass per MCP transport: ``http``, ``sse``, ``stdio``)
 opens one connection at a time to its upstream: an initialized SDK session
 (the listings, ``list_changed``) and the ``Calls`` that forward ``tools/call``
 in it. The client (``upstream.UpstreamClient``) goes through these two only;
-what a transport's calls raise is already ``errors``' (``errors.Mapped``).
+what a transport's calls raise is already ``errors``' (``errors.mapped``).
 """
 
 from __future__ import annotations

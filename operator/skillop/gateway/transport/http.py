@@ -60,6 +60,7 @@ from skillop.gateway.transport.base import (
     CONNECT_TIMEOUT_SECONDS,
     Calls,
     HeaderMap,
+    Transport,
 )
 from skillop.gateway.transport.session import SessionCalls
 from skillop.gateway.transport.sse import SseTransport
@@ -227,7 +228,7 @@ class HttpCaller:
                     raise Unreachable(f"HTTP {status}") from None
                 raise
         # The type is the upstream's text, quoted whole (a part of a value is not
-        # recognised): errors.Mapped redacts it, then bounds it.
+        # recognised): errors.mapped redacts it, then bounds it.
         if status >= 400:
             raise Unreachable(f"HTTP {status}")
         said = response.headers.get("content-type", "")
@@ -381,15 +382,14 @@ class PlainCalls(SessionCalls):
         headers = mcp_param_headers(header_map, arguments) if header_map else {}
         if exchanged is not None:
             headers = {**headers, exchanged.header: exchanged.value}
-        with errors.Mapped(label, self._transport.redactor,
-                           also=exchanged.redactor if exchanged is not None else None):
+        try:
             if exchanged is not None and self._session_id is not None:
                 raw = await self._as_caller(name, arguments, headers, exchanged)
             else:
                 raw = await self._caller.call(
                     name, arguments, session_id=self._session_id,
                     protocol_version=self._version, client_info=CLIENT_INFO_WIRE,
-                    param_headers=headers, trace=self._transport.settings.observer.context())
+                    param_headers=headers, trace=_trace(self._transport))
             if is_input_required(raw):
                 raise errors.asks_input(label)
             meta = raw.get("_meta")
@@ -402,6 +402,12 @@ class PlainCalls(SessionCalls):
                 # The SDK's own check, as its call_tool makes it (the output schema is
                 # the one the session listed).
                 await self.session.validate_tool_result(name, result)
+        except Exception as exc:
+            failure = errors.mapped(exc, label, self._transport.redactor,
+                                    also=exchanged.redactor if exchanged is not None else None)
+            if failure is None:
+                raise
+            raise failure from None
         return result
 
     async def _as_caller(self, name: str, arguments: Mapping[str, Any],
@@ -423,12 +429,20 @@ class PlainCalls(SessionCalls):
                 return await self._caller.call(
                     name, arguments, session_id=session_id, protocol_version=self._version,
                     client_info=CLIENT_INFO_WIRE, param_headers=headers,
-                    trace=self._transport.settings.observer.context())
+                    trace=_trace(self._transport))
             except SessionLost:
                 self._caller_sessions.pop(exchanged.value, None)
         raise errors.CallFailed(f"upstream {self._transport.label} unavailable: it lost the"
                                 " caller's new session too")
 
+
+def _trace(transport: Transport) -> Mapping[str, str]:
+    """The trace context for a call's request (none when not tracing)."""
+    observer = transport.settings.observer
+    return observer.context() if observer.tracing is not None else _NO_TRACE
+
+
+_NO_TRACE: Final[Mapping[str, str]] = {}
 
 #: Sessions opened with callers' tokens kept per connection (the oldest forgotten).
 _MAX_CALLER_SESSIONS: Final = 1024

@@ -35,9 +35,14 @@ class SessionCalls(Calls):
                 f"upstream {label}: its calls go through the MCP SDK's session (its"
                 " protocol revision), which cannot carry a caller's exchanged token"
                 " (tokenExchange)")
-        with errors.Mapped(label, self._transport.redactor):
+        try:
             response = await self.session.call_tool(name, dict(arguments),
                                                     allow_input_required=True)
+        except Exception as exc:
+            failure = errors.mapped(exc, label, self._transport.redactor)
+            if failure is None:
+                raise
+            raise failure from None
         if isinstance(response, types.InputRequiredResult):
             raise errors.asks_input(label)
         return response

@@ -1,0 +1,265 @@
+"""Benchmark: what the gateway's own code does per tool call, counted (not timed).
+
+Wall-clock and CPU figures move with whatever else runs on a shared machine;
+these counts do not. For each build (``--build``: a checkout with its own
+``.venv``, any number of them) a ``skillop gateway`` serves bench/gateway.py's
+ToolSet of its trivial upstream (``ping``), and a raw HTTP/1.1 client
+(bench/gateway_ab.py's: next to no work of its own, and none in the gateway's
+process) calls ``ping`` back to back, for each protocol era (``--eras``):
+``--warmup`` calls, then ``--calls`` counted ones. Printed per build and era:
+
+- default: Python calls per request in the gateway's event-loop thread, from a
+  profile hook (``sys.setprofile``, installed by a ``sitecustomize`` put on the
+  gateway's PYTHONPATH): ``call`` events (a function entered, or a coroutine or
+  generator resumed) and ``c_call`` events (a builtin called). The hook is told
+  to zero and to read its counts over a loopback socket by a thread of its own
+  (not counted), between calls: the counts are exact, less the gateway's idle
+  work meanwhile (its mount poll), counted as for callgrind. ``--names DIR``: the
+  calls by function too, one file per build and era in DIR.
+- ``--callgrind``: instructions per request of the whole gateway process (every
+  thread), under valgrind's callgrind (zeroed after the warm-up, dumped after
+  the counted calls, by ``callgrind_control``).
+
+The upstream is listed again at most hourly (``SKILLOP_GATEWAY_RELIST_INTERVAL``).
+Either way the gateway's idle work in that time (its mount poll, once a second;
+slow under valgrind or the hook) is counted too, without calls for as long (at
+most ``IDLE_WINDOW``, scaled), and printed beside: ``net`` is the calls' count
+less it.
+
+    .venv/bin/python bench/gateway_count.py --build /path/to/base --build . \\
+        [--eras modern,handshake] [--calls 300] [--warmup 100] [--callgrind]
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+for _path in (ROOT / "bench", ROOT / "tests", ROOT / "tests" / "unit", ROOT / "tests" / "gateway"):
+    sys.path.insert(0, str(_path))
+
+from gateway_ab import RawClient  # noqa: E402
+
+import gateway as bench  # noqa: E402
+
+#: The profile hook, as the gateway's ``sitecustomize``: counts in the threads
+#: Python starts after it (the event loop's is the main one), served to
+#: ``Counter`` over a loopback socket by its own thread, which is not counted.
+HOOK = '''
+import os, socket, sys, threading
+
+_counts = [0, 0]
+_names = {} if os.environ.get("SKILLOP_COUNT_NAMES") else None
+
+
+def _hook(frame, event, arg):
+    if event == "call":
+        _counts[0] += 1
+        if _names is not None:
+            code = frame.f_code
+            key = f"{code.co_filename.rsplit('/', 2)[-1]}:{code.co_qualname}"
+            _names[key] = _names.get(key, 0) + 1
+    elif event == "c_call":
+        _counts[1] += 1
+
+
+def _serve(sock):
+    while True:
+        conn, _ = sock.accept()
+        with conn:
+            command = conn.recv(16)
+            if command == b"zero":
+                _counts[0] = _counts[1] = 0
+                if _names is not None:
+                    _names.clear()
+            elif command == b"names":
+                import json
+                with open(os.environ["SKILLOP_COUNT_NAMES"], "w") as out:
+                    json.dump(dict(_names), out)
+            conn.sendall(f"{_counts[0]} {_counts[1]}".encode())
+
+
+_sock = socket.create_server(("127.0.0.1", 0))
+with open(os.environ["SKILLOP_COUNT_PORT"], "w") as _out:
+    _out.write(str(_sock.getsockname()[1]))
+threading.Thread(target=_serve, args=(_sock,), daemon=True).start()
+sys.setprofile(_hook)
+threading.setprofile(_hook)
+'''
+
+
+#: The longest the idle gateway is watched (then scaled to the calls' time): less
+#: than uvicorn's keep-alive (5 s), whose closing the connection is no idle work.
+IDLE_WINDOW = 3.0
+
+
+class Counter:
+    """The profile hook's counts in one gateway."""
+
+    def __init__(self, port_file: Path) -> None:
+        bench_wait(lambda: port_file.exists() and port_file.read_text() != "", 60)
+        self._port = int(port_file.read_text())
+
+    def _ask(self, command: bytes) -> tuple[int, int]:
+        with socket.create_connection(("127.0.0.1", self._port)) as sock:
+            sock.sendall(command)
+            calls, c_calls = sock.recv(64).decode().split()
+        return int(calls), int(c_calls)
+
+    def zero(self) -> None:
+        self._ask(b"zero")
+
+    def read(self) -> tuple[int, int]:
+        return self._ask(b"read")
+
+    def names(self) -> None:
+        """Write the calls by function to the file ``SKILLOP_COUNT_NAMES`` names."""
+        self._ask(b"names")
+
+
+class Callgrind:
+    """Instruction counts of a gateway under callgrind, by ``callgrind_control``."""
+
+    def __init__(self, pid: int, out: Path) -> None:
+        self._pid = pid
+        self._out = out
+
+    def zero(self) -> None:
+        subprocess.run(["callgrind_control", "-z", str(self._pid)], check=True,
+                       capture_output=True)
+
+    def read(self) -> int:
+        """Instructions since the last zero (a dump, read back)."""
+        before = set(glob.glob(f"{self._out}*"))
+        subprocess.run(["callgrind_control", "-d", str(self._pid)], check=True,
+                       capture_output=True)
+        bench_wait(lambda: bool(set(glob.glob(f"{self._out}*")) - before), 60)
+        (dump,) = set(glob.glob(f"{self._out}*")) - before
+        bench_wait(lambda: "totals:" in Path(dump).read_text(errors="replace"), 60)
+        for line in Path(dump).read_text(errors="replace").splitlines():
+            if line.startswith("totals:"):
+                return int(line.split()[1])
+        raise RuntimeError(f"no totals in {dump}")
+
+
+def bench_wait(predicate: object, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            raise TimeoutError("not in time")
+        time.sleep(0.05)
+
+
+def launcher(build: Path, work: Path, *, callgrind: bool) -> Path:
+    """A ``skillop`` for ``build``: its operator/ (and the hook) on the path, the
+    interpreter this script runs on, under callgrind if asked."""
+    hook = work / "hook"
+    hook.mkdir()
+    if not callgrind:
+        (hook / "sitecustomize.py").write_text(HOOK)
+    valgrind = (f"valgrind --tool=callgrind --callgrind-out-file={work}/callgrind.out"
+                " --dump-instr=no " if callgrind else "")
+    script = work / "skillop"
+    script.write_text("#!/bin/sh\n"
+                      f"export PYTHONPATH={build.resolve()}/operator:{hook}\n"
+                      f"exec {valgrind}{sys.executable} -m skillop \"$@\"\n")
+    script.chmod(0o755)
+    return script
+
+
+def count_build(build: Path, upstream: str, tmp: Path, args: argparse.Namespace) -> None:
+    work = tmp / f"build-{len(list(tmp.iterdir()))}"
+    work.mkdir()
+    bench.SKILLOP = str(launcher(build, work, callgrind=args.callgrind))
+    port_file = work / "count-port"
+    # No periodic re-listing of the upstream in the counts (under valgrind, one costs
+    # as much as hundreds of calls, at times the load decides).
+    env = {"SKILLOP_COUNT_PORT": str(port_file), "SKILLOP_GATEWAY_RELIST_INTERVAL": "3600"}
+    if args.names is not None:
+        env["SKILLOP_COUNT_NAMES"] = str(work / "names.json")
+    proc, url = bench.start_gateway(upstream, work, env=env,
+                                    timeout=600 if args.callgrind else 60)
+    try:
+        for era in args.eras.split(","):
+            client = RawClient(url, era)
+            for n in range(args.warmup):
+                client.call(n)
+            if args.callgrind:
+                grind = Callgrind(proc.pid, work / "callgrind.out")
+                grind.zero()
+                start = time.monotonic()
+                for n in range(args.calls):
+                    client.call(n)
+                took = time.monotonic() - start
+                busy = grind.read()
+                grind.zero()
+                time.sleep(window := min(took, IDLE_WINDOW))
+                idle = grind.read() * took / window
+                print(f"  {build} {era}: {busy / args.calls:,.0f} instructions a call"
+                      f" (idle for as long, {took:.1f} s: {idle / args.calls:,.0f} a call;"
+                      f" net {(busy - idle) / args.calls:,.0f})", flush=True)
+            else:
+                counter = Counter(port_file)
+                counter.zero()
+                start = time.monotonic()
+                for n in range(args.calls):
+                    client.call(n)
+                took = time.monotonic() - start
+                calls, c_calls = counter.read()
+                counter.zero()
+                time.sleep(window := min(took, IDLE_WINDOW))
+                idle = counter.read()[0] * took / window
+                print(f"  {build} {era}: {calls / args.calls:.1f} Python calls a call,"
+                      f" {c_calls / args.calls:.1f} builtin calls (idle in the same"
+                      f" {took:.1f} s: {idle / args.calls:.1f} a call; net"
+                      f" {(calls - idle) / args.calls:.1f})", flush=True)
+                if args.names is not None:
+                    counter.names()
+                    by_name = json.loads((work / "names.json").read_text())
+                    out = args.names / f"{build.name}-{era}.txt"
+                    out.write_text("".join(
+                        f"{count / args.calls:8.2f} {name}\n" for name, count in
+                        sorted(by_name.items(), key=lambda item: -item[1])))
+                    print(f"    by function: {out}")
+    finally:
+        bench.stop((proc,))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--build", type=Path, action="append", required=True,
+                        help="a checkout with its .venv (repeat for each build)")
+    parser.add_argument("--eras", default="modern,handshake")
+    parser.add_argument("--calls", type=int, default=300, help="counted calls per era")
+    parser.add_argument("--warmup", type=int, default=100, help="uncounted calls first")
+    parser.add_argument("--names", type=Path, default=None,
+                        help="a folder: write Python calls per call by function there")
+    parser.add_argument("--callgrind", action="store_true",
+                        help="instructions under callgrind (else Python calls)")
+    args = parser.parse_args()
+    what = "instructions (callgrind)" if args.callgrind else "Python calls (profile hook)"
+    print(f"{what} per tools/call of ping, {args.calls} counted after {args.warmup},"
+          f" one raw client; load average {os.getloadavg()[0]:.2f}", flush=True)
+    upstream = subprocess.Popen([sys.executable, str(ROOT / "bench" / "gateway.py"), "--upstream"],
+                                stdout=subprocess.PIPE, text=True)
+    try:
+        url = bench._read_line(upstream)
+        with tempfile.TemporaryDirectory() as tmp:
+            for build in args.build:
+                count_build(build, url, Path(tmp), args)
+    finally:
+        bench.stop((upstream,))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
