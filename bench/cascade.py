@@ -55,7 +55,10 @@ the cascade (Events, posted after the batch's writes, may still be going out).
 With ``--kubeconfig`` it also prints the operator's peak RSS (VmHWM of its
 process), the API server's request count per phase (``apiserver_request_total``
 from its ``/metrics``, where it has one) and the restarted operator's time from
-its start to the end of the batch that resolved every Actor. ``--create-threads``
+its start to the end of the batch that resolved every Actor; with
+``--apiserver-restart`` (under ``tests/realapi/controlplane.py``), after the
+cascade, kube-apiserver is restarted under the running operator, and its writes
+then and the CPU time its re-listing took are printed. ``--create-threads``
 creates the Actors on that many threads (10,000 POSTs one after another take
 minutes).
 
@@ -67,6 +70,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from collections import Counter
@@ -88,6 +92,8 @@ from memory import measure_memory, memory_table, summary
 
 from skillop.model.toolset import default_configmap_name
 
+RESTART_PID = "CONTROLPLANE_PID"  # tests/realapi/controlplane.py: SIGUSR1 restarts the API server
+
 # -- the run ---------------------------------------------------------------------------
 
 
@@ -106,6 +112,8 @@ def run_cascade(args: argparse.Namespace) -> dict[str, Any]:
                 after = cascade(args, cluster, progress, log, figures)
                 if probe is not None:
                     figures["operator_peak_mib"] = probe.peak_rss_mib()
+                if args.apiserver_restart and probe is not None:
+                    apiserver_restart(args, log, probe, figures)
             restart(args, log, figures)
             figures["exact"] = log.exact
             figures["raw_seconds"] = raw_writes(
@@ -190,6 +198,38 @@ def restart(args: argparse.Namespace, log: WriteLog, figures: dict[str, Any]) ->
     figures["restart_writes"] = log.counts(mark)
 
 
+def apiserver_restart(args: argparse.Namespace, log: WriteLog, probe: OperatorProbe,
+                      figures: dict[str, Any]) -> None:
+    """kube-apiserver restarted under the running operator: every watch breaks and
+    lists again. Its writes (none wanted) and what the re-listing cost it: CPU
+    time from the restart until ``--apiserver-window`` seconds after the API
+    server's return, and when it was last busy (a second with over 0.1 s of CPU)."""
+    pid = os.environ.get(RESTART_PID)
+    if pid is None:
+        raise SystemExit("--apiserver-restart: run under tests/realapi/controlplane.py")
+    mark = log.mark()
+    cpu = last = probe.cpu_seconds()
+    start = time.monotonic()
+    os.kill(int(pid), signal.SIGUSR1)  # the control plane restarts kube-apiserver
+    wait_until(lambda: api_requests() is None, 60, "kube-apiserver stopped", interval=0.1)
+    wait_until(lambda: api_requests() is not None, args.timeout, "kube-apiserver back",
+               interval=0.2)
+    figures["apiserver_back_seconds"] = time.monotonic() - start
+    busy_until = 0.0
+    back = time.monotonic()
+    while time.monotonic() - back < args.apiserver_window:
+        time.sleep(1.0)
+        now = probe.cpu_seconds()
+        if now - last > 0.1:
+            busy_until = time.monotonic() - start
+        last = now
+    figures["apiserver_cpu_seconds"] = last - cpu
+    figures["apiserver_busy_seconds"] = busy_until
+    figures["apiserver_peak_mib"] = probe.peak_rss_mib()
+    _requests(figures, "after the API server restart", 0)
+    figures["apiserver_writes"] = log.counts(mark)
+
+
 def _requests(figures: dict[str, Any], phase: str, before: int | None) -> None:
     after = api_requests()
     if before is not None and after is not None:
@@ -218,6 +258,13 @@ def report(args: argparse.Namespace, f: dict[str, Any], mem: dict[str, Any] | No
     print(f"events: {w['events']}")
     print(f"restart writes: {sum(f['restart_writes'].values())} "
           f"({dict(f['restart_writes']) or 'none'})")
+    if "apiserver_back_seconds" in f:
+        print(f"kube-apiserver restart: back after {f['apiserver_back_seconds']:.2f}s; "
+              f"operator writes then: {sum(f['apiserver_writes'].values())} "
+              f"({dict(f['apiserver_writes']) or 'none'}); operator CPU from the restart to "
+              f"{args.apiserver_window:.0f}s after: {f['apiserver_cpu_seconds']:.2f}s, last busy "
+              f"second {f['apiserver_busy_seconds']:.0f}s after the restart; peak RSS "
+              f"{f['apiserver_peak_mib']:.0f} MiB")
     if "restart_ready_seconds" in f:
         print(f"restart: every Actor resolved after {f['restart_ready_seconds']:.2f}s "
               f"(process start to its batch's end)")
@@ -253,6 +300,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--settle", type=float, default=2.5,
                    help="seconds to watch for late writes (and after a restart)")
     p.add_argument("--timeout", type=float, default=600.0)
+    p.add_argument("--apiserver-restart", action="store_true",
+                   help="after the cascade, restart kube-apiserver under the operator "
+                        "(under tests/realapi/controlplane.py only)")
+    p.add_argument("--apiserver-window", type=float, default=60.0,
+                   help="seconds to follow the operator after the API server is back")
     p.add_argument("--memory-skills", type=int, default=10_000)
     p.add_argument("--memory-actors", type=int, default=1_000)
     p.add_argument("--no-memory", action="store_true", help="skip the memory figure")

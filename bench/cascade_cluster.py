@@ -120,6 +120,11 @@ class OperatorProbe:
         line = next(x for x in status.splitlines() if x.startswith("VmHWM:"))
         return int(line.split()[1]) / 1024
 
+    def cpu_seconds(self) -> float:
+        """User and system CPU time the process has used so far."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def objects_resolved(self, kind: str) -> float:
         """``skillop_reconcile_objects_total{kind}`` from its ``/metrics``."""
         environ = Path(f"/proc/{self.pid}/environ").read_bytes().split(b"\0")

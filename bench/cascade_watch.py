@@ -161,14 +161,14 @@ class Progress:
 
         version = ""
         while not self._stop.is_set():
-            if not version:  # (re)list, then watch from the list's version
-                listing = json.loads(fn(*args, _preload_content=False, **kwargs).data)
-                with self._lock:
-                    for obj in listing["items"]:
-                        self._record(name, "ADDED", obj)
-                version = listing["metadata"]["resourceVersion"]
-                self._synced[name].set()
             try:
+                if not version:  # (re)list, then watch from the list's version
+                    listing = json.loads(fn(*args, _preload_content=False, **kwargs).data)
+                    with self._lock:
+                        for obj in listing["items"]:
+                            self._record(name, "ADDED", obj)
+                    version = listing["metadata"]["resourceVersion"]
+                    self._synced[name].set()
                 for event in kubernetes.watch.Watch().stream(
                         fn, *args, resource_version=version, timeout_seconds=5,
                         deserialize=False, **kwargs):
@@ -180,7 +180,7 @@ class Progress:
                         self._record(name, event["type"], obj)
                     if self._stop.is_set():
                         return
-            except Exception:  # 410 Gone or a dropped stream: list again
+            except Exception:  # 410 Gone, a dropped stream, the API server away: list again
                 version = ""
                 time.sleep(0.1)
 

@@ -39,6 +39,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator, Sequence
@@ -516,13 +517,30 @@ def main(argv: list[str] | None = None) -> int:
         if args.crds:
             install_crds(plane, args.crds)
         if command:
-            return subprocess.run(command, check=False).returncode
+            return _run_command(plane, command)
         print(f"control plane at {plane.url}; kubeconfig {args.kubeconfig}; "
               "Ctrl-C (SIGTERM) stops it", flush=True)
         while not stop:
             plane.check_alive()
             time.sleep(0.5)
     return 0
+
+
+#: In the environment of the command run around: the pid to send SIGUSR1 to, to have
+#: kube-apiserver restarted (a benchmark's watch gap, ``bench/cascade.py``).
+RESTART_PID = "CONTROLPLANE_PID"
+
+
+def _run_command(plane: ControlPlane, command: list[str]) -> int:
+    """Run ``command``; restart kube-apiserver each time it sends SIGUSR1."""
+    asked = threading.Event()
+    signal.signal(signal.SIGUSR1, lambda *_: asked.set())
+    proc = subprocess.Popen(command, env={**os.environ, RESTART_PID: str(os.getpid())})
+    while proc.poll() is None:
+        if asked.wait(0.2):
+            asked.clear()
+            plane.restart_apiserver()
+    return proc.returncode
 
 
 if __name__ == "__main__":

@@ -25,11 +25,14 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, cast
 
 import kopf
+from kopf._cogs.aiokits import aiotoggles
+from kopf._core.reactor import orchestration, processing
 from prometheus_client import CollectorRegistry
 
 from skillop import __version__
@@ -56,6 +59,9 @@ NAMESPACES = ("", "v1", "namespaces")
 KINDS = {TOOLS: "Tool", SKILLS: "Skill", ACTORS: "Actor", SKILL_POLICIES: "SkillPolicy",
          CLUSTER_SKILL_POLICIES: "ClusterSkillPolicy", CONFIGMAPS: "ConfigMap",
          NAMESPACES: "Namespace"}
+
+log = logging.getLogger("skillop")
+
 
 class SharedMemo(kopf.Memo):
     """The operator's memo, one object for every watched object.
@@ -165,7 +171,8 @@ def configure(settings: kopf.OperatorSettings, config: OperatorConfig) -> None:
     settings.persistence.finalizer = "skillop.dev/finalizer"
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="skillop.dev")
     settings.persistence.diffbase_storage = StatuslessDiffBaseStorage(
-        prefix="skillop.dev", key="last-handled-configuration")
+        prefix="skillop.dev", key="last-handled-configuration",
+        compares_bodies=compares_bodies(kopf.get_default_registry()))
     settings.watching.server_timeout = 300
     settings.queueing.error_delays = [1, 2, 5, 10, 30, 60]
     if config.serves_webhooks:
@@ -174,22 +181,99 @@ def configure(settings: kopf.OperatorSettings, config: OperatorConfig) -> None:
         webhook.configure(settings, config)
 
 
+def compares_bodies(registry: kopf.OperatorRegistry) -> bool:
+    """Whether any handler reads kopf's diff of an object's old and new essence:
+    only changing (on.create/update/...) and spawning (daemons, timers) ones do."""
+    return bool(registry._changing.get_all_handlers() or registry._spawning.get_all_handlers())
+
+
 class StatuslessDiffBaseStorage(kopf.AnnotationsDiffBaseStorage):
-    """kopf's diff-base, without deep-copying the status it then drops.
+    """kopf's diff-base, without deep-copying what no handler compares.
 
     kopf builds a diff-base for every watch event, handlers or not, starting with a
-    deep copy of the whole body; an Actor's status (up to 256 tool items) is most
-    of its body and every status write comes back as an event. skillop has no
-    handler on status fields (``extra_fields`` is empty), so the status is left
-    out before the copy: same essence, a fraction of the work.
+    deep copy of the whole body (and another of that essence, without its progress
+    annotations). With no changing or spawning handler (``compares_bodies`` false:
+    skillop's index and event handlers never see the diff) the essence is empty: no
+    copy at all. Otherwise the status is left out before the copy, as no handler is
+    on status fields (``extra_fields`` is empty); an Actor's status (up to 256 tool
+    items) is most of its body and every status write comes back as an event.
     """
+
+    def __init__(self, *, prefix: str, key: str, compares_bodies: bool = True) -> None:
+        super().__init__(prefix=prefix, key=key)
+        self.compares_bodies = compares_bodies
 
     def build(self, *, body: kopf.Body,
               extra_fields: Iterable[kopf.FieldSpec] | None = None) -> kopf.BodyEssence:
+        if not self.compares_bodies:
+            return cast(kopf.BodyEssence, {})
         if extra_fields or "status" not in body:
             return super().build(body=body, extra_fields=extra_fields)
         lean = kopf.Body(cast(kopf.RawBody, {k: v for k, v in body.items() if k != "status"}))
         return super().build(body=lean, extra_fields=extra_fields)
+
+
+class _WakeOnChange(asyncio.Condition):
+    """A toggle set's condition whose ``notify_all`` wakes the waiters only when the
+    set's state (on/off) changed since the last notification."""
+
+    def __init__(self, toggles: aiotoggles.ToggleSet) -> None:
+        super().__init__()
+        self._toggles = toggles
+        self._state: bool | None = None  # unknown before the first notification
+
+    def notify_all(self) -> None:
+        state = self._toggles.is_on()
+        if state != self._state:
+            self._state = state
+            super().notify_all()
+
+
+class WakeOnChangeToggleSet(aiotoggles.ToggleSet):
+    """kopf's toggle set, whose waiters are woken when the state they wait for comes.
+
+    kopf gates handling on the initial listing with one toggle per listed object
+    in a set: each object's worker drops its toggle, then waits for the set to be
+    on. Every drop woke every waiting worker to re-check, N^2 wake-ups for N
+    objects (most of a restart's start-up at 1,000 Actors). The set's state only
+    changes when the last toggle goes, so the waiters are woken then. Correct as
+    long as every change of a toggle or of the set notifies under the condition,
+    and nothing waits on a single toggle of a set: ``kopf_fits_wake_on_change``.
+    """
+
+    def __init__(self, fn: Callable[[Iterable[bool]], bool]) -> None:
+        super().__init__(fn)
+        self._condition = _WakeOnChange(self)
+
+
+def kopf_fits_wake_on_change() -> bool:
+    """Whether kopf's toggles are as ``WakeOnChangeToggleSet`` expects (kopf 1.45)."""
+    notifying = (aiotoggles.ToggleSet.make_toggle, aiotoggles.ToggleSet.drop_toggle,
+                 aiotoggles.ToggleSet.drop_toggles, aiotoggles.Toggle.turn_to)
+    waiting = inspect.getsource(aiotoggles.ToggleSet.wait_for)
+    return (all("self._condition.notify_all()" in inspect.getsource(f) for f in notifying)
+            and "self._condition.wait_for(" in waiting
+            and "aiotoggles.ToggleSet(all)" in inspect.getsource(orchestration)
+            and "operator_indexed.wait_for(True)" in inspect.getsource(processing))
+
+
+def wake_on_change() -> bool:
+    """Make kopf's toggle sets ``WakeOnChangeToggleSet``s, if kopf is as expected;
+    otherwise leave kopf as it is (correct, only slower to start) and say so."""
+    if aiotoggles.ToggleSet is WakeOnChangeToggleSet:
+        return True
+    if not kopf_fits_wake_on_change():
+        log.warning("kopf %s: its toggles are not as expected; the start-up gate "
+                    "wakes every waiter on each object", _kopf_version())
+        return False
+    aiotoggles.ToggleSet = WakeOnChangeToggleSet  # type: ignore[misc]
+    return True
+
+
+def _kopf_version() -> str:
+    from importlib.metadata import version
+
+    return version("kopf")
 
 
 @kopf.on.cleanup()
@@ -264,6 +348,7 @@ def _watch_pods() -> None:
 
 for _resource in KINDS:
     _watch(_resource)
+wake_on_change()
 
 
 @kopf.on.event(API_GROUP, API_VERSION, APPROVALS, id="toolcallapproval-event")

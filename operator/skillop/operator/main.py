@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 import sys
@@ -40,6 +41,10 @@ def run() -> int:
     from skillop.operator import handlers  # registers the handlers
 
     handlers.register_webhook(config)
+    # What is imported lives as long as the process: out of the collector's sight,
+    # each full collection (they grow with the objects of a large listing) walks
+    # only what the operator has made since.
+    gc.freeze()
 
     logging.basicConfig(level=config.log_level,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
