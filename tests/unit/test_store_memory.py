@@ -19,18 +19,20 @@ from skillop.operator.store import Store
 
 
 def _traced(fill: Any) -> int:
-    """Bytes still allocated after ``fill()`` ran (and a garbage collection)."""
+    """Bytes allocated under ``fill()`` and still held after it ran (and a garbage
+    collection): only what was allocated with this file on the stack, so a thread
+    an earlier test left running in this process is not counted."""
     gc.collect()
-    tracemalloc.start()
+    tracemalloc.start(64)
     try:
-        before = tracemalloc.get_traced_memory()[0]
         kept = fill()
         gc.collect()
-        after = tracemalloc.get_traced_memory()[0]
+        snapshot = tracemalloc.take_snapshot()
     finally:
         tracemalloc.stop()
     del kept
-    return after - before
+    ours = snapshot.filter_traces([tracemalloc.Filter(True, __file__, all_frames=True)])
+    return sum(stat.size for stat in ours.statistics("filename"))
 
 
 def test_an_unrelated_configmap_costs_its_name_and_one_slot() -> None:
