@@ -40,6 +40,8 @@ MINT = "urn:skillop:test:mint"
 EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"
 _MINTER = "skillop-test-minter"
+#: How long node may take to listen (the provider started, its keys made).
+_START_SECONDS = 120
 
 
 class OidcProvider:
@@ -152,12 +154,19 @@ class OidcProvider:
     def _port(self) -> int:
         process = self._process
         assert process is not None and process.stdout is not None
-        ready, _, _ = select.select([process.stdout], [], [], 30)
-        line = process.stdout.readline() if ready else ""
-        if not line.startswith("listening "):
-            self.stop()
-            raise RuntimeError(f"the OpenID provider did not start: {self.log()[-2000:]}")
-        return int(line.split()[1])
+        # Node loads the provider and makes its signing keys before it listens:
+        # seconds on a quiet machine, over 30 s on a CI machine under load.
+        deadline = time.monotonic() + _START_SECONDS
+        while (left := deadline - time.monotonic()) > 0:
+            ready, _, _ = select.select([process.stdout], [], [], left)
+            line = process.stdout.readline() if ready else ""
+            if line.startswith("listening "):
+                return int(line.split()[1])
+            if ready and not line:  # node exited
+                break
+        self.stop()
+        raise RuntimeError(f"the OpenID provider did not start within {_START_SECONDS} s: "
+                           f"{self.log()[-2000:]}")
 
     def _wait_for_discovery(self) -> dict[str, Any]:
         url = f"{self.issuer}/.well-known/openid-configuration"
