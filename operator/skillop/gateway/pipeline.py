@@ -246,9 +246,8 @@ class Pipeline:
     async def run(self, call: Call) -> Verdict:
         """The call's final verdict (never ``Continue``), recorded unless ``Pending``."""
         started = time.perf_counter()
-        steps = self._steps.get(call.name) if self._steps_of is call.served else None
         try:
-            for check, guard in steps or self.steps(call.served, call.name):
+            for check, guard in self.steps(call.served, call.name):
                 verdict = check(call) if check is not None else await guard(call)
                 if verdict is not CONTINUE:
                     break
@@ -266,11 +265,7 @@ class Pipeline:
             self.record(_record(call, failed(CANCELLED), started))
             raise
         if not isinstance(verdict, Pending):
-            record = _record(call, verdict, started)  # ``record``, inline: every call's
-            if self._trace_id is not None:
-                record = record._replace(trace_id=self._trace_id())
-            for recorder in self.recorders:
-                recorder(record)
+            self.record(_record(call, verdict, started))
         return verdict
 
 
