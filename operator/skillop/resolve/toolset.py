@@ -40,7 +40,7 @@ from skillop.resolve.layout import (
     data_size,
     tools_json,
 )
-from skillop.resolve.tokens import ENCODING, tool_tokens
+from skillop.resolve.tokens import ENCODING
 from skillop.resolve.tooljson import EffectiveTool, path_json, path_names, tool_entry, tool_json
 
 #: This module's own, and what callers import from here though one tool's entry
@@ -88,10 +88,7 @@ def toolset_text(
     ``tools`` are in effective-name order (as the resolver gives them).
     """
     paths: dict[int, str] = {}
-    # Read once, for the header's total and each tool's line (``EffectiveTool.tokens``
-    # without the property: this runs for every tool of every Actor).
-    counts = [tool_tokens(t.binding_name, t.entry.tool) if t.stand_in is None else t.stand_in
-              for t in tools]
+    counts = [t.tokens for t in tools]  # once, for the header's total and each tool's line
     body = _header(owner_kind=owner_kind, owner=owner, tools=tools, servers=servers,
                    disclosure=disclosure, approval=approval, callers=callers, rules=rules,
                    total=sum(counts))
