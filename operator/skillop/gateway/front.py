@@ -110,7 +110,6 @@ class Front:
         self._answerer = answerer
         self._path = path
         self._security = TransportSecurityMiddleware(security)
-        self._max_body = max_body_bytes
         #: Header values the SDK's checks passed (``_accepted``).
         self._passed: set[tuple[str | None, ...]] = set()
         #: The largest request body served (the SDK's limit; a larger one is 413).
@@ -232,7 +231,7 @@ class Front:
                 return None
             chunk = message.get("body", b"")
             size += len(chunk)
-            if size > self._max_body:
+            if size > self.max_body_bytes:
                 await send_plain(send, 413, b"Request body too large")
                 return None
             chunks.append(chunk)
@@ -261,13 +260,9 @@ class Front:
         """``_may_answer`` without waiting, for header values that passed the SDK's
         checks before (a client's every request but its first); else None (falsy:
         the caller then awaits ``_may_answer``)."""
-        get = headers.get  # ``_key`` and ``_routable``, inline: every request asks
-        if (get("host"), get("origin"), get("content-type"), get("accept")) not in self._passed:
+        if _key(headers) not in self._passed:
             return None
-        if modern:
-            return find_duplicated_routing_header(headers.lines) is None
-        version = get("mcp-protocol-version")
-        return version is None or version in HANDSHAKE_PROTOCOL_VERSIONS
+        return self._routable(headers, modern=modern)
 
     async def _may_answer(self, headers: HeaderMap, *, modern: bool = False) -> bool:
         """Whether the SDK would accept this request's headers (else it must say why):
