@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING
 
 import snowballstemmer
 
+from skillop.gateway.actions import asked, performed
 from skillop.gateway.thesaurus import EXPANSION_WEIGHT, GROUPS
 from skillop.model.wording import count
 
@@ -64,6 +65,11 @@ BM25_HALF = 8.0
 #: The cosine, not the blend: BM25's scores grow with the set (its idf), a cosine
 #: does not, so one threshold serves a set of 10 tools as well as one of 5,000.
 ABSTAIN_BELOW = 0.29
+#: A query that asks for an operation (gateway/actions.py) none of this many of the
+#: best-ranked tools performs fits none of them either, whatever its cosine: the
+#: closest tools a weak answer shows, a count that means the same in a set of 10
+#: tools as in one of 5,000.
+ACTION_CANDIDATES = 3
 #: A query longer than this is cut (a model's search is a sentence, not a document).
 MAX_QUERY_CHARS = 1000
 
@@ -91,12 +97,16 @@ class Document:
     #: The input schema's top-level property names and descriptions.
     parameters: str = ""
 
+    def name_words(self) -> str:
+        """The name split into lowercase words ("slack_post_message" -> "slack post
+        message", "createIssue" -> "create issue")."""
+        return " ".join(_WORD.findall(self.name)).lower()
+
     def sentence(self) -> str:
         """What the sentence model reads: the skill, the name's words, the title and
         the description (the model cuts it at 128 tokens; the first sentences say
         what a tool does)."""
-        words = " ".join(_WORD.findall(self.name)).lower()
-        text = f"{self.skill}: {words}. {self.title} {self.description}"
+        text = f"{self.skill}: {self.name_words()}. {self.title} {self.description}"
         return " ".join(text.split())
 
 
@@ -269,15 +279,23 @@ class SearchIndex:
             blended[gone] = -np.inf
             cosines = cosines.copy()
             cosines[gone] = -np.inf
-        count = min(limit, len(self._keys) - len(gone))
+        count = min(max(limit, ACTION_CANDIDATES), len(self._keys) - len(gone))
         if count == 0:
             return Found((), weak=True, ranking="hybrid", confidence=0.0)
         best = np.argpartition(-blended, count - 1)[:count]
-        best = best[np.lexsort((best, -blended[best]))]
-        matches = tuple((self._keys[int(i)], float(blended[i])) for i in best)
+        best = best[np.lexsort((best, -blended[best]))].tolist()
+        matches = tuple((self._keys[i], float(blended[i])) for i in best[:limit])
         confidence = float(cosines.max())
-        return Found(matches, weak=confidence < ABSTAIN_BELOW, ranking="hybrid",
-                     confidence=confidence)
+        weak = confidence < ABSTAIN_BELOW or self._unable(query, best[:ACTION_CANDIDATES])
+        return Found(matches, weak=weak, ranking="hybrid", confidence=confidence)
+
+    def _unable(self, query: str, closest: list[int]) -> bool:
+        """Whether ``query`` asks for an operation that none of the documents numbered
+        ``closest`` performs (gateway/actions.py)."""
+        wanted = asked(query)
+        return bool(wanted) and not any(
+            wanted & performed(doc.name_words(), doc.title, doc.description)
+            for doc in (self.documents[n] for n in closest))
 
     def __len__(self) -> int:
         return len(self._keys)
