@@ -3,9 +3,13 @@ and the hybrid search's "nothing fits" when none of the closest performs it."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from skillop.gateway.actions import TRIGGERS, VERBS, asked, performed
+from skillop.gateway.actions import TRIGGERS, VERBS, asked, named, performed, phrase
+from skillop.gateway.search import Document, SearchIndex
+from skillop.gateway.vectors import SemanticRanker
 
 
 @pytest.mark.parametrize(("query", "classes"), [
@@ -44,3 +48,44 @@ def test_a_tool_performs_what_its_name_title_and_first_sentence_say() -> None:
 
 def test_every_trigger_is_a_verb_of_the_lexicon() -> None:
     assert set(TRIGGERS) <= set(VERBS)
+
+
+def test_a_skill_is_named_as_whole_words() -> None:
+    skills = [phrase(s) for s in ("circleci", "google-maps", "git", "github")]
+    assert skills[1] == "google maps"
+    assert named("cancel the CircleCI workflow on Google-Maps' repo", skills) == [
+        "circleci", "google maps"]
+    assert named("open a GitHub issue", skills) == ["github"]  # not "git"
+    assert named("bake a cake", skills) == []
+
+
+class _Flat:
+    """A stand-in encoder that finds every text equally close (cosine 1): what is
+    left to decide is the operation."""
+
+    identity, dimension = "flat@1", 2
+
+    def encode(self, texts: list[str], *, tokens: int = 64) -> Any:
+        np = pytest.importorskip("numpy")
+        return np.full((len(texts), 2), 2 ** -0.5, dtype=np.float32)
+
+
+@pytest.mark.parametrize(("query", "weak"), [
+    # GitLab's tool cancels, CircleCI's only reruns: not for CircleCI.
+    ("cancel the CircleCI workflow", True),
+    ("cancel the GitLab pipeline", False),
+    ("cancel the pipeline", False),  # no service named: the three closest
+    ("rerun the CircleCI workflow", False),
+])
+def test_a_named_service_must_perform_the_operation_itself(query: str, weak: bool) -> None:
+    pytest.importorskip("numpy")
+    docs = [Document("ci/rerun", "rerun_workflow", skill="circleci",
+                     description="Rerun a workflow from the start."),
+            Document("gl/cancel", "cancel_pipeline", skill="gitlab",
+                     description="Cancel a running pipeline."),
+            Document("gl/list", "list_pipelines", skill="gitlab",
+                     description="List the pipelines of a project.")]
+    index = SearchIndex(docs)
+    assert SemanticRanker(None, lambda _: None, loader=lambda: _Flat()).prepare(  # type: ignore[arg-type,return-value]
+        index)
+    assert index.find(query, limit=1).weak is weak

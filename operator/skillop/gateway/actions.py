@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 import snowballstemmer
 
@@ -102,6 +102,7 @@ _LEAD = _words("""please can could would you i we need want to like let lets let
     ahead just now help me us""")
 _WORD = re.compile(r"[A-Za-z']+")
 _LETTERS = re.compile(r"[a-z]+")
+_NAME_WORD = re.compile(r"[a-z0-9]+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s|\n")
 _STEMMER = snowballstemmer.stemmer("english")
 
@@ -139,3 +140,14 @@ def performed(name_words: str, title: str, description: str) -> frozenset[str]:
     for word in _LETTERS.findall(f"{name_words} {title} {first}".lower()):
         found |= _BY_TERM.get(_STEMMER.stemWord(word), frozenset())
     return frozenset(found)
+
+
+def phrase(skill: str) -> str:
+    """A skill's name as a query says it: "google-maps" -> "google maps"."""
+    return " ".join(_NAME_WORD.findall(skill.lower()))
+
+
+def named(query: str, skills: Collection[str]) -> list[str]:
+    """The ``skills`` (each a ``phrase``) that ``query`` names, as whole words."""
+    text = f" {phrase(query[:1000])} "
+    return [skill for skill in skills if f" {skill} " in text]

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING
 
 import snowballstemmer
 
-from skillop.gateway.actions import asked, performed
+from skillop.gateway.actions import asked, named, performed, phrase
 from skillop.gateway.thesaurus import EXPANSION_WEIGHT, GROUPS
 from skillop.model.wording import count
 
@@ -207,6 +207,8 @@ class SearchIndex:
         #: saturated term frequency), so a query is scored by a few vector additions
         #: instead of a Python loop over every posting.
         self._arrays: dict[str, tuple[npt.NDArray[np.intp], Matrix]] = {}
+        #: Hybrid: each skill's name as a query would say it -> its documents' numbers.
+        self._skills: dict[str, npt.NDArray[np.intp]] = {}
 
     def build(self) -> None:
         """Build the tables now, if no search or attachment has yet."""
@@ -249,6 +251,12 @@ class SearchIndex:
         self._arrays = {term: (numbers[end - len(posting):end], saturated[end - len(posting):end])
                         for (term, posting), end in zip(postings.items(), ends.tolist(),
                                                         strict=True)}
+        by_skill: dict[str, list[int]] = {}
+        for number, doc in enumerate(self.documents):
+            if doc.skill:
+                by_skill.setdefault(phrase(doc.skill), []).append(number)
+        self._skills = {name: np.asarray(numbers, dtype=np.intp)
+                        for name, numbers in by_skill.items()}
         self._semantic = (vectors, encode)
 
     @property
@@ -286,16 +294,29 @@ class SearchIndex:
         best = best[np.lexsort((best, -blended[best]))].tolist()
         matches = tuple((self._keys[i], float(blended[i])) for i in best[:limit])
         confidence = float(cosines.max())
-        weak = confidence < ABSTAIN_BELOW or self._unable(query, best[:ACTION_CANDIDATES])
+        weak = confidence < ABSTAIN_BELOW or self._unable(query, best[:ACTION_CANDIDATES],
+                                                          blended)
         return Found(matches, weak=weak, ranking="hybrid", confidence=confidence)
 
-    def _unable(self, query: str, closest: list[int]) -> bool:
+    def _unable(self, query: str, closest: list[int], blended: Matrix) -> bool:
         """Whether ``query`` asks for an operation that none of the documents numbered
-        ``closest`` performs (gateway/actions.py)."""
+        ``closest`` performs (gateway/actions.py). When the query names a skill of
+        the set ("cancel the CircleCI workflow") and one of them is that skill's, the
+        best of that skill's documents stand in for them: another service's tool
+        that cancels does not do it for this one."""
         wanted = asked(query)
-        return bool(wanted) and not any(
-            wanted & performed(doc.name_words(), doc.title, doc.description)
-            for doc in (self.documents[n] for n in closest))
+        if not wanted:
+            return False
+        import numpy as np
+
+        skills = named(query, self._skills)
+        if skills and any(phrase(self.documents[n].skill) in skills for n in closest):
+            numbers = np.concatenate([self._skills[name] for name in skills])
+            numbers = numbers[np.isfinite(blended[numbers])]  # not the hidden
+            closest = numbers[np.argsort(-blended[numbers], kind="stable")][
+                :len(closest)].tolist()
+        return not any(wanted & performed(doc.name_words(), doc.title, doc.description)
+                       for doc in (self.documents[n] for n in closest))
 
     def __len__(self) -> int:
         return len(self._keys)
