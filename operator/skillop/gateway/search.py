@@ -23,11 +23,13 @@ the rest times its BM25 score squashed into [0, 1) as ``s / (s + BM25_HALF)``
 (a blend of scores rather than of ranks: a weak lexical match should not pull a
 tool up as far as a strong one). A query whose best cosine with any tool is
 under ``ABSTAIN_BELOW`` is answered with "nothing fits" and the closest few,
-marked weak. The blend's two constants were fitted on
-bench/mcp_tools/queries-v2-tuning.txt; the threshold is the highest that wrongly
-abstains on at most 5% of the answerable queries of the seen sets, and
-bench/disclosure.py --hybrid estimates what it does on queries not seen by
-cross-validation (docs/benchmarks.md).
+marked weak; so is one that asks for an operation (gateway/actions.py: "delete
+...") that none of the ``ACTION_CANDIDATES`` best-ranked tools performs, or, when
+it names a skill of the set, none of that skill's best. The blend's two constants
+were fitted on bench/mcp_tools/queries-v2-tuning.txt; the threshold is the
+highest that wrongly abstains on at most 5% of the answerable queries of the seen
+sets, and bench/disclosure.py --hybrid estimates what it does on queries not seen
+by cross-validation (docs/benchmarks.md).
 """
 
 from __future__ import annotations
