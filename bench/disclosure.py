@@ -45,7 +45,8 @@ scoring one frozen set does not show another's figures). Reported per set and pe
 kind: recall@1/5/10, MRR (1/rank of the first relevant tool, 0 past 50), abstention
 (share of 'none' queries answered "nothing fits") and wrong abstention (share of
 answerable queries answered so).
-Ablations: lexical only, and without the thesaurus. Then the abstention threshold
+Ablations: lexical only, without the thesaurus, and without the operation check
+(gateway/actions.py: only the best cosine abstains). Then the abstention threshold
 estimated by cross-validation over the seen sets, and the costs
 (bench/search_costs.py): search latency at 551, 2,000 and 5,000 tools for a new
 query and a repeated one, and gateway start-up to ready at 5,000 tools in Search
@@ -385,6 +386,14 @@ def hybrid_main(args: argparse.Namespace) -> int:
             print_figures(part, evaluate(lexical, parts[part]))
     finally:
         search_module._SYNONYMS = saved
+    print("hybrid without the operation check (the best cosine alone abstains):")
+    checked = search_module.asked
+    search_module.asked = lambda query: frozenset()
+    try:
+        for part in shown:
+            print_figures(part, evaluate(index, parts[part]))
+    finally:
+        search_module.asked = checked
     calibrate(index, [(name, *q) for name, _ in SEEN for q in kinded_queries(name)]
               + [(name, *q) for name, labelled in old.items() for q in labelled])
     if args.no_costs:
