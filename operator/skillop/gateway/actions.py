@@ -8,7 +8,8 @@ from the words: a query that starts with an operation verb ("delete ...",
 "please cancel ...") asks for that operation's classes (CRUD and a few more); a
 tool performs the classes its name, title and first sentence name. The search
 (gateway/search.py) says nothing fits when none of the closest tools performs
-any class the query asks for.
+any class the query asks for (when the query names a skill of the set, none of
+that skill's closest: ``named``).
 
 The lexicon is general English, not any set's: each verb maps to every class it
 can mean (adding to or removing from something is also an update of it; "post"
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 from collections.abc import Collection, Mapping
 
 import snowballstemmer
@@ -105,6 +107,15 @@ _LETTERS = re.compile(r"[a-z]+")
 _NAME_WORD = re.compile(r"[a-z0-9]+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s|\n")
 _STEMMER = snowballstemmer.stemmer("english")
+#: A stemmer keeps the word it works on in itself: searches run in worker threads.
+_STEMMING = threading.Lock()
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _stem(word: str) -> str:
+    with _STEMMING:
+        stem: str = _STEMMER.stemWord(word)
+    return stem
 
 
 def _stemmed() -> dict[str, frozenset[str]]:
@@ -112,7 +123,7 @@ def _stemmed() -> dict[str, frozenset[str]]:
     everything = frozenset().union(*VERBS.values())
     out: dict[str, set[str]] = {}
     for verb, classes in (*VERBS.items(), *((verb, everything) for verb in _ANY)):
-        out.setdefault(_STEMMER.stemWord(verb), set()).update(classes)
+        out.setdefault(_stem(verb), set()).update(classes)
     return {stem: frozenset(classes) for stem, classes in out.items()}
 
 
@@ -138,7 +149,7 @@ def performed(name_words: str, title: str, description: str) -> frozenset[str]:
     first = _SENTENCE_END.split(description.strip(), maxsplit=1)[0]
     found: set[str] = set()
     for word in _LETTERS.findall(f"{name_words} {title} {first}".lower()):
-        found |= _BY_TERM.get(_STEMMER.stemWord(word), frozenset())
+        found |= _BY_TERM.get(_stem(word), frozenset())
     return frozenset(found)
 
 
