@@ -133,11 +133,15 @@ def _term(word: str) -> str | None:
     lower = word.lower()
     if lower in _STOP:
         return None
-    stemmed: str = _STEMMER.stemWord(lower)
+    with _STEMMING:
+        stemmed: str = _STEMMER.stemWord(lower)
     return stemmed
 
 
 _STEMMER = snowballstemmer.stemmer("english")
+#: The stemmer keeps the word it works on in itself, and words are stemmed from the
+#: vectors' thread (the tables) and from searches in worker threads at once.
+_STEMMING = threading.Lock()
 
 
 def terms(text: str) -> list[str]:
