@@ -45,7 +45,8 @@ scoring one frozen set does not show another's figures). Reported per set and pe
 kind: recall@1/5/10, MRR (1/rank of the first relevant tool, 0 past 50), abstention
 (share of 'none' queries answered "nothing fits") and wrong abstention (share of
 answerable queries answered so).
-Ablations: lexical only, and without the thesaurus. Then the abstention threshold
+Ablations: lexical only, without the thesaurus, and without the operation check
+(gateway/actions.py: only the best cosine abstains). Then the abstention threshold
 estimated by cross-validation over the seen sets, and the costs
 (bench/search_costs.py): search latency at 551, 2,000 and 5,000 tools for a new
 query and a repeated one, and gateway start-up to ready at 5,000 tools in Search
@@ -310,7 +311,8 @@ def print_figures(name: str, figures: dict[str, dict[str, float]]) -> None:
     a = figures["all"]
     none = figures.get("none")
     tail = (f"; abstained {none['abstain']:.0%} of {none['n']:.0f} unanswerable,"
-            f" wrongly {a['wrong']:.1%} of answerable") if none else ""
+            f" wrongly {a['wrong']:.1%} of answerable") if none else (
+                f"; wrongly abstained on {a['wrong']:.1%}")
     print(f"  {name} ({a['n']:.0f} answerable): recall@1 {a['r@1']:.3f}, recall@5"
           f" {a['r@5']:.3f}, recall@10 {a['r@10']:.3f}, MRR {a['mrr']:.3f}{tail}")
     kinds = [k for k in KINDS if k in figures]
@@ -384,6 +386,14 @@ def hybrid_main(args: argparse.Namespace) -> int:
             print_figures(part, evaluate(lexical, parts[part]))
     finally:
         search_module._SYNONYMS = saved
+    print("hybrid without the operation check (the best cosine alone abstains):")
+    checked = search_module.asked
+    search_module.asked = lambda query: frozenset()
+    try:
+        for part in shown:
+            print_figures(part, evaluate(index, parts[part]))
+    finally:
+        search_module.asked = checked
     calibrate(index, [(name, *q) for name, _ in SEEN for q in kinded_queries(name)]
               + [(name, *q) for name, labelled in old.items() for q in labelled])
     if args.no_costs:
@@ -406,17 +416,25 @@ def calibrate(index: SearchIndex, labelled: list[tuple[str, str, str, set[str]]]
     """The abstention threshold on the best cosine, chosen as the search chose it (the
     highest with at most TARGET_WRONG of answerable queries under it) and estimated by
     cross-validation: chosen on part of the seen queries, counted on the rest (5
-    folds, and one seen set left out at a time); the figures are the held-out parts'."""
+    folds, and one seen set left out at a time); the figures are the held-out parts'.
+    The operation check (gateway/actions.py: no threshold, nothing fitted) abstains
+    too, on top of the threshold; the figures are given with and without it."""
     import numpy as np
 
-    best, answerable, sets = [], [], []
-    for name, _, query, relevant in labelled:
-        found = index.find(query, limit=1)
-        assert found.confidence is not None
-        best.append(found.confidence)
-        answerable.append(bool(relevant))
-        sets.append(name)
-    cos, ok, names = np.array(best), np.array(answerable), np.array(sets)
+    best, answerable, sets, unable = [], [], [], []
+    saved = search_module.ABSTAIN_BELOW
+    search_module.ABSTAIN_BELOW = -1.0  # weak now means the operation check alone
+    try:
+        for name, _, query, relevant in labelled:
+            found = index.find(query, limit=1)
+            assert found.confidence is not None
+            best.append(found.confidence)
+            unable.append(found.weak)
+            answerable.append(bool(relevant))
+            sets.append(name)
+    finally:
+        search_module.ABSTAIN_BELOW = saved
+    cos, ok, names, acts = np.array(best), np.array(answerable), np.array(sets), np.array(unable)
 
     def chosen(train: np.ndarray) -> float:  # type: ignore[type-arg]
         scores = np.sort(cos[train & ok])
@@ -429,11 +447,14 @@ def calibrate(index: SearchIndex, labelled: list[tuple[str, str, str, set[str]]]
         weak = np.zeros(len(cos), dtype=bool)
         for held in parts:
             weak[held] = cos[held] < chosen(~held)
-        print(f"abstention, cross-validated ({label}): {weak[~ok].mean():.0%} of"
-              f" {int((~ok).sum())} unanswerable, wrongly {weak[ok].mean():.1%} of"
-              f" {int(ok.sum())} answerable")
+        for rule, flags in (("the cosine alone", weak), ("and the operation check", weak | acts)):
+            print(f"abstention, cross-validated ({label}, {rule}): {flags[~ok].mean():.0%} of"
+                  f" {int((~ok).sum())} unanswerable, wrongly {flags[ok].mean():.1%} of"
+                  f" {int(ok.sum())} answerable")
     print(f"  the threshold chosen on all of them: {chosen(np.ones(len(cos), dtype=bool)):.3f}"
-          f" (the search's: {search_module.ABSTAIN_BELOW})")
+          f" (the search's: {search_module.ABSTAIN_BELOW}); the operation check alone"
+          f" abstains on {acts[~ok].mean():.0%} of unanswerable, {acts[ok].mean():.1%} of"
+          " answerable")
 
 
 if __name__ == "__main__":

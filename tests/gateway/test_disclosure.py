@@ -282,6 +282,8 @@ RECORDED = {"modelcontextprotocol__server-filesystem": ("list_allowed_directorie
             "modelcontextprotocol__server-github": ("create_issue",)}
 PARAPHRASE = "how high above sea level is Denver"
 UNANSWERABLE = "book a flight to Tokyo for next Monday"
+#: Close to slack_post_message (same service, same object), an operation no tool does.
+NEAR_MISS = "delete the message I posted in the Slack channel"
 HYBRID = "ranks 11 tools hybrid"
 
 
@@ -337,8 +339,9 @@ def test_the_sentence_model_finds_a_paraphrase_bm25_misses_and_says_when_nothing
     cache = tmp_path / "cache"
     with _gateway_with(mounts, "--search-cache-dir", str(cache)) as gw:
         _wait_for(gw, HYBRID)
-        found, nothing = _search(gw.url, PARAPHRASE, UNANSWERABLE)
+        found, nothing, near = _search(gw.url, PARAPHRASE, UNANSWERABLE, NEAR_MISS)
     assert found["tools"][0]["name"] == "maps_elevation"
+    assert near["nothingFits"] is True and near["closest"][0]["name"] == "slack_post_message"
     assert "nothingFits" not in found
     assert found["ranking"] == nothing["ranking"] == "hybrid"
     assert nothing["tools"] == [] and nothing["nothingFits"] is True

@@ -23,11 +23,13 @@ the rest times its BM25 score squashed into [0, 1) as ``s / (s + BM25_HALF)``
 (a blend of scores rather than of ranks: a weak lexical match should not pull a
 tool up as far as a strong one). A query whose best cosine with any tool is
 under ``ABSTAIN_BELOW`` is answered with "nothing fits" and the closest few,
-marked weak. The blend's two constants were fitted on
-bench/mcp_tools/queries-v2-tuning.txt; the threshold is the highest that wrongly
-abstains on at most 5% of the answerable queries of the seen sets, and
-bench/disclosure.py --hybrid estimates what it does on queries not seen by
-cross-validation (docs/benchmarks.md).
+marked weak; so is one that asks for an operation (gateway/actions.py: "delete
+...") that none of the ``ACTION_CANDIDATES`` best-ranked tools performs, or, when
+it names a skill of the set, none of that skill's best. The blend's two constants
+were fitted on bench/mcp_tools/queries-v2-tuning.txt; the threshold is the
+highest that wrongly abstains on at most 5% of the answerable queries of the seen
+sets, and bench/disclosure.py --hybrid estimates what it does on queries not seen
+by cross-validation (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from typing import TYPE_CHECKING
 
 import snowballstemmer
 
+from skillop.gateway.actions import asked, named, performed, phrase
 from skillop.gateway.thesaurus import EXPANSION_WEIGHT, GROUPS
 from skillop.model.wording import count
 
@@ -64,6 +67,11 @@ BM25_HALF = 8.0
 #: The cosine, not the blend: BM25's scores grow with the set (its idf), a cosine
 #: does not, so one threshold serves a set of 10 tools as well as one of 5,000.
 ABSTAIN_BELOW = 0.29
+#: A query that asks for an operation (gateway/actions.py) none of this many of the
+#: best-ranked tools performs fits none of them either, whatever its cosine: the
+#: closest tools a weak answer shows, a count that means the same in a set of 10
+#: tools as in one of 5,000.
+ACTION_CANDIDATES = 3
 #: A query longer than this is cut (a model's search is a sentence, not a document).
 MAX_QUERY_CHARS = 1000
 
@@ -91,12 +99,16 @@ class Document:
     #: The input schema's top-level property names and descriptions.
     parameters: str = ""
 
+    def name_words(self) -> str:
+        """The name split into lowercase words ("slack_post_message" -> "slack post
+        message", "createIssue" -> "create issue")."""
+        return " ".join(_WORD.findall(self.name)).lower()
+
     def sentence(self) -> str:
         """What the sentence model reads: the skill, the name's words, the title and
         the description (the model cuts it at 128 tokens; the first sentences say
         what a tool does)."""
-        words = " ".join(_WORD.findall(self.name)).lower()
-        text = f"{self.skill}: {words}. {self.title} {self.description}"
+        text = f"{self.skill}: {self.name_words()}. {self.title} {self.description}"
         return " ".join(text.split())
 
 
@@ -121,11 +133,15 @@ def _term(word: str) -> str | None:
     lower = word.lower()
     if lower in _STOP:
         return None
-    stemmed: str = _STEMMER.stemWord(lower)
+    with _STEMMING:
+        stemmed: str = _STEMMER.stemWord(lower)
     return stemmed
 
 
 _STEMMER = snowballstemmer.stemmer("english")
+#: The stemmer keeps the word it works on in itself, and words are stemmed from the
+#: vectors' thread (the tables) and from searches in worker threads at once.
+_STEMMING = threading.Lock()
 
 
 def terms(text: str) -> list[str]:
@@ -197,6 +213,8 @@ class SearchIndex:
         #: saturated term frequency), so a query is scored by a few vector additions
         #: instead of a Python loop over every posting.
         self._arrays: dict[str, tuple[npt.NDArray[np.intp], Matrix]] = {}
+        #: Hybrid: each skill's name as a query would say it -> its documents' numbers.
+        self._skills: dict[str, npt.NDArray[np.intp]] = {}
 
     def build(self) -> None:
         """Build the tables now, if no search or attachment has yet."""
@@ -239,6 +257,12 @@ class SearchIndex:
         self._arrays = {term: (numbers[end - len(posting):end], saturated[end - len(posting):end])
                         for (term, posting), end in zip(postings.items(), ends.tolist(),
                                                         strict=True)}
+        by_skill: dict[str, list[int]] = {}
+        for number, doc in enumerate(self.documents):
+            if doc.skill:
+                by_skill.setdefault(phrase(doc.skill), []).append(number)
+        self._skills = {name: np.asarray(numbers, dtype=np.intp)
+                        for name, numbers in by_skill.items()}
         self._semantic = (vectors, encode)
 
     @property
@@ -269,15 +293,36 @@ class SearchIndex:
             blended[gone] = -np.inf
             cosines = cosines.copy()
             cosines[gone] = -np.inf
-        count = min(limit, len(self._keys) - len(gone))
+        count = min(max(limit, ACTION_CANDIDATES), len(self._keys) - len(gone))
         if count == 0:
             return Found((), weak=True, ranking="hybrid", confidence=0.0)
         best = np.argpartition(-blended, count - 1)[:count]
-        best = best[np.lexsort((best, -blended[best]))]
-        matches = tuple((self._keys[int(i)], float(blended[i])) for i in best)
+        best = best[np.lexsort((best, -blended[best]))].tolist()
+        matches = tuple((self._keys[i], float(blended[i])) for i in best[:limit])
         confidence = float(cosines.max())
-        return Found(matches, weak=confidence < ABSTAIN_BELOW, ranking="hybrid",
-                     confidence=confidence)
+        weak = confidence < ABSTAIN_BELOW or self._unable(query, best[:ACTION_CANDIDATES],
+                                                          blended)
+        return Found(matches, weak=weak, ranking="hybrid", confidence=confidence)
+
+    def _unable(self, query: str, closest: list[int], blended: Matrix) -> bool:
+        """Whether ``query`` asks for an operation that none of the documents numbered
+        ``closest`` performs (gateway/actions.py). When the query names a skill of
+        the set ("cancel the CircleCI workflow") and one of them is that skill's, the
+        best of that skill's documents stand in for them: another service's tool
+        that cancels does not do it for this one."""
+        wanted = asked(query)
+        if not wanted:
+            return False
+        import numpy as np
+
+        skills = named(query, self._skills)
+        if skills and any(phrase(self.documents[n].skill) in skills for n in closest):
+            numbers = np.concatenate([self._skills[name] for name in skills])
+            numbers = numbers[np.isfinite(blended[numbers])]  # not the hidden
+            closest = numbers[np.argsort(-blended[numbers], kind="stable")][
+                :len(closest)].tolist()
+        return not any(wanted & performed(doc.name_words(), doc.title, doc.description)
+                       for doc in (self.documents[n] for n in closest))
 
     def __len__(self) -> int:
         return len(self._keys)

@@ -94,8 +94,12 @@ def listener(host: str, port: int) -> socket.socket:
 
 
 def say(message: str) -> None:
-    """The gateway's word on stderr (what it serves, reloads, cannot do)."""
-    print(f"skillop gateway: {message}", file=sys.stderr, flush=True)
+    """The gateway's word on stderr (what it serves, reloads, cannot do): one write
+    of the whole line (``print`` writes the line and its end apart, and a line said
+    by the vectors' thread meanwhile ran into the main thread's "serving ... at URL"
+    line, which is how a client learns the URL)."""
+    sys.stderr.write(f"skillop gateway: {message}\n")
+    sys.stderr.flush()
 
 
 def parse_listen(text: str, *, flag: str = "--listen") -> tuple[str, int]:
