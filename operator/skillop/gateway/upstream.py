@@ -22,12 +22,13 @@ discovery apply to every request, docs/mcp.md).
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import sys
 from collections.abc import Callable, Coroutine, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import anyio
 import mcp_types as types
@@ -54,6 +55,13 @@ from skillop.sources.redaction import Redactor
 logger = logging.getLogger(__name__)
 
 Spawn = Callable[[Callable[[], Coroutine[Any, Any, None]]], object]
+
+#: Links opened at once while warming: each is a handshake and a listing on the
+#: event loop, which the agent's requests share.
+WARM_AT_ONCE: Final = 8
+#: Warming starts this long after the first set was read if no client has listed
+#: by then (an agent that calls without listing).
+WARM_AFTER_SECONDS: Final = 5.0
 
 __all__ = ["CallFailed", "Connection", "Pool", "SessionLost", "Settings", "UpstreamClient",
            "UpstreamError", "UpstreamUnavailable"]
@@ -300,13 +308,27 @@ async def _listing(session: ClientSession, bounds: Bounds, conn: Connection,
 
 class Pool:
     """The links of the current set, replaced when an upstream's definition or
-    Secrets change (the next call reconnects with the new ones)."""
+    Secrets change (the next call reconnects with the new ones).
+
+    The links are warmed (opened, so that a call finds its upstream listed) in the
+    background, ``WARM_AT_ONCE`` at a time, from ``start_warming`` on: once the
+    agent has its first listing, or ``WARM_AFTER_SECONDS`` after the first set was
+    read when no client lists. Hundreds of handshakes would otherwise hold up the
+    agent's own handshake and listing on the event loop; a call to a link not yet
+    warm opens it at once itself."""
 
     def __init__(self, settings: Settings, spawn: Spawn) -> None:
         self._settings = settings
-        self._spawn = spawn
+        # A link's connection outlives the call that opened it and serves every later
+        # one: its task runs in the pool's context, not the call's (its trace, its
+        # caller, its headers).
+        context = contextvars.copy_context()
+        self._spawn: Spawn = lambda fn: context.run(spawn, fn)
         self._links: dict[ServerKey, UpstreamClient] = {}
         self._signatures: dict[ServerKey, object] = {}
+        self._warming = False
+        self._timed = False
+        self._slots = anyio.Semaphore(WARM_AT_ONCE)
 
     def update(self, upstreams: Mapping[ServerKey, ServerEntry],
                signatures: Mapping[ServerKey, object]) -> None:
@@ -324,16 +346,35 @@ class Pool:
         return self._links.get(key)
 
     def connect_all(self) -> None:
-        """Open every link in the background: upstreams are listed on connect."""
+        """Open every link in the background once warming has started (upstreams are
+        listed on connect); until then, the first set starts the clock."""
+        if self._warming:
+            self._warm_links()
+        elif not self._timed:
+            self._timed = True
+            self._spawn(self._warm_later)
+
+    def start_warming(self) -> None:
+        """Warm the links from now on (a client has its listing)."""
+        if not self._warming:
+            self._warming = True
+            self._warm_links()
+
+    def _warm_links(self) -> None:
         for link in self._links.values():
-            self._spawn(lambda link=link: _warm(link))  # type: ignore[misc]
+            self._spawn(lambda link=link: self._warm(link))  # type: ignore[misc]
+
+    async def _warm_later(self) -> None:
+        await anyio.sleep(WARM_AFTER_SECONDS)
+        self.start_warming()
+
+    async def _warm(self, link: UpstreamClient) -> None:
+        async with self._slots:
+            # A failure is already reported; the next call retries (a link retired
+            # meanwhile says so here too).
+            with suppress(UpstreamUnavailable):
+                await link.connection()
 
     def close(self) -> None:
         for link in self._links.values():
             link.drop()
-
-
-async def _warm(link: UpstreamClient) -> None:
-    # A failure is already reported; the next call retries.
-    with suppress(UpstreamUnavailable):
-        await link.connection()
