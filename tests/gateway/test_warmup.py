@@ -2,7 +2,8 @@
 (one real SDK server behind them all, counting what it is asked), the SDK client as
 the agent. The agent's handshake and listing are answered before any upstream is
 contacted; then every upstream is opened and listed without a call, a few at a
-time, and a call finds its upstream open."""
+time, and a call finds its upstream open. An agent that calls without listing
+starts the warm-up with its call."""
 
 from __future__ import annotations
 
@@ -57,8 +58,7 @@ async def _until(condition: Any, seconds: float = 15) -> None:
 
 
 def test_the_agents_listing_comes_first_then_every_upstream_is_warmed_without_a_call(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(upstream_module, "WARM_AFTER_SECONDS", 60.0)  # only the listing starts it
+        tmp_path: Path) -> None:
 
     async def main(srv: ServerHandle) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -82,27 +82,31 @@ def test_the_agents_listing_comes_first_then_every_upstream_is_warmed_without_a_
     assert srv.calls == [("t3", {"n": 1})]
 
 
-def test_without_a_client_the_upstreams_are_warmed_all_the_same(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(upstream_module, "WARM_AFTER_SECONDS", 0.3)
-
-    async def main(srv: ServerHandle) -> tuple[int, int]:
-        async with serving(tmp_path, srv):
+def test_an_agent_calling_without_a_listing_starts_the_warm_up_too(tmp_path: Path) -> None:
+    async def main(srv: ServerHandle) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        async with serving(tmp_path, srv) as gateway, agent(gateway.url) as session:
+            await anyio.sleep(0.5)
+            out["before call"] = srv.count("initialize")
+            out["call"] = await session.call_tool("t3", {})
             await _until(lambda: srv.count("tools/list") >= SERVERS)
-            return srv.count("initialize"), srv.count("tools/list")
+            out["warmed"] = (srv.count("initialize"), srv.count("tools/list"))
+        return out
 
     with ServerHandle(tools=[make_tool(f"t{i}") for i in range(SERVERS)]) as srv:
-        assert anyio.run(main, srv) == (SERVERS, SERVERS)
+        out = anyio.run(main, srv)
+    assert out["before call"] == 0 and not out["call"].is_error
+    assert out["warmed"] == (SERVERS, SERVERS)
 
 
 def test_a_few_upstreams_are_opened_at_a_time(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A server slow to list: while the first links list, the others wait their turn."""
-    monkeypatch.setattr(upstream_module, "WARM_AFTER_SECONDS", 0.0)
     monkeypatch.setattr(upstream_module, "WARM_AT_ONCE", 4)
 
     async def main(srv: ServerHandle) -> tuple[int, int]:
-        async with serving(tmp_path, srv):
+        async with serving(tmp_path, srv) as gateway, agent(gateway.url) as session:
+            await session.list_tools()
             await _until(lambda: srv.count("initialize") >= 4)
             await anyio.sleep(0.3)  # the first four are listing (2 s each)
             opened = srv.count("initialize")

@@ -59,9 +59,6 @@ Spawn = Callable[[Callable[[], Coroutine[Any, Any, None]]], object]
 #: Links opened at once while warming: each is a handshake and a listing on the
 #: event loop, which the agent's requests share.
 WARM_AT_ONCE: Final = 8
-#: Warming starts this long after the first set was read if no client has listed
-#: by then (an agent that calls without listing).
-WARM_AFTER_SECONDS: Final = 5.0
 
 __all__ = ["CallFailed", "Connection", "Pool", "SessionLost", "Settings", "UpstreamClient",
            "UpstreamError", "UpstreamUnavailable"]
@@ -311,11 +308,10 @@ class Pool:
     Secrets change (the next call reconnects with the new ones).
 
     The links are warmed (opened, so that a call finds its upstream listed) in the
-    background, ``WARM_AT_ONCE`` at a time, from ``start_warming`` on: once the
-    agent has its first listing, or ``WARM_AFTER_SECONDS`` after the first set was
-    read when no client lists. Hundreds of handshakes would otherwise hold up the
-    agent's own handshake and listing on the event loop; a call to a link not yet
-    warm opens it at once itself."""
+    background, ``WARM_AT_ONCE`` at a time, from ``start_warming`` on: once a
+    client has its first listing, or makes its first call without one. Hundreds
+    of handshakes would otherwise hold up the agent's own handshake and listing on
+    the event loop; a call to a link not yet warm opens it at once itself."""
 
     def __init__(self, settings: Settings, spawn: Spawn) -> None:
         self._settings = settings
@@ -327,7 +323,6 @@ class Pool:
         self._links: dict[ServerKey, UpstreamClient] = {}
         self._signatures: dict[ServerKey, object] = {}
         self._warming = False
-        self._timed = False
         self._slots = anyio.Semaphore(WARM_AT_ONCE)
 
     def update(self, upstreams: Mapping[ServerKey, ServerEntry],
@@ -343,16 +338,15 @@ class Pool:
         self._signatures = dict(signatures)
 
     def link(self, key: ServerKey) -> UpstreamClient | None:
+        if not self._warming:  # a call, made without a listing
+            self.start_warming()
         return self._links.get(key)
 
     def connect_all(self) -> None:
         """Open every link in the background once warming has started (upstreams are
-        listed on connect); until then, the first set starts the clock."""
+        listed on connect)."""
         if self._warming:
             self._warm_links()
-        elif not self._timed:
-            self._timed = True
-            self._spawn(self._warm_later)
 
     def start_warming(self) -> None:
         """Warm the links from now on (a client has its listing)."""
@@ -363,10 +357,6 @@ class Pool:
     def _warm_links(self) -> None:
         for link in self._links.values():
             self._spawn(lambda link=link: self._warm(link))  # type: ignore[misc]
-
-    async def _warm_later(self) -> None:
-        await anyio.sleep(WARM_AFTER_SECONDS)
-        self.start_warming()
 
     async def _warm(self, link: UpstreamClient) -> None:
         async with self._slots:
