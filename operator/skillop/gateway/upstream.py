@@ -56,9 +56,12 @@ logger = logging.getLogger(__name__)
 
 Spawn = Callable[[Callable[[], Coroutine[Any, Any, None]]], object]
 
-#: Links opened at once while warming: each is a handshake and a listing on the
-#: event loop, which the agent's requests share.
+#: Links opened at once while warming, and the least time between two starts: each
+#: is a handshake and a listing on the event loop, which the agent's requests share
+#: (an unreachable server's failure alone is about 4 ms of its CPU; unpaced, a few
+#: hundred of them held the loop for a second).
 WARM_AT_ONCE: Final = 8
+WARM_INTERVAL_SECONDS: Final = 0.02
 
 __all__ = ["CallFailed", "Connection", "Pool", "SessionLost", "Settings", "UpstreamClient",
            "UpstreamError", "UpstreamUnavailable"]
@@ -308,10 +311,11 @@ class Pool:
     Secrets change (the next call reconnects with the new ones).
 
     The links are warmed (opened, so that a call finds its upstream listed) in the
-    background, ``WARM_AT_ONCE`` at a time, from ``start_warming`` on: once a
-    client has its first listing, or makes its first call without one. Hundreds
-    of handshakes would otherwise hold up the agent's own handshake and listing on
-    the event loop; a call to a link not yet warm opens it at once itself."""
+    background, ``WARM_AT_ONCE`` at a time and one per ``WARM_INTERVAL_SECONDS`` at
+    most, from ``start_warming`` on: once a client has its first listing, or makes
+    its first call without one. Hundreds of handshakes would otherwise hold up the
+    agent's own handshake, listing and first search on the event loop; a call to a
+    link not yet warm opens it at once itself."""
 
     def __init__(self, settings: Settings, spawn: Spawn) -> None:
         self._settings = settings
@@ -324,6 +328,7 @@ class Pool:
         self._signatures: dict[ServerKey, object] = {}
         self._warming = False
         self._slots = anyio.Semaphore(WARM_AT_ONCE)
+        self._pace = anyio.Lock()
 
     def update(self, upstreams: Mapping[ServerKey, ServerEntry],
                signatures: Mapping[ServerKey, object]) -> None:
@@ -360,6 +365,8 @@ class Pool:
 
     async def _warm(self, link: UpstreamClient) -> None:
         async with self._slots:
+            async with self._pace:
+                await anyio.sleep(WARM_INTERVAL_SECONDS)
             # A failure is already reported; the next call retries (a link retired
             # meanwhile says so here too).
             with suppress(UpstreamUnavailable):
