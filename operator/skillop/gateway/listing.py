@@ -11,7 +11,7 @@ cursors bound to the set they were given for. A JSON answer (the front's, the
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any, Final
 
@@ -74,6 +74,9 @@ class Listings:
         self._server_info = server_info
         self._served: ServedSet | None = None
         self._views: OrderedDict[frozenset[int], View] = OrderedDict()
+        #: Told each time a client is given a listing (the gateway warms its upstreams
+        #: from the first on).
+        self.listed: Callable[[], None] = _nothing
 
     def view(self, served: ServedSet, caller: Caller = ANONYMOUS) -> View:
         """``caller``'s view of ``served``, made once per set of rules they match."""
@@ -102,6 +105,7 @@ class Listings:
              streamed: bool, caller: Caller = ANONYMOUS) -> types.ListToolsResult:
         """The page ``cursor`` names (the first without one); ``streamed``: the answer
         goes as an event stream (paged), else it is whole unless a cursor is given."""
+        self.listed()
         view = self.view(served, caller)
         listing = view.listing
         if not streamed and cursor is None:
@@ -120,6 +124,7 @@ class Listings:
     def json(self, served: ServedSet, version: str, *, caller: Caller = ANONYMOUS) -> bytes:
         """The whole listing's ``result`` for ``caller``, shaped for ``version`` (once
         per set, view and version)."""
+        self.listed()
         view = self.view(served, caller)
         found = view.json.get(version)
         if found is None:
@@ -142,6 +147,10 @@ class Listings:
         surface = _surface(method, version)
         return surface.dump_json(surface.validate_python(dumped, by_name=False), by_alias=True,
                                  exclude_none=True)
+
+
+def _nothing() -> None:
+    pass
 
 
 @cache

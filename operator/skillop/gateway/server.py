@@ -14,12 +14,11 @@ any outcome, is recorded once (``pipeline.CallRecord``): one audit line.
 With ``callers`` in the set, each request is made for the caller its token names
 (``identity``: over HTTP the front's door refuses one without a valid token; stdio has none).
 
-Over HTTP (``serve``), ``front.Front`` answers most requests itself with plain
-JSON (the hot path); the SDK's server handles the session's life, approvals and
-notifications. Both end in ``Gateway.call``. Connected clients are kept in
-``sessions.Sessions`` (to be told ``list_changed``) and forgotten when their
-session ends. The mounts are watched (``mount``): on a change the gateway
-re-reads the set, points the pool at the new upstreams and sends
+Over HTTP (``serve``), ``front.Front`` answers most requests itself with plain JSON (the hot
+path); the SDK's server handles the session's life, approvals and notifications. Both end in
+``Gateway.call``. Connected clients are kept in ``sessions.Sessions`` (to be told
+``list_changed``) and forgotten when their session ends. The mounts are watched (``mount``): on
+a change the gateway re-reads the set, points the pool at the new upstreams and sends
 ``notifications/tools/list_changed`` to every connected client.
 """
 
@@ -115,10 +114,11 @@ class Gateway:
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Gateway]:
-        """Load the set, connect its upstreams, watch the mounts; until exit."""
+        """Load the set, watch the mounts, warm the upstreams (``upstream.Pool``); until exit."""
         async with anyio.create_task_group() as tasks:
             self._pool = Pool(replace(self.options.upstream, observer=self.observer),
                               tasks.start_soon)
+            self._listings.listed = self._pool.start_warming  # once a client has its listing
             self.reload()
             tasks.start_soon(self._watch)
             try:

@@ -22,12 +22,13 @@ discovery apply to every request, docs/mcp.md).
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import sys
 from collections.abc import Callable, Coroutine, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import anyio
 import mcp_types as types
@@ -54,6 +55,13 @@ from skillop.sources.redaction import Redactor
 logger = logging.getLogger(__name__)
 
 Spawn = Callable[[Callable[[], Coroutine[Any, Any, None]]], object]
+
+#: Links opened at once while warming, and the least time between two starts: each
+#: is a handshake and a listing on the event loop, which the agent's requests share
+#: (an unreachable server's failure alone is about 4 ms of its CPU; unpaced, a few
+#: hundred of them held the loop for a second).
+WARM_AT_ONCE: Final = 8
+WARM_INTERVAL_SECONDS: Final = 0.02
 
 __all__ = ["CallFailed", "Connection", "Pool", "SessionLost", "Settings", "UpstreamClient",
            "UpstreamError", "UpstreamUnavailable"]
@@ -300,13 +308,27 @@ async def _listing(session: ClientSession, bounds: Bounds, conn: Connection,
 
 class Pool:
     """The links of the current set, replaced when an upstream's definition or
-    Secrets change (the next call reconnects with the new ones)."""
+    Secrets change (the next call reconnects with the new ones).
+
+    The links are warmed (opened, so that a call finds its upstream listed) in the
+    background, ``WARM_AT_ONCE`` at a time and one per ``WARM_INTERVAL_SECONDS`` at
+    most, from ``start_warming`` on: once a client has its first listing, or makes
+    its first call without one. Hundreds of handshakes would otherwise hold up the
+    agent's own handshake, listing and first search on the event loop; a call to a
+    link not yet warm opens it at once itself."""
 
     def __init__(self, settings: Settings, spawn: Spawn) -> None:
         self._settings = settings
-        self._spawn = spawn
+        # A link's connection outlives the call that opened it and serves every later
+        # one: its task runs in the pool's context, not the call's (its trace, its
+        # caller, its headers).
+        context = contextvars.copy_context()
+        self._spawn: Spawn = lambda fn: context.run(spawn, fn)
         self._links: dict[ServerKey, UpstreamClient] = {}
         self._signatures: dict[ServerKey, object] = {}
+        self._warming = False
+        self._slots = anyio.Semaphore(WARM_AT_ONCE)
+        self._pace = anyio.Lock()
 
     def update(self, upstreams: Mapping[ServerKey, ServerEntry],
                signatures: Mapping[ServerKey, object]) -> None:
@@ -321,19 +343,35 @@ class Pool:
         self._signatures = dict(signatures)
 
     def link(self, key: ServerKey) -> UpstreamClient | None:
+        if not self._warming:  # a call, made without a listing
+            self.start_warming()
         return self._links.get(key)
 
     def connect_all(self) -> None:
-        """Open every link in the background: upstreams are listed on connect."""
+        """Open every link in the background once warming has started (upstreams are
+        listed on connect)."""
+        if self._warming:
+            self._warm_links()
+
+    def start_warming(self) -> None:
+        """Warm the links from now on (a client has its listing)."""
+        if not self._warming:
+            self._warming = True
+            self._warm_links()
+
+    def _warm_links(self) -> None:
         for link in self._links.values():
-            self._spawn(lambda link=link: _warm(link))  # type: ignore[misc]
+            self._spawn(lambda link=link: self._warm(link))  # type: ignore[misc]
+
+    async def _warm(self, link: UpstreamClient) -> None:
+        async with self._slots:
+            async with self._pace:
+                await anyio.sleep(WARM_INTERVAL_SECONDS)
+            # A failure is already reported; the next call retries (a link retired
+            # meanwhile says so here too).
+            with suppress(UpstreamUnavailable):
+                await link.connection()
 
     def close(self) -> None:
         for link in self._links.values():
             link.drop()
-
-
-async def _warm(link: UpstreamClient) -> None:
-    # A failure is already reported; the next call retries.
-    with suppress(UpstreamUnavailable):
-        await link.connection()
