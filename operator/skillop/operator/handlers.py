@@ -40,6 +40,7 @@ from skillop.model.approval import PLURAL as APPROVALS
 from skillop.model.names import ACTOR_LABEL, API_GROUP, API_VERSION
 from skillop.operator.approval_keeper import ApprovalKeeper
 from skillop.operator.credentials import CredentialChecker
+from skillop.operator.events import EventRecorder
 from skillop.operator.health import HealthServer
 from skillop.operator.kube import Kube
 from skillop.operator.leader import Elector, stop
@@ -116,7 +117,8 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     reconciler = Reconciler(store, writer, debounce=config.debounce_seconds,
                             concurrency=config.write_concurrency, metrics=metrics,
                             credentials=checker, shard=shard,
-                            stale_grace=config.stale_part_seconds)
+                            stale_grace=config.stale_part_seconds,
+                            events=EventRecorder(writer.create_event, outcome=metrics.event))
     memo.store, memo.writer, memo.reconciler = store, writer, reconciler
     memo.discovery = (attach_discovery(store, reconciler, writer, config)
                       if config.mcp_discovery else None)
@@ -125,6 +127,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     memo.election = (asyncio.create_task(memo.elector.run(), name="skillop-election")
                      if memo.elector is not None else None)
     memo.worker = asyncio.create_task(reconciler.run(), name="skillop-reconciler")
+    memo.events = asyncio.create_task(reconciler.events.run(), name="skillop-events")
     memo.resync = asyncio.create_task(reconciler.resync(config.resync_seconds),
                                       name="skillop-resync")
     memo.membership = asyncio.create_task(reconciler.membership(writer, config.namespaces),
@@ -283,7 +286,8 @@ async def cleanup(memo: kopf.Memo, **_: Any) -> None:
     if elector is not None:
         await elector.release()  # stops writing first; a standby takes over at once
     for task in (getattr(memo, "worker", None), getattr(memo, "resync", None),
-                 getattr(memo, "membership", None), getattr(memo, "approval_sweep", None)):
+                 getattr(memo, "membership", None), getattr(memo, "approval_sweep", None),
+                 getattr(memo, "events", None)):
         if task is not None:
             task.cancel()
     discovery = getattr(memo, "discovery", None)
