@@ -29,6 +29,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from skillop.model.names import ObjectRef
 from skillop.model.wording import count
@@ -207,6 +208,22 @@ class EventRecorder:
                         " further ones not logged until the queue is empty)",
                         event.spec.reason, event.kind, event.ref, outcome, why, outcome)
         self._lost[outcome] = self._lost.get(outcome, 0) + 1
+
+
+class Poster(Protocol):
+    async def post_event(self, kind: str, ref: ObjectRef, uid: str, type_: str, reason: str,
+                         message: str) -> None: ...
+
+
+def posting_through(writer: Poster) -> Post:
+    """Events posted by ``writer.post_event`` (the operator gives the recorder
+    ``Kube.create_event``, which posts each under its name)."""
+    async def post(event: Event) -> None:
+        spec = event.spec
+        await writer.post_event(event.kind, event.ref, event.uid, spec.type, spec.reason,
+                                spec.message)
+
+    return post
 
 
 def _combined(kind: str, namespace: str, group: _Folded, burst: int, window: float) -> str:

@@ -17,10 +17,9 @@ writing at once. ConfigMaps go first: they are what an actor's pods read. A
 window of ``16 * concurrency`` objects has its ConfigMaps written, then its
 statuses (each after its own ConfigMap, as before), so a batch holds at most
 that many statuses (a few MiB), and a change reaching 60 Actors lands in their
-pods without waiting for 60 status writes. Events are handed to the recorder
-(``events.EventRecorder``) after the batch's ConfigMaps and statuses and posted
-in the background: they never delay the writes that carry new tool sets, nor
-the next batch.
+pods without waiting for 60 status writes. Events go to ``events.EventRecorder``
+after the batch's writes, posted in the background: they never delay a write
+that carries a tool set, nor the next batch.
 """
 
 from __future__ import annotations
@@ -43,7 +42,7 @@ from skillop.model.wording import count
 from skillop.operator.actorplan import actor_plan
 from skillop.operator.credentials import CredentialChecker
 from skillop.operator.deps import Affected, Key, key, ref_of
-from skillop.operator.events import Event, EventRecorder
+from skillop.operator.events import EventRecorder, posting_through
 from skillop.operator.metrics import Metrics
 from skillop.operator.outputs import (
     EventSpec,
@@ -127,10 +126,8 @@ class Reconciler(PlanWrites):
         self.actor_warnings: ActorWarnings = actor_warnings or (lambda actor, skills: ())
         self.batches = 0
         self.metrics = metrics
-        #: Posts the Events a batch owes, in the background, folded when many
-        #: objects owe the same (its ``run`` is the operator's task).
-        self.events = events or EventRecorder(
-            self._post, outcome=metrics.event if metrics is not None else _uncounted)
+        #: Posts a batch's Events in the background (its ``run``: the operator's task).
+        self.events = events or EventRecorder(posting_through(writer))
         #: With injection on: the Actors' Secrets and out-of-date pods (status).
         self.credentials = credentials
         if metrics is not None:
@@ -168,6 +165,12 @@ class Reconciler(PlanWrites):
     def lead(self) -> None:
         """This replica became the leader: a full pass, then business as usual."""
         self.mark(self.everything())
+        self._wake.set()
+        self.leading.set()
+
+    def resume(self) -> None:
+        """Leading again, no other replica having led meanwhile: what changed was
+        gathered (re-lists included) and failed writes kept; no full pass."""
         self._wake.set()
         self.leading.set()
 
@@ -287,13 +290,6 @@ class Reconciler(PlanWrites):
                 return await job()
 
         return list(await asyncio.gather(*(one(job) for job in jobs)))
-
-    async def _post(self, event: Event) -> None:
-        """One Event through the writer (the operator gives the recorder
-        ``Kube.create_event``, which names it; this is for other writers)."""
-        spec = event.spec
-        await self.writer.post_event(event.kind, event.ref, event.uid, spec.type, spec.reason,
-                                     spec.message)
 
     async def _read_wanted(self) -> set[Key]:
         """Read the ConfigMaps Skills started referencing while the store knew only
@@ -445,10 +441,6 @@ class Reconciler(PlanWrites):
             return None
         # The uid the store holds: ``kubectl describe`` finds an Event by it.
         return StatusWrite(kind, ref, self.store.uids.get(kind, {}).get(ref, ""), status, ())
-
-
-def _uncounted(outcome: str, n: int) -> None:
-    """No metrics: Events are counted nowhere."""
 
 
 def _declared_states(skill: SkillResource) -> list[ServerReport]:
