@@ -159,3 +159,13 @@ def test_names_are_unique_and_valid_for_long_object_names() -> None:
     names = [e.name for e in recorder._warnings]
     assert len(set(names)) == 50
     assert all(len(n) <= 253 and n.startswith("xxx") for n in names)
+
+
+def test_spent_windows_of_many_namespaces_are_let_go() -> None:
+    now = [0.0]
+    recorder = EventRecorder(Api().post, clock=lambda: now[0])
+    for i in range(1100):
+        recorder.submit(_burst(1, namespace=f"ns-{i}"))
+    now[0] = ev.WINDOW_SECONDS + 1
+    recorder.submit(_burst(1, namespace="fresh"))
+    assert list(recorder._windows) == [("fresh", "Actor", "Normal", "ToolSetChanged")]

@@ -106,6 +106,9 @@ class EventRecorder:
     def submit(self, events: Iterable[tuple[str, ObjectRef, str, EventSpec]]) -> None:
         """Queue a batch's Events (never waits): Warnings each, Normal ones folded."""
         now = self.clock()
+        if len(self._windows) > 1024:  # namespaces come and go: their spent windows too
+            self._windows = {k: w for k, w in self._windows.items()
+                             if now - w.started < self.window}
         folded: dict[_Fold, _Folded] = {}
         for kind, ref, uid, spec in events:
             event = self._made(kind, ref, uid, spec, now)
