@@ -61,7 +61,7 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run(real: RealCluster, *, shards: int, actors: int) -> None:
+def run(real: RealCluster, *, shards: int, actors: int, concurrency: int | None = None) -> None:
     tag = f"s{shards}"
     base_ns, spread = _build(real, tag, actors)
     envs = ([{"SKILLOP_LEASE_NAME": "bench-one", "SKILLOP_LEASE_IDENTITY": "bench-one"}]
@@ -69,6 +69,8 @@ def run(real: RealCluster, *, shards: int, actors: int) -> None:
             [{"SKILLOP_SHARD_SELECTOR": f"{LABEL}={s}", "SKILLOP_LEASE_NAME": f"bench-{s}",
               "SKILLOP_LEASE_IDENTITY": f"bench-{s}",
               "SKILLOP_SHARD_CLUSTER_OWNER": str(s == "a").lower()} for s in ("a", "b")])
+    if concurrency is not None:  # writes in flight per installation (16 by default)
+        envs = [{**env, "SKILLOP_WRITE_CONCURRENCY": str(concurrency)} for env in envs]
     with contextlib.ExitStack() as stack:
         pids = {p.name: p.popen.pid for p in real.plane.processes
                 if p.name in ("kube-apiserver", "etcd")}
@@ -92,7 +94,8 @@ def run(real: RealCluster, *, shards: int, actors: int) -> None:
         took = time.monotonic() - sent
         used = {name: cpu_seconds(pid) - cpu[name] for name, pid in pids.items()}
         time.sleep(2.0)
-        print(f"{shards} shard(s), {2 * actors} Actors over 2 namespaces: cascade {took:.2f}s"
+        print(f"{shards} shard(s), {2 * actors} Actors over 2 namespaces, write concurrency"
+              f" {concurrency or 16} each: cascade {took:.2f}s"
               f" (load average {load:.1f} at the PATCH, {os.getloadavg()[0]:.1f} after)")
         print("  CPU over the cascade, cores busy (s of CPU / s of cascade): " + ", ".join(
             f"{name} {seconds / took:.2f}" for name, seconds in used.items())
@@ -109,12 +112,15 @@ def run(real: RealCluster, *, shards: int, actors: int) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--actors", type=int, default=250, help="Actors per namespace")
+    parser.add_argument("--shards", default="1,2", help="the installations to compare")
+    parser.add_argument("--write-concurrency", type=int,
+                        help="SKILLOP_WRITE_CONCURRENCY of each installation (16)")
     args = parser.parse_args()
     with start_control_plane() as plane:
         install_crds(plane, ROOT / "crds")
         real = RealCluster(plane)
-        for shards in (1, 2):
-            run(real, shards=shards, actors=args.actors)
+        for shards in (int(n) for n in args.shards.split(",")):
+            run(real, shards=shards, actors=args.actors, concurrency=args.write_concurrency)
     return 0
 
 
