@@ -5,7 +5,10 @@ shared Skill ``base`` of a third namespace (a cross-namespace include), starts
 either one ``skillop operator`` (unsharded) or two (selectors
 ``skillop.dev/shard=a`` and ``=b``, one namespace each, their own Leases), waits
 until every Actor is Ready, then adds a tool to ``base`` and prints the time
-until every Actor's ``status.toolsHash`` changed, and each process's writes.
+until every Actor's ``status.toolsHash`` changed, each process's writes, and
+what bounds it: the CPU time each process of the machine's share (kube-apiserver,
+etcd, each operator) used over the cascade, as a fraction of its wall time (1.0
+is one core busy throughout), beside the load average.
 
 Runs etcd and kube-apiserver from ``KUBEBUILDER_ASSETS`` (the real-API tier's
 control plane). Both operators share the machine's cores with the API server:
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 import time
 from collections import Counter
@@ -51,7 +55,13 @@ def _build(real: RealCluster, tag: str, actors: int) -> tuple[str, list[str]]:
     return base_ns, spread
 
 
-def run(real: RealCluster, *, shards: int, actors: int) -> None:
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of a process so far (/proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run(real: RealCluster, *, shards: int, actors: int, concurrency: int | None = None) -> None:
     tag = f"s{shards}"
     base_ns, spread = _build(real, tag, actors)
     envs = ([{"SKILLOP_LEASE_NAME": "bench-one", "SKILLOP_LEASE_IDENTITY": "bench-one"}]
@@ -59,15 +69,21 @@ def run(real: RealCluster, *, shards: int, actors: int) -> None:
             [{"SKILLOP_SHARD_SELECTOR": f"{LABEL}={s}", "SKILLOP_LEASE_NAME": f"bench-{s}",
               "SKILLOP_LEASE_IDENTITY": f"bench-{s}",
               "SKILLOP_SHARD_CLUSTER_OWNER": str(s == "a").lower()} for s in ("a", "b")])
+    if concurrency is not None:  # writes in flight per installation (16 by default)
+        envs = [{**env, "SKILLOP_WRITE_CONCURRENCY": str(concurrency)} for env in envs]
     with contextlib.ExitStack() as stack:
+        pids = {p.name: p.popen.pid for p in real.plane.processes
+                if p.name in ("kube-apiserver", "etcd")}
         for env in envs:
-            stack.enter_context(operator_process(real.plane, env=env, name=env[
-                "SKILLOP_LEASE_IDENTITY"], timeout=120))
+            pids[env["SKILLOP_LEASE_IDENTITY"]] = stack.enter_context(operator_process(
+                real.plane, env=env, name=env["SKILLOP_LEASE_IDENTITY"], timeout=120)).popen.pid
         wait_for(lambda: all(h for ns in spread for h in _hashes(real, ns).values())
                  and sum(len(_hashes(real, ns)) for ns in spread) == 2 * actors,
                  timeout=600, interval=1.0, message="every Actor Ready")
         before = {ns: _hashes(real, ns) for ns in spread}
         since = audit_now()
+        load = os.getloadavg()[0]
+        cpu = {name: cpu_seconds(pid) for name, pid in pids.items()}
         sent = time.monotonic()
         real.patch_spec("Skill", base_ns, "base", {"sharing": {"from": "All"},
                                                    "anonymousTools": [anon("probe"),
@@ -76,8 +92,14 @@ def run(real: RealCluster, *, shards: int, actors: int) -> None:
                              for name, h in _hashes(real, ns).items()),
                  timeout=600, interval=0.05, message="every Actor's new hash")
         took = time.monotonic() - sent
+        used = {name: cpu_seconds(pid) - cpu[name] for name, pid in pids.items()}
         time.sleep(2.0)
-        print(f"{shards} shard(s), {2 * actors} Actors over 2 namespaces: cascade {took:.2f}s")
+        print(f"{shards} shard(s), {2 * actors} Actors over 2 namespaces, write concurrency"
+              f" {concurrency or 16} each: cascade {took:.2f}s"
+              f" (load average {load:.1f} at the PATCH, {os.getloadavg()[0]:.1f} after)")
+        print("  CPU over the cascade, cores busy (s of CPU / s of cascade): " + ", ".join(
+            f"{name} {seconds / took:.2f}" for name, seconds in used.items())
+            + f"; all {sum(used.values()) / took:.2f} of {os.cpu_count()}")
         for env in envs:
             who = env["SKILLOP_LEASE_IDENTITY"]
             counts = Counter(w["objectRef"].get("resource", "") + (
@@ -90,12 +112,15 @@ def run(real: RealCluster, *, shards: int, actors: int) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--actors", type=int, default=250, help="Actors per namespace")
+    parser.add_argument("--shards", default="1,2", help="the installations to compare")
+    parser.add_argument("--write-concurrency", type=int,
+                        help="SKILLOP_WRITE_CONCURRENCY of each installation (16)")
     args = parser.parse_args()
     with start_control_plane() as plane:
         install_crds(plane, ROOT / "crds")
         real = RealCluster(plane)
-        for shards in (1, 2):
-            run(real, shards=shards, actors=args.actors)
+        for shards in (int(n) for n in args.shards.split(",")):
+            run(real, shards=shards, actors=args.actors, concurrency=args.write_concurrency)
     return 0
 
 

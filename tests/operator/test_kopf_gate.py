@@ -8,6 +8,7 @@ kopf 1.45.x (pyproject), a new kopf must pass them before it is allowed.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -153,3 +154,28 @@ def test_skillop_registers_no_handler_that_compares_bodies() -> None:
 
 async def _handler(**_: Any) -> None:
     return None
+
+
+def test_the_index_sheds_what_only_it_reads_from_kopfs_own_body() -> None:
+    raw: dict[str, Any] = {
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "dev-tools", "namespace": "team-a", "uid": "u1",
+                     "resourceVersion": "7", "annotations": {"skillop.dev/tools-hash": "h"}},
+        "data": {"tools.json": "x" * 10_000}, "binaryData": {"z": "eA=="}}
+    actor = {**ACTOR, "status": {"toolsHash": "h"}}
+    for doc in (raw, actor):
+        body = kopf.Body(doc)  # as kopf wraps the parsed event's object
+        handlers.shed(body)
+        assert set(doc) == {"apiVersion", "kind", "metadata"}
+        assert body.metadata.name == doc["metadata"]["name"]  # what kopf reads next
+
+
+def test_the_initial_listing_comes_in_pages() -> None:
+    from kopf._cogs.clients import fetching
+
+    from skillop.operator.settings import OperatorConfig
+
+    settings = kopf.OperatorSettings()
+    handlers.configure(settings, OperatorConfig())
+    assert settings.watching.chunk_size == handlers.LIST_CHUNK == 500
+    assert "params['limit'] = str(chunk_size)" in inspect.getsource(fetching.fetch_objs)

@@ -16,7 +16,7 @@ import pytest
 from operatorkit import Cluster
 
 from skillop.model.toolset import default_configmap_name
-from skillop.operator.kube import Kube, LeaseConflict, LeaseRecord, NotLeader
+from skillop.operator.kube import Kube, LeaseConflict, LeaseRecord, LeaseUnavailable, NotLeader
 from skillop.operator.leader import Elector
 from skillop.operator.settings import LeaseConfig
 
@@ -37,7 +37,8 @@ class Replica:
         config = LeaseConfig(identity=identity, namespace=NS, name=NAME)
         self.elector = Elector(kube, config, clock=clock,
                                on_lead=lambda: self.events.append("lead"),
-                               on_follow=lambda: self.events.append("follow"))
+                               on_follow=lambda: self.events.append("follow"),
+                               on_resume=lambda: self.events.append("resume"))
 
     def step(self) -> bool:
         asyncio.run(self.elector.step())
@@ -102,6 +103,48 @@ def test_a_leader_that_cannot_renew_steps_down_after_the_renew_deadline(
     clock.now += 2
     asyncio.run(a.elector.step())
     assert not a.elector.is_leader and a.events == ["lead", "follow"]
+
+
+class Unreachable:
+    """A Lease API that does not answer (the API server restarting)."""
+
+    async def read_lease(self, *args: object, **kwargs: object) -> LeaseRecord | None:
+        raise LeaseUnavailable("connection refused")
+
+    async def write_lease(self, *args: object, **kwargs: object) -> str:
+        raise LeaseUnavailable("connection refused")
+
+
+def test_a_leader_cut_off_takes_its_lease_back_without_a_full_pass(
+        cluster: Cluster, kube: Kube) -> None:
+    clock = Clock()
+    a = Replica(kube, "a", clock)
+    assert a.step()
+    a.elector.api = Unreachable()  # type: ignore[assignment]
+    clock.now += 11  # past the renew deadline: it stops writing
+    assert not a.step() and a.events == ["lead", "follow"]
+    a.elector.api = kube  # back: the Lease still names it, no one else led
+    clock.now += 2
+    assert a.step() and a.events == ["lead", "follow", "resume"]
+    # A new process of the same identity knows nothing of what was written: it
+    # leads with a full pass, though the Lease names it.
+    again = Replica(kube, "a", clock)
+    assert again.step() and again.events == ["lead"]
+
+
+def test_a_leader_whose_lease_another_held_meanwhile_leads_with_a_full_pass(
+        cluster: Cluster, kube: Kube) -> None:
+    clock = Clock()
+    a, b = Replica(kube, "a", clock), Replica(kube, "b", clock)
+    assert a.step()
+    a.elector.api = Unreachable()  # type: ignore[assignment]
+    clock.now += 16
+    assert not b.step()  # B first sees the Lease now: expiry by its own clock
+    clock.now += 16
+    assert b.step() and not a.step()
+    assert asyncio.run(b.elector.release()) is None
+    a.elector.api = kube
+    assert a.step() and a.events == ["lead", "follow", "lead"]
 
 
 def test_a_paused_leader_may_not_write_past_the_renew_deadline_before_it_looks_again(

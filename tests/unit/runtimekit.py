@@ -3,6 +3,7 @@ the ConfigMap key an Actor's calls name, a clock, uids for manifests."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import itertools
 from typing import Any
@@ -76,3 +77,13 @@ def clock() -> Any:
 def with_uid(doc: Doc, n: int = 1) -> Doc:
     doc["metadata"].update(uid=f"uid-{doc['metadata']['name']}", generation=n)
     return doc
+
+
+def run_batch(rec: Any, changed: set[Any]) -> None:
+    """One batch, then the Events it handed over posted (the operator's recorder
+    task posts them in the background; a test waits for them)."""
+    async def batch() -> None:
+        await rec.process(changed)
+        await rec.events.drain()
+
+    asyncio.run(batch())

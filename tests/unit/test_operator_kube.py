@@ -25,6 +25,7 @@ def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[Kube]:
     client._client = kubernetes.client
     client._pool = ThreadPoolExecutor(max_workers=2)
     client._lease_pool = ThreadPoolExecutor(max_workers=1)
+    client._event_pool = ThreadPoolExecutor(max_workers=1)
     client.writes = 0
     client.may_write = lambda: True
     client.metrics = None
@@ -246,3 +247,23 @@ def test_a_part_is_deleted_only_at_the_version_seen_and_gone_already_is_fine(api
     with pytest.raises(WriteFailed, match="changed since resourceVersion 41"):
         asyncio.run(api.delete_configmap(part, version="41"))
     assert len(api.core.sent) == 1 and api.writes == 3
+
+
+def test_create_event_retries_under_its_name_and_takes_409_as_made(api: Kube) -> None:
+    from skillop.operator.events import Event
+    from skillop.operator.outputs import EventSpec
+
+    class Events:
+        answers = [ApiException(status=503, reason="Service Unavailable"),
+                   ApiException(status=409, reason="AlreadyExists")]
+        names: list[str] = []
+
+        def create_namespaced_event(self, namespace: str, body: Any, **kwargs: Any) -> Raw:
+            Events.names.append(body["metadata"]["name"])
+            raise Events.answers.pop(0)
+
+    api.core = Events()
+    event = Event("Actor", ObjectRef("team-a", "dev"), "uid-1",
+                  EventSpec("Normal", "ToolSetChanged", "3 tools"), "dev.17f3", 0.0, 0.0)
+    asyncio.run(api.create_event(event))
+    assert Events.names == ["dev.17f3", "dev.17f3"]

@@ -5,11 +5,10 @@ sets)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
-from runtimekit import Recorder
+from runtimekit import Recorder, run_batch
 from runtimekit import clock as _clock
 from runtimekit import cm_key as _cm
 from runtimekit import with_uid as _uid
@@ -27,7 +26,7 @@ def test_a_packed_sets_parts_are_written_before_the_actors_configmap() -> None:
     for doc in (_uid(skill("big", anonymousTools=made)), _uid(actor("dev", skills=["big"]))):
         changed |= store.upsert(doc)
     rec = Reconciler(store, writer, clock=_clock())
-    asyncio.run(rec.process(changed))
+    run_batch(rec, changed)
     calls = writer.take()
     written = [c[1] for c in calls if c[0] == "configmap"]
     assert written == [f"{_cm('dev')}-part-1", f"{_cm('dev')}-part-2", _cm("dev")]
@@ -35,11 +34,11 @@ def test_a_packed_sets_parts_are_written_before_the_actors_configmap() -> None:
     bodies = {c[1]: c[3] for c in calls if c[0] == "configmap"}
     for body in bodies.values():
         assert store.upsert(json.loads(json.dumps(body))) == set()
-    asyncio.run(rec.process({key("Actor", ref("team-a/dev"))}))
+    run_batch(rec, {key("Actor", ref("team-a/dev"))})
     assert [c for c in writer.take() if c[0] == "configmap"] == []
     changed = store.remove("ConfigMap", "team-a", "dev-tools-part-2")
     assert changed == {key("Actor", ref("team-a/dev"))}
-    asyncio.run(rec.process(changed))
+    run_batch(rec, changed)
     again = writer.take()
     assert [(c[0], c[1], c[2]) for c in again] == [
         ("configmap", f"{_cm('dev')}-part-2", False)]
@@ -54,13 +53,13 @@ def _shrunk(grace: float) -> tuple[Store, Recorder, Reconciler, list[tuple[Any, 
     for doc in (big, _uid(actor("dev", skills=["big"]))):
         changed |= store.upsert(doc)
     rec = Reconciler(store, writer, clock=_clock(), stale_grace=grace)
-    asyncio.run(rec.process(changed))
+    run_batch(rec, changed)
     for n, call in enumerate(c for c in writer.take() if c[0] == "configmap"):
         echoed = json.loads(json.dumps(call[3]))
         echoed["metadata"]["resourceVersion"] = f"rv-{n}"
         store.upsert(echoed)
     big["spec"]["anonymousTools"] = made[:3]
-    asyncio.run(rec.process(store.upsert(big)))
+    run_batch(rec, store.upsert(big))
     calls = [(c[0], c[1], c[2] if c[0] == "delete" else None) for c in writer.take()
              if c[0] in ("configmap", "delete", "status") and c[1] != "Skill"]
     return store, writer, rec, calls
@@ -75,7 +74,7 @@ def test_parts_a_shrunk_set_no_longer_has_are_deleted_after_the_actors_configmap
     # Their deletion, told by the watch, is no news; asked again, nothing is written.
     assert store.remove("ConfigMap", "team-a", "dev-tools-part-1") == set()
     assert store.remove("ConfigMap", "team-a", "dev-tools-part-2") == set()
-    asyncio.run(rec.process({key("Actor", ref("team-a/dev"))}))
+    run_batch(rec, {key("Actor", ref("team-a/dev"))})
     assert writer.take() == []
 
 
@@ -88,12 +87,12 @@ def test_parts_a_shrunk_set_no_longer_has_are_kept_for_the_grace() -> None:
     assert calls == [("configmap", _cm("dev"), None), ("status", "Actor", None)]
     rec.stale_parts = StaleParts(60.0, clock=lambda: now[0])
     dev = key("Actor", ref("team-a/dev"))
-    asyncio.run(rec.process({dev}))
+    run_batch(rec, {dev})
     assert writer.take() == []
     now[0] = 59.0
-    asyncio.run(rec.process({dev}))
+    run_batch(rec, {dev})
     assert writer.take() == []
     now[0] = 60.0
-    asyncio.run(rec.process({dev}))
+    run_batch(rec, {dev})
     assert [(c[0], c[1], c[2]) for c in writer.take()] == [
         ("delete", f"{_cm('dev')}-part-1", "rv-0"), ("delete", f"{_cm('dev')}-part-2", "rv-1")]

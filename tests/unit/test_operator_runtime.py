@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 import pytest
-from runtimekit import Recorder
+from runtimekit import Recorder, run_batch
 from runtimekit import clock as _clock
 from runtimekit import cm_key as _cm
 from runtimekit import with_uid as _uid
@@ -50,7 +50,7 @@ def _summary(calls: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
 
 def test_the_initial_batch_writes_every_status_and_configmap_once() -> None:
     _, writer, rec, changed = _loaded()
-    asyncio.run(rec.process(changed))
+    run_batch(rec, changed)
     assert _summary(writer.take()) == sorted([
         ("configmap", _cm("dev"), False), ("configmap", _cm("ops"), False),
         ("configmap", _cm("idle"), False),
@@ -59,17 +59,17 @@ def test_the_initial_batch_writes_every_status_and_configmap_once() -> None:
         ("status", "Skill", "team-a/base"), ("status", "Skill", "team-a/mid"),
         ("status", "Skill", "team-a/other"),
     ])
-    asyncio.run(rec.process(changed))
+    run_batch(rec, changed)
     assert writer.take() == []
 
 
 def test_a_base_skill_change_rewrites_exactly_its_dependents_once() -> None:
     store, writer, rec, changed = _loaded()
-    asyncio.run(rec.process(changed))
+    run_batch(rec, changed)
     writer.take()
     changed = store.upsert(_world(extra_base_tool=True)[0])
     assert changed == {key("Skill", ref("team-a/base"))}
-    asyncio.run(rec.process(changed))
+    run_batch(rec, changed)
     calls = writer.take()
     assert _summary(calls) == sorted([
         ("configmap", _cm("dev"), True), ("configmap", _cm("ops"), True),
@@ -83,13 +83,13 @@ def test_a_base_skill_change_rewrites_exactly_its_dependents_once() -> None:
     dev_cm = next(c[3] for c in calls if c[:2] == ("configmap", _cm("dev")))
     assert "format" in dev_cm["data"][TOOLS_KEY]
     # the same keys again: everything is already as it should be
-    asyncio.run(rec.process(changed))
+    run_batch(rec, changed)
     assert writer.take() == []
 
 
 def test_the_echo_of_the_operators_own_writes_is_no_news() -> None:
     store, writer, rec, changed = _loaded()
-    asyncio.run(rec.process(changed))
+    run_batch(rec, changed)
     for call in writer.take():
         if call[0] == "configmap":
             assert store.upsert(copy.deepcopy(call[3])) == set()
@@ -99,24 +99,24 @@ def test_the_echo_of_the_operators_own_writes_is_no_news() -> None:
                         if d["kind"] == call[1] and d["metadata"]["name"] == name)
             body["status"] = call[3]
             assert store.upsert(body) == set()
-    asyncio.run(rec.process(changed))
+    run_batch(rec, changed)
     assert writer.take() == []
 
 
 def test_a_failed_write_is_requeued_and_retried() -> None:
     _, writer, rec, changed = _loaded(fail=1)
-    asyncio.run(rec.process(changed))
+    run_batch(rec, changed)
     assert len(rec._dirty) == 1  # the one object whose write failed
     retry = set(rec._dirty)
     kind, name = next(iter(retry))
     first = writer.take()
     assert not any(c[0] == "status" and c[1:3] == (kind, name) for c in first)
     rec._dirty.clear()
-    asyncio.run(rec.process(retry))
+    run_batch(rec, retry)
     again = writer.take()
     assert ("status", kind, name) in _summary(again)
     assert not rec._dirty
-    asyncio.run(rec.process(changed))
+    run_batch(rec, changed)
     assert writer.take() == []
 
 
@@ -124,7 +124,7 @@ def test_invalid_objects_get_ready_false() -> None:
     store, writer, rec, _ = _loaded()
     bad = _uid(actor("broken", skills=["base"], skillAccessPolicy={"maxTools": "many"}), n=4)
     changed = store.upsert(bad)
-    asyncio.run(rec.process(changed))
+    run_batch(rec, changed)
     calls = writer.take()
     assert _summary(calls) == [("event", "Actor", "team-a/broken"),
                                ("status", "Actor", "team-a/broken")]
@@ -138,16 +138,16 @@ def test_invalid_objects_get_ready_false() -> None:
     assert status["observedGeneration"] == 4
     # seen again (the status echo): nothing more to write
     bad["status"] = status
-    asyncio.run(rec.process(store.upsert(bad)))
+    run_batch(rec, store.upsert(bad))
     assert writer.take() == []
 
 
 def test_an_invalid_skill_makes_its_users_unresolved() -> None:
     store, writer, rec, changed = _loaded()
-    asyncio.run(rec.process(changed))
+    run_batch(rec, changed)
     writer.take()
     changed = store.upsert(_uid(skill("base", anonymousTools="nope"), n=2))
-    asyncio.run(rec.process(changed))
+    run_batch(rec, changed)
     calls = writer.take()
     touched = {c[1:3] for c in calls if c[0] == "status"}
     assert touched == {("Skill", "team-a/base"), ("Skill", "team-a/mid"),
@@ -185,27 +185,27 @@ def test_the_worker_writes_nothing_before_the_initial_listing() -> None:
 
 def test_a_configmap_known_by_name_is_read_before_the_skill_using_it_resolves() -> None:
     store, writer, rec, changed = _loaded()
-    asyncio.run(rec.process(changed))
+    run_batch(rec, changed)
     writer.take()
     pdf = _uid(configmap("pdf-skill", {"SKILL.md": skill_md("pdf", "reads PDFs")}))
     assert store.upsert(pdf) == set()  # no Skill references it yet: name only
     writer.configmaps["team-a/pdf-skill"] = pdf
     pdf_skill = skill("pdf", agentSkills=[{"configMapRef": {"name": "pdf-skill"}}])
     changed = store.upsert(_uid(pdf_skill))
-    asyncio.run(rec.process(changed))
+    run_batch(rec, changed)
     calls = writer.take()
     assert calls[0] == ("read", "team-a/pdf-skill")
     (status,) = [c[3] for c in calls if c[:3] == ("status", "Skill", "team-a/pdf")]
     ready = next(c for c in status["conditions"] if c["type"] == "Ready")
     assert ready["status"] == "True", ready
     assert [t["name"] for t in status["tools"]] == ["pdf"]
-    asyncio.run(rec.process(changed))
+    run_batch(rec, changed)
     assert writer.take() == []  # read once; nothing more to write
 
 
 def test_a_failed_configmap_read_retries_the_batch_without_a_wrong_status() -> None:
     store, writer, rec, changed = _loaded()
-    asyncio.run(rec.process(changed))
+    run_batch(rec, changed)
     writer.take()
     pdf = _uid(configmap("pdf-skill", {"SKILL.md": skill_md("pdf")}))
     store.upsert(pdf)
@@ -214,9 +214,9 @@ def test_a_failed_configmap_read_retries_the_batch_without_a_wrong_status() -> N
     changed = store.upsert(_uid(pdf_skill))
     writer.fail = 1
     with pytest.raises(RuntimeError, match="could not read ConfigMap team-a/pdf-skill"):
-        asyncio.run(rec.process(changed))
+        run_batch(rec, changed)
     assert writer.take() == []  # no status said "not found" meanwhile
-    asyncio.run(rec.process(changed))
+    run_batch(rec, changed)
     assert ("status", "Skill", "team-a/pdf") in _summary(writer.take())
 
 
@@ -231,16 +231,27 @@ def _fan_out(actors: int) -> tuple[Store, set[Key]]:
 
 
 def test_events_are_posted_after_every_configmap_and_status_of_the_batch() -> None:
-    store, changed = _fan_out(30)
+    store, changed = _fan_out(20)  # under the recorder's burst: one Event each
     writer = Recorder()
     rec = Reconciler(store, writer, clock=_clock(), concurrency=4)
-    asyncio.run(rec.process(changed))
+    run_batch(rec, changed)
+    writer.take()
+    run_batch(rec, store.upsert(_world(extra_base_tool=True)[0]))
+    kinds = [c[0] for c in writer.take()]
+    assert kinds.count("event") == 20
+    first_event = kinds.index("event")
+    assert kinds[first_event:] == ["event"] * 20  # no write waited for an event
+
+
+def test_a_batch_ends_before_its_events_are_posted() -> None:
+    store, changed = _fan_out(20)
+    writer = Recorder()
+    rec = Reconciler(store, writer, clock=_clock(), concurrency=4)
+    run_batch(rec, changed)
     writer.take()
     asyncio.run(rec.process(store.upsert(_world(extra_base_tool=True)[0])))
-    kinds = [c[0] for c in writer.take()]
-    assert kinds.count("event") == 30
-    first_event = kinds.index("event")
-    assert kinds[first_event:] == ["event"] * 30  # no write waited for an event
+    assert [c for c in writer.take() if c[0] == "event"] == []
+    assert rec.events.waiting == 20  # handed over, posted by the recorder's task
 
 
 class SlowWriter(Recorder):
@@ -288,7 +299,7 @@ def test_objects_are_resolved_only_as_write_slots_free_up(
     writer = SlowWriter()
     _counting(monkeypatch, writer)
     rec = Reconciler(store, writer, clock=_clock(), concurrency=2)  # a window of 32 objects
-    asyncio.run(rec.process(changed))
+    run_batch(rec, changed)
     assert writer.resolved == 150
     # the first ConfigMaps are written while most actors are still unresolved
     assert writer.resolved_at_configmap[0] <= 2 + 2
@@ -324,7 +335,7 @@ def test_a_failed_configmap_write_holds_back_its_status(
     rec = Reconciler(store, writer, clock=_clock(), concurrency=4)
     failed: list[set[Key]] = []
     rec.mark = lambda keys: failed.append(set(keys))  # type: ignore[method-assign]
-    asyncio.run(rec.process(changed))
+    run_batch(rec, changed)
     statuses = {c[2] for c in writer.calls if c[0] == "status"}
     assert "team-a/a003" not in statuses  # never a status for a ConfigMap not written
     assert {"team-a/a002", "team-a/a004"} <= statuses
@@ -333,18 +344,18 @@ def test_a_failed_configmap_write_holds_back_its_status(
 
 def test_a_configmap_seen_deleted_is_recreated_only_for_an_actor_that_still_exists() -> None:
     store, writer, rec, changed = _loaded()
-    asyncio.run(rec.process(changed))
+    run_batch(rec, changed)
     for call in writer.take():
         if call[0] == "configmap":
             store.upsert(json.loads(json.dumps({**call[3], "metadata": {
                 **call[3]["metadata"], "uid": "cm-" + call[1]}})))
     # The garbage collector deletes dev's ConfigMap: dev was deleted in a watch gap.
-    asyncio.run(rec.process(store.remove("ConfigMap", "team-a", "dev-tools")))
+    run_batch(rec, store.remove("ConfigMap", "team-a", "dev-tools"))
     assert writer.take() == [("uid", "Actor", "team-a/dev")]  # asked, nothing written
     assert rec._relisted == {"Actor"}  # and the store is checked against the API
     # ops's ConfigMap is deleted by hand: ops exists, so it comes back.
     writer.uids["team-a/ops"] = "uid-ops"
-    asyncio.run(rec.process(store.remove("ConfigMap", "team-a", "ops-tools")))
+    run_batch(rec, store.remove("ConfigMap", "team-a", "ops-tools"))
     calls = writer.take()
     assert calls[0] == ("uid", "Actor", "team-a/ops")
     assert [c[1] for c in calls if c[0] == "configmap"] == ["team-a/ops-tools"]
@@ -372,14 +383,14 @@ def test_a_configmap_rewrite_asserts_the_resource_version_last_seen() -> None:
     for doc in _world():
         changed |= store.upsert(doc)
     rec = Reconciler(store, writer, clock=_clock())
-    asyncio.run(rec.process(changed))
+    run_batch(rec, changed)
     created = [c for c in writer.take() if c[0] == "configmap"]
     assert all("resourceVersion" not in c[3]["metadata"] for c in created)
     answered = {c[1]: f"rv-{i}" for i, c in enumerate(created, start=1)}
     seen = copy.deepcopy(next(c[3] for c in created if c[1] == _cm("dev")))
     seen["metadata"]["resourceVersion"] = "rv-77"  # the watch: dev's moved on since
     assert store.upsert(seen) == set()  # the same ConfigMap all the same: no news
-    asyncio.run(rec.process(store.upsert(_world(extra_base_tool=True)[0])))
+    run_batch(rec, store.upsert(_world(extra_base_tool=True)[0]))
     rewrites = {c[1]: c[3]["metadata"].get("resourceVersion")
                 for c in writer.take() if c[0] == "configmap"}
     assert rewrites == {_cm("dev"): "rv-77", _cm("ops"): answered[_cm("ops")]}
@@ -405,7 +416,7 @@ def test_a_configmap_refused_for_good_is_ready_false_once_and_not_retried() -> N
     for doc in _world():
         changed |= store.upsert(doc)
     rec = Reconciler(store, writer, clock=_clock())
-    asyncio.run(rec.process(changed))
+    run_batch(rec, changed)
     calls = writer.take()
     assert not rec._dirty  # nothing queued to retry
     statuses = {c[2]: c[3] for c in calls if c[:2] == ("status", "Actor")}
@@ -416,5 +427,5 @@ def test_a_configmap_refused_for_good_is_ready_false_once_and_not_retried() -> N
     assert "must have at most 1048576 bytes" in ready["message"]
     # Asked again (any change, a resync): the same ConfigMap is not sent again,
     # and the status already says so.
-    asyncio.run(rec.process(changed))
+    run_batch(rec, changed)
     assert [c for c in writer.take() if c[0] != "status" or c[1] == "Actor"] == []

@@ -4,12 +4,12 @@ it governs, writes only what changed, and the offline CLI gives the same bytes."
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
+from runtimekit import run_batch
 from skillkit import anon, cluster_policy, namespace, ref, skill, skill_policy
 from test_operator_runtime import Recorder, _clock, _summary, _uid
 from test_skill_policies import SETTINGS, World, governed_worlds
@@ -45,7 +45,7 @@ def _running() -> tuple[Store, Recorder, Reconciler]:
     changed = set()
     for doc in _world():
         changed |= store.upsert(doc)
-    asyncio.run(rec.process(changed))
+    run_batch(rec, changed)
     for call in writer.take():  # the API server echoes every write
         if call[0] == "configmap":
             store.record_configmap(call[3])
@@ -65,7 +65,7 @@ def test_a_cluster_policy_rewrites_exactly_the_actors_it_selects() -> None:
     changed = store.upsert(copy.deepcopy(TENANTS))
     assert changed == {key("ClusterSkillPolicy", ObjectRef("", "tenants")),
                        key("Actor", ref("team-a/dev")), key("Actor", ref("team-a/ops"))}
-    asyncio.run(rec.process(changed))
+    run_batch(rec, changed)
     calls = writer.take()
     assert sorted(_configmaps(calls)) == ["team-a/dev-tools", "team-a/ops-tools"]
     assert all('"rm"' not in text for text in _configmaps(calls).values())
@@ -86,21 +86,21 @@ def test_a_cluster_policy_rewrites_exactly_the_actors_it_selects() -> None:
     echo = copy.deepcopy(TENANTS)
     echo["status"] = statuses["/tenants"]
     assert store.upsert(echo) == set()
-    asyncio.run(rec.process(changed))
+    run_batch(rec, changed)
     assert writer.take() == []
 
 
 def test_deleting_the_policy_restores_the_tools() -> None:
     store, writer, rec = _running()
     before = {"team-a/dev-tools": store.managed[ref("team-a/dev-tools")].tools_hash}
-    asyncio.run(rec.process(store.upsert(copy.deepcopy(TENANTS))))
+    run_batch(rec, store.upsert(copy.deepcopy(TENANTS)))
     for call in writer.take():
         if call[0] == "configmap":
             store.record_configmap(call[3])
     changed = store.remove("ClusterSkillPolicy", "", "tenants")
     assert changed == {key("ClusterSkillPolicy", ObjectRef("", "tenants")),
                        key("Actor", ref("team-a/dev")), key("Actor", ref("team-a/ops"))}
-    asyncio.run(rec.process(changed))
+    run_batch(rec, changed)
     calls = writer.take()
     restored = [c[3] for c in calls if c[0] == "configmap" and c[1] == "team-a/dev-tools"]
     assert restored[0]["metadata"]["annotations"]["skillop.dev/tools-hash"] == before[
@@ -109,10 +109,10 @@ def test_deleting_the_policy_restores_the_tools() -> None:
 
 def test_a_namespace_label_change_brings_its_actors_under_the_policy() -> None:
     store, writer, rec = _running()
-    asyncio.run(rec.process(store.upsert(copy.deepcopy(TENANTS))))
+    run_batch(rec, store.upsert(copy.deepcopy(TENANTS)))
     writer.take()
     changed = store.upsert(_uid(namespace("team-b", tier="tenant")))
-    asyncio.run(rec.process(changed))
+    run_batch(rec, changed)
     assert sorted(_configmaps(writer.take())) == ["team-b/dev-tools"]
 
 
@@ -120,7 +120,7 @@ def test_a_skill_policy_reaches_its_namespace_only() -> None:
     store, writer, rec = _running()
     changed = store.upsert(_uid(skill_policy("read-only", "team-b",
                                              requireCapabilities=["readOnly"])))
-    asyncio.run(rec.process(changed))
+    run_batch(rec, changed)
     calls = writer.take()
     assert _summary(calls) == sorted([
         ("configmap", "team-b/dev-tools", True), ("event", "Actor", "team-b/dev"),
@@ -133,7 +133,7 @@ def test_an_invalid_policy_freezes_the_actors_it_may_govern() -> None:
     store, writer, rec = _running()
     bad = _uid(skill_policy("broken", "team-a", deny=["no-slash"]))
     changed = store.upsert(bad)
-    asyncio.run(rec.process(changed))
+    run_batch(rec, changed)
     calls = writer.take()
     assert _configmaps(calls) == {}
     statuses = {c[2]: c[3] for c in calls if c[0] == "status"}
@@ -149,7 +149,7 @@ def _operator_text(docs: list[Doc], actor: ObjectRef) -> str | None:
     changed = set()
     for doc in docs:
         changed |= store.upsert(copy.deepcopy(doc))
-    asyncio.run(Reconciler(store, writer, clock=_clock()).process(changed))
+    run_batch(Reconciler(store, writer, clock=_clock()), changed)
     written = {c[1]: c[3]["data"]["tools.json"] for c in writer.calls if c[0] == "configmap"}
     return written.get(f"{actor.namespace}/{actor.name}-tools")
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import logging
 from typing import Any
@@ -10,6 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from runtimekit import run_batch
 from skillkit import actor, skill
 from test_operator_runtime import Recorder, _clock, _uid
 
@@ -115,14 +115,14 @@ def _warnings(calls: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
 def test_the_reconciler_warns_once_per_transition_and_not_after_a_restart(
         caplog: pytest.LogCaptureFixture) -> None:
     _, writer, rec, changed = _loaded(_docs())
-    asyncio.run(rec.process(changed))
+    run_batch(rec, changed)
     calls = writer.take()
     assert _warnings(calls) == [
         ("Actor", "team-a/lost", "uid-lost", P.REF_NOT_FOUND),
         ("Skill", "team-a/a", "uid-a", P.CYCLE_DETECTED),
         ("Skill", "team-a/b", "uid-b", P.CYCLE_DETECTED)]
     # Reconciled again: nothing written, nothing posted.
-    asyncio.run(rec.process(changed))
+    run_batch(rec, changed)
     assert writer.take() == []
     # Restarted over the statuses it wrote: it reads them back and posts nothing.
     written = {(c[1], c[2].split("/")[1]): c[3] for c in calls if c[0] == "status"}
@@ -131,7 +131,7 @@ def test_the_reconciler_warns_once_per_transition_and_not_after_a_restart(
         doc["status"] = copy.deepcopy(written[doc["kind"], doc["metadata"]["name"]])
     _, writer, rec, changed = _loaded(docs)
     with caplog.at_level(logging.INFO, logger="skillop.reconcile"):
-        asyncio.run(rec.process(changed))
+        run_batch(rec, changed)
     assert writer.take() == []
     # The batch log says what was sent: nothing, though three objects were resolved.
     (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("batch")]
@@ -143,17 +143,17 @@ def test_the_batch_log_counts_the_writes_sent(caplog: pytest.LogCaptureFixture) 
             _uid(actor("dev", skills=["tools"]))]
     _, _, rec, changed = _loaded(docs)
     with caplog.at_level(logging.INFO, logger="skillop.reconcile"):
-        asyncio.run(rec.process(changed))
+        run_batch(rec, changed)
     (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("batch")]
     assert "2 objects written (2 statuses, 1 ConfigMap), 0 unchanged, 0 to retry" in line
 
 
 def test_a_reason_changing_warns_again() -> None:
     store, writer, rec, changed = _loaded(_docs())
-    asyncio.run(rec.process(changed))
+    run_batch(rec, changed)
     writer.take()
     # The Actor now names the cycle: still Ready=False, for another reason.
     changed = store.upsert(_uid(actor("lost", skills=["a"]), n=2))
-    asyncio.run(rec.process(changed))
+    run_batch(rec, changed)
     assert _warnings(writer.take()) == [
         ("Actor", "team-a/lost", "uid-lost", P.CYCLE_DETECTED)]

@@ -40,6 +40,7 @@ from skillop.model.approval import PLURAL as APPROVALS
 from skillop.model.names import ACTOR_LABEL, API_GROUP, API_VERSION
 from skillop.operator.approval_keeper import ApprovalKeeper
 from skillop.operator.credentials import CredentialChecker
+from skillop.operator.events import EventRecorder
 from skillop.operator.health import HealthServer
 from skillop.operator.kube import Kube
 from skillop.operator.leader import Elector, stop
@@ -61,6 +62,8 @@ KINDS = {TOOLS: "Tool", SKILLS: "Skill", ACTORS: "Actor", SKILL_POLICIES: "Skill
          NAMESPACES: "Namespace"}
 
 log = logging.getLogger("skillop")
+#: Objects per page of kopf's initial listing (as kubectl's pages).
+LIST_CHUNK = 500
 
 
 class SharedMemo(kopf.Memo):
@@ -116,7 +119,8 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     reconciler = Reconciler(store, writer, debounce=config.debounce_seconds,
                             concurrency=config.write_concurrency, metrics=metrics,
                             credentials=checker, shard=shard,
-                            stale_grace=config.stale_part_seconds)
+                            stale_grace=config.stale_part_seconds,
+                            events=EventRecorder(writer.create_event, outcome=metrics.event))
     memo.store, memo.writer, memo.reconciler = store, writer, reconciler
     memo.discovery = (attach_discovery(store, reconciler, writer, config)
                       if config.mcp_discovery else None)
@@ -125,6 +129,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     memo.election = (asyncio.create_task(memo.elector.run(), name="skillop-election")
                      if memo.elector is not None else None)
     memo.worker = asyncio.create_task(reconciler.run(), name="skillop-reconciler")
+    memo.events = asyncio.create_task(reconciler.events.run(), name="skillop-events")
     memo.resync = asyncio.create_task(reconciler.resync(config.resync_seconds),
                                       name="skillop-resync")
     memo.membership = asyncio.create_task(reconciler.membership(writer, config.namespaces),
@@ -149,7 +154,11 @@ def _elector(config: OperatorConfig, writer: Kube, reconciler: Reconciler,
         metrics.leading(False)
         reconciler.follow()
 
-    elector = Elector(writer, config.lease, on_lead=lead, on_follow=follow)
+    def resume() -> None:
+        metrics.leading(True)
+        reconciler.resume()
+
+    elector = Elector(writer, config.lease, on_lead=lead, on_follow=follow, on_resume=resume)
     writer.may_write = elector.may_write  # the renew deadline, checked at each write
     reconciler.follow()
     metrics.leading(False)
@@ -174,6 +183,10 @@ def configure(settings: kopf.OperatorSettings, config: OperatorConfig) -> None:
         prefix="skillop.dev", key="last-handled-configuration",
         compares_bodies=compares_bodies(kopf.get_default_registry()))
     settings.watching.server_timeout = 300
+    # The initial listing in pages: each page's objects are indexed (and their
+    # bodies shed, ``shed``) while the next is fetched, where one list of every
+    # object of a kind was parsed and held whole before any was indexed.
+    settings.watching.chunk_size = LIST_CHUNK
     settings.queueing.error_delays = [1, 2, 5, 10, 30, 60]
     if config.serves_webhooks:
         from skillop.operator import webhook
@@ -283,7 +296,8 @@ async def cleanup(memo: kopf.Memo, **_: Any) -> None:
     if elector is not None:
         await elector.release()  # stops writing first; a standby takes over at once
     for task in (getattr(memo, "worker", None), getattr(memo, "resync", None),
-                 getattr(memo, "membership", None), getattr(memo, "approval_sweep", None)):
+                 getattr(memo, "membership", None), getattr(memo, "approval_sweep", None),
+                 getattr(memo, "events", None)):
         if task is not None:
             task.cancel()
     discovery = getattr(memo, "discovery", None)
@@ -315,6 +329,7 @@ def _watch(resource: tuple[str, str, str]) -> None:
         elif discovery is not None and kind == "ConfigMap" and changed:
             meta = body.get("metadata") or {}
             discovery.configmap_changed(meta.get("namespace") or "", meta.get("name") or "")
+        shed(body)
 
     @kopf.on.event(*resource, id=f"{kind.lower()}-event")
     async def event(type: str | None, name: str, namespace: str | None, memo: kopf.Memo,
@@ -329,6 +344,29 @@ def _watch(resource: tuple[str, str, str]) -> None:
                 discovery.skill_deleted(namespace or "", name)
 
 
+#: What of a watched object only its index reads: the store has taken what it keeps.
+_SHED = ("spec", "status", "data", "binaryData")
+
+
+def shed(body: kopf.Body) -> None:
+    """Drop from kopf's copy of an object what only the index handler reads.
+
+    During the initial listing kopf holds each object's body in its worker until
+    every object of every kind is indexed (its start-up gate), then runs the event
+    handlers: a restart held every Actor (with its status) and every ConfigMap
+    (with its tool set) at once, where a first start meets them a few at a time
+    (34 MiB of a restart's 282 at 2,000 Actors, docs/benchmarks.md). Past the
+    index, kopf reads the metadata only (skillop has no changing handler and an
+    empty diff-base, ``StatuslessDiffBaseStorage``) and skillop's event handlers
+    read names; so the parts are dropped from the parsed body, which nothing
+    else refers to (the store keeps its own values).
+    """
+    raw = body._src  # kopf.Body is a view over the parsed event's object
+    if isinstance(raw, dict):
+        for part in _SHED:
+            raw.pop(part, None)
+
+
 def _watch_pods() -> None:
     """Actor pods (label skillop.dev/actor), for the Actors' outdatedPods: what each
     pod's gateway mounts, and deletions. Only with injection on (its RBAC too)."""
@@ -338,6 +376,7 @@ def _watch_pods() -> None:
     @kopf.index(*pods, labels=labelled, id="pod-index")
     async def index(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
         memo.reconciler.mark(memo.store.upsert_pod(body))
+        shed(body)
 
     @kopf.on.event(*pods, labels=labelled, id="pod-event")
     async def event(type: str, name: str, namespace: str | None, memo: kopf.Memo,

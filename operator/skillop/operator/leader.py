@@ -58,11 +58,18 @@ def now_micro() -> str:
 class Elector:
     def __init__(self, api: LeaseApi, config: LeaseConfig, *,
                  on_lead: Callable[[], None], on_follow: Callable[[], None],
+                 on_resume: Callable[[], None] | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.api = api
         self.config = config
         self.on_lead = on_lead
         self.on_follow = on_follow
+        #: Called instead of ``on_lead`` when this process takes back a Lease that
+        #: no one else held since it last led (its renewals failed: an API server
+        #: restart): nothing was written meanwhile but what it will write itself.
+        self.on_resume = on_resume or on_lead
+        self._led = False  # this process has led before
+        self._still_mine = False  # the Lease just taken named this replica
         self.clock = clock
         self.is_leader = False
         #: The Lease as last read or written, and when (this replica's clock) it
@@ -186,6 +193,7 @@ class Elector:
             self._observe(replace(mine, resource_version=version))
             return True
         self._observe(current)
+        self._still_mine = current.holder == self.identity
         if current.holder and current.holder != self.identity and not self._expired(current):
             return False
         if current.holder == self.identity:
@@ -199,10 +207,12 @@ class Elector:
         return True
 
     def _lead(self) -> None:
-        log.info("lease %s: acquired by %s; this replica writes now", self._name,
-                 self.identity)
+        resumed = self._led and self._still_mine
+        log.info("lease %s: %s by %s; this replica writes now", self._name,
+                 "taken back" if resumed else "acquired", self.identity)
         self.is_leader = True
-        self.on_lead()
+        self._led = True
+        (self.on_resume if resumed else self.on_lead)()
 
     def _follow(self) -> None:
         self.is_leader = False

@@ -48,6 +48,11 @@ class Metrics:
             "API writes by kind (Skill and Actor: status) and outcome"
             " (success, error, conflict, refused: not the leader)",
             ["kind", "outcome"], registry=registry)
+        self.events = Counter(
+            f"{PREFIX}_events",
+            "Events by outcome: posted; combined (folded into one Event for many objects);"
+            " failed (not posted within its time, or refused); dropped (a full queue,"
+            " or this replica stopped leading)", ["outcome"], registry=registry)
         self.discoveries = Counter(
             f"{PREFIX}_mcp_discovery",
             "MCP tool listings by result (Listed, or the failure reason)", ["reason"],
@@ -79,6 +84,9 @@ class Metrics:
 
     def api_write(self, kind: str, outcome: str) -> None:
         self.api_writes.labels(kind, outcome).inc()
+
+    def event(self, outcome: str, n: int = 1) -> None:
+        self.events.labels(outcome).inc(n)
 
     def discovery(self, reason: str) -> None:
         self.discoveries.labels(reason).inc()

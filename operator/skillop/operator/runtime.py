@@ -17,8 +17,9 @@ writing at once. ConfigMaps go first: they are what an actor's pods read. A
 window of ``16 * concurrency`` objects has its ConfigMaps written, then its
 statuses (each after its own ConfigMap, as before), so a batch holds at most
 that many statuses (a few MiB), and a change reaching 60 Actors lands in their
-pods without waiting for 60 status writes. Events are posted after the batch's
-ConfigMaps and statuses: they never delay the writes that carry new tool sets.
+pods without waiting for 60 status writes. Events go to ``events.EventRecorder``
+after the batch's writes, posted in the background: they never delay a write
+that carries a tool set, nor the next batch.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from skillop.model.wording import count
 from skillop.operator.actorplan import actor_plan
 from skillop.operator.credentials import CredentialChecker
 from skillop.operator.deps import Affected, Key, key, ref_of
+from skillop.operator.events import EventRecorder, posting_through
 from skillop.operator.metrics import Metrics
 from skillop.operator.outputs import (
     EventSpec,
@@ -91,7 +93,8 @@ class Reconciler(PlanWrites):
                  actor_warnings: ActorWarnings | None = None,
                  metrics: Metrics | None = None,
                  credentials: CredentialChecker | None = None,
-                 shard: Shard | None = None, stale_grace: float = 120.0) -> None:
+                 shard: Shard | None = None, stale_grace: float = 120.0,
+                 events: EventRecorder | None = None) -> None:
         self.store = store
         #: Parts no index names, deleted after this grace (``staleparts``).
         self.stale_parts = StaleParts(stale_grace)
@@ -123,6 +126,8 @@ class Reconciler(PlanWrites):
         self.actor_warnings: ActorWarnings = actor_warnings or (lambda actor, skills: ())
         self.batches = 0
         self.metrics = metrics
+        #: Posts a batch's Events in the background (its ``run``: the operator's task).
+        self.events = events or EventRecorder(posting_through(writer))
         #: With injection on: the Actors' Secrets and out-of-date pods (status).
         self.credentials = credentials
         if metrics is not None:
@@ -160,6 +165,12 @@ class Reconciler(PlanWrites):
     def lead(self) -> None:
         """This replica became the leader: a full pass, then business as usual."""
         self.mark(self.everything())
+        self._wake.set()
+        self.leading.set()
+
+    def resume(self) -> None:
+        """Leading again, no other replica having led meanwhile: what changed was
+        gathered (re-lists included) and failed writes kept; no full pass."""
         self._wake.set()
         self.leading.set()
 
@@ -254,15 +265,15 @@ class Reconciler(PlanWrites):
             failed += [k for k in await self._bounded(writes) if k is not None]
         written = time.monotonic() - started
         events, self._events = self._events, []
-        await self._bounded([functools.partial(self._post, *e) for e in events])
+        self.events.submit(events)
         if self.metrics is not None:
             self.metrics.batch(time.monotonic() - started, skills=len(affected.skills),
                                actors=len(affected.actors))
-        log.info("batch %d: %s -> %s, %s; %s in %.3fs, %s in %.3fs",
+        log.info("batch %d: %s -> %s, %s; %s in %.3fs, %s queued",
                  self.batches, count(len(changed), "change"), count(len(affected.skills), "skill"),
                  count(len(affected.actors), "actor"),
                  self._sent.summary(len(jobs), set(failed)), written,
-                 count(len(events), "event"), time.monotonic() - started - written)
+                 count(len(events), "event"))
         if failed:
             await asyncio.sleep(1)
             self.mark(failed)
@@ -279,12 +290,6 @@ class Reconciler(PlanWrites):
                 return await job()
 
         return list(await asyncio.gather(*(one(job) for job in jobs)))
-
-    async def _post(self, kind: str, ref: ObjectRef, uid: str, event: EventSpec) -> None:
-        try:
-            await self.writer.post_event(kind, ref, uid, event.type, event.reason, event.message)
-        except Exception as err:  # an Event is information: never worth a retry
-            log.warning("could not post event %s on %s %s: %s", event.reason, kind, ref, err)
 
     async def _read_wanted(self) -> set[Key]:
         """Read the ConfigMaps Skills started referencing while the store knew only

@@ -38,6 +38,7 @@ from skillop.operator.kube.errors import (
 from skillop.operator.kube.lease import LeaseCalls
 
 if TYPE_CHECKING:
+    from skillop.operator.events import Event
     from skillop.operator.metrics import Metrics
 
 log = logging.getLogger("skillop.kube")
@@ -53,6 +54,8 @@ PLURALS = {"Skill": "skills", "Actor": "actors", "Tool": "tools",
 #: Lists for membership ask for metadata only (kubectl get's own trick).
 METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 LIST_PAGE = 500
+#: Threads (and connections) of their own for Events (``events.EventRecorder``).
+EVENT_THREADS = 2
 
 
 class Kube(LeaseCalls):
@@ -67,7 +70,8 @@ class Kube(LeaseCalls):
         # Bodies are plain dicts (the API server validates them): typed as Any here.
         self._client: Any = kubernetes.client
         configuration = kubernetes.client.Configuration.get_default_copy()
-        configuration.connection_pool_maxsize = threads  # one connection per writer thread
+        # One connection per thread: the writers', the Lease's and the Events'.
+        configuration.connection_pool_maxsize = threads + 1 + EVENT_THREADS
         self._api = kubernetes.client.ApiClient(configuration)
         if user_agent:  # which replica wrote what, in the API server's audit log
             self._api.user_agent = user_agent
@@ -76,6 +80,9 @@ class Kube(LeaseCalls):
         self.coordination: Any = kubernetes.client.CoordinationV1Api(self._api)
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="skillop-api")
         self._lease_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="skillop-lease")
+        #: Events have threads of their own: posting them never takes a writer's.
+        self._event_pool = ThreadPoolExecutor(max_workers=EVENT_THREADS,
+                                              thread_name_prefix="skillop-events")
         self.writes = 0
         #: The write gate; leader election makes it "am I the leader".
         self.may_write: Callable[[], bool] = lambda: True
@@ -87,7 +94,8 @@ class Kube(LeaseCalls):
             raise NotLeader(f"{what}: not the leader")
 
     async def _write(self, kind: str, what: str, fn: Callable[[], T], *,
-                     gone_on_404: bool = False, maybe_done: bool = True) -> T:
+                     gone_on_404: bool = False, maybe_done: bool = True,
+                     pool: ThreadPoolExecutor | None = None) -> T:
         """A gated, counted write (retried by ``_call``). The gate is asked again
         in the thread that sends, right before each attempt: a write that waited
         for a thread, or for its backoff, while this replica stopped leading is
@@ -101,7 +109,7 @@ class Kube(LeaseCalls):
 
         try:
             result = await self._call(what, gated, gone_on_404=gone_on_404,
-                                      maybe_done=maybe_done)
+                                      maybe_done=maybe_done, pool=pool)
         except NotLeader:
             raise  # counted as refused by the gate: nothing was sent
         except WriteFailed:
@@ -111,7 +119,7 @@ class Kube(LeaseCalls):
         return result
 
     async def _call(self, what: str, fn: Callable[[], T], *, gone_on_404: bool = False,
-                    maybe_done: bool = True) -> T:
+                    maybe_done: bool = True, pool: ThreadPoolExecutor | None = None) -> T:
         """``fn`` with retries. ``maybe_done=False``: only what the API server refused
         before acting (429) is retried; a 5xx or a lost connection may come after it
         acted, and a create with ``generateName`` sent again would make a second
@@ -120,7 +128,7 @@ class Kube(LeaseCalls):
         retriable = RETRIABLE if maybe_done else {429}
         for attempt, delay in enumerate((*BACKOFF, None)):
             try:
-                return await loop.run_in_executor(self._pool, fn)
+                return await loop.run_in_executor(pool or self._pool, fn)
             except self._client.ApiException as err:
                 if err.status == 404 and gone_on_404:
                     raise Gone(f"{what}: HTTP 404 (deleted)") from None
@@ -226,22 +234,35 @@ class Kube(LeaseCalls):
 
         await self._write("ConfigMap", f"delete configmap {ref}", delete)
 
+    async def create_event(self, event: Event) -> None:
+        """Post one Event under the name it was given; raises as a write does. The
+        name makes a retry safe: an Event the API server made on an attempt whose
+        answer was lost is found there (409) and not made twice."""
+        body = _event_body(event.kind, event.ref, event.uid, event.spec.type,
+                           event.spec.reason, event.spec.message, at=event.at)
+        body["metadata"] = {"name": event.name, "namespace": event.ref.namespace}
+
+        def create() -> bytes:
+            try:
+                return _drained(self.core.create_namespaced_event(
+                    event.ref.namespace, body, _preload_content=False))
+            except self._client.ApiException as err:
+                if err.status == 409:  # made by an attempt whose answer was lost
+                    return b""
+                raise
+
+        await self._write("Event", f"post event on {event.kind} {event.ref}", create,
+                          pool=self._event_pool)
+
     async def post_event(self, kind: str, ref: ObjectRef, uid: str, type_: str, reason: str,
                          message: str) -> None:
-        now = datetime.datetime.now(datetime.UTC)
-        body = {
-            "metadata": {"generateName": f"{ref.name}.", "namespace": ref.namespace},
-            "involvedObject": {"apiVersion": f"{API_GROUP}/{API_VERSION}", "kind": kind,
-                               "name": ref.name, "namespace": ref.namespace, "uid": uid},
-            "type": type_, "reason": reason, "message": message[:1024],
-            "source": {"component": "skillop"},
-            "firstTimestamp": now.isoformat(), "lastTimestamp": now.isoformat(), "count": 1,
-            "reportingComponent": "skillop", "reportingInstance": "skillop",
-        }
+        """Post one Event now (a failure is logged): the approvals' own Events."""
+        body = _event_body(kind, ref, uid, type_, reason, message)
+        body["metadata"] = {"generateName": f"{ref.name}.", "namespace": ref.namespace}
         try:
             await self._write("Event", f"post event on {kind} {ref}", lambda: _drained(
                 self.core.create_namespaced_event(ref.namespace, body, _preload_content=False)),
-                maybe_done=False)
+                maybe_done=False, pool=self._event_pool)
         except NotLeader:
             pass  # stepped down mid-batch: the new leader reports what it finds
         except WriteFailed as err:
@@ -346,6 +367,22 @@ class Kube(LeaseCalls):
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._lease_pool.shutdown(wait=False, cancel_futures=True)
+        self._event_pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _event_body(kind: str, ref: ObjectRef, uid: str, type_: str, reason: str, message: str,
+                *, at: float | None = None) -> dict[str, Any]:
+    """A core/v1 Event on one of skillop's objects (its metadata is the caller's)."""
+    when = (datetime.datetime.now(datetime.UTC) if at is None
+            else datetime.datetime.fromtimestamp(at, datetime.UTC)).isoformat()
+    return {
+        "involvedObject": {"apiVersion": f"{API_GROUP}/{API_VERSION}", "kind": kind,
+                           "name": ref.name, "namespace": ref.namespace, "uid": uid},
+        "type": type_, "reason": reason, "message": message[:1024],
+        "source": {"component": "skillop"},
+        "firstTimestamp": when, "lastTimestamp": when, "count": 1,
+        "reportingComponent": "skillop", "reportingInstance": "skillop",
+    }
 
 
 def _resource_version(data: bytes) -> str | None:
