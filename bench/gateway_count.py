@@ -67,6 +67,11 @@ def _hook(frame, event, arg):
         if _names is not None:
             code = frame.f_code
             key = f"{code.co_filename.rsplit('/', 2)[-1]}:{code.co_qualname}"
+            if code.co_filename == "<string>" and code.co_argcount:
+                # made by exec (a dataclass's __init__, a NamedTuple's __new__): by class
+                first = frame.f_locals.get(code.co_varnames[0])
+                owner = first if isinstance(first, type) else type(first)
+                key = f"{key} of {owner.__qualname__}"
             _names[key] = _names.get(key, 0) + 1
     elif event == "c_call":
         _counts[1] += 1
@@ -215,6 +220,8 @@ def count_build(build: Path, upstream: str, tmp: Path, args: argparse.Namespace)
                     client.call(n)
                 took = time.monotonic() - start
                 calls, c_calls = counter.read()
+                if args.names is not None:
+                    counter.names()
                 counter.zero()
                 time.sleep(window := min(took, IDLE_WINDOW))
                 idle = counter.read()[0] * took / window
@@ -223,9 +230,8 @@ def count_build(build: Path, upstream: str, tmp: Path, args: argparse.Namespace)
                       f" {took:.1f} s: {idle / args.calls:.1f} a call; net"
                       f" {(calls - idle) / args.calls:.1f})", flush=True)
                 if args.names is not None:
-                    counter.names()
                     by_name = json.loads((work / "names.json").read_text())
-                    out = args.names / f"{build.name}-{era}.txt"
+                    out = args.names / f"{build.resolve().name}-{era}.txt"
                     out.write_text("".join(
                         f"{count / args.calls:8.2f} {name}\n" for name, count in
                         sorted(by_name.items(), key=lambda item: -item[1])))
