@@ -75,6 +75,9 @@ def _hook(frame, event, arg):
             _names[key] = _names.get(key, 0) + 1
     elif event == "c_call":
         _counts[1] += 1
+        if _names is not None:
+            key = f"builtin {getattr(arg, '__qualname__', arg)}"
+            _names[key] = _names.get(key, 0) + 1
 
 
 def _serve(sock):
@@ -251,6 +254,9 @@ def main() -> int:
                         help="a folder: write Python calls per call by function there")
     parser.add_argument("--callgrind", action="store_true",
                         help="instructions under callgrind (else Python calls)")
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="an empty folder: work there and keep what is made (the"
+                             " callgrind dumps, for callgrind_annotate)")
     args = parser.parse_args()
     what = "instructions (callgrind)" if args.callgrind else "Python calls (profile hook)"
     print(f"{what} per tools/call of ping, {args.calls} counted after {args.warmup},"
@@ -261,7 +267,7 @@ def main() -> int:
         url = bench._read_line(upstream)
         with tempfile.TemporaryDirectory() as tmp:
             for build in args.build:
-                count_build(build, url, Path(tmp), args)
+                count_build(build, url, args.keep or Path(tmp), args)
     finally:
         bench.stop((upstream,))
     return 0
