@@ -67,9 +67,17 @@ def _hook(frame, event, arg):
         if _names is not None:
             code = frame.f_code
             key = f"{code.co_filename.rsplit('/', 2)[-1]}:{code.co_qualname}"
+            if code.co_filename == "<string>" and code.co_argcount:
+                # made by exec (a dataclass's __init__, a NamedTuple's __new__): by class
+                first = frame.f_locals.get(code.co_varnames[0])
+                owner = first if isinstance(first, type) else type(first)
+                key = f"{key} of {owner.__qualname__}"
             _names[key] = _names.get(key, 0) + 1
     elif event == "c_call":
         _counts[1] += 1
+        if _names is not None:
+            key = f"builtin {getattr(arg, '__qualname__', arg)}"
+            _names[key] = _names.get(key, 0) + 1
 
 
 def _serve(sock):
@@ -215,6 +223,8 @@ def count_build(build: Path, upstream: str, tmp: Path, args: argparse.Namespace)
                     client.call(n)
                 took = time.monotonic() - start
                 calls, c_calls = counter.read()
+                if args.names is not None:
+                    counter.names()
                 counter.zero()
                 time.sleep(window := min(took, IDLE_WINDOW))
                 idle = counter.read()[0] * took / window
@@ -223,9 +233,8 @@ def count_build(build: Path, upstream: str, tmp: Path, args: argparse.Namespace)
                       f" {took:.1f} s: {idle / args.calls:.1f} a call; net"
                       f" {(calls - idle) / args.calls:.1f})", flush=True)
                 if args.names is not None:
-                    counter.names()
                     by_name = json.loads((work / "names.json").read_text())
-                    out = args.names / f"{build.name}-{era}.txt"
+                    out = args.names / f"{build.resolve().name}-{era}.txt"
                     out.write_text("".join(
                         f"{count / args.calls:8.2f} {name}\n" for name, count in
                         sorted(by_name.items(), key=lambda item: -item[1])))
@@ -245,6 +254,9 @@ def main() -> int:
                         help="a folder: write Python calls per call by function there")
     parser.add_argument("--callgrind", action="store_true",
                         help="instructions under callgrind (else Python calls)")
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="an empty folder: work there and keep what is made (the"
+                             " callgrind dumps, for callgrind_annotate)")
     args = parser.parse_args()
     what = "instructions (callgrind)" if args.callgrind else "Python calls (profile hook)"
     print(f"{what} per tools/call of ping, {args.calls} counted after {args.warmup},"
@@ -255,7 +267,7 @@ def main() -> int:
         url = bench._read_line(upstream)
         with tempfile.TemporaryDirectory() as tmp:
             for build in args.build:
-                count_build(build, url, Path(tmp), args)
+                count_build(build, url, args.keep or Path(tmp), args)
     finally:
         bench.stop((upstream,))
     return 0

@@ -353,10 +353,10 @@ class Front:
             if not isinstance(arguments, dict) or not isinstance(name, str):
                 return None
             schema = self._answerer.routed_schema(name)
-            lines = cast(Mapping[str, str], HeaderLines(headers.lines))
-            if schema is not None and validate_mcp_param_headers(
-                    schema, arguments, lines) is not None:
-                return None
+            if schema is not None:  # (else nothing to check: no view of the lines made)
+                lines = cast(Mapping[str, str], HeaderLines(headers.lines))
+                if validate_mcp_param_headers(schema, arguments, lines) is not None:
+                    return None
         # It may be asked to approve: by the SDK's input-required flow, not here.
         return Client(session=None, can_elicit=True, last_seen=0.0,
                       protocol_version=route.protocol_version)

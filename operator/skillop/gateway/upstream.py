@@ -122,15 +122,13 @@ class UpstreamClient:
 
     def __init__(self, upstream: ServerEntry, settings: Settings, spawn: Spawn) -> None:
         self.upstream = upstream
+        #: The upstream's name (an attribute: read by every call's membership guard).
+        self.label = upstream.name
         self._settings = settings
         self._spawn = spawn
         self._transport: Transport = transport_for(upstream, settings)
         self._current: Connection | None = None
         self._retired = False
-
-    @property
-    def label(self) -> str:
-        return self.upstream.name
 
     async def connection(self) -> Connection:
         """The open connection (session, live digests by tool name); connects when needed.

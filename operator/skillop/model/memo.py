@@ -36,26 +36,32 @@ class Memo:
     """The slots' entries for one object (``ToolDef.memo``): by slot, then key.
     Read and written through ``Slot`` and ``Cell`` only.
 
-    Made with no ``__init__`` (every ToolDef has one, most never written): the
-    table comes with the first entry."""
+    Every ToolDef has one, most never written: the table comes with the first
+    entry (until then the one shared empty table, read like any other: a read
+    of a new memo, a ToolDef's first, raises nothing)."""
 
     __slots__ = ("_tables",)
-    _tables: dict[object, Any]
+    _tables: Mapping[object, Any]
+
+    def __init__(self) -> None:
+        self._tables = _NO_TABLES
 
     def __len__(self) -> int:
         """How many values are kept, over every slot."""
-        tables = _tables(self)
         return sum(len(t) if isinstance(s, Slot) and isinstance(t, dict) else 1
-                   for s, t in tables.items())
+                   for s, t in self._tables.items())
+
+
+#: Every memo's table until its first entry (never written).
+_NO_TABLES: Mapping[object, Any] = MappingProxyType({})
 
 
 def _tables(memo: Memo) -> dict[object, Any]:
-    """The memo's table, made on first use."""
-    try:
-        return memo._tables
-    except AttributeError:
-        memo._tables = {}
-        return memo._tables
+    """The memo's table to write, made on first use."""
+    tables = memo._tables
+    if not isinstance(tables, dict):
+        tables = memo._tables = {}
+    return tables
 
 
 class Slot(Generic[K, V]):
@@ -81,21 +87,15 @@ class Slot(Generic[K, V]):
     # skill that declares it), and a dict of one was 232 bytes where a pair is 56.
 
     def get(self, memo: Memo, key: K) -> V | None:
-        try:  # one call for every tool of every Actor: no test but the lookups
-            table: dict[K, V] | tuple[K, V] = memo._tables[self]
-        except (AttributeError, KeyError):
-            return None
+        table: dict[K, V] | tuple[K, V] | None = memo._tables.get(self)
         if type(table) is tuple:
             return table[1] if table[0] == key else None
-        return table.get(key)  # type: ignore[union-attr]
+        return table.get(key) if table is not None else None  # type: ignore[union-attr]
 
     def put(self, memo: Memo, key: K, value: V) -> V:
         """Keep ``value`` under ``key`` (and return it), forgetting the oldest
         entry beyond the bound (a forgotten one is computed again)."""
-        try:  # ``_tables``, inline: a first entry of every ToolDef is put here
-            tables = memo._tables
-        except AttributeError:
-            tables = memo._tables = {}
+        tables = _tables(memo)
         table: dict[K, V] | tuple[K, V] | None = tables.get(self)
         if isinstance(table, tuple):
             if table[0] == key or self.bound == 1:
@@ -115,7 +115,7 @@ class Slot(Generic[K, V]):
 
     def entries(self, memo: Memo) -> Mapping[K, V]:
         """What the object keeps in this slot (read-only)."""
-        table = _tables(memo).get(self, {})
+        table = memo._tables.get(self, {})
         return MappingProxyType({table[0]: table[1]} if type(table) is tuple else table)
 
 
@@ -131,10 +131,7 @@ class Cell(Generic[V]):
         return f"Cell({self.name!r})"
 
     def get(self, memo: Memo) -> V | None:
-        try:
-            found: V | None = memo._tables.get(self)
-        except AttributeError:
-            return None
+        found: V | None = memo._tables.get(self)
         return found
 
     def put(self, memo: Memo, value: V) -> V:

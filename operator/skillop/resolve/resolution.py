@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from skillop.model.names import ObjectRef
 from skillop.model.problems import Problem, Subject
@@ -16,6 +16,26 @@ from skillop.resolve.entries import Entry
 from skillop.resolve.namespace_rules import AppliedPolicy
 from skillop.resolve.skillgate import Refusal
 from skillop.resolve.tooljson import EffectiveTool
+
+T = TypeVar("T")
+
+
+class Once(Generic[T]):
+    """``make()`` when first called, kept: ``functools.cache`` of a function of no
+    arguments, without the wrapper that makes (its attributes copied, for every
+    Resolution); a ``make`` that raises is called again next time, as there."""
+
+    __slots__ = ("_make", "_value")
+    _value: T
+
+    def __init__(self, make: Callable[[], T]) -> None:
+        self._make: Callable[[], T] | None = make
+
+    def __call__(self) -> T:
+        if self._make is not None:
+            self._value = self._make()
+            self._make = None
+        return self._value
 
 
 @dataclass(frozen=True, slots=True)

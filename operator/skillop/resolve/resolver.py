@@ -37,7 +37,7 @@ from skillop.resolve.limits import budget_problems, size_problems
 from skillop.resolve.namespace_rules import AppliedPolicy, NamespaceRules
 from skillop.resolve.naming import binding_names, effective_names
 from skillop.resolve.policy import EffectivePolicy, MarkedEntries, effective_policy
-from skillop.resolve.resolution import PrunedItem, Resolution
+from skillop.resolve.resolution import Once, PrunedItem, Resolution
 from skillop.resolve.skillgate import Refusal, SkillGate
 from skillop.resolve.skills import SkillView, skill_view
 from skillop.resolve.tooljson import EffectiveTool
@@ -381,7 +381,7 @@ class Resolver:
         render_set = functools.partial(toolset_text, owner_kind=owner_kind, owner=owner,
                                        servers=servers, disclosure=shown, approval=approval,
                                        callers=callers, rules=rules)
-        render = functools.cache(functools.partial(render_set, tools=tools))
+        render = Once(functools.partial(render_set, tools=tools))
         if owner_kind == "actor" and not problems:
             stored = self.catalog.actors.get(ObjectRef(subject.namespace, subject.name))
             problems += size_problems(subject, tools, render, render_set, actor=stored,

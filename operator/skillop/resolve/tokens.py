@@ -94,10 +94,8 @@ def definition_tokens(tool: ToolDef) -> int:
 
 def tool_tokens(binding_name: str, tool: ToolDef) -> int:
     """What the model is sent for ``tool`` under ``binding_name``."""
-    try:  # ``DEFINITION_TOKENS.get``, inline: this runs for every tool of every Actor
-        found: int | None = tool.memo._tables.get(DEFINITION_TOKENS)
-    except AttributeError:  # nothing kept on it yet
-        found = None
+    # ``DEFINITION_TOKENS.get``, inline: this runs for every tool of every Actor.
+    found: int | None = tool.memo._tables.get(DEFINITION_TOKENS)
     if found is None:
         found = definition_tokens(tool)
     return count_tokens(binding_name) + found

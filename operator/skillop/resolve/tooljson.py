@@ -99,10 +99,8 @@ def tool_json(tool: EffectiveTool, path_json: str, *, tokens: int | None = None)
     fragments; only the binding name and name are encoded here.
     """
     entry = tool.entry
-    try:  # ``TEMPLATES.get``, inline: this runs for every tool of every Actor
-        kept: Any = entry.tool.memo._tables[TEMPLATES]
-    except (AttributeError, KeyError):  # nothing kept
-        kept = None
+    # ``TEMPLATES.get``, inline: this runs for every tool of every Actor.
+    kept: Any = entry.tool.memo._tables.get(TEMPLATES)
     if type(kept) is tuple:  # one entry, as a slot keeps one: (key, value)
         # The same skill's ref is most often the very object kept: no ``__eq__``.
         template = kept[1] if kept[0] is entry.skill or kept[0] == entry.skill else None

@@ -10,7 +10,7 @@ what a transport's calls raise is already ``errors``' (``errors.mapped``).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,6 +74,13 @@ class Settings:
 class Calls(ABC):
     """How one open connection forwards ``tools/call``."""
 
+    def __init__(self) -> None:
+        #: Whether the upstream closed connections under the session since the last
+        #: asking (it may have restarted, with other tools, without a session to
+        #: lose). Asked before every call, so an attribute: the check of whatever
+        #: holds those connections itself, no call passing the question on.
+        self.peer_closed: Callable[[], bool] = _never
+
     @abstractmethod
     async def call(self, name: str, arguments: Mapping[str, Any], *,
                    header_map: HeaderMap | None,
@@ -88,10 +95,9 @@ class Calls(ABC):
     async def settle(self) -> None:
         """Once the connection's first listing is done: whatever calls need besides."""
 
-    def peer_closed(self) -> bool:
-        """Whether the upstream closed connections under the session since the last
-        asking (it may have restarted, with other tools, without a session to lose)."""
-        return False
+
+def _never() -> bool:
+    return False
 
 
 class Transport(ABC):

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import itertools
 import ssl
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any, Final
@@ -60,7 +60,6 @@ from skillop.gateway.transport.base import (
     CONNECT_TIMEOUT_SECONDS,
     Calls,
     HeaderMap,
-    Transport,
 )
 from skillop.gateway.transport.session import SessionCalls
 from skillop.gateway.transport.sse import SseTransport
@@ -100,13 +99,11 @@ class HttpCaller:
                               keepalive=_KEEPALIVE_SECONDS)
         self._ids = itertools.count(1)
         self._templates: dict[tuple[str, str | None, str | None], _CallTemplate] = {}
+        #: Whether the upstream closed a kept-alive connection since the last asking.
+        self.peer_closed: Callable[[], bool] = self._origin.peer_closed
 
     async def close(self) -> None:
         self._origin.close()
-
-    def peer_closed(self) -> bool:
-        """Whether the upstream closed a kept-alive connection since the last asking."""
-        return self._origin.peer_closed()
 
     async def discover(self, client_info: Mapping[str, Any]) -> str | None:
         """The 2026-07-28 revision when the upstream serves it (its ``server/discover``
@@ -356,21 +353,23 @@ class PlainCalls(SessionCalls):
         self._version: str | None = None
         #: The sessions opened with callers' exchanged tokens, by token (the latest kept).
         self._caller_sessions: dict[str, str | None] = {}
+        observer = transport.settings.observer
+        #: Each call's trace context, for its request (None: not tracing, as an
+        #: observer does or does not for its whole life).
+        self._context = observer.context if observer.tracing is not None else None
 
     async def settle(self) -> None:
         version = str(self.session.protocol_version)
         if version not in HANDSHAKE_PROTOCOL_VERSIONS:
             return
         self._plain, self._session_id, self._version = True, self._bounds.session_id, version
+        self.peer_closed = self._caller.peer_closed  # its connections are the caller's
         # A 2026-07-28 server is called in that revision: a request of its own costs
         # it far less than one in a session (the session stays for the listings and
         # list_changed).
         modern = await self._caller.discover(CLIENT_INFO_WIRE)
         if modern is not None:
             self._session_id, self._version = None, modern
-
-    def peer_closed(self) -> bool:
-        return self._plain and self._caller.peer_closed()
 
     async def call(self, name: str, arguments: Mapping[str, Any], *,
                    header_map: HeaderMap | None,
@@ -382,14 +381,15 @@ class PlainCalls(SessionCalls):
         headers = mcp_param_headers(header_map, arguments) if header_map else {}
         if exchanged is not None:
             headers = {**headers, exchanged.header: exchanged.value}
+        trace = self._context() if self._context is not None else None
         try:
             if exchanged is not None and self._session_id is not None:
-                raw = await self._as_caller(name, arguments, headers, exchanged)
+                raw = await self._as_caller(name, arguments, headers, exchanged, trace)
             else:
                 raw = await self._caller.call(
                     name, arguments, session_id=self._session_id,
                     protocol_version=self._version, client_info=CLIENT_INFO_WIRE,
-                    param_headers=headers, trace=_trace(self._transport))
+                    param_headers=headers, trace=trace)
             if is_input_required(raw):
                 raise errors.asks_input(label)
             meta = raw.get("_meta")
@@ -411,7 +411,8 @@ class PlainCalls(SessionCalls):
         return result
 
     async def _as_caller(self, name: str, arguments: Mapping[str, Any],
-                         headers: Mapping[str, str], exchanged: Exchanged) -> dict[str, Any]:
+                         headers: Mapping[str, str], exchanged: Exchanged,
+                         trace: Mapping[str, str] | None) -> dict[str, Any]:
         """The call in a session opened with the caller's exchanged token (the shared
         session belongs to the server's own credential); one the upstream forgot is
         opened again, once."""
@@ -428,21 +429,12 @@ class PlainCalls(SessionCalls):
             try:
                 return await self._caller.call(
                     name, arguments, session_id=session_id, protocol_version=self._version,
-                    client_info=CLIENT_INFO_WIRE, param_headers=headers,
-                    trace=_trace(self._transport))
+                    client_info=CLIENT_INFO_WIRE, param_headers=headers, trace=trace)
             except SessionLost:
                 self._caller_sessions.pop(exchanged.value, None)
         raise errors.CallFailed(f"upstream {self._transport.label} unavailable: it lost the"
                                 " caller's new session too")
 
-
-def _trace(transport: Transport) -> Mapping[str, str]:
-    """The trace context for a call's request (none when not tracing)."""
-    observer = transport.settings.observer
-    return observer.context() if observer.tracing is not None else _NO_TRACE
-
-
-_NO_TRACE: Final[Mapping[str, str]] = {}
 
 #: Sessions opened with callers' tokens kept per connection (the oldest forgotten).
 _MAX_CALLER_SESSIONS: Final = 1024

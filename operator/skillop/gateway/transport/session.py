@@ -18,6 +18,7 @@ class SessionCalls(Calls):
     """``tools/call`` as the SDK's ``call_tool`` (it checks the output schema)."""
 
     def __init__(self, session: ClientSession, transport: Transport) -> None:
+        super().__init__()
         self.session = session
         self._transport = transport
 
