@@ -138,6 +138,8 @@ class GatewayMetrics:
         self.caller_refusals = counter("caller_refusals", "Requests refused for the caller's"
                                        " token, by reason (missing, invalid, unavailable:"
                                        " the issuer's keys); never by subject", "reason")
+        self.spans_dropped = counter("spans_dropped", "Spans dropped before export: their"
+                                     " queue was full (the receiver slow or down)")
         self._served: Container[str] = ()
         self._upstreams: Container[str] = ()
 

@@ -25,6 +25,7 @@ from skillop.gateway.served import ServedSet
 from skillop.model.toolset import CALL_TOOL, SEARCH_TOOL
 
 if TYPE_CHECKING:  # the pipeline's types: it imports this module's users
+    from skillop.gateway.own_tracing import OwnTracing
     from skillop.gateway.pipeline import CallRecord
 
 _NO_CONTEXT: Final[Mapping[str, str]] = {}
@@ -39,16 +40,18 @@ INBOUND_HEADERS: ContextVar[Mapping[str, str] | None] = ContextVar("inbound_head
 
 class Observer:
     def __init__(self, *, metrics: m.GatewayMetrics | None = None,
-                 tracing: t.Tracing | None = None) -> None:
+                 tracing: t.Tracing | OwnTracing | None = None) -> None:
         self.metrics = metrics
         self.tracing = tracing
+        if metrics is not None and tracing is not None and hasattr(tracing, "counting_drops"):
+            tracing.counting_drops(metrics.spans_dropped.inc)
 
     @classmethod
     def from_environment(cls, metrics: m.GatewayMetrics | None,
                          environ: Mapping[str, str] = os.environ) -> Observer:
         """With traces if the ``OTEL_*`` variables ask for them (``TracingError``
         for one the gateway cannot follow)."""
-        return cls(metrics=metrics, tracing=t.Tracing(environ) if t.wanted(environ) else None)
+        return cls(metrics=metrics, tracing=t.start(environ) if t.wanted(environ) else None)
 
     @property
     def recorders(self) -> list[Callable[[CallRecord], None]]:

@@ -1,0 +1,197 @@
+"""The gateway's spans (``spans.py``) encoded for OTLP/HTTP, and sent in batches.
+
+The encoding is the one the SDK's OTLP exporter writes for the same spans, byte for
+byte (``tests/gateway/test_otlp.py`` compares them): an ``ExportTraceServiceRequest``
+of one resource and one instrumentation scope, the fields of each span in field
+order as protobuf writes them. What never changes (the resource, the scope, an
+attribute seen before) is encoded once; the SDK builds a protobuf message for
+each part of each span, about 30-90 us a span (docs/benchmarks.md).
+
+``Batches`` is the SDK's ``BatchSpanProcessor`` for these spans: a bounded queue
+(``OTEL_BSP_MAX_QUEUE_SIZE``; when full, the oldest span is dropped and counted),
+sent by a thread of its own every ``OTEL_BSP_SCHEDULE_DELAY`` ms or when a batch
+(``OTEL_BSP_MAX_EXPORT_BATCH_SIZE``) is waiting, and flushed on shutdown. A call
+never waits for an export: a receiver that is down only fills the queue.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import struct
+import threading
+from collections.abc import Callable, Mapping
+from typing import Final
+
+from opentelemetry.trace.status import StatusCode
+
+from skillop.gateway.spans import IS_REMOTE, Span
+
+_log = logging.getLogger(__name__)
+_TIMES: Final = struct.Struct("<BQBQ")  # start and end: fixed64, fields 7 and 8
+_FLAGS: Final = struct.Struct("<I")
+_FLAGS_TAG: Final = b"\x85\x01"  # field 16, fixed32
+_CACHED: Final = 4096  # attributes and names kept encoded (tool names: a set's worth)
+
+
+def varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def field(tag: int, payload: bytes) -> bytes:
+    """A length-delimited field (``tag``: its number and wire type, one byte)."""
+    size = len(payload)
+    return bytes((tag, size)) + payload if size < 0x80 else bytes((tag,)) + varint(size) + payload
+
+
+class Encoder:
+    """Spans to OTLP bytes, for one resource and scope (each encoded by the SDK's own
+    encoder, once: ``resource`` and ``scope`` are their protobuf bytes)."""
+
+    def __init__(self, resource: bytes, scope: bytes, *, resource_schema: str = "",
+                 scope_schema: str = "") -> None:
+        self._resource = field(0x0A, resource)
+        self._scope = field(0x0A, scope)
+        self._scope_schema = field(0x1A, scope_schema.encode()) if scope_schema else b""
+        self._resource_schema = field(0x1A, resource_schema.encode()) if resource_schema else b""
+        self._strings: dict[tuple[int, str], bytes] = {}
+        self._attributes: dict[tuple[str, str], bytes] = {}
+
+    def request(self, spans: list[Span]) -> bytes:
+        """An ``ExportTraceServiceRequest`` of ``spans``."""
+        scope_spans = self._scope + b"".join([field(0x12, self.span(s)) for s in spans])
+        resource_spans = (self._resource + field(0x12, scope_spans + self._scope_schema)
+                          + self._resource_schema)
+        return field(0x0A, resource_spans)
+
+    def span(self, span: Span) -> bytes:
+        """One ``Span`` message (the SDK's ``_encode_span``)."""
+        parts = [b"\x0a\x10", span.trace_id.to_bytes(16, "big"),
+                 b"\x12\x08", span.span_id.to_bytes(8, "big")]
+        if span.state:
+            parts.append(field(0x1A, span.state.to_header().encode()))
+        parent = span.parent
+        if parent is not None:
+            parts += (b"\x22\x08", parent.span_id.to_bytes(8, "big"))
+        parts += (self._string(0x2A, span.name), bytes((0x30, span.kind)),
+                  _TIMES.pack(0x39, span.start, 0x41, span.end_time))
+        parts += [self._attribute(key, value) for key, value in span.attributes.items()]
+        for name, at, attributes in span.events:
+            event = [b"\x09", at.to_bytes(8, "little"), field(0x12, name.encode())]
+            event += [field(0x1A, _key_value(key, value)) for key, value in attributes.items()]
+            parts.append(field(0x5A, b"".join(event)))
+        status = span.status
+        message = (field(0x12, status.description.encode())
+                   if status.status_code is StatusCode.ERROR and status.description else b"")
+        code = status.status_code.value
+        parts.append(field(0x7A, message + (bytes((0x18, code)) if code else b"")))
+        flags = 0x100 | (IS_REMOTE if parent is not None and parent.remote else 0)
+        parts += (_FLAGS_TAG, _FLAGS.pack(flags))
+        return b"".join(parts)
+
+    def _string(self, tag: int, value: str) -> bytes:
+        encoded = self._strings.get((tag, value))
+        if encoded is None:
+            encoded = field(tag, value.encode())
+            if len(self._strings) < _CACHED:
+                self._strings[(tag, value)] = encoded
+        return encoded
+
+    def _attribute(self, key: str, value: object) -> bytes:
+        if type(value) is not str:
+            return field(0x4A, _key_value(key, value))
+        encoded = self._attributes.get((key, value))
+        if encoded is None:
+            encoded = field(0x4A, _key_value(key, value))
+            if len(self._attributes) < _CACHED:
+                self._attributes[(key, value)] = encoded
+        return encoded
+
+
+def _key_value(key: str, value: object) -> bytes:
+    """A ``KeyValue``, as the SDK's ``_encode_value`` writes the gateway's values."""
+    if value is None:
+        any_value = b""
+    elif isinstance(value, bool):
+        any_value = bytes((0x10, int(value)))
+    elif isinstance(value, str):
+        any_value = field(0x0A, value.encode())
+    elif isinstance(value, int):
+        any_value = b"\x18" + varint(value & 0xFFFFFFFFFFFFFFFF)
+    elif isinstance(value, float):
+        any_value = b"\x21" + struct.pack("<d", value)
+    else:  # nothing of the gateway's is anything else; the SDK's form of the rest
+        any_value = field(0x0A, str(value).encode())
+    return field(0x0A, key.encode()) + field(0x12, any_value)
+
+
+class Batches:
+    """The bounded queue of ended spans and the thread that sends them (see above)."""
+
+    def __init__(self, encoder: Encoder, send: Callable[[bytes], object],
+                 environ: Mapping[str, str], *, dropped: Callable[[], None] = lambda: None,
+                 ) -> None:
+        self._encoder, self._send, self.dropped = encoder, send, dropped
+        self._size = _positive(environ, "OTEL_BSP_MAX_QUEUE_SIZE", 2048)
+        self._batch = min(self._size, _positive(environ, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512))
+        self._delay = _positive(environ, "OTEL_BSP_SCHEDULE_DELAY", 5000) / 1000
+        self._queue: collections.deque[Span] = collections.deque(maxlen=self._size)
+        self._awake = threading.Event()
+        self._lock = threading.Lock()
+        self._stopped = False
+        self._thread = threading.Thread(target=self._run, name="skillop-otlp-spans",
+                                        daemon=True)
+        self._thread.start()
+
+    def ended(self, span: Span) -> None:
+        """A span ended: queued (the oldest dropped, and counted, when full)."""
+        queue = self._queue
+        if self._stopped:
+            return
+        if len(queue) == self._size:
+            self.dropped()
+        queue.append(span)
+        if len(queue) >= self._batch and not self._awake.is_set():
+            self._awake.set()
+
+    def _run(self) -> None:
+        while not self._stopped:
+            woken = self._awake.wait(self._delay)
+            self._awake.clear()
+            self._export(whole=not woken)
+        self._export(whole=True)
+
+    def _export(self, *, whole: bool) -> None:
+        """A batch while a full one waits; and everything if ``whole``."""
+        with self._lock:
+            queue, batch = self._queue, self._batch
+            while queue and (whole or len(queue) >= batch):
+                spans = [queue.popleft() for _ in range(min(batch, len(queue)))]
+                try:
+                    self._send(self._encoder.request(spans))
+                except Exception:
+                    _log.exception("exporting %d spans failed", len(spans))
+
+    def flush(self) -> None:
+        """Send what is queued now (from the caller's thread)."""
+        self._export(whole=True)
+
+    def shutdown(self, timeout: float = 30) -> None:
+        """Send what is queued and stop the thread (within ``timeout`` seconds)."""
+        self._stopped = True
+        self._awake.set()
+        self._thread.join(timeout)
+
+
+def _positive(environ: Mapping[str, str], name: str, default: int) -> int:
+    """An ``OTEL_BSP_*`` number as the SDK reads it (not a positive integer: the default)."""
+    try:
+        value = int(environ.get(name, ""))
+    except ValueError:
+        return default
+    return value if value > 0 else default

@@ -1,0 +1,233 @@
+"""The gateway's own spans: what its call path records, without the SDK's tracer.
+
+A traced call makes two spans (the request, the forward) and the SDK's
+``start_span`` (sampler, ids, ``BoundedAttributes``, its ``Span``) and ``end``
+(its processor's queue) cost more than 15 % of a whole call's CPU on their own
+(docs/benchmarks.md, "Traces and the call pipeline"). These spans keep only what
+the OTLP encoding of the gateway's spans needs (``otlp.py``), and decide sampling
+as the SDK's sampler would (``Decide``); they are OpenTelemetry API spans, put in
+the API's context, so that anything else in the process (the MCP SDK's client
+making its own spans, ``propagate.inject``) sees them as the current span.
+
+Used only when the ``OTEL_*`` variables ask for nothing these do not cover
+(``tracing.py`` falls back to the SDK then); imports OpenTelemetry's API.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from random import getrandbits
+from typing import Any, Final
+
+from opentelemetry import trace
+from opentelemetry.trace import SpanContext, TraceFlags, TraceState
+from opentelemetry.trace.status import Status, StatusCode
+
+#: OTLP's span kinds (``SpanKind`` of the API counts from 0, OTLP's from 1).
+INTERNAL: Final = 1
+SERVER: Final = 2
+CLIENT: Final = 3
+#: ``flags`` of an OTLP span: whether its parent is remote is known (and is so).
+HAS_IS_REMOTE: Final = 0x100
+IS_REMOTE: Final = 0x200
+#: The W3C ``traceparent`` as the API's propagator reads it.
+_TRACEPARENT: Final = re.compile(
+    r"^[ \t]*([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?[ \t]*$")
+_EMPTY_STATE: Final = TraceState()
+
+
+class Parent:
+    """The context a span continues: the agent's (remote) or a span's of this process."""
+
+    __slots__ = ("remote", "sampled", "span_id", "state", "trace_id")
+
+    def __init__(self, trace_id: int, span_id: int, *, sampled: bool, remote: bool,
+                 state: TraceState = _EMPTY_STATE) -> None:
+        self.trace_id, self.span_id, self.sampled = trace_id, span_id, sampled
+        self.remote, self.state = remote, state
+
+
+def parent_of(brought: Mapping[str, str]) -> Parent | None:
+    """The remote parent a request's ``traceparent`` (and ``tracestate``) name, as the
+    API's W3C propagator reads them (None: absent or malformed)."""
+    header = brought.get("traceparent")
+    if header is None or (match := _TRACEPARENT.match(header)) is None:
+        return None
+    version, trace_hex, span_hex, flags_hex, extra = match.groups()
+    if version == "ff" or (version == "00" and extra):
+        return None
+    trace_id, span_id = int(trace_hex, 16), int(span_hex, 16)
+    if trace_id == 0 or span_id == 0:
+        return None
+    state = brought.get("tracestate")
+    return Parent(trace_id, span_id, sampled=bool(int(flags_hex, 16) & 1), remote=True,
+                  state=TraceState.from_header([state]) if state else _EMPTY_STATE)
+
+
+class Span(trace.Span):
+    """One span of the gateway's: recording (``processor`` takes it when it ends) or,
+    in a trace not sampled, only a context to pass on."""
+
+    __slots__ = (
+        "_context",
+        "_ended",
+        "attributes",
+        "end_time",
+        "events",
+        "kind",
+        "name",
+        "parent",
+        "sampled",
+        "span_id",
+        "start",
+        "state",
+        "status",
+        "trace_id",
+    )
+
+    def __init__(self, name: str, kind: int, attributes: dict[str, str], parent: Parent | None,
+                 trace_id: int, sampled: bool, ended: Callable[[Span], None] | None) -> None:
+        self.name, self.kind, self.attributes, self.parent = name, kind, attributes, parent
+        self.trace_id, self.sampled = trace_id, sampled
+        self.span_id = _span_id()
+        self.state = parent.state if parent is not None else _EMPTY_STATE
+        self.events: list[tuple[str, int, dict[str, str]]] = []
+        self.status = Status(StatusCode.UNSET)
+        self.start = time.time_ns()
+        self.end_time = 0
+        self._ended = ended
+        self._context: SpanContext | None = None
+
+    def as_parent(self) -> Parent:
+        return Parent(self.trace_id, self.span_id, sampled=self.sampled, remote=False,
+                      state=self.state)
+
+    def traceparent(self) -> dict[str, str]:
+        """Its context as the W3C propagator injects it."""
+        out = {"traceparent": f"00-{self.trace_id:032x}-{self.span_id:016x}-0{int(self.sampled)}"}
+        if self.state:
+            out["tracestate"] = self.state.to_header()
+        return out
+
+    # -- the API's span --------------------------------------------------------------
+    def get_span_context(self) -> SpanContext:
+        if self._context is None:
+            self._context = SpanContext(self.trace_id, self.span_id, is_remote=False,
+                                        trace_flags=TraceFlags(int(self.sampled)),
+                                        trace_state=self.state)
+        return self._context
+
+    def is_recording(self) -> bool:
+        return self._ended is not None
+
+    def end(self, end_time: int | None = None) -> None:
+        ended, self._ended = self._ended, None
+        if ended is not None:
+            self.end_time = end_time if end_time is not None else time.time_ns()
+            ended(self)
+
+    def set_attribute(self, key: str, value: Any) -> None:
+        if self._ended is not None:
+            self.attributes[key] = value
+
+    def set_attributes(self, attributes: Mapping[str, Any]) -> None:
+        for key, value in attributes.items():
+            self.set_attribute(key, value)
+
+    def update_name(self, name: str) -> None:
+        if self._ended is not None:
+            self.name = name
+
+    def set_status(self, status: Status | StatusCode, description: str | None = None) -> None:
+        """As the SDK's span: OK is final, UNSET changes nothing."""
+        if self._ended is None or self.status.status_code is StatusCode.OK:
+            return
+        if isinstance(status, StatusCode):
+            status = Status(status, description)
+        if status.status_code is not StatusCode.UNSET:
+            self.status = status
+
+    def add_event(self, name: str, attributes: Mapping[str, Any] | None = None,
+                  timestamp: int | None = None) -> None:
+        if self._ended is not None:
+            self.events.append((name, timestamp if timestamp is not None else time.time_ns(),
+                                dict(attributes or {})))
+
+    def record_exception(self, exception: BaseException,
+                         attributes: Mapping[str, Any] | None = None,
+                         timestamp: int | None = None, escaped: bool = False) -> None:
+        """The SDK's ``exception`` event, attribute for attribute."""
+        kind = type(exception)
+        module = kind.__module__
+        recorded = {
+            "exception.type": (f"{module}.{kind.__qualname__}"
+                               if module and module != "builtins" else kind.__qualname__),
+            "exception.message": str(exception),
+            "exception.stacktrace": "".join(traceback.format_exception(exception)),
+            "exception.escaped": str(escaped), **(attributes or {})}
+        self.add_event("exception", recorded, timestamp)
+
+
+def _span_id() -> int:
+    """As the SDK's ``RandomIdGenerator``: 64 random bits, never 0."""
+    while not (span_id := getrandbits(64)):
+        pass
+    return span_id
+
+
+def _trace_id() -> int:
+    while not (trace_id := getrandbits(128)):
+        pass
+    return trace_id
+
+
+#: A sampling decision: (parent or None, the trace's id) -> sampled.
+Decide = Callable[[Parent | None, int], bool]
+
+
+def decider(sampler: Any) -> Decide | None:
+    """The SDK's ``sampler`` (one the ``OTEL_TRACES_SAMPLER`` variables made) as a
+    decision of the same meaning; None for a sampler it does not know."""
+    from opentelemetry.sdk.trace import sampling as s
+
+    kind = type(sampler)
+    if sampler is s.ALWAYS_ON or sampler is s.ALWAYS_OFF:
+        sampled = sampler is s.ALWAYS_ON
+        return lambda parent, trace_id: sampled
+    if kind is s.TraceIdRatioBased:
+        bound, limit = sampler.bound, s.TraceIdRatioBased.TRACE_ID_LIMIT
+        return lambda parent, trace_id: trace_id & limit < bound
+    if kind not in (s.ParentBased, s.ParentBasedTraceIdRatio):
+        return None
+    delegates = [decider(getattr(sampler, f"_{name}")) for name in (
+        "root", "remote_parent_sampled", "remote_parent_not_sampled",
+        "local_parent_sampled", "local_parent_not_sampled")]
+    if any(delegate is None for delegate in delegates):
+        return None
+    root, remote_yes, remote_no, local_yes, local_no = (d for d in delegates if d is not None)
+
+    def parent_based(parent: Parent | None, trace_id: int) -> bool:
+        if parent is None:
+            return root(parent, trace_id)
+        if parent.remote:
+            return (remote_yes if parent.sampled else remote_no)(parent, trace_id)
+        return (local_yes if parent.sampled else local_no)(parent, trace_id)
+
+    return parent_based
+
+
+class Tracer:
+    """Starts the gateway's spans: sampled by ``decide``, given to ``ended`` when they end."""
+
+    def __init__(self, decide: Decide, ended: Callable[[Span], None]) -> None:
+        self._decide, self._ended = decide, ended
+
+    def start(self, name: str, kind: int, attributes: dict[str, str],
+              parent: Parent | None) -> Span:
+        trace_id = parent.trace_id if parent is not None else _trace_id()
+        sampled = self._decide(parent, trace_id)
+        return Span(name, kind, attributes, parent, trace_id, sampled,
+                    self._ended if sampled else None)
