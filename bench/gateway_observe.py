@@ -77,17 +77,20 @@ def _hooks(calls: int, environ: dict[str, str]) -> None:
     from skillop.gateway.metrics import GatewayMetrics
     from skillop.gateway.observe import NOTHING, Observer
     from skillop.gateway.pipeline import CallRecord, Pipeline
-    from skillop.gateway.tracing import Tracing
+    from skillop.gateway.tracing import Tracing, start
 
     saved = dict(os.environ)
     os.environ.update(environ)  # the SDK's exporter reads its endpoint there
     try:
-        tracing = Tracing()
+        own, sdk = start(), Tracing()
     finally:
         os.environ.clear()
         os.environ.update(saved)
     observers = {"off": NOTHING, "metrics": Observer(metrics=GatewayMetrics(CollectorRegistry())),
-                 "traces": Observer(metrics=GatewayMetrics(CollectorRegistry()), tracing=tracing)}
+                 f"traces ({type(own).__name__})": Observer(
+                     metrics=GatewayMetrics(CollectorRegistry()), tracing=own),
+                 "traces (the SDK's path)": Observer(
+                     metrics=GatewayMetrics(CollectorRegistry()), tracing=sdk)}
     figures = []
     record = CallRecord(actor="bench", binding_name="ping", upstream="upstream",
                         upstream_tool="ping", outcome="ok", reason=None, approval=None,
@@ -102,8 +105,9 @@ def _hooks(calls: int, environ: dict[str, str]) -> None:
                 with observer.upstream("upstream", "ping"):
                     observer.context()
                 seam.record(record)
+        if observer.tracing is not None:
+            observer.tracing.shutdown()  # what is queued is exported, and counted
         figures.append(f"{name} {(time.process_time() - start) / calls * 1e6:.1f} us")
-    observers["traces"].close()
     print(f"observer hooks alone, {calls} calls, CPU per call: " + ", ".join(figures)
           + " (traces: the spans, and their export as far as the SDK's thread ran"
           " meanwhile: this process's CPU, all threads)")
@@ -145,6 +149,29 @@ def _sdk_floor(spans: int) -> None:
           f" {encoded * 1e6:.1f} us to encode one for OTLP (two spans a traced call)")
 
 
+def _own_floor(spans: int) -> None:
+    """The same for the gateway's own span path (spans.py, otlp.py): a span made and
+    ended into the queue, and encoded, by the gateway's encoder."""
+    from skillop.gateway import otlp
+    from skillop.gateway import spans as s
+
+    kept: list[s.Span] = []
+    tracer = s.Tracer(lambda parent, trace_id: True, kept.append)
+    attributes = {"mcp.method.name": "tools/call", "gen_ai.operation.name": "execute_tool",
+                  "gen_ai.tool.name": "ping", "mcp.protocol.version": "2026-07-28"}
+    start = time.thread_time()
+    for _ in range(spans):
+        tracer.start("tools/call ping", s.SERVER, dict(attributes), None).end()
+    made = (time.thread_time() - start) / spans
+    encoder = otlp.Encoder(b"", b"\x0a\x0fskillop.gateway")
+    start = time.thread_time()
+    for first in range(0, len(kept), 512):
+        encoder.request(kept[first:first + 512])
+    encoded = (time.thread_time() - start) / max(1, len(kept))
+    print(f"the gateway's own spans, {spans} spans: {made * 1e6:.1f} us to make and end one,"
+          f" {encoded * 1e6:.1f} us to encode one for OTLP")
+
+
 def _sampler(share: float) -> dict[str, str]:
     if share >= 1:
         return {"OTEL_TRACES_SAMPLER": "always_on"}
@@ -167,6 +194,9 @@ def main() -> int:
     parser.add_argument("--pause", type=float, default=0.0,
                         help="ms between calls (0: back to back)")
     parser.add_argument("--hooks", type=int, default=20000, help="calls of the hooks alone")
+    parser.add_argument("--sdk-path", action="store_true",
+                        help="trace by the SDK's span path (a setting the gateway's own"
+                             " path does not cover: a span limit)")
     parser.add_argument("--sample", type=float, default=1.0,
                         help="share of the agents' traces sampled (below 1: parent-based"
                              " trace-id ratio, the SDK's usual production sampler)")
@@ -174,9 +204,11 @@ def main() -> int:
     sink = ThreadingHTTPServer(("127.0.0.1", 0), _Sink)
     threading.Thread(target=sink.serve_forever, daemon=True).start()
     traced = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{sink.server_address[1]}",
-              **_sampler(args.sample)}
+              **_sampler(args.sample),
+              **({"OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT": "128"} if args.sdk_path else {})}
     _sdk_floor(args.hooks)
-    _hooks(args.hooks, traced)
+    _own_floor(args.hooks)
+    _hooks(args.hooks, {k: v for k, v in traced.items() if "LIMIT" not in k})
     upstream = subprocess.Popen([sys.executable, str(ROOT / "bench" / "gateway.py"),
                                  "--upstream"], stdout=subprocess.PIPE, text=True)
     gateways: list[subprocess.Popen[bytes]] = []
@@ -201,7 +233,8 @@ def main() -> int:
                     raws[0].call(n)
             print(f"{args.era} era, trivial tool `ping`, {args.blocks} blocks of {args.calls}"
                   f" calls per gateway, one connection, {args.pause:g} ms between calls,"
-                  f" traces sampled {args.sample:.0%};"
+                  f" traces sampled {args.sample:.0%}"
+                  f" ({'the SDK' if args.sdk_path else 'the gateway'}'s span path);"
                   f" {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
             results = ab._measure(clients, blocks=args.blocks, calls=args.calls,
                                   pause=args.pause / 1000)

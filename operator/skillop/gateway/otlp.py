@@ -23,8 +23,6 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Final
 
-from opentelemetry.trace.status import StatusCode
-
 from skillop.gateway.spans import IS_REMOTE, Span
 
 _log = logging.getLogger(__name__)
@@ -73,8 +71,8 @@ class Encoder:
         """One ``Span`` message (the SDK's ``_encode_span``)."""
         parts = [b"\x0a\x10", span.trace_id.to_bytes(16, "big"),
                  b"\x12\x08", span.span_id.to_bytes(8, "big")]
-        if span.state:
-            parts.append(field(0x1A, span.state.to_header().encode()))
+        if span.state_header:
+            parts.append(field(0x1A, span.state_header.encode()))
         parent = span.parent
         if parent is not None:
             parts += (b"\x22\x08", parent.span_id.to_bytes(8, "big"))
@@ -85,11 +83,9 @@ class Encoder:
             event = [b"\x09", at.to_bytes(8, "little"), field(0x12, name.encode())]
             event += [field(0x1A, _key_value(key, value)) for key, value in attributes.items()]
             parts.append(field(0x5A, b"".join(event)))
-        status = span.status
-        message = (field(0x12, status.description.encode())
-                   if status.status_code is StatusCode.ERROR and status.description else b"")
-        code = status.status_code.value
-        parts.append(field(0x7A, message + (bytes((0x18, code)) if code else b"")))
+        code, message = span.status_code, span.status_message
+        status = field(0x12, message.encode()) if code == 2 and message else b""
+        parts.append(field(0x7A, status + bytes((0x18, code)) if code else status))
         flags = 0x100 | (IS_REMOTE if parent is not None and parent.remote else 0)
         parts += (_FLAGS_TAG, _FLAGS.pack(flags))
         return b"".join(parts)

@@ -17,8 +17,8 @@ process (the MCP SDK's client, for an upstream it calls) go through it.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
+from contextvars import ContextVar
 from typing import Any, Final
 
 from opentelemetry import context as api_context
@@ -86,58 +86,42 @@ class OwnTracing:
         """``count()`` for each span the full queue drops (a metric)."""
         self.batches.dropped = count
 
-    @contextmanager
     def request(self, method: str, tool: str | None, *, brought: Mapping[str, str],
                 session_id: str | None = None, protocol: str | None = None,
-                enduser: str | None = None) -> Iterator[Any]:
+                enduser: str | None = None) -> _Current:
         """The SERVER span of one MCP request, a child of the trace it ``brought`` (a
         malformed one: none; nothing brought: the current span's, as the SDK's)."""
-        yield from self._current(self._tracer.start(
+        return _Current(self._tracer.start(
             f"{method} {tool}" if tool is not None else method, s.SERVER,
             request_attributes(method, tool, session_id=session_id, protocol=protocol,
                                enduser=enduser),
-            s.parent_of(brought) if brought else _parent(trace.get_current_span())))
+            s.parent_of(brought) if brought else _parent(_current())))
 
-    @contextmanager
     def child(self, name: str, *, client: bool = False,
-              attributes: Mapping[str, str] | None = None) -> Iterator[Any]:
-        """A span within the current one; none in a trace not sampled."""
-        current = trace.get_current_span()
+              attributes: Mapping[str, str] | None = None) -> _Current:
+        """A span within the current one; none in a trace not sampled (the current
+        one stays, and is the API's too: an upstream the MCP SDK's client calls in a
+        session gets its context, as it would a child's)."""
+        current = _current()
         parent = _parent(current)
         if parent is not None and not parent.sampled:
-            yield current
-            return
-        yield from self._current(self._tracer.start(
-            name, s.CLIENT if client else s.INTERNAL, dict(attributes or {}), parent))
-
-    def _current(self, span: s.Span) -> Iterator[s.Span]:
-        token = api_context.attach(trace.set_span_in_context(span))
-        try:
-            yield span
-        except Exception as exc:
-            if span.is_recording():
-                span.record_exception(exc)
-                span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
-            raise
-        finally:
-            api_context.detach(token)
-            span.end()
+            return _Current(current, api=True, end=False)
+        return _Current(self._tracer.start(
+            name, s.CLIENT if client else s.INTERNAL, dict(attributes or {}), parent), api=True)
 
     def failed(self, error_type: str) -> None:
-        span = trace.get_current_span()
+        span = _current()
         if span.is_recording():
             span.set_attribute("error.type", error_type)
             span.set_status(Status(StatusCode.ERROR))
 
     def context(self) -> dict[str, str]:
-        span = trace.get_current_span()
-        return span.traceparent() if isinstance(span, s.Span) else self.sdk.context()
+        span = _CURRENT.get()
+        return span.traceparent() if span is not None else self.sdk.context()
 
     def trace_id(self) -> str | None:
-        span = trace.get_current_span()
-        if isinstance(span, s.Span):
-            return f"{span.trace_id:032x}"
-        return self.sdk.trace_id()
+        span = _CURRENT.get()
+        return f"{span.trace_id:032x}" if span is not None else self.sdk.trace_id()
 
     def shutdown(self) -> None:
         """Send what is queued, the SDK's spans too (the gateway is stopping)."""
@@ -145,9 +129,53 @@ class OwnTracing:
         self.sdk.shutdown()
 
 
+#: The gateway's span current in this task: read far more often than the API's
+#: context is, and far cheaper. A request's span is only there; its children (the
+#: forward, the approval) are the API's current span too.
+_CURRENT: ContextVar[s.Span | None] = ContextVar("skillop_span", default=None)
+
+
+def _current() -> Any:
+    """The current span: the gateway's, else the API's (a span another made)."""
+    span = _CURRENT.get()
+    return span if span is not None else trace.get_current_span()
+
+
+class _Current:
+    """``span`` current (the gateway's; with ``api``, the API's too) until the block
+    ends, then ended (unless not ``end``); an exception marks it failed, as the SDK's
+    ``start_as_current_span`` does. A class, not a generator: two spans a call."""
+
+    __slots__ = ("_api", "_api_token", "_end", "_span", "_token")
+
+    def __init__(self, span: Any, *, api: bool = False, end: bool = True) -> None:
+        self._span, self._api, self._end = span, api, end
+
+    def __enter__(self) -> Any:
+        span = self._span
+        self._token = _CURRENT.set(span) if type(span) is s.Span else None
+        if self._api:
+            self._api_token = api_context.attach(trace.set_span_in_context(span))
+        return span
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: Any) -> None:
+        span = self._span
+        if self._api:
+            api_context.detach(self._api_token)
+        if self._token is not None:
+            _CURRENT.reset(self._token)
+        if not self._end:
+            return
+        if isinstance(exc, Exception) and span.is_recording():
+            span.record_exception(exc)
+            span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+        span.end()
+
+
 def _parent(span: Any) -> s.Parent | None:
-    """``span`` (the API's current one) as a parent; None if it is no span."""
-    if isinstance(span, s.Span):
+    """``span`` (the current one) as a parent; None if it is no span."""
+    if type(span) is s.Span:
         return span.as_parent()
     found = span.get_span_context()
     if not found.is_valid:

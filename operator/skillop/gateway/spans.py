@@ -42,12 +42,14 @@ _EMPTY_STATE: Final = TraceState()
 class Parent:
     """The context a span continues: the agent's (remote) or a span's of this process."""
 
-    __slots__ = ("remote", "sampled", "span_id", "state", "trace_id")
+    __slots__ = ("remote", "sampled", "span_id", "state", "state_header", "trace_id")
 
     def __init__(self, trace_id: int, span_id: int, *, sampled: bool, remote: bool,
-                 state: TraceState = _EMPTY_STATE) -> None:
+                 state: TraceState = _EMPTY_STATE, state_header: str | None = None) -> None:
         self.trace_id, self.span_id, self.sampled = trace_id, span_id, sampled
         self.remote, self.state = remote, state
+        #: ``state`` as a header (and in OTLP): "" when empty.
+        self.state_header = state.to_header() if state_header is None else state_header
 
 
 def parent_of(brought: Mapping[str, str]) -> Parent | None:
@@ -68,34 +70,26 @@ def parent_of(brought: Mapping[str, str]) -> Parent | None:
 
 
 class Span(trace.Span):
-    """One span of the gateway's: recording (``processor`` takes it when it ends) or,
-    in a trace not sampled, only a context to pass on."""
+    """One span of the gateway's: recording (``ended`` takes it when it ends) or, in
+    a trace not sampled, only a context to pass on. Its status is kept as OTLP
+    writes it: ``status_code`` (0 unset, 1 ok, 2 error) and ``status_message``."""
 
-    __slots__ = (
-        "_context",
-        "_ended",
-        "attributes",
-        "end_time",
-        "events",
-        "kind",
-        "name",
-        "parent",
-        "sampled",
-        "span_id",
-        "start",
-        "state",
-        "status",
-        "trace_id",
-    )
+    __slots__ = ("_context", "_ended", "attributes", "end_time", "events", "kind", "name",
+                 "parent", "sampled", "span_id", "start", "state", "state_header",
+                 "status_code", "status_message", "trace_id")
 
-    def __init__(self, name: str, kind: int, attributes: dict[str, str], parent: Parent | None,
+    def __init__(self, name: str, kind: int, attributes: dict[str, Any], parent: Parent | None,
                  trace_id: int, sampled: bool, ended: Callable[[Span], None] | None) -> None:
         self.name, self.kind, self.attributes, self.parent = name, kind, attributes, parent
         self.trace_id, self.sampled = trace_id, sampled
         self.span_id = _span_id()
-        self.state = parent.state if parent is not None else _EMPTY_STATE
-        self.events: list[tuple[str, int, dict[str, str]]] = []
-        self.status = Status(StatusCode.UNSET)
+        if parent is None:
+            self.state, self.state_header = _EMPTY_STATE, ""
+        else:
+            self.state, self.state_header = parent.state, parent.state_header
+        self.events: list[tuple[str, int, dict[str, Any]]] = []
+        self.status_code = 0
+        self.status_message: str | None = None
         self.start = time.time_ns()
         self.end_time = 0
         self._ended = ended
@@ -103,13 +97,13 @@ class Span(trace.Span):
 
     def as_parent(self) -> Parent:
         return Parent(self.trace_id, self.span_id, sampled=self.sampled, remote=False,
-                      state=self.state)
+                      state=self.state, state_header=self.state_header)
 
     def traceparent(self) -> dict[str, str]:
         """Its context as the W3C propagator injects it."""
         out = {"traceparent": f"00-{self.trace_id:032x}-{self.span_id:016x}-0{int(self.sampled)}"}
-        if self.state:
-            out["tracestate"] = self.state.to_header()
+        if self.state_header:
+            out["tracestate"] = self.state_header
         return out
 
     # -- the API's span --------------------------------------------------------------
@@ -141,14 +135,19 @@ class Span(trace.Span):
         if self._ended is not None:
             self.name = name
 
+    @property
+    def status(self) -> Status:
+        return Status(StatusCode(self.status_code), self.status_message)
+
     def set_status(self, status: Status | StatusCode, description: str | None = None) -> None:
         """As the SDK's span: OK is final, UNSET changes nothing."""
-        if self._ended is None or self.status.status_code is StatusCode.OK:
+        if self._ended is None or self.status_code == 1:
             return
         if isinstance(status, StatusCode):
             status = Status(status, description)
         if status.status_code is not StatusCode.UNSET:
-            self.status = status
+            self.status_code = status.status_code.value
+            self.status_message = status.description
 
     def add_event(self, name: str, attributes: Mapping[str, Any] | None = None,
                   timestamp: int | None = None) -> None:
