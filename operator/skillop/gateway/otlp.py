@@ -21,14 +21,17 @@ import logging
 import struct
 import threading
 from collections.abc import Callable, Mapping
-from typing import Final
+from typing import Any, Final
 
-from skillop.gateway.spans import IS_REMOTE, Span
+from skillop.gateway.spans import HAS_IS_REMOTE, IS_REMOTE, Span
 
 _log = logging.getLogger(__name__)
 _TIMES: Final = struct.Struct("<BQBQ")  # start and end: fixed64, fields 7 and 8
-_FLAGS: Final = struct.Struct("<I")
-_FLAGS_TAG: Final = b"\x85\x01"  # field 16, fixed32
+#: ``flags`` (field 16, fixed32): whether the parent is remote is known, and if so.
+_LOCAL_FLAGS: Final = b"\x85\x01" + struct.pack("<I", HAS_IS_REMOTE)
+_REMOTE_FLAGS: Final = b"\x85\x01" + struct.pack("<I", HAS_IS_REMOTE | IS_REMOTE)
+_UNSET: Final = b"\x7a\x00"  # an empty status: the SDK always writes one
+_KINDS: Final = {kind: bytes((0x30, kind)) for kind in range(6)}
 _CACHED: Final = 4096  # attributes and names kept encoded (tool names: a set's worth)
 
 
@@ -57,56 +60,66 @@ class Encoder:
         self._scope = field(0x0A, scope)
         self._scope_schema = field(0x1A, scope_schema.encode()) if scope_schema else b""
         self._resource_schema = field(0x1A, resource_schema.encode()) if resource_schema else b""
-        self._strings: dict[tuple[int, str], bytes] = {}
-        self._attributes: dict[tuple[str, str], bytes] = {}
+        self._names: dict[str, bytes] = {}
+        self._attributes: dict[tuple[str, Any], bytes] = {}
 
     def request(self, spans: list[Span]) -> bytes:
         """An ``ExportTraceServiceRequest`` of ``spans``."""
-        scope_spans = self._scope + b"".join([field(0x12, self.span(s)) for s in spans])
-        resource_spans = (self._resource + field(0x12, scope_spans + self._scope_schema)
-                          + self._resource_schema)
-        return field(0x0A, resource_spans)
+        encoded = []
+        for one in spans:
+            body = self.span(one)
+            size = len(body)
+            encoded.append(bytes((0x12, size)) if size < 0x80 else
+                           bytes((0x12, size & 0x7F | 0x80, size >> 7)) if size < 0x4000
+                           else b"\x12" + varint(size))
+            encoded.append(body)
+        scope_spans = self._scope + b"".join(encoded) + self._scope_schema
+        return field(0x0A, self._resource + field(0x12, scope_spans) + self._resource_schema)
 
     def span(self, span: Span) -> bytes:
-        """One ``Span`` message (the SDK's ``_encode_span``)."""
-        parts = [b"\x0a\x10", span.trace_id.to_bytes(16, "big"),
-                 b"\x12\x08", span.span_id.to_bytes(8, "big")]
-        if span.state_header:
-            parts.append(field(0x1A, span.state_header.encode()))
+        """One ``Span`` message (the SDK's ``_encode_span``), in one Python call for the
+        gateway's usual spans: every part a builtin's work or a cached one."""
         parent = span.parent
-        if parent is not None:
-            parts += (b"\x22\x08", parent.span_id.to_bytes(8, "big"))
-        parts += (self._string(0x2A, span.name), bytes((0x30, span.kind)),
-                  _TIMES.pack(0x39, span.start, 0x41, span.end_time))
-        parts += [self._attribute(key, value) for key, value in span.attributes.items()]
-        for name, at, attributes in span.events:
-            event = [b"\x09", at.to_bytes(8, "little"), field(0x12, name.encode())]
-            event += [field(0x1A, _key_value(key, value)) for key, value in attributes.items()]
-            parts.append(field(0x5A, b"".join(event)))
-        code, message = span.status_code, span.status_message
-        status = field(0x12, message.encode()) if code == 2 and message else b""
-        parts.append(field(0x7A, status + bytes((0x18, code)) if code else status))
-        flags = 0x100 | (IS_REMOTE if parent is not None and parent.remote else 0)
-        parts += (_FLAGS_TAG, _FLAGS.pack(flags))
+        cached = self._attributes
+        try:
+            attributes = [cached.get(item) or self._attribute(item)
+                          for item in span.attributes.items()]
+        except TypeError:  # a value that is no key (a list): not cached
+            attributes = [field(0x4A, _key_value(*item)) for item in span.attributes.items()]
+        code = span.status_code
+        parts = [b"\x0a\x10", span.trace_id.to_bytes(16, "big"),
+                 b"\x12\x08", span.span_id.to_bytes(8, "big"),
+                 field(0x1A, span.state_header.encode()) if span.state_header else b"",
+                 b"\x22\x08" + parent.span_id.to_bytes(8, "big") if parent is not None else b"",
+                 self._names.get(span.name) or self._name(span.name), _KINDS[span.kind],
+                 _TIMES.pack(0x39, span.start, 0x41, span.end_time), *attributes,
+                 *[self._event(*event) for event in span.events],
+                 _UNSET if not code else self._status(code, span.status_message),
+                 _REMOTE_FLAGS if parent is not None and parent.remote else _LOCAL_FLAGS]
         return b"".join(parts)
 
-    def _string(self, tag: int, value: str) -> bytes:
-        encoded = self._strings.get((tag, value))
-        if encoded is None:
-            encoded = field(tag, value.encode())
-            if len(self._strings) < _CACHED:
-                self._strings[(tag, value)] = encoded
+    def _name(self, name: str) -> bytes:
+        encoded = field(0x2A, name.encode())
+        if len(self._names) < _CACHED:
+            self._names[name] = encoded
         return encoded
 
-    def _attribute(self, key: str, value: object) -> bytes:
-        if type(value) is not str:
-            return field(0x4A, _key_value(key, value))
-        encoded = self._attributes.get((key, value))
-        if encoded is None:
-            encoded = field(0x4A, _key_value(key, value))
-            if len(self._attributes) < _CACHED:
-                self._attributes[(key, value)] = encoded
+    def _attribute(self, item: tuple[str, Any]) -> bytes:
+        encoded = field(0x4A, _key_value(*item))
+        if len(self._attributes) < _CACHED and type(item[1]) is str:
+            self._attributes[item] = encoded
         return encoded
+
+    @staticmethod
+    def _event(name: str, at: int, attributes: dict[str, Any]) -> bytes:
+        event = [b"\x09", at.to_bytes(8, "little"), field(0x12, name.encode())]
+        event += [field(0x1A, _key_value(key, value)) for key, value in attributes.items()]
+        return field(0x5A, b"".join(event))
+
+    @staticmethod
+    def _status(code: int, message: str | None) -> bytes:
+        text = field(0x12, message.encode()) if code == 2 and message else b""
+        return field(0x7A, text + bytes((0x18, code)))
 
 
 def _key_value(key: str, value: object) -> bytes:

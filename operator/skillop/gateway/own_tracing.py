@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from contextvars import ContextVar
 from typing import Any, Final
 
 from opentelemetry import context as api_context
@@ -69,7 +68,8 @@ class OwnTracing:
                 InstrumentationScope(sdk.scope)).SerializeToString(),
             resource_schema=resource.schema_url or "")
         self.batches = otlp.Batches(encoder, send, environ)
-        self._tracer = s.Tracer(decide, self.batches.ended)
+        self._tracer = s.Tracer(decide, self.batches.ended,
+                                always=s.always(sdk._provider.sampler))
 
     @classmethod
     def of(cls, sdk: Tracing, environ: Mapping[str, str] = os.environ) -> OwnTracing | None:
@@ -88,26 +88,27 @@ class OwnTracing:
 
     def request(self, method: str, tool: str | None, *, brought: Mapping[str, str],
                 session_id: str | None = None, protocol: str | None = None,
-                enduser: str | None = None) -> _Current:
-        """The SERVER span of one MCP request, a child of the trace it ``brought`` (a
-        malformed one: none; nothing brought: the current span's, as the SDK's)."""
-        return _Current(self._tracer.start(
+                enduser: str | None = None) -> s.Span:
+        """The SERVER span of one MCP request (a context manager), a child of the trace
+        it ``brought`` (a malformed one: none; nothing brought: the current span's, as
+        the SDK's)."""
+        return self._tracer.start(
             f"{method} {tool}" if tool is not None else method, s.SERVER,
             request_attributes(method, tool, session_id=session_id, protocol=protocol,
                                enduser=enduser),
-            s.parent_of(brought) if brought else _parent(_current())))
+            s.parent_of(brought) if brought else _parent(_current()))
 
     def child(self, name: str, *, client: bool = False,
-              attributes: Mapping[str, str] | None = None) -> _Current:
+              attributes: Mapping[str, str] | None = None) -> s.Span | _Current:
         """A span within the current one; none in a trace not sampled (the current
         one stays, and is the API's too: an upstream the MCP SDK's client calls in a
         session gets its context, as it would a child's)."""
         current = _current()
         parent = _parent(current)
         if parent is not None and not parent.sampled:
-            return _Current(current, api=True, end=False)
-        return _Current(self._tracer.start(
-            name, s.CLIENT if client else s.INTERNAL, dict(attributes or {}), parent), api=True)
+            return _Current(current)
+        return self._tracer.start(name, s.CLIENT if client else s.INTERNAL,
+                                  dict(attributes or {}), parent, api=True)
 
     def failed(self, error_type: str) -> None:
         span = _current()
@@ -116,11 +117,11 @@ class OwnTracing:
             span.set_status(Status(StatusCode.ERROR))
 
     def context(self) -> dict[str, str]:
-        span = _CURRENT.get()
+        span = s.CURRENT.get()
         return span.traceparent() if span is not None else self.sdk.context()
 
     def trace_id(self) -> str | None:
-        span = _CURRENT.get()
+        span = s.CURRENT.get()
         return f"{span.trace_id:032x}" if span is not None else self.sdk.trace_id()
 
     def shutdown(self) -> None:
@@ -129,54 +130,37 @@ class OwnTracing:
         self.sdk.shutdown()
 
 
-#: The gateway's span current in this task: read far more often than the API's
-#: context is, and far cheaper. A request's span is only there; its children (the
-#: forward, the approval) are the API's current span too.
-_CURRENT: ContextVar[s.Span | None] = ContextVar("skillop_span", default=None)
-
-
 def _current() -> Any:
     """The current span: the gateway's, else the API's (a span another made)."""
-    span = _CURRENT.get()
+    span = s.CURRENT.get()
     return span if span is not None else trace.get_current_span()
 
 
 class _Current:
-    """``span`` current (the gateway's; with ``api``, the API's too) until the block
-    ends, then ended (unless not ``end``); an exception marks it failed, as the SDK's
-    ``start_as_current_span`` does. A class, not a generator: two spans a call."""
+    """A span of a trace not sampled, the current one (the gateway's and the API's)
+    while a child would be (a child of it would record nothing)."""
 
-    __slots__ = ("_api", "_api_token", "_end", "_span", "_token")
+    __slots__ = ("_api_token", "_span", "_token")
 
-    def __init__(self, span: Any, *, api: bool = False, end: bool = True) -> None:
-        self._span, self._api, self._end = span, api, end
+    def __init__(self, span: Any) -> None:
+        self._span = span
 
     def __enter__(self) -> Any:
         span = self._span
-        self._token = _CURRENT.set(span) if type(span) is s.Span else None
-        if self._api:
-            self._api_token = api_context.attach(trace.set_span_in_context(span))
+        self._token = s.CURRENT.set(span) if type(span) is s.Span else None
+        self._api_token = api_context.attach(trace.set_span_in_context(span))
         return span
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: Any) -> None:
-        span = self._span
-        if self._api:
-            api_context.detach(self._api_token)
+    def __exit__(self, *exc: object) -> None:
+        api_context.detach(self._api_token)
         if self._token is not None:
-            _CURRENT.reset(self._token)
-        if not self._end:
-            return
-        if isinstance(exc, Exception) and span.is_recording():
-            span.record_exception(exc)
-            span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
-        span.end()
+            s.CURRENT.reset(self._token)
 
 
-def _parent(span: Any) -> s.Parent | None:
+def _parent(span: Any) -> s.Parent | s.Span | None:
     """``span`` (the current one) as a parent; None if it is no span."""
     if type(span) is s.Span:
-        return span.as_parent()
+        return span
     found = span.get_span_context()
     if not found.is_valid:
         return None

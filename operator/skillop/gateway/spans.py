@@ -19,9 +19,11 @@ import re
 import time
 import traceback
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar, Token
 from random import getrandbits
 from typing import Any, Final
 
+from opentelemetry import context as api_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanContext, TraceFlags, TraceState
 from opentelemetry.trace.status import Status, StatusCode
@@ -37,6 +39,10 @@ IS_REMOTE: Final = 0x200
 _TRACEPARENT: Final = re.compile(
     r"^[ \t]*([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?[ \t]*$")
 _EMPTY_STATE: Final = TraceState()
+#: The gateway's span current in this task: read far more often than the API's
+#: context, and far cheaper. A request's span is only there; its children (the
+#: forward, the approval) are the API's current span too, for others to see.
+CURRENT: ContextVar[Span | None] = ContextVar("skillop_span", default=None)
 
 
 class Parent:
@@ -74,15 +80,18 @@ class Span(trace.Span):
     a trace not sampled, only a context to pass on. Its status is kept as OTLP
     writes it: ``status_code`` (0 unset, 1 ok, 2 error) and ``status_message``."""
 
-    __slots__ = ("_context", "_ended", "attributes", "end_time", "events", "kind", "name",
-                 "parent", "sampled", "span_id", "start", "state", "state_header",
-                 "status_code", "status_message", "trace_id")
+    __slots__ = ("_api", "_api_token", "_context", "_ended", "_token", "attributes",
+                 "end_time", "events", "kind", "name", "parent", "sampled", "span_id", "start",
+                 "state", "state_header", "status_code", "status_message", "trace_id")
+    #: As a parent (a span of this process is one): not remote.
+    remote: Final = False
 
-    def __init__(self, name: str, kind: int, attributes: dict[str, Any], parent: Parent | None,
-                 trace_id: int, sampled: bool, ended: Callable[[Span], None] | None) -> None:
+    def __init__(self, name: str, kind: int, attributes: dict[str, Any],
+                 parent: Parent | Span | None, trace_id: int, sampled: bool,
+                 ended: Callable[[Span], None] | None, *, api: bool = False) -> None:
         self.name, self.kind, self.attributes, self.parent = name, kind, attributes, parent
-        self.trace_id, self.sampled = trace_id, sampled
-        self.span_id = _span_id()
+        self.trace_id, self.sampled, self._api = trace_id, sampled, api
+        self.span_id = getrandbits(64) or _span_id()
         if parent is None:
             self.state, self.state_header = _EMPTY_STATE, ""
         else:
@@ -95,9 +104,24 @@ class Span(trace.Span):
         self._ended = ended
         self._context: SpanContext | None = None
 
-    def as_parent(self) -> Parent:
-        return Parent(self.trace_id, self.span_id, sampled=self.sampled, remote=False,
-                      state=self.state, state_header=self.state_header)
+    def __enter__(self) -> Span:
+        """Current until its block ends (with ``api``, the API's current span too),
+        then ended; an exception marks it failed, as the SDK's
+        ``start_as_current_span`` does (without its two context managers a span)."""
+        self._token: Token[Span | None] = CURRENT.set(self)
+        if self._api:
+            self._api_token = api_context.attach(trace.set_span_in_context(self))
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: Any) -> None:
+        if self._api:
+            api_context.detach(self._api_token)
+        CURRENT.reset(self._token)
+        if exc is not None and self._ended is not None and isinstance(exc, Exception):
+            self.record_exception(exc)
+            self.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+        self.end()
 
     def traceparent(self) -> dict[str, str]:
         """Its context as the W3C propagator injects it."""
@@ -184,7 +208,7 @@ def _trace_id() -> int:
 
 
 #: A sampling decision: (parent or None, the trace's id) -> sampled.
-Decide = Callable[[Parent | None, int], bool]
+Decide = Callable[[Any, int], bool]
 
 
 def decider(sampler: Any) -> Decide | None:
@@ -208,7 +232,7 @@ def decider(sampler: Any) -> Decide | None:
         return None
     root, remote_yes, remote_no, local_yes, local_no = (d for d in delegates if d is not None)
 
-    def parent_based(parent: Parent | None, trace_id: int) -> bool:
+    def parent_based(parent: Parent | Span | None, trace_id: int) -> bool:
         if parent is None:
             return root(parent, trace_id)
         if parent.remote:
@@ -218,15 +242,25 @@ def decider(sampler: Any) -> Decide | None:
     return parent_based
 
 
+def always(sampler: Any) -> bool | None:
+    """The decision of a sampler that always makes the same (None: it does not)."""
+    from opentelemetry.sdk.trace import sampling as s
+
+    return True if sampler is s.ALWAYS_ON else False if sampler is s.ALWAYS_OFF else None
+
+
 class Tracer:
     """Starts the gateway's spans: sampled by ``decide``, given to ``ended`` when they end."""
 
-    def __init__(self, decide: Decide, ended: Callable[[Span], None]) -> None:
-        self._decide, self._ended = decide, ended
+    def __init__(self, decide: Decide, ended: Callable[[Span], None], *,
+                 always: bool | None = None) -> None:
+        """``always``: the decision, when ``decide`` makes none other (one call a span less)."""
+        self._decide, self._ended, self._always = decide, ended, always
 
-    def start(self, name: str, kind: int, attributes: dict[str, str],
-              parent: Parent | None) -> Span:
-        trace_id = parent.trace_id if parent is not None else _trace_id()
-        sampled = self._decide(parent, trace_id)
+    def start(self, name: str, kind: int, attributes: dict[str, Any],
+              parent: Parent | Span | None, *, api: bool = False) -> Span:
+        trace_id = (parent.trace_id if parent is not None
+                    else getrandbits(128) or _trace_id())
+        sampled = self._always if self._always is not None else self._decide(parent, trace_id)
         return Span(name, kind, attributes, parent, trace_id, sampled,
-                    self._ended if sampled else None)
+                    self._ended if sampled else None, api=api)
