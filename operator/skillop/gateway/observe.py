@@ -97,10 +97,14 @@ class Observer:
     def record(self, call: CallRecord) -> None:
         """A ``pipeline.Recorder``: the call's counts and times (the forward's share
         too, when it was forwarded), and its span marked when it failed."""
-        self.called(call.binding_name, call.outcome, call.reason, call.seconds,
-                    upstream=call.upstream)
-        if self.metrics is not None and call.upstream is not None and call.upstream_seconds:
-            self.metrics.forwarded(call.upstream, call.upstream_seconds)
+        metrics = self.metrics
+        if metrics is not None:  # as ``called``, without the trace id no one reads here
+            metrics.called(call.binding_name, call.outcome, call.reason, call.seconds,
+                           upstream=call.upstream)
+            if call.upstream is not None and call.upstream_seconds:
+                metrics.forwarded(call.upstream, call.upstream_seconds)
+        if self.tracing is not None and call.outcome != "ok":
+            self.tracing.failed(_error_type(call.outcome, call.reason))
 
     def trace_id(self) -> str | None:
         """The current trace's id (for the audit line), when tracing."""

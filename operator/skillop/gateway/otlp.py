@@ -80,20 +80,19 @@ class Encoder:
         """One ``Span`` message (the SDK's ``_encode_span``), in one Python call for the
         gateway's usual spans: every part a builtin's work or a cached one."""
         parent = span.parent
-        cached = self._attributes
-        try:
-            attributes = [cached.get(item) or self._attribute(item)
-                          for item in span.attributes.items()]
-        except TypeError:  # a value that is no key (a list): not cached
-            attributes = [field(0x4A, _key_value(*item)) for item in span.attributes.items()]
+        items = span.attributes.items()
+        try:  # every attribute seen before (else a None: a TypeError)
+            attributes = b"".join(map(self._attributes.get, items))  # type: ignore[arg-type]
+        except TypeError:
+            attributes = b"".join([self._attribute(item) for item in items])
         code = span.status_code
         parts = [b"\x0a\x10", span.trace_id.to_bytes(16, "big"),
                  b"\x12\x08", span.span_id.to_bytes(8, "big"),
                  field(0x1A, span.state_header.encode()) if span.state_header else b"",
                  b"\x22\x08" + parent.span_id.to_bytes(8, "big") if parent is not None else b"",
                  self._names.get(span.name) or self._name(span.name), _KINDS[span.kind],
-                 _TIMES.pack(0x39, span.start, 0x41, span.end_time), *attributes,
-                 *[self._event(*event) for event in span.events],
+                 _TIMES.pack(0x39, span.start, 0x41, span.end_time), attributes,
+                 *map(_event, span.events),
                  _UNSET if not code else self._status(code, span.status_message),
                  _REMOTE_FLAGS if parent is not None and parent.remote else _LOCAL_FLAGS]
         return b"".join(parts)
@@ -105,21 +104,24 @@ class Encoder:
         return encoded
 
     def _attribute(self, item: tuple[str, Any]) -> bytes:
+        """An attribute, encoded and (a string's, while there is room) kept."""
         encoded = field(0x4A, _key_value(*item))
-        if len(self._attributes) < _CACHED and type(item[1]) is str:
+        if type(item[1]) is str and len(self._attributes) < _CACHED:
             self._attributes[item] = encoded
         return encoded
-
-    @staticmethod
-    def _event(name: str, at: int, attributes: dict[str, Any]) -> bytes:
-        event = [b"\x09", at.to_bytes(8, "little"), field(0x12, name.encode())]
-        event += [field(0x1A, _key_value(key, value)) for key, value in attributes.items()]
-        return field(0x5A, b"".join(event))
 
     @staticmethod
     def _status(code: int, message: str | None) -> bytes:
         text = field(0x12, message.encode()) if code == 2 and message else b""
         return field(0x7A, text + bytes((0x18, code)))
+
+
+def _event(event: tuple[str, int, dict[str, Any]]) -> bytes:
+    """An ``Event`` of a span (``record_exception``'s)."""
+    name, at, attributes = event
+    parts = [b"\x09", at.to_bytes(8, "little"), field(0x12, name.encode())]
+    parts += [field(0x1A, _key_value(key, value)) for key, value in attributes.items()]
+    return field(0x5A, b"".join(parts))
 
 
 def _key_value(key: str, value: object) -> bytes:

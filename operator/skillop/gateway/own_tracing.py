@@ -90,13 +90,13 @@ class OwnTracing:
                 session_id: str | None = None, protocol: str | None = None,
                 enduser: str | None = None) -> s.Span:
         """The SERVER span of one MCP request (a context manager), a child of the trace
-        it ``brought`` (a malformed one: none; nothing brought: the current span's, as
-        the SDK's)."""
+        it ``brought`` (a malformed one: none; nothing brought: the gateway's current
+        span's, as the SDK's; a request is answered where no other span is current)."""
         return self._tracer.start(
             f"{method} {tool}" if tool is not None else method, s.SERVER,
             request_attributes(method, tool, session_id=session_id, protocol=protocol,
                                enduser=enduser),
-            s.parent_of(brought) if brought else _parent(_current()))
+            s.parent_of(brought) if brought else s.CURRENT.get())
 
     def child(self, name: str, *, client: bool = False,
               attributes: Mapping[str, str] | None = None) -> s.Span | _Current:
