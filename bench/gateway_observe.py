@@ -41,10 +41,13 @@ TARGETS = {"metrics": 0.05, "traces": 0.15}
 
 
 class _Sink(BaseHTTPRequestHandler):
-    """An OTLP/HTTP endpoint that takes every export and keeps nothing."""
+    """An OTLP/HTTP endpoint that takes every export and keeps nothing but their count."""
+
+    posts = 0
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("content-length", 0)))
+        _Sink.posts += 1
         self.send_response(200)
         self.send_header("content-length", "0")
         self.end_headers()
@@ -187,7 +190,8 @@ def _free_port() -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--era", choices=("modern", "handshake"), default="modern")
+    parser.add_argument("--era", choices=("modern", "handshake", "both"), default="modern",
+                        help="both: with --callgrind only")
     parser.add_argument("--blocks", type=int, default=20, help="blocks per gateway")
     parser.add_argument("--calls", type=int, default=500, help="calls per block")
     parser.add_argument("--warmup", type=int, default=300, help="unmeasured calls per gateway")
@@ -197,6 +201,9 @@ def main() -> int:
     parser.add_argument("--sdk-path", action="store_true",
                         help="trace by the SDK's span path (a setting the gateway's own"
                              " path does not cover: a span limit)")
+    parser.add_argument("--callgrind", type=int, default=0, metavar="CALLS",
+                        help="instead of CPU time: instructions a call under callgrind,"
+                             " CALLS counted (a multiple of 256) per gateway and era")
     parser.add_argument("--sample", type=float, default=1.0,
                         help="share of the agents' traces sampled (below 1: parent-based"
                              " trace-id ratio, the SDK's usual production sampler)")
@@ -206,15 +213,22 @@ def main() -> int:
     traced = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{sink.server_address[1]}",
               **_sampler(args.sample),
               **({"OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT": "128"} if args.sdk_path else {})}
-    _sdk_floor(args.hooks)
-    _own_floor(args.hooks)
-    _hooks(args.hooks, {k: v for k, v in traced.items() if "LIMIT" not in k})
+    if not args.callgrind:
+        _sdk_floor(args.hooks)
+        _own_floor(args.hooks)
+        _hooks(args.hooks, {k: v for k, v in traced.items() if "LIMIT" not in k})
     upstream = subprocess.Popen([sys.executable, str(ROOT / "bench" / "gateway.py"),
                                  "--upstream"], stdout=subprocess.PIPE, text=True)
     gateways: list[subprocess.Popen[bytes]] = []
     try:
         url = bench._read_line(upstream)
         with tempfile.TemporaryDirectory() as tmp:
+            if args.callgrind:
+                print(f"instructions (callgrind) a call of `ping`, {args.callgrind} counted"
+                      f" after as many; load average {os.getloadavg()[0]:.2f}", flush=True)
+                eras = ["modern", "handshake"] if args.era == "both" else [args.era]
+                _counted(url, traced, Path(tmp), eras=eras, calls=args.callgrind)
+                return 0
             urls: dict[str, tuple[int, str]] = {}
             for name in ("plain", "metrics", "traces"):
                 extra = () if name == "plain" else (
@@ -244,6 +258,51 @@ def main() -> int:
         bench.stop((*gateways, upstream))
         sink.shutdown()
     return 0
+
+
+def _counted(upstream: str, traced: dict[str, str], tmp: Path, *, eras: list[str],
+             calls: int) -> None:
+    """Instructions a call of each gateway, whole process (every thread, the span
+    exporter's too), under callgrind: ``calls`` counted after as many, the exports of
+    the counted calls' spans waited for (the batch processor sends a full batch at
+    once: ``calls`` a multiple of 256 makes whole batches), less the idle gateway's."""
+    import gateway_count as gc
+
+    saved = bench.SKILLOP
+    traced = {**traced, "OTEL_BSP_SCHEDULE_DELAY": "600000"}  # full batches only
+    try:
+        for name in ("plain", "metrics", "traces"):
+            work = tmp / f"counted-{name}"
+            work.mkdir()
+            bench.SKILLOP = str(gc.launcher(ROOT, work, callgrind=True))
+            extra = () if name == "plain" else ("--metrics-listen", f"127.0.0.1:{_free_port()}")
+            proc, url = bench.start_gateway(upstream, work, extra=extra, timeout=600,
+                                            env=traced if name == "traces" else None)
+            try:
+                for era in eras:
+                    client = _Reconnecting(url, era)
+                    for n in range(calls):
+                        client.call(n)
+                    time.sleep(2)  # the warm-up's exports
+                    grind = gc.Callgrind(proc.pid, work / "callgrind.out")
+                    grind.zero()
+                    posts, start = _Sink.posts, time.monotonic()
+                    for n in range(calls):
+                        client.call(n)
+                    if name == "traces":
+                        gc.bench_wait(lambda n=posts: _Sink.posts >= n + calls * 2 // 512, 300)
+                    took = time.monotonic() - start
+                    busy = grind.read()
+                    grind.zero()
+                    time.sleep(window := min(took, gc.IDLE_WINDOW))
+                    idle = grind.read() * took / window
+                    print(f"  {name:8} {era:9} {(busy - idle) / calls:,.0f} instructions a"
+                          f" call (idle less: {idle / calls:,.0f} a call;"
+                          f" {_Sink.posts - posts} exports)", flush=True)
+            finally:
+                bench.stop((proc,))
+    finally:
+        bench.SKILLOP = saved
 
 
 def _print(results: dict[str, tuple[float, int, list[float]]]) -> None:
