@@ -68,6 +68,8 @@ def _made(own: OwnTracing) -> list[s.Span]:
     agent = {"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
              "tracestate": "vendor=x,other=y"}
     long_tool = "t" * 200 + "é"
+    kept: list[s.Span] = []
+    own._tracer._ended = kept.append
     with own.request("tools/call", "ping", brought=agent, session_id="s-1",
                      protocol="2026-07-28", enduser="alice"):
         with own.child("approval", attributes={"skillop.approval.via": "Request"}):
@@ -80,7 +82,7 @@ def _made(own: OwnTracing) -> list[s.Span]:
         raise KeyError("gone")
     with own.request("tools/call", "x", brought={"traceparent": "garbage"}):
         own.failed("refused.rule")
-    return list(own.batches._queue)
+    return kept
 
 
 def test_the_bytes_are_the_sdk_exporters_for_the_same_spans(own: OwnTracing) -> None:
@@ -88,6 +90,7 @@ def test_the_bytes_are_the_sdk_exporters_for_the_same_spans(own: OwnTracing) -> 
     assert len(made) == 6
     resource = own.sdk._provider.resource
     ours = own.batches._encoder.request(made)
+    assert ours == own.batches._encoder.request_of([own.batches._encoder.span(m) for m in made])
     theirs = encode_spans([_as_sdk(span, resource) for span in made]).SerializePartialToString()
     assert ours == theirs
     decoded = ExportTraceServiceRequest.FromString(ours)

@@ -65,15 +65,18 @@ class Encoder:
 
     def request(self, spans: list[Span]) -> bytes:
         """An ``ExportTraceServiceRequest`` of ``spans``."""
-        encoded = []
-        for one in spans:
-            body = self.span(one)
+        return self.request_of([self.span(one) for one in spans])
+
+    def request_of(self, encoded: list[bytes]) -> bytes:
+        """An ``ExportTraceServiceRequest`` of spans already encoded (``span``)."""
+        parts = []
+        for body in encoded:
             size = len(body)
-            encoded.append(bytes((0x12, size)) if size < 0x80 else
-                           bytes((0x12, size & 0x7F | 0x80, size >> 7)) if size < 0x4000
-                           else b"\x12" + varint(size))
-            encoded.append(body)
-        scope_spans = self._scope + b"".join(encoded) + self._scope_schema
+            parts.append(bytes((0x12, size)) if size < 0x80 else
+                         bytes((0x12, size & 0x7F | 0x80, size >> 7)) if size < 0x4000
+                         else b"\x12" + varint(size))
+            parts.append(body)
+        scope_spans = self._scope + b"".join(parts) + self._scope_schema
         return field(0x0A, self._resource + field(0x12, scope_spans) + self._resource_schema)
 
     def span(self, span: Span) -> bytes:
@@ -151,7 +154,9 @@ class Batches:
         self._size = _positive(environ, "OTEL_BSP_MAX_QUEUE_SIZE", 2048)
         self._batch = min(self._size, _positive(environ, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512))
         self._delay = _positive(environ, "OTEL_BSP_SCHEDULE_DELAY", 5000) / 1000
-        self._queue: collections.deque[Span] = collections.deque(maxlen=self._size)
+        #: Spans encoded as they end: bytes keep nothing alive for the cyclic
+        #: collector to walk (queued spans made it collect about every 60 calls).
+        self._queue: collections.deque[bytes] = collections.deque(maxlen=self._size)
         self._awake = threading.Event()
         self._lock = threading.Lock()
         self._stopped = False
@@ -166,7 +171,7 @@ class Batches:
             return
         if len(queue) == self._size:
             self.dropped()
-        queue.append(span)
+        queue.append(self._encoder.span(span))
         if len(queue) >= self._batch and not self._awake.is_set():
             self._awake.set()
 
@@ -184,7 +189,7 @@ class Batches:
             while queue and (whole or len(queue) >= batch):
                 spans = [queue.popleft() for _ in range(min(batch, len(queue)))]
                 try:
-                    self._send(self._encoder.request(spans))
+                    self._send(self._encoder.request_of(spans))
                 except Exception:
                     _log.exception("exporting %d spans failed", len(spans))
 
