@@ -10,11 +10,16 @@ gets). bench/gateway_ab.py's raw client calls ``ping`` in blocks that take turns
 each alike. Printed: each gateway's CPU per call (user + system, from /proc),
 its call p50, and its CPU against ``plain`` (targets: metrics within 5 %, traces
 within 15 %). First, what the call path's observer hooks alone cost a call in
-this process (``--hooks`` calls: off, metrics, metrics and traces), a figure a
-busy machine moves far less than three gateways' CPU.
+this process (``--hooks`` calls: off, metrics, metrics and traces by the gateway's
+own span path and by the SDK's), and what a span costs each path (made and ended,
+encoded), figures a busy machine moves far less than three gateways' CPU.
+``--sdk-path`` traces the gateway by the SDK's span path (a span limit set).
+``--callgrind N``: instead of CPU time, the instructions a call of each gateway
+under callgrind (N counted calls, the exports of their spans waited for).
 
-    .venv/bin/python bench/gateway_observe.py [--era modern] [--blocks 20]
-        [--calls 500] [--pause 0]
+    .venv/bin/python bench/gateway_observe.py [--era modern|handshake] [--blocks 20]
+        [--calls 500] [--pause 0] [--sdk-path]
+    .venv/bin/python bench/gateway_observe.py --era both --callgrind 512
 """
 
 from __future__ import annotations
