@@ -75,3 +75,26 @@ def test_a_redacted_result_is_counted(tmp_path: Path) -> None:
             anyio.run(calls)
             seen = _scrape(listen)
     assert seen[("skillop_gateway_redactions_total", (("upstream", "up"),))] == 1
+
+
+def test_a_binding_no_longer_served_is_counted_as_unknown_after_a_reload() -> None:
+    """The label children a call counts in are kept found, per set: a set loaded
+    without the binding must not leave its name as a label value."""
+    from prometheus_client import CollectorRegistry
+
+    from skillop.gateway.metrics import UNKNOWN, GatewayMetrics
+
+    metrics = GatewayMetrics(CollectorRegistry())
+    metrics.serve({"echo"}, {"up"})
+    metrics.called("echo", "ok", None, 0.01, upstream="up")
+    metrics.forwarded("up", 0.005)
+    metrics.serve(set(), set())
+    metrics.called("echo", "ok", None, 0.01, upstream="up")
+    metrics.forwarded("up", 0.005)
+    value = metrics.registry.get_sample_value
+    calls = "skillop_gateway_calls_total"
+    assert value(calls, {"binding": "echo", "outcome": "ok", "reason": ""}) == 1
+    assert value(calls, {"binding": UNKNOWN, "outcome": "ok", "reason": ""}) == 1
+    upstream = "skillop_gateway_upstream_duration_seconds_count"
+    assert value(upstream, {"upstream": "up"}) == 1
+    assert value(upstream, {"upstream": UNKNOWN}) == 1

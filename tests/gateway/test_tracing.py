@@ -1,6 +1,7 @@
 """One trace from the agent through the gateway to the upstream: the SDK's real
-OTLP/HTTP exporter sends the gateway's spans to a receiver in the test (decoded
-with ``opentelemetry-proto``); the agent's ``traceparent`` (in ``params._meta``,
+OTLP/HTTP exporter (or the gateway's own encoder, by default: test_otlp.py shows
+its bytes are the SDK's) sends the gateway's spans to a receiver in the test
+(decoded with ``opentelemetry-proto``); the agent's ``traceparent`` (in ``params._meta``,
 and as an HTTP header) is the parent, and the upstream receives the context on."""
 
 from __future__ import annotations
@@ -75,13 +76,19 @@ def receiver() -> Iterator[Receiver]:
     found.close()
 
 
+#: The gateway's own span path (the default), and the SDK's (which a setting the own
+#: path does not cover, span limits here, falls back to).
+PATHS = {"own": {}, "sdk": {"OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT": "128"}}
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
 def test_a_call_continues_the_agents_trace_through_the_gateway_to_the_upstream(
-        tmp_path: Path, receiver: Receiver) -> None:
+        tmp_path: Path, receiver: Receiver, path: str) -> None:
     with ScriptedUpstream(Script()) as upstream:
         docs = [skill("srv", mcpServers=[{"name": "up", "url": upstream.url,
                                           "tools": [echo_tool("echo", "up")]}]),
                 actor("dev", skills=["srv"])]
-        with _traced_gateway(tmp_path, receiver, docs) as gw:
+        with _traced_gateway(tmp_path, receiver, docs, PATHS[path]) as gw:
             headers = anyio.run(_calls, gw.url)
             audit = gw.wait_audit(2)
             _wait_until(lambda: len(receiver.spans) >= 4)
@@ -130,14 +137,14 @@ def test_a_call_through_an_sdk_session_carries_the_context_in_meta(
     assert chain[-1]["parent"] == AGENT_SPAN and chain[-1]["kind"] == 2  # the SERVER span
 
 
-def _traced_gateway(tmp_path: Path, receiver: Receiver,
-                    docs: list[dict[str, Any]]) -> GatewayProcess:
+def _traced_gateway(tmp_path: Path, receiver: Receiver, docs: list[dict[str, Any]],
+                    extra: dict[str, str] | None = None) -> GatewayProcess:
     """A gateway serving ``docs``' set for team-a/dev, every call traced to ``receiver``."""
     volume = Volume(tmp_path / "tools")
     volume.write(toolset_files(docs, "team-a/dev"))
     (tmp_path / "secrets").mkdir()
     env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "OTEL_BSP_SCHEDULE_DELAY": "50",
-           "OTEL_TRACES_SAMPLER": "always_on"}
+           "OTEL_TRACES_SAMPLER": "always_on", **(extra or {})}
     return GatewayProcess(volume.root, tmp_path / "secrets", env=env)
 
 

@@ -90,6 +90,10 @@ def bounded(name: str, known: Container[str]) -> str:
     return name if name in known else UNKNOWN
 
 
+#: Label children kept found (bindings, upstreams: a set's worth).
+_CACHED: Final = 4096
+
+
 class GatewayMetrics:
     """The gateway's counters; ``served`` says which names may be label values."""
 
@@ -138,12 +142,20 @@ class GatewayMetrics:
         self.caller_refusals = counter("caller_refusals", "Requests refused for the caller's"
                                        " token, by reason (missing, invalid, unavailable:"
                                        " the issuer's keys); never by subject", "reason")
+        self.spans_dropped = counter("spans_dropped", "Spans dropped before export: their"
+                                     " queue was full (the receiver slow or down)")
         self._served: Container[str] = ()
         self._upstreams: Container[str] = ()
+        #: The children a call that went well counts in, by binding; an upstream's
+        #: time's, by upstream: found once, not by ``labels`` for every call (its
+        #: checks were half of a call's metrics). Emptied when the names change.
+        self._ok: dict[str, tuple[Any, Any]] = {}
+        self._forwarded: dict[str, Any] = {}
 
     def serve(self, bindings: Container[str], upstreams: Container[str]) -> None:
         """The names that may be label values from now on (the set just loaded)."""
         self._served, self._upstreams = bindings, upstreams
+        self._ok, self._forwarded = {}, {}
 
     def watch_sessions(self, count: Callable[[], int]) -> None:
         self.sessions.set_function(lambda: float(count()))
@@ -151,6 +163,16 @@ class GatewayMetrics:
     # -- what happens --------------------------------------------------------------
     def called(self, binding: str, outcome: str, reason: str | None, seconds: float, *,
                upstream: str | None = None) -> None:
+        if outcome == "ok":
+            children = self._ok.get(binding)
+            if children is None:
+                children = (self.calls.labels(bounded(binding, self._served), "ok", ""),
+                            self.call_seconds.labels("ok"))
+                if len(self._ok) < _CACHED:
+                    self._ok[binding] = children
+            children[0].inc()
+            children[1].observe(seconds)
+            return
         kind = ("" if outcome == "ok" else refusal_kind(reason) if outcome == "refused"
                 else failure_kind(reason))
         self.calls.labels(bounded(binding, self._served), outcome, kind).inc()
@@ -159,7 +181,12 @@ class GatewayMetrics:
             self.upstream_failures.labels(bounded(upstream, self._upstreams), kind).inc()
 
     def forwarded(self, upstream: str, seconds: float) -> None:
-        self.upstream_seconds.labels(bounded(upstream, self._upstreams)).observe(seconds)
+        child = self._forwarded.get(upstream)
+        if child is None:
+            child = self.upstream_seconds.labels(bounded(upstream, self._upstreams))
+            if len(self._forwarded) < _CACHED:
+                self._forwarded[upstream] = child
+        child.observe(seconds)
 
     def approval_asked(self, via: str) -> None:
         self.approvals_requested.labels(via if via in ("Request", "Elicitation")

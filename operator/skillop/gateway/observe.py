@@ -25,6 +25,7 @@ from skillop.gateway.served import ServedSet
 from skillop.model.toolset import CALL_TOOL, SEARCH_TOOL
 
 if TYPE_CHECKING:  # the pipeline's types: it imports this module's users
+    from skillop.gateway.own_tracing import OwnTracing
     from skillop.gateway.pipeline import CallRecord
 
 _NO_CONTEXT: Final[Mapping[str, str]] = {}
@@ -39,16 +40,18 @@ INBOUND_HEADERS: ContextVar[Mapping[str, str] | None] = ContextVar("inbound_head
 
 class Observer:
     def __init__(self, *, metrics: m.GatewayMetrics | None = None,
-                 tracing: t.Tracing | None = None) -> None:
+                 tracing: t.Tracing | OwnTracing | None = None) -> None:
         self.metrics = metrics
         self.tracing = tracing
+        if metrics is not None and tracing is not None and hasattr(tracing, "counting_drops"):
+            tracing.counting_drops(metrics.spans_dropped.inc)
 
     @classmethod
     def from_environment(cls, metrics: m.GatewayMetrics | None,
                          environ: Mapping[str, str] = os.environ) -> Observer:
         """With traces if the ``OTEL_*`` variables ask for them (``TracingError``
         for one the gateway cannot follow)."""
-        return cls(metrics=metrics, tracing=t.Tracing(environ) if t.wanted(environ) else None)
+        return cls(metrics=metrics, tracing=t.start(environ) if t.wanted(environ) else None)
 
     @property
     def recorders(self) -> list[Callable[[CallRecord], None]]:
@@ -94,10 +97,14 @@ class Observer:
     def record(self, call: CallRecord) -> None:
         """A ``pipeline.Recorder``: the call's counts and times (the forward's share
         too, when it was forwarded), and its span marked when it failed."""
-        self.called(call.binding_name, call.outcome, call.reason, call.seconds,
-                    upstream=call.upstream)
-        if self.metrics is not None and call.upstream is not None and call.upstream_seconds:
-            self.metrics.forwarded(call.upstream, call.upstream_seconds)
+        metrics = self.metrics
+        if metrics is not None:  # as ``called``, without the trace id no one reads here
+            metrics.called(call.binding_name, call.outcome, call.reason, call.seconds,
+                           upstream=call.upstream)
+            if call.upstream is not None and call.upstream_seconds:
+                metrics.forwarded(call.upstream, call.upstream_seconds)
+        if self.tracing is not None and call.outcome != "ok":
+            self.tracing.failed(_error_type(call.outcome, call.reason))
 
     def trace_id(self) -> str | None:
         """The current trace's id (for the audit line), when tracing."""

@@ -24,7 +24,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, cast
+
+if TYPE_CHECKING:
+    from skillop.gateway.own_tracing import OwnTracing
 
 #: The trace context's keys, as a header (lower case) and in ``_meta``.
 CONTEXT_KEYS: Final = ("traceparent", "tracestate")
@@ -54,8 +57,11 @@ def wanted(environ: Mapping[str, str] = os.environ) -> bool:
 def carrier(meta: Any, headers: Mapping[str, str] | None) -> dict[str, str]:
     """The trace context a request brings: its ``_meta``'s if that has a
     ``traceparent``, else its headers'."""
-    for source in (meta, headers):
-        if isinstance(source, Mapping) and isinstance(source.get("traceparent"), str):
+    for source in (meta, headers):  # (None and a dict: no ABC's check for them)
+        if source is None:
+            continue
+        if ((type(source) is dict or isinstance(source, Mapping))
+                and isinstance(source.get("traceparent"), str)):
             return {key: value for key in CONTEXT_KEYS
                     if isinstance(value := source.get(key), str)}
     return {}
@@ -77,6 +83,7 @@ class Tracing:
                                " is not installed (pip install 'skillop[tracing]')") from None
 
         exporter: SpanExporter
+        self.scope = "skillop.gateway"
         if environ.get("OTEL_TRACES_EXPORTER", "").strip().lower() == "console":
             from opentelemetry.sdk.trace.export import ConsoleSpanExporter
             exporter = ConsoleSpanExporter()
@@ -87,7 +94,8 @@ class Tracing:
                                                 else {"service.name": SERVICE_NAME}))
         self._provider = TracerProvider(resource=resource)
         self._provider.add_span_processor(BatchSpanProcessor(exporter))
-        self._tracer = self._provider.get_tracer("skillop.gateway")
+        self.exporter = exporter
+        self._tracer = self._provider.get_tracer(self.scope)
         # Global too: the MCP SDK's client (an upstream called in a session) puts the
         # context into its requests' _meta from the current span, by the global API.
         trace.set_tracer_provider(self._provider)
@@ -101,17 +109,8 @@ class Tracing:
                 session_id: str | None = None, protocol: str | None = None,
                 enduser: str | None = None) -> Iterator[Any]:
         """The SERVER span of one MCP request, a child of the trace it ``brought``."""
-        attributes: dict[str, str] = {"mcp.method.name": method}
-        if method == "tools/call":
-            attributes["gen_ai.operation.name"] = "execute_tool"
-        if tool is not None:
-            attributes["gen_ai.tool.name"] = tool
-        if session_id is not None:
-            attributes["mcp.session.id"] = session_id
-        if protocol is not None:
-            attributes["mcp.protocol.version"] = protocol
-        if enduser is not None:  # the verified subject, never the token
-            attributes["enduser.id"] = enduser
+        attributes = request_attributes(method, tool, session_id=session_id, protocol=protocol,
+                                        enduser=enduser)
         parent = self._extract(dict(brought)) if brought else None
         yield from self._current(self._tracer.start_span(
             f"{method} {tool}" if tool is not None else method, context=parent,
@@ -169,6 +168,34 @@ class Tracing:
     def shutdown(self) -> None:
         """Export what is buffered (the gateway is stopping)."""
         self._provider.shutdown()
+
+
+def request_attributes(method: str, tool: str | None, *, session_id: str | None,
+                       protocol: str | None, enduser: str | None) -> dict[str, str]:
+    """A request span's attributes, by the conventions for MCP (``enduser``: the
+    verified subject, never the token)."""
+    attributes = {"mcp.method.name": method}
+    if method == "tools/call":
+        attributes["gen_ai.operation.name"] = "execute_tool"
+    if tool is not None:
+        attributes["gen_ai.tool.name"] = tool
+    if session_id is not None:
+        attributes["mcp.session.id"] = session_id
+    if protocol is not None:
+        attributes["mcp.protocol.version"] = protocol
+    if enduser is not None:
+        attributes["enduser.id"] = enduser
+    return attributes
+
+
+def start(environ: Mapping[str, str] = os.environ) -> Tracing | OwnTracing:
+    """The gateway's tracing as the variables ask: its own span path when that covers
+    them (``own_tracing.py``), else the SDK's (``TracingError`` as ``Tracing``)."""
+    sdk = Tracing(environ)
+    from skillop.gateway.own_tracing import OwnTracing, covered
+
+    own = OwnTracing.of(sdk, environ) if covered(environ) else None
+    return own if own is not None else sdk
 
 
 def _hashed_once(resource: Any) -> Any:

@@ -1,0 +1,213 @@
+"""The gateway's spans (``spans.py``) encoded for OTLP/HTTP, and sent in batches.
+
+The encoding is the one the SDK's OTLP exporter writes for the same spans, byte for
+byte (``tests/gateway/test_otlp.py`` compares them): an ``ExportTraceServiceRequest``
+of one resource and one instrumentation scope, the fields of each span in field
+order as protobuf writes them. What never changes (the resource, the scope, an
+attribute seen before) is encoded once; the SDK builds a protobuf message for
+each part of each span, about 30-90 us a span (docs/benchmarks.md).
+
+``Batches`` is the SDK's ``BatchSpanProcessor`` for these spans: a bounded queue
+(``OTEL_BSP_MAX_QUEUE_SIZE``; when full, the oldest span is dropped and counted),
+sent by a thread of its own every ``OTEL_BSP_SCHEDULE_DELAY`` ms or when a batch
+(``OTEL_BSP_MAX_EXPORT_BATCH_SIZE``) is waiting, and flushed on shutdown. A call
+never waits for an export: a receiver that is down only fills the queue.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import struct
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from skillop.gateway.spans import HAS_IS_REMOTE, IS_REMOTE, Span
+
+_log = logging.getLogger(__name__)
+_TIMES: Final = struct.Struct("<BQBQ")  # start and end: fixed64, fields 7 and 8
+#: ``flags`` (field 16, fixed32): whether the parent is remote is known, and if so.
+_LOCAL_FLAGS: Final = b"\x85\x01" + struct.pack("<I", HAS_IS_REMOTE)
+_REMOTE_FLAGS: Final = b"\x85\x01" + struct.pack("<I", HAS_IS_REMOTE | IS_REMOTE)
+_UNSET: Final = b"\x7a\x00"  # an empty status: the SDK always writes one
+_KINDS: Final = {kind: bytes((0x30, kind)) for kind in range(6)}
+_CACHED: Final = 4096  # attributes and names kept encoded (tool names: a set's worth)
+
+
+def varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def field(tag: int, payload: bytes) -> bytes:
+    """A length-delimited field (``tag``: its number and wire type, one byte)."""
+    size = len(payload)
+    return bytes((tag, size)) + payload if size < 0x80 else bytes((tag,)) + varint(size) + payload
+
+
+class Encoder:
+    """Spans to OTLP bytes, for one resource and scope (each encoded by the SDK's own
+    encoder, once: ``resource`` and ``scope`` are their protobuf bytes)."""
+
+    def __init__(self, resource: bytes, scope: bytes, *, resource_schema: str = "",
+                 scope_schema: str = "") -> None:
+        self._resource = field(0x0A, resource)
+        self._scope = field(0x0A, scope)
+        self._scope_schema = field(0x1A, scope_schema.encode()) if scope_schema else b""
+        self._resource_schema = field(0x1A, resource_schema.encode()) if resource_schema else b""
+        self._names: dict[str, bytes] = {}
+        self._attributes: dict[tuple[str, Any], bytes] = {}
+
+    def request(self, spans: list[Span]) -> bytes:
+        """An ``ExportTraceServiceRequest`` of ``spans``."""
+        return self.request_of([self.span(one) for one in spans])
+
+    def request_of(self, encoded: list[bytes]) -> bytes:
+        """An ``ExportTraceServiceRequest`` of spans already encoded (``span``)."""
+        parts = []
+        for body in encoded:
+            size = len(body)
+            parts.append(bytes((0x12, size)) if size < 0x80 else
+                         bytes((0x12, size & 0x7F | 0x80, size >> 7)) if size < 0x4000
+                         else b"\x12" + varint(size))
+            parts.append(body)
+        scope_spans = self._scope + b"".join(parts) + self._scope_schema
+        return field(0x0A, self._resource + field(0x12, scope_spans) + self._resource_schema)
+
+    def span(self, span: Span) -> bytes:
+        """One ``Span`` message (the SDK's ``_encode_span``), in one Python call for the
+        gateway's usual spans: every part a builtin's work or a cached one."""
+        parent = span.parent
+        items = span.attributes.items()
+        try:  # every attribute seen before (else a None: a TypeError)
+            attributes = b"".join(map(self._attributes.get, items))  # type: ignore[arg-type]
+        except TypeError:
+            attributes = b"".join([self._attribute(item) for item in items])
+        code = span.status_code
+        parts = [b"\x0a\x10", span.trace_id.to_bytes(16, "big"),
+                 b"\x12\x08", span.span_id.to_bytes(8, "big"),
+                 field(0x1A, span.state_header.encode()) if span.state_header else b"",
+                 b"\x22\x08" + parent.span_id.to_bytes(8, "big") if parent is not None else b"",
+                 self._names.get(span.name) or self._name(span.name), _KINDS[span.kind],
+                 _TIMES.pack(0x39, span.start, 0x41, span.end_time), attributes,
+                 *map(_event, span.events),
+                 _UNSET if not code else self._status(code, span.status_message),
+                 _REMOTE_FLAGS if parent is not None and parent.remote else _LOCAL_FLAGS]
+        return b"".join(parts)
+
+    def _name(self, name: str) -> bytes:
+        encoded = field(0x2A, name.encode())
+        if len(self._names) < _CACHED:
+            self._names[name] = encoded
+        return encoded
+
+    def _attribute(self, item: tuple[str, Any]) -> bytes:
+        """An attribute, encoded and (a string's, while there is room) kept."""
+        encoded = field(0x4A, _key_value(*item))
+        if type(item[1]) is str and len(self._attributes) < _CACHED:
+            self._attributes[item] = encoded
+        return encoded
+
+    @staticmethod
+    def _status(code: int, message: str | None) -> bytes:
+        text = field(0x12, message.encode()) if code == 2 and message else b""
+        return field(0x7A, text + bytes((0x18, code)))
+
+
+def _event(event: tuple[str, int, dict[str, Any]]) -> bytes:
+    """An ``Event`` of a span (``record_exception``'s)."""
+    name, at, attributes = event
+    parts = [b"\x09", at.to_bytes(8, "little"), field(0x12, name.encode())]
+    parts += [field(0x1A, _key_value(key, value)) for key, value in attributes.items()]
+    return field(0x5A, b"".join(parts))
+
+
+def _key_value(key: str, value: object) -> bytes:
+    """A ``KeyValue``, as the SDK's ``_encode_value`` writes the gateway's values."""
+    if value is None:
+        any_value = b""
+    elif isinstance(value, bool):
+        any_value = bytes((0x10, int(value)))
+    elif isinstance(value, str):
+        any_value = field(0x0A, value.encode())
+    elif isinstance(value, int):
+        any_value = b"\x18" + varint(value & 0xFFFFFFFFFFFFFFFF)
+    elif isinstance(value, float):
+        any_value = b"\x21" + struct.pack("<d", value)
+    else:  # nothing of the gateway's is anything else; the SDK's form of the rest
+        any_value = field(0x0A, str(value).encode())
+    return field(0x0A, key.encode()) + field(0x12, any_value)
+
+
+class Batches:
+    """The bounded queue of ended spans and the thread that sends them (see above)."""
+
+    def __init__(self, encoder: Encoder, send: Callable[[bytes], object],
+                 environ: Mapping[str, str], *, dropped: Callable[[], None] = lambda: None,
+                 ) -> None:
+        self._encoder, self._send, self.dropped = encoder, send, dropped
+        self._size = _positive(environ, "OTEL_BSP_MAX_QUEUE_SIZE", 2048)
+        self._batch = min(self._size, _positive(environ, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512))
+        self._delay = _positive(environ, "OTEL_BSP_SCHEDULE_DELAY", 5000) / 1000
+        #: Spans encoded as they end: bytes keep nothing alive for the cyclic
+        #: collector to walk (queued spans made it collect about every 60 calls).
+        self._queue: collections.deque[bytes] = collections.deque(maxlen=self._size)
+        self._awake = threading.Event()
+        self._lock = threading.Lock()
+        self._stopped = False
+        self._thread = threading.Thread(target=self._run, name="skillop-otlp-spans",
+                                        daemon=True)
+        self._thread.start()
+
+    def ended(self, span: Span) -> None:
+        """A span ended: queued (the oldest dropped, and counted, when full)."""
+        queue = self._queue
+        if self._stopped:
+            return
+        if len(queue) == self._size:
+            self.dropped()
+        queue.append(self._encoder.span(span))
+        if len(queue) >= self._batch and not self._awake.is_set():
+            self._awake.set()
+
+    def _run(self) -> None:
+        while not self._stopped:
+            woken = self._awake.wait(self._delay)
+            self._awake.clear()
+            self._export(whole=not woken)
+        self._export(whole=True)
+
+    def _export(self, *, whole: bool) -> None:
+        """A batch while a full one waits; and everything if ``whole``."""
+        with self._lock:
+            queue, batch = self._queue, self._batch
+            while queue and (whole or len(queue) >= batch):
+                spans = [queue.popleft() for _ in range(min(batch, len(queue)))]
+                try:
+                    self._send(self._encoder.request_of(spans))
+                except Exception:
+                    _log.exception("exporting %d spans failed", len(spans))
+
+    def flush(self) -> None:
+        """Send what is queued now (from the caller's thread)."""
+        self._export(whole=True)
+
+    def shutdown(self, timeout: float = 30) -> None:
+        """Send what is queued and stop the thread (within ``timeout`` seconds)."""
+        self._stopped = True
+        self._awake.set()
+        self._thread.join(timeout)
+
+
+def _positive(environ: Mapping[str, str], name: str, default: int) -> int:
+    """An ``OTEL_BSP_*`` number as the SDK reads it (not a positive integer: the default)."""
+    try:
+        value = int(environ.get(name, ""))
+    except ValueError:
+        return default
+    return value if value > 0 else default

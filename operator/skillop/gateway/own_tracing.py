@@ -1,0 +1,168 @@
+"""Traces of the gateway's calls by its own spans (``spans.py``) and OTLP encoder
+(``otlp.py``), when the ``OTEL_*`` variables ask for nothing else than they cover.
+
+The same spans, attributes, parents and sampling decisions as the SDK's path
+(``tracing.Tracing``), at a fraction of the CPU: what the SDK does for every span
+of a call and its export is most of a traced call's cost. Covered: the OTLP
+exporter over HTTP/protobuf (its endpoint, headers, timeout, compression and
+certificates as the SDK's exporter reads them: it sends the bytes), the SDK's six
+standard samplers (``OTEL_TRACES_SAMPLER`` and its argument), the W3C trace
+context, the batch processor's ``OTEL_BSP_*``, the resource of ``OTEL_SERVICE_NAME``
+and ``OTEL_RESOURCE_ATTRIBUTES``. Anything else (``console``, another protocol,
+another sampler or propagator, span limits, an id generator) goes the SDK's way.
+The SDK's tracer provider is still set up and global: spans others make in the
+process (the MCP SDK's client, for an upstream it calls) go through it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any, Final
+
+from opentelemetry import context as api_context
+from opentelemetry import trace
+from opentelemetry.trace.status import Status, StatusCode
+
+from skillop.gateway import otlp
+from skillop.gateway import spans as s
+from skillop.gateway.tracing import Tracing, request_attributes
+
+#: What the span path covers of ``OTEL_PROPAGATORS`` (the SDK's default is both).
+_PROPAGATORS: Final = frozenset({"tracecontext", "baggage"})
+_PROTOCOLS: Final = ("", "http/protobuf")
+
+
+def covered(environ: Mapping[str, str]) -> bool:
+    """Whether the variables ask for nothing the gateway's own span path lacks (the
+    sampler is checked once the SDK has read it: ``OwnTracing.of``)."""
+    def setting(name: str) -> str:
+        return environ.get(name, "").strip().lower()
+
+    propagators = {p.strip() for p in setting("OTEL_PROPAGATORS").split(",") if p.strip()}
+    return (setting("OTEL_TRACES_EXPORTER") in ("", "otlp")
+            and (setting("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+                 or setting("OTEL_EXPORTER_OTLP_PROTOCOL")) in _PROTOCOLS
+            and (not propagators or (propagators <= _PROPAGATORS
+                                     and "tracecontext" in propagators))
+            and not setting("OTEL_PYTHON_ID_GENERATOR")
+            and not any(name.startswith("OTEL_") and "_LIMIT" in name for name in environ))
+
+
+class OwnTracing:
+    """``tracing.Tracing``'s interface on the gateway's own spans."""
+
+    def __init__(self, sdk: Tracing, decide: s.Decide, send: Any,
+                 environ: Mapping[str, str]) -> None:
+        from opentelemetry.exporter.otlp.proto.common._internal import (
+            _encode_instrumentation_scope,
+            _encode_resource,
+        )
+        from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+
+        self.sdk = sdk
+        resource = sdk._provider.resource
+        encoder = otlp.Encoder(
+            _encode_resource(resource).SerializeToString(),
+            _encode_instrumentation_scope(
+                InstrumentationScope(sdk.scope)).SerializeToString(),
+            resource_schema=resource.schema_url or "")
+        self.batches = otlp.Batches(encoder, send, environ)
+        self._tracer = s.Tracer(decide, self.batches.ended,
+                                always=s.always(sdk._provider.sampler))
+
+    @classmethod
+    def of(cls, sdk: Tracing, environ: Mapping[str, str] = os.environ) -> OwnTracing | None:
+        """The gateway's own span path beside ``sdk``'s, if it covers its sampler and
+        exporter (None: the SDK's path it is)."""
+        decide = s.decider(sdk._provider.sampler)
+        client = getattr(sdk.exporter, "_client", None)
+        send = getattr(client, "export", None)
+        if decide is None or send is None:
+            return None
+        return cls(sdk, decide, send, environ)
+
+    def counting_drops(self, count: Any) -> None:
+        """``count()`` for each span the full queue drops (a metric)."""
+        self.batches.dropped = count
+
+    def request(self, method: str, tool: str | None, *, brought: Mapping[str, str],
+                session_id: str | None = None, protocol: str | None = None,
+                enduser: str | None = None) -> s.Span:
+        """The SERVER span of one MCP request (a context manager), a child of the trace
+        it ``brought`` (a malformed one: none; nothing brought: the gateway's current
+        span's, as the SDK's; a request is answered where no other span is current)."""
+        return self._tracer.start(
+            f"{method} {tool}" if tool is not None else method, s.SERVER,
+            request_attributes(method, tool, session_id=session_id, protocol=protocol,
+                               enduser=enduser),
+            s.parent_of(brought) if brought else s.CURRENT.get())
+
+    def child(self, name: str, *, client: bool = False,
+              attributes: Mapping[str, str] | None = None) -> s.Span | _Current:
+        """A span within the current one; none in a trace not sampled (the current
+        one stays, and is the API's too: an upstream the MCP SDK's client calls in a
+        session gets its context, as it would a child's)."""
+        current = _current()
+        parent = _parent(current)
+        if parent is not None and not parent.sampled:
+            return _Current(current)
+        return self._tracer.start(name, s.CLIENT if client else s.INTERNAL,
+                                  dict(attributes or {}), parent, api=True)
+
+    def failed(self, error_type: str) -> None:
+        span = _current()
+        if span.is_recording():
+            span.set_attribute("error.type", error_type)
+            span.set_status(Status(StatusCode.ERROR))
+
+    def context(self) -> dict[str, str]:
+        span = s.CURRENT.get()
+        return span.traceparent() if span is not None else self.sdk.context()
+
+    def trace_id(self) -> str | None:
+        span = s.CURRENT.get()
+        return f"{span.trace_id:032x}" if span is not None else self.sdk.trace_id()
+
+    def shutdown(self) -> None:
+        """Send what is queued, the SDK's spans too (the gateway is stopping)."""
+        self.batches.shutdown()
+        self.sdk.shutdown()
+
+
+def _current() -> Any:
+    """The current span: the gateway's, else the API's (a span another made)."""
+    span = s.CURRENT.get()
+    return span if span is not None else trace.get_current_span()
+
+
+class _Current:
+    """A span of a trace not sampled, the current one (the gateway's and the API's)
+    while a child would be (a child of it would record nothing)."""
+
+    __slots__ = ("_api_token", "_span", "_token")
+
+    def __init__(self, span: Any) -> None:
+        self._span = span
+
+    def __enter__(self) -> Any:
+        span = self._span
+        self._token = s.CURRENT.set(span) if type(span) is s.Span else None
+        self._api_token = api_context.attach(trace.set_span_in_context(span))
+        return span
+
+    def __exit__(self, *exc: object) -> None:
+        api_context.detach(self._api_token)
+        if self._token is not None:
+            s.CURRENT.reset(self._token)
+
+
+def _parent(span: Any) -> s.Parent | s.Span | None:
+    """``span`` (the current one) as a parent; None if it is no span."""
+    if type(span) is s.Span:
+        return span
+    found = span.get_span_context()
+    if not found.is_valid:
+        return None
+    return s.Parent(found.trace_id, found.span_id, sampled=found.trace_flags.sampled,
+                    remote=found.is_remote, state=found.trace_state)
