@@ -208,10 +208,6 @@ async def serving(tmp_path: Path, upstream: Any, *, tools: list[dict[str, Any]] 
     to ``audit`` (default: dropped); ``disclosure``, ``callers``: the Actor's, and
     ``spec`` any more of its spec's fields; ``server``: more fields of the
     upstream's ``mcpServers`` entry."""
-    from skillop.gateway.audit import AuditLog
-    from skillop.gateway.options import Options
-    from skillop.gateway.server import Gateway
-
     Volume(tmp_path / "tools").write(toolset_files([
         skill("srv", mcpServers=[{"name": "up", "url": upstream.url,
                                   "tools": tools or [echo_tool("echo", "up")],
@@ -222,10 +218,22 @@ async def serving(tmp_path: Path, upstream: Any, *, tools: list[dict[str, Any]] 
               **({"disclosure": disclosure} if disclosure else {}),
               **({"callers": callers} if callers else {}), **(spec or {}))],
         "team-a/dev"))
+    async with gateway_on(tmp_path, audit=audit, poll_interval=0.05, **options) as gateway:
+        yield gateway
+
+
+@asynccontextmanager
+async def gateway_on(tmp_path: Path, *, audit: Any = None, **options: Any) -> AsyncIterator[Any]:
+    """A `Gateway` in this process serving HTTP on a free port the set already laid out
+    in ``tmp_path / "tools"``, audit lines written to ``audit`` (default: dropped)."""
+    from skillop.gateway.audit import AuditLog
+    from skillop.gateway.options import Options
+    from skillop.gateway.server import Gateway
+
     (tmp_path / "secrets").mkdir(exist_ok=True)
     gateway = Gateway(Options.build(toolset_dir=tmp_path / "tools",
                                     secrets_dir=tmp_path / "secrets",
-                                    allow=("127.0.0.1:*",), poll_interval=0.05, **options),
+                                    allow=("127.0.0.1:*",), **options),
                       audit=AuditLog(lambda: audit or io.StringIO()))
     async with gateway.running(), anyio.create_task_group() as tasks:
         tasks.start_soon(gateway.serve_http, "127.0.0.1", 0)

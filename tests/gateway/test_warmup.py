@@ -7,7 +7,6 @@ starts the warm-up with its call."""
 
 from __future__ import annotations
 
-import io
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -15,7 +14,7 @@ from typing import Any
 
 import anyio
 import pytest
-from gatewaykit import Volume, agent, echo_tool, text_of, toolset_files
+from gatewaykit import Volume, agent, echo_tool, gateway_on, text_of, toolset_files
 from mcp_servers import ServerHandle, make_tool
 from skillkit import actor, skill
 
@@ -27,28 +26,13 @@ SERVERS = 12
 @asynccontextmanager
 async def serving(tmp_path: Path, srv: ServerHandle) -> AsyncIterator[Any]:
     """A gateway serving ``SERVERS`` upstream servers (all of them ``srv``), one tool each."""
-    from skillop.gateway.audit import AuditLog
-    from skillop.gateway.options import Options
-    from skillop.gateway.server import Gateway
-
     skills = [skill(f"srv{i}", mcpServers=[{"name": "up", "url": srv.url,
                                             "tools": [echo_tool(f"t{i}", "up")]}])
               for i in range(SERVERS)]
     Volume(tmp_path / "tools").write(toolset_files(
         [*skills, actor("dev", skills=[f"srv{i}" for i in range(SERVERS)])], "team-a/dev"))
-    (tmp_path / "secrets").mkdir()
-    gateway = Gateway(Options.build(toolset_dir=tmp_path / "tools",
-                                    secrets_dir=tmp_path / "secrets", allow=("127.0.0.1:*",)),
-                      audit=AuditLog(lambda: io.StringIO()))
-    async with gateway.running(), anyio.create_task_group() as tasks:
-        tasks.start_soon(gateway.serve_http, "127.0.0.1", 0)
-        with anyio.fail_after(10):
-            while gateway.url is None:
-                await anyio.sleep(0.01)
-        try:
-            yield gateway
-        finally:
-            tasks.cancel_scope.cancel()
+    async with gateway_on(tmp_path) as gateway:
+        yield gateway
 
 
 async def _until(condition: Any, seconds: float = 15) -> None:
