@@ -24,14 +24,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from resolve_count import BUILD_INPUT
+
 #: A worker: the catalog built once, then one timed pass per line read.
-WORKER = '''
-import sys, time
-sys.path.insert(0, sys.argv[1])
-import resolve as r
-catalogue = r.Generator(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])).generate()
-catalog, problems = r.load(r.parse(catalogue.text))
-assert not problems, problems[:3]
+WORKER = BUILD_INPUT + '''
+import time
 r.resolve_all(catalog)
 print("ready", flush=True)
 for _ in sys.stdin:

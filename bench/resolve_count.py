@@ -23,14 +23,19 @@ import sys
 import tempfile
 from pathlib import Path
 
-#: One run: the input built, then resolved ``passes`` times (0: the baseline).
-RUN = '''
+#: The input of a run: the build's bench/ (argv 1) and its generator's catalog
+#: (skills, actors, seed: argv 2-4), parsed and loaded.
+BUILD_INPUT = '''
 import sys
 sys.path.insert(0, sys.argv[1])
 import resolve as r
 catalogue = r.Generator(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])).generate()
 catalog, problems = r.load(r.parse(catalogue.text))
 assert not problems, problems[:3]
+'''
+
+#: One run: the input built, then resolved ``passes`` times (0: the baseline).
+RUN = BUILD_INPUT + '''
 for _ in range(int(sys.argv[5])):
     outcomes = r.resolve_all(catalog)
     assert not [p for o in outcomes for p in o.problems]
