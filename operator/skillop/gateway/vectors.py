@@ -5,8 +5,8 @@ tool has two (its text's and its name's: gateway/search.py), so a set of 551 too
 has 1.6 MiB of them: they would not fit beside the set in the
 Actor's ConfigMap (1 MiB for everything) and do not belong in etcd; and only the
 gateway needs them. The cost is CPU: all-MiniLM-L6-v2 in numpy reads a tool's
-description (up to 64 tokens) in about 25 ms of one core and its name in about
-half that, so a set of 551 tools takes some 20 s (bench/disclosure.py measures
+description (up to 64 tokens) in about 20-30 ms of one core and its name in a
+fifth of that, so a set of 551 tools takes 12-20 s (bench/disclosure.py measures
 it). So:
 
 * the vectors are computed in a background thread: ``search_tools`` ranks
