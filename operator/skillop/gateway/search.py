@@ -23,8 +23,8 @@ the rest times its BM25 score squashed into [0, 1) as ``s / (s + BM25_HALF)``
 (a blend of scores rather than of ranks: a weak lexical match should not pull a
 tool up as far as a strong one). A tool has two vectors, its text's
 (``Document.sentence``) and its name's (``Document.label``); the cosine ranked is
-their mix, ``NAME_WEIGHT`` of the name's. A query whose best cosine with any tool is
-under ``ABSTAIN_BELOW`` is answered with "nothing fits" and the closest few,
+their mix, ``NAME_WEIGHT`` of the name's. A query whose best cosine with any tool's
+text is under ``ABSTAIN_BELOW`` is answered with "nothing fits" and the closest few,
 marked weak; so is one that asks for an operation (gateway/actions.py: "delete
 ...") that none of the ``ACTION_CANDIDATES`` best-ranked tools performs, or, when
 it names a skill of the set, none of that skill's best. The blend's two constants
