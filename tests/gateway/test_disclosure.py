@@ -347,13 +347,13 @@ def test_the_sentence_model_finds_a_paraphrase_bm25_misses_and_says_when_nothing
     assert nothing["tools"] == [] and nothing["nothingFits"] is True
     assert "None of this agent's 11 tools fits" in nothing["note"]
     assert 1 <= len(nothing["closest"]) <= 3
-    assert any(f"{HYBRID} (lexical and sentence-transformers/all-MiniLM-L6-v2): 11 read by"
-               in line for line in gw.stderr)
+    assert any(f"{HYBRID} (lexical and sentence-transformers/all-MiniLM-L6-v2): 22 texts"
+               " read by the model, 0 from the cache" in line for line in gw.stderr)
     # A restart finds every vector in the cache: none is computed again.
     with _gateway_with(mounts, "--search-cache-dir", str(cache)) as gw:
         _wait_for(gw, HYBRID)
         assert _search(gw.url, PARAPHRASE)[0]["tools"][0]["name"] == "maps_elevation"
-    assert any("0 read by the model, 11 from the cache" in line for line in gw.stderr)
+    assert any("0 texts read by the model, 22 from the cache" in line for line in gw.stderr)
 
 
 def test_without_the_model_package_search_is_lexical_and_says_so_once(

@@ -1,12 +1,14 @@
 """search_tools with the real sentence model (gateway/embedding.py): a small fixed
 set where a query no tool answers (or one asking for an operation no close tool
-performs) abstains and a paraphrase of a tool does not,
-and a long query is read to QUERY_TOKENS. Skipped without the model package."""
+performs) abstains and a paraphrase of a tool does not, a tool's name's vector
+ranks beside its text's, and a long query is read to QUERY_TOKENS. Skipped without
+the model package."""
 
 from __future__ import annotations
 
 import pytest
 
+from skillop.gateway import search
 from skillop.gateway.embedding import QUERY_TOKENS, Encoder, load_encoder, model_directory
 from skillop.gateway.search import Document, SearchIndex
 from skillop.gateway.vectors import SemanticRanker
@@ -78,3 +80,34 @@ def test_a_long_query_is_read_to_its_first_tokens(encoder: Encoder) -> None:
     vectors = encoder.encode([long, cut], tokens=QUERY_TOKENS)
     assert float(vectors[0] @ vectors[1]) > 0.999
     assert float(encoder.encode([long])[0] @ vectors[0]) < 0.99  # the cut changes it
+
+
+#: Twins whose descriptions read alike to the model; the queries name one of them.
+TWINS = [
+    Document("k8s/kubectl_get", "kubectl_get", skill="kubernetes",
+             description="Get or list Kubernetes resources by resource type, name, and"
+                         " optionally namespace"),
+    Document("k8s/kubectl_logs", "kubectl_logs", skill="kubernetes",
+             description="Get logs from Kubernetes resources like pods, deployments, or jobs"),
+    Document("maps/maps_directions", "maps_directions", skill="google-maps",
+             description="Get directions between two points"),
+    Document("maps/maps_distance_matrix", "maps_distance_matrix", skill="google-maps",
+             description="Calculate travel distance and time for multiple origins and"
+                         " destinations"),
+]
+
+
+@pytest.mark.parametrize(("query", "tool", "without_names"), [
+    ("kubectl get pods", "k8s/kubectl_get", "k8s/kubectl_logs"),
+    ("how do I cycle from Kings Cross to Greenwich, step by step", "maps/maps_directions",
+     "maps/maps_distance_matrix"),
+])
+def test_what_a_tool_is_called_counts_beside_its_description(
+        encoder: Encoder, monkeypatch: pytest.MonkeyPatch, query: str, tool: str,
+        without_names: str) -> None:
+    index = SearchIndex(TWINS)
+    assert SemanticRanker(None, lambda _: None, loader=lambda: encoder).prepare(index)
+    assert index.find(query, limit=2).matches[0][0] == tool
+    # The text's vector alone ranks the twin first.
+    monkeypatch.setattr(search, "NAME_WEIGHT", 0.0)
+    assert index.find(query, limit=2).matches[0][0] == without_names

@@ -13,7 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skillop.gateway.embedding import Unavailable
-from skillop.gateway.search import ABSTAIN_BELOW, Document, SearchIndex
+from skillop.gateway.search import (
+    ABSTAIN_BELOW,
+    NAME_WEIGHT,
+    SEMANTIC_WEIGHT,
+    Document,
+    SearchIndex,
+)
 from skillop.gateway.vectors import SemanticRanker, VectorCache, digest
 
 np = pytest.importorskip("numpy", reason="the hybrid ranking needs numpy")
@@ -64,12 +70,15 @@ def test_vectors_are_computed_once_per_text_and_a_restart_reads_the_cache(
         tmp_path: Path) -> None:
     encoder, said = Counting(), []
     _ranker(tmp_path, encoder, said).prepare(SearchIndex(DOCS))
-    assert len(encoder.read) == 3 and "3 read by the model, 0 from the cache" in said[-1]
+    assert "6 texts read by the model, 0 from the cache" in said[-1]
+    # Two texts a tool: what it does, and what it is called.
+    assert sorted(encoder.read) == sorted([*(d.sentence() for d in DOCS),
+                                           *(d.label() for d in DOCS)])
     first = _written(tmp_path)
     restarted = Counting()
     index = SearchIndex(DOCS)
     _ranker(tmp_path, restarted, said).prepare(index)
-    assert restarted.read == [] and "0 read by the model, 3 from the cache" in said[-1]
+    assert restarted.read == [] and "0 texts read by the model, 6 from the cache" in said[-1]
     assert _written(tmp_path) == first  # an unchanged set is not written again
     assert index.find("elevation", limit=1).matches[0][0] == "elevation"
     restarted.read.clear()  # the query's own vector
@@ -103,7 +112,7 @@ def test_a_corrupt_cache_file_is_computed_again(tmp_path: Path) -> None:
     cache.path.write_bytes(b"not an npz")
     encoder = Counting()
     _ranker(tmp_path, encoder, []).prepare(SearchIndex(DOCS))
-    assert len(encoder.read) == 3
+    assert len(encoder.read) == 6
     assert VectorCache(tmp_path, Counting.identity).get(digest(DOCS[0].sentence())) is not None
 
 
@@ -115,7 +124,7 @@ def test_a_truncated_cache_file_is_computed_again_and_the_search_turns_hybrid(
     path.write_bytes(path.read_bytes()[:100])  # a file cut short (disk full, a copy)
     encoder, index = Counting(), SearchIndex(DOCS)
     assert _ranker(tmp_path, encoder, []).prepare(index)
-    assert len(encoder.read) == 3 and index.hybrid
+    assert len(encoder.read) == 6 and index.hybrid
 
 
 @pytest.mark.parametrize("rows", [np.ones((3, 2), dtype=np.float32),  # another width
@@ -129,7 +138,7 @@ def test_cached_vectors_of_the_wrong_shape_are_computed_again(tmp_path: Path,
     np.savez(cache.path, digests=keys.reshape(-1, 32), vectors=rows)
     encoder, index = Counting(), SearchIndex(DOCS)
     assert _ranker(tmp_path, encoder, []).prepare(index)
-    assert len(encoder.read) == 3
+    assert len(encoder.read) == 6
     assert index.find("elevation", limit=1).matches[0][0] == "elevation"
     restarted = Counting()  # the file was rewritten with the right vectors
     _ranker(tmp_path, restarted, []).prepare(SearchIndex(DOCS))
@@ -182,6 +191,32 @@ def test_without_a_model_the_index_stays_lexical_and_it_is_said_once() -> None:
 def test_vectors_must_match_the_documents() -> None:
     with pytest.raises(ValueError, match="2 vectors for 3 documents"):
         SearchIndex(DOCS).attach_vectors(np.zeros((2, 4), dtype=np.float32), lambda q: q)
+    with pytest.raises(ValueError, match="4 vectors for 3 documents"):
+        SearchIndex(DOCS).attach_vectors(np.zeros((3, 4), dtype=np.float32), lambda q: q,
+                                         names=np.zeros((4, 4), dtype=np.float32))
+
+
+def test_a_tool_s_name_vector_ranks_beside_its_text_s_but_does_not_decide_abstention(
+        ) -> None:
+    # Two tools whose texts are equally close to the query, whose names are not, and
+    # which share no word with it (BM25 adds nothing).
+    docs = [Document("a", "first_tool"), Document("b", "second_tool")]
+    query = np.array([0.6, 0.0, 0.8], dtype=np.float32)
+    texts = np.array([[1.0, 0.0, 0.0], [1.0, 0.0, 0.0]], dtype=np.float32)
+    names = np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]], dtype=np.float32)
+    alone = SearchIndex(docs)
+    alone.attach_vectors(texts, lambda q: query)
+    assert [key for key, _ in alone.find("zzz", limit=2).matches] == ["a", "b"]  # a tie
+    index = SearchIndex(docs)
+    index.attach_vectors(texts, lambda q: query, names=names)
+    found = index.find("zzz", limit=2)
+    assert [key for key, _ in found.matches] == ["b", "a"]
+    (_, b), (_, a) = found.matches
+    assert b - a == pytest.approx(SEMANTIC_WEIGHT * NAME_WEIGHT * 0.8)
+    # The abstention reads the text's cosine, as its threshold was calibrated.
+    assert found.confidence == pytest.approx(0.6)
+    query[:] = [0.2, 0.0, 0.98]  # close to b's name, far from every text
+    assert index.find("yyy", limit=2).weak
 
 
 @settings(max_examples=200, deadline=None)

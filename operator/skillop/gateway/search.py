@@ -21,8 +21,10 @@ vectors are ready (gateway/vectors.py), the ranking is hybrid: each tool's score
 is ``SEMANTIC_WEIGHT`` times the cosine of the query's vector and the tool's plus
 the rest times its BM25 score squashed into [0, 1) as ``s / (s + BM25_HALF)``
 (a blend of scores rather than of ranks: a weak lexical match should not pull a
-tool up as far as a strong one). A query whose best cosine with any tool is
-under ``ABSTAIN_BELOW`` is answered with "nothing fits" and the closest few,
+tool up as far as a strong one). A tool has two vectors, its text's
+(``Document.sentence``) and its name's (``Document.label``); the cosine ranked is
+their mix, ``NAME_WEIGHT`` of the name's. A query whose best cosine with any tool's
+text is under ``ABSTAIN_BELOW`` is answered with "nothing fits" and the closest few,
 marked weak; so is one that asks for an operation (gateway/actions.py: "delete
 ...") that none of the ``ACTION_CANDIDATES`` best-ranked tools performs, or, when
 it names a skill of the set, none of that skill's best. The blend's two constants
@@ -63,6 +65,11 @@ B = 0.75
 #: The hybrid blend: how much the cosine counts, and the BM25 score that counts half.
 SEMANTIC_WEIGHT = 0.75
 BM25_HALF = 8.0
+#: How much a tool's name vector (the skill, the name's words, the title) counts in
+#: the cosine ranked, beside its text's (the description weighs most in that one): a
+#: mix of two cosines, chosen on the seen query sets (docs/benchmarks.md). The
+#: abstention reads the text's cosine alone, as it was calibrated.
+NAME_WEIGHT = 0.15
 #: A query whose best cosine with any tool of the set is under this fits none of them.
 #: The cosine, not the blend: BM25's scores grow with the set (its idf), a cosine
 #: does not, so one threshold serves a set of 10 tools as well as one of 5,000.
@@ -110,6 +117,12 @@ class Document:
         what a tool does)."""
         text = f"{self.skill}: {self.name_words()}. {self.title} {self.description}"
         return " ".join(text.split())
+
+    def label(self) -> str:
+        """The second text the model reads: the skill, the name's words and the title
+        (what the tool is called, without the description that outweighs it in
+        ``sentence``'s vector)."""
+        return " ".join(f"{self.skill}: {self.name_words()}. {self.title}".split())
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,6 +222,8 @@ class SearchIndex:
         #: The documents' unit vectors (one row each, in order) and the query encoder,
         #: once attached; None: lexical ranking only.
         self._semantic: tuple[Matrix, Callable[[str], Matrix]] | None = None
+        #: Hybrid: the documents' name vectors (``Document.label``), when attached.
+        self._names: Matrix | None = None
         #: Hybrid: each term's postings as arrays (document numbers, and BM25's
         #: saturated term frequency), so a query is scored by a few vector additions
         #: instead of a Python loop over every posting.
@@ -234,12 +249,16 @@ class SearchIndex:
                     tables = self._built = _tables(self.documents)
         return tables
 
-    def attach_vectors(self, vectors: Matrix, encode: Callable[[str], Matrix]) -> None:
+    def attach_vectors(self, vectors: Matrix, encode: Callable[[str], Matrix], *,
+                       names: Matrix | None = None) -> None:
         """Rank with the sentence model from now on: ``vectors`` holds one unit row
-        per document, in order; ``encode(query)`` gives the query's unit vector."""
-        if len(vectors) != len(self._keys):
-            raise ValueError(f"{count(len(vectors), 'vector')} for"
-                             f" {count(len(self._keys), 'document')}")
+        per document (its ``sentence``), in order, ``names`` likewise of its
+        ``label`` (without them the text's cosine alone ranks); ``encode(query)``
+        gives the query's unit vector."""
+        for rows in (vectors, names):
+            if rows is not None and len(rows) != len(self._keys):
+                raise ValueError(f"{count(len(rows), 'vector')} for"
+                                 f" {count(len(self._keys), 'document')}")
         import numpy as np
 
         # Every posting in two flat arrays, scored at once, then cut per term (views):
@@ -263,6 +282,7 @@ class SearchIndex:
                 by_skill.setdefault(phrase(doc.skill), []).append(number)
         self._skills = {name: np.asarray(numbers, dtype=np.intp)
                         for name, numbers in by_skill.items()}
+        self._names = names
         self._semantic = (vectors, encode)
 
     @property
@@ -280,14 +300,19 @@ class SearchIndex:
 
         vectors, encode = self._semantic
         idf = self._tables().idf
-        cosines = vectors @ encode(query[:MAX_QUERY_CHARS])
+        wanted = encode(query[:MAX_QUERY_CHARS])
+        cosines = vectors @ wanted
+        ranked: Matrix = cosines
+        if self._names is not None:
+            ranked = np.float32(1 - NAME_WEIGHT) * cosines
+            ranked += np.float32(NAME_WEIGHT) * (self._names @ wanted)
         bm25 = np.zeros(len(self._keys), dtype=np.float32)
         for term, weight in query_terms(query).items():
             posting = self._arrays.get(term)
             if posting is not None:
                 numbers, saturated = posting
                 bm25[numbers] += (weight * idf[term]) * saturated
-        blended = SEMANTIC_WEIGHT * cosines + (1 - SEMANTIC_WEIGHT) * bm25 / (bm25 + BM25_HALF)
+        blended = SEMANTIC_WEIGHT * ranked + (1 - SEMANTIC_WEIGHT) * bm25 / (bm25 + BM25_HALF)
         gone = self._numbers(hidden)
         if gone:
             blended[gone] = -np.inf

@@ -1,20 +1,22 @@
 """The served set's sentence vectors: computed once per definition, cached by digest.
 
-Where: in the gateway, not the operator. A vector is 1.5 KiB (384 float32), so a
-set of 551 tools has 830 KiB of them: they would not fit beside the set in the
+Where: in the gateway, not the operator. A vector is 1.5 KiB (384 float32), and a
+tool has two (its text's and its name's: gateway/search.py), so a set of 551 tools
+has 1.6 MiB of them: they would not fit beside the set in the
 Actor's ConfigMap (1 MiB for everything) and do not belong in etcd; and only the
 gateway needs them. The cost is CPU: all-MiniLM-L6-v2 in numpy reads a tool's
-description (up to 128 tokens) in about 50 ms of one core, so a set of 551 tools
-takes about half a minute (bench/disclosure.py measures it). So:
+description (up to 64 tokens) in about 20-30 ms of one core and its name in a
+fifth of that, so a set of 551 tools takes 12-20 s (bench/disclosure.py measures
+it). So:
 
 * the vectors are computed in a background thread: ``search_tools`` ranks
   lexically until they are ready (the log says when), never waits for them;
 * each vector is keyed by the SHA-256 of the text the model reads (the tool's
-  skill, name, title and description), so an unchanged tool is never read twice,
-  whichever set it comes back in;
+  skill, name, title and description; or its skill, name and title), so an
+  unchanged tool is never read twice, whichever set it comes back in;
 * the cache is a file in ``SKILLOP_SEARCH_CACHE_DIR`` (an ``emptyDir`` in a pod: it
   outlives a restart of the gateway's container), one per model, so a restart
-  reads it (5,000 tools: 7.5 MiB, well under a second) instead of embedding the
+  reads it (5,000 tools: 15 MiB, well under a second) instead of embedding the
   set again, and does not write it again when it already holds the set. A file
   that cannot be read, or whose vectors are not float32 rows of the model's width,
   is ignored: the vectors are computed again and the file rewritten;
@@ -45,7 +47,8 @@ from skillop.model.wording import count
 if TYPE_CHECKING:
     from skillop.gateway.embedding import Matrix
 
-#: Vectors kept in the cache file at most (the current set's first): 20,000 x 1.5 KiB.
+#: Vectors kept in the cache file at most (the current set's first): 20,000 x 1.5 KiB,
+#: two a tool (a set of more than 10,000 tools is partly read again after a restart).
 MAX_CACHED = 20_000
 #: Query vectors kept in memory, by the query's text (an agent repeats its searches,
 #: and a retry after a timeout asks the same): 1,024 x 1.5 KiB.
@@ -124,12 +127,14 @@ class VectorCache:
 
 
 def vectors_for(index: SearchIndex, encoder: Encoder, cache: VectorCache,
-                ) -> tuple[Matrix, list[bytes], int]:
-    """The unit vectors of ``index``'s documents, in order, their keys, and how many
-    were computed (the rest came from ``cache``)."""
+                ) -> tuple[Matrix, Matrix, list[bytes], int]:
+    """The unit vectors of ``index``'s documents' texts and of their names, each in
+    order, the keys of both (texts first), and how many were computed (the rest came
+    from ``cache``)."""
     import numpy as np
 
     texts = [doc.sentence() for doc in index.documents]
+    texts += [doc.label() for doc in index.documents]
     keys = [digest(text) for text in texts]
     found: dict[bytes, Matrix] = {}
     for key in keys:
@@ -143,7 +148,8 @@ def vectors_for(index: SearchIndex, encoder: Encoder, cache: VectorCache,
         found.update((key, computed[i]) for i, (key, _) in enumerate(missing))
     matrix = (np.stack([found[key] for key in keys]).astype(np.float32) if keys
               else np.zeros((0, encoder.dimension), dtype=np.float32))
-    return matrix, keys, len(missing)
+    half = len(index.documents)
+    return matrix[:half], matrix[half:], keys, len(missing)
 
 
 class SemanticRanker:
@@ -191,14 +197,15 @@ class SemanticRanker:
             return False
         assert self._cache is not None
         started = time.perf_counter()
-        vectors, keys, computed = vectors_for(index, encoder, self._cache)
-        index.attach_vectors(vectors, self.query_vector)
-        problem = self._cache.store(dict(zip(keys, vectors, strict=True)))
+        vectors, names, keys, computed = vectors_for(index, encoder, self._cache)
+        index.attach_vectors(vectors, self.query_vector, names=names)
+        problem = self._cache.store(dict(zip(keys, [*vectors, *names], strict=True)))
         if problem:
             self._say(f"search vectors are not cached: {problem}")
         self._say(f"search_tools ranks {count(len(index), 'tool')} hybrid (lexical and"
-                  f" {encoder.identity.partition('@')[0]}): {computed} read by the model,"
-                  f" {len(index) - computed} from the cache, in"
+                  f" {encoder.identity.partition('@')[0]}): {count(computed, 'text')} read by"
+                  f" the model, {len(keys) - computed} from the cache (two a tool: its text"
+                  " and its name), in"
                   f" {time.perf_counter() - started:.1f} s")
         return True
 

@@ -90,7 +90,8 @@ TOOLSET_DIR = known.TOOLSET_DIR.default
 SECRETS_DIR = known.SECRETS_DIR.default
 CONFIGMAPS_DIR = known.CONFIGMAPS_DIR.default
 SEARCH_CACHE_DIR = known.SEARCH_CACHE_DIR.default
-#: 1.5 KiB a tool (docs/benchmarks.md): room for about 40,000 tools.
+#: The cache file keeps 20,000 vectors at most, two a tool (gateway/vectors.py): 30 MiB,
+#: and as much again for a moment while it is rewritten.
 SEARCH_CACHE_SIZE = "64Mi"
 #: The gateway's own API credentials (for approval requests): ``token``,
 #: ``ca.crt``, ``namespace``.
