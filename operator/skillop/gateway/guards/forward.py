@@ -119,12 +119,15 @@ class Bound:
     __slots__ = ("_cancelling", "_expired", "_task", "_timer")
 
     def __init__(self, seconds: float) -> None:
-        task = asyncio.current_task()
+        # The loop asked once: each asking is a getpid() system call (CPython checks
+        # the running loop's process), and ``current_task()`` would ask again.
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task(loop)
         assert task is not None  # a call runs in a task
         self._task = task
         self._cancelling = task.cancelling()
         self._expired = False
-        self._timer = asyncio.get_running_loop().call_later(seconds, self._expire)
+        self._timer = loop.call_later(seconds, self._expire)
 
     def _expire(self) -> None:
         self._expired = True
