@@ -19,6 +19,11 @@ process) calls ``ping`` back to back, for each protocol era (``--eras``):
 - ``--callgrind``: instructions per request of the whole gateway process (every
   thread), under valgrind's callgrind (zeroed after the warm-up, dumped after
   the counted calls, by ``callgrind_control``).
+- ``--bytecodes``: bytecodes executed per request in the gateway's threads (a
+  trace hook's ``opcode`` events, from the first zero on; ``--names``: by
+  function). Instructions count the C code as much as the interpreter's; a
+  bytecode is a dispatch (an indirect jump) and the objects it reads, dearer in
+  CPU than its instructions say.
 
 The upstream is listed again at most hourly (``SKILLOP_GATEWAY_RELIST_INTERVAL``).
 Either way the gateway's idle work in that time (its mount poll, once a second;
@@ -59,19 +64,43 @@ import os, socket, sys, threading
 
 _counts = [0, 0]
 _names = {} if os.environ.get("SKILLOP_COUNT_NAMES") else None
+_bytecodes = [bool(os.environ.get("SKILLOP_COUNT_BYTECODES")), False]  # asked, started
+
+
+def _key(frame):
+    code = frame.f_code
+    key = f"{code.co_filename.rsplit('/', 2)[-1]}:{code.co_qualname}"
+    if code.co_filename == "<string>" and code.co_argcount:
+        # made by exec (a dataclass's __init__, a NamedTuple's __new__): by class
+        first = frame.f_locals.get(code.co_varnames[0])
+        owner = first if isinstance(first, type) else type(first)
+        key = f"{key} of {owner.__qualname__}"
+    return key
+
+
+def _trace(frame, event, arg):
+    """Bytecodes executed (``opcode`` events), once the first zero started them: a
+    frame entered or resumed from then on is traced."""
+    if not _bytecodes[1]:
+        return None
+    frame.f_trace_lines = False
+    frame.f_trace_opcodes = True
+    key = _key(frame) if _names is not None else None
+
+    def _step(frame, event, arg):
+        if event == "opcode":
+            _counts[0] += 1
+            if key is not None:
+                _names[key] = _names.get(key, 0) + 1
+        return _step
+    return _step
 
 
 def _hook(frame, event, arg):
     if event == "call":
         _counts[0] += 1
         if _names is not None:
-            code = frame.f_code
-            key = f"{code.co_filename.rsplit('/', 2)[-1]}:{code.co_qualname}"
-            if code.co_filename == "<string>" and code.co_argcount:
-                # made by exec (a dataclass's __init__, a NamedTuple's __new__): by class
-                first = frame.f_locals.get(code.co_varnames[0])
-                owner = first if isinstance(first, type) else type(first)
-                key = f"{key} of {owner.__qualname__}"
+            key = _key(frame)
             _names[key] = _names.get(key, 0) + 1
     elif event == "c_call":
         _counts[1] += 1
@@ -86,6 +115,7 @@ def _serve(sock):
         with conn:
             command = conn.recv(16)
             if command == b"zero":
+                _bytecodes[1] = _bytecodes[0]
                 _counts[0] = _counts[1] = 0
                 if _names is not None:
                     _names.clear()
@@ -100,8 +130,12 @@ _sock = socket.create_server(("127.0.0.1", 0))
 with open(os.environ["SKILLOP_COUNT_PORT"], "w") as _out:
     _out.write(str(_sock.getsockname()[1]))
 threading.Thread(target=_serve, args=(_sock,), daemon=True).start()
-sys.setprofile(_hook)
-threading.setprofile(_hook)
+if _bytecodes[0]:
+    sys.settrace(_trace)
+    threading.settrace(_trace)
+else:
+    sys.setprofile(_hook)
+    threading.setprofile(_hook)
 '''
 
 
@@ -167,6 +201,20 @@ def bench_wait(predicate: object, timeout: float) -> None:
         time.sleep(0.05)
 
 
+def first_call(client: RawClient, *, tries: int = 10) -> None:
+    """A first call, made again while it finds the upstream not yet connected: the
+    gateway connects on its first call (or listing) within 10 s, which a gateway
+    under valgrind on a busy machine can miss."""
+    for _ in range(tries - 1):
+        try:
+            client.call(0)
+            return
+        except RuntimeError as exc:
+            if "unavailable" not in str(exc):
+                raise
+    client.call(0)
+
+
 def launcher(build: Path, work: Path, *, callgrind: bool) -> Path:
     """A ``skillop`` for ``build``: its operator/ (and the hook) on the path, the
     interpreter this script runs on, under callgrind if asked."""
@@ -194,11 +242,14 @@ def count_build(build: Path, upstream: str, tmp: Path, args: argparse.Namespace)
     env = {"SKILLOP_COUNT_PORT": str(port_file), "SKILLOP_GATEWAY_RELIST_INTERVAL": "3600"}
     if args.names is not None:
         env["SKILLOP_COUNT_NAMES"] = str(work / "names.json")
+    if args.bytecodes:
+        env["SKILLOP_COUNT_BYTECODES"] = "1"
     proc, url = bench.start_gateway(upstream, work, env=env,
                                     timeout=600 if args.callgrind else 60)
     try:
         for era in args.eras.split(","):
             client = RawClient(url, era)
+            first_call(client)
             for n in range(args.warmup):
                 client.call(n)
             if args.callgrind:
@@ -228,8 +279,9 @@ def count_build(build: Path, upstream: str, tmp: Path, args: argparse.Namespace)
                 counter.zero()
                 time.sleep(window := min(took, IDLE_WINDOW))
                 idle = counter.read()[0] * took / window
-                print(f"  {build} {era}: {calls / args.calls:.1f} Python calls a call,"
-                      f" {c_calls / args.calls:.1f} builtin calls (idle in the same"
+                counted = ("bytecodes a call" if args.bytecodes else
+                           f"Python calls a call, {c_calls / args.calls:.1f} builtin calls")
+                print(f"  {build} {era}: {calls / args.calls:.1f} {counted} (idle in the same"
                       f" {took:.1f} s: {idle / args.calls:.1f} a call; net"
                       f" {(calls - idle) / args.calls:.1f})", flush=True)
                 if args.names is not None:
@@ -254,11 +306,15 @@ def main() -> int:
                         help="a folder: write Python calls per call by function there")
     parser.add_argument("--callgrind", action="store_true",
                         help="instructions under callgrind (else Python calls)")
+    parser.add_argument("--bytecodes", action="store_true",
+                        help="bytecodes executed (a trace hook), not Python calls; with"
+                             " --names, by function")
     parser.add_argument("--keep", type=Path, default=None,
                         help="an empty folder: work there and keep what is made (the"
                              " callgrind dumps, for callgrind_annotate)")
     args = parser.parse_args()
-    what = "instructions (callgrind)" if args.callgrind else "Python calls (profile hook)"
+    what = ("instructions (callgrind)" if args.callgrind else "bytecodes (trace hook)"
+            if args.bytecodes else "Python calls (profile hook)")
     print(f"{what} per tools/call of ping, {args.calls} counted after {args.warmup},"
           f" one raw client; load average {os.getloadavg()[0]:.2f}", flush=True)
     upstream = subprocess.Popen([sys.executable, str(ROOT / "bench" / "gateway.py"), "--upstream"],

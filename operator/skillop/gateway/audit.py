@@ -85,10 +85,14 @@ def _line(stamp: str, target: str, duration_ms: float, outcome: Outcome, caller:
     parts = ['{"time":"', stamp, '",',  # the stamp is digits and separators only
              target, ',"durationMs":', repr(duration) if math.isfinite(duration) else
              json.dumps(duration), ',"outcome":', _json(outcome)]
-    for key, value in (("caller", caller), ("reason", reason), ("approval", approval),
-                       ("approver", approver), ("traceId", trace_id)):
-        if value is not None:
-            parts += [',"', key, '":', _json(_bounded(value))]
+    # Most lines have none of them (a call that went well, no caller, no trace):
+    # asked at once, not member by member.
+    if (caller is not None or reason is not None or approval is not None
+            or approver is not None or trace_id is not None):
+        for key, value in (("caller", caller), ("reason", reason), ("approval", approval),
+                           ("approver", approver), ("traceId", trace_id)):
+            if value is not None:
+                parts += [',"', key, '":', _json(_bounded(value))]
     parts.append("}")
     return "".join(parts)
 

@@ -8,7 +8,6 @@ in ``model.settings`` (docs/gateway.md's table is rendered from those).
 from __future__ import annotations
 
 import argparse
-import gc
 import sys
 from pathlib import Path
 from typing import Any
@@ -51,22 +50,17 @@ def _help(setting: Setting[Any]) -> str:
 
 
 def gateway_command(args: argparse.Namespace) -> int:
-    # The MCP SDK's modules and classes live as long as the process: imported with
-    # the cyclic collector paused (each collection would walk what was made so far
-    # again), then frozen out of its reach.
-    collecting = gc.isenabled()
-    gc.disable()
+    from skillop.gateway.serve import collector_paused  # imports nothing it pauses for
+
+    # The MCP SDK's modules and classes live as long as the process.
     try:
-        from skillop.gateway.options import Options
-        from skillop.gateway.serve import parse_listen, run_gateway
+        with collector_paused():
+            from skillop.gateway.options import Options
+            from skillop.gateway.serve import parse_listen, run_gateway
     except ImportError as exc:  # the mcp extra is not installed
         print(f"skillop gateway: needs the MCP SDK (pip install 'skillop[mcp]'): {exc}",
               file=sys.stderr)
         return 2
-    finally:
-        gc.freeze()
-        if collecting:
-            gc.enable()
     try:
         ca_file = env.MCP_CA_FILE.read() if args.ca_file is None else args.ca_file
         listen = env.GATEWAY_LISTEN.read() if args.listen is None else args.listen

@@ -6,31 +6,30 @@ from __future__ import annotations
 import gc
 import socket
 import sys
-from collections.abc import Sequence
-from contextlib import suppress
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
-import anyio
-from mcp.server.stdio import stdio_server
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-
-from skillop.gateway.audit import AuditLog
-from skillop.gateway.front import Front
-from skillop.gateway.identity.http import Authenticated
-from skillop.gateway.observe import observing
-from skillop.gateway.options import Options
 from skillop.model.wording import count
 
 if TYPE_CHECKING:
+    from skillop.gateway.options import Options
     from skillop.gateway.server import Gateway
+
+# The MCP SDK, uvicorn and the gateway's own modules are imported where they are
+# used: ``skillop gateway`` imports this module for ``collector_paused`` before
+# anything it pauses the collector for.
 
 
 async def serve_http(gateway: Gateway, host: str, port: int) -> None:
     """Streamable HTTP at ``http://host:port/mcp`` until cancelled."""
     import uvicorn
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
     from skillop.gateway.deadline import deadline_protocol
     from skillop.gateway.direct import front_protocol
+    from skillop.gateway.front import Front
+    from skillop.gateway.identity.http import Authenticated
 
     options, server = gateway.options, gateway.server
     # Sessions expire by the front's clock: the SDK's cannot see what the front answers.
@@ -67,6 +66,8 @@ async def serve_http(gateway: Gateway, host: str, port: int) -> None:
 
 async def serve_stdio(gateway: Gateway) -> None:
     """MCP over this process's stdin and stdout until the client closes them."""
+    from mcp.server.stdio import stdio_server
+
     async with stdio_server() as (read, write):
         say(f"serving {count(len(gateway.served.tools), 'tool')} of"
             f" {gateway.served.actor or '(no set yet)'} on stdio")
@@ -112,25 +113,49 @@ def parse_listen(text: str, *, flag: str = "--listen") -> tuple[str, int]:
     return host, int(port)
 
 
+@contextmanager
+def collector_paused() -> Iterator[Callable[[], None]]:
+    """The cyclic collector paused while the block makes what lives as long as the
+    process (modules, classes, the gateway): each collection would walk what was
+    made so far again. What it yields is the point of release, for the block to
+    call where that is made (else the block's end is): what was made is frozen
+    out of the collector's reach (``gc.freeze``: nor do the full collections walk
+    it while calls run), and the collector runs again if it ran before."""
+    collecting = gc.isenabled()
+    released = False
+
+    def release() -> None:
+        nonlocal released
+        if not released:
+            released = True
+            gc.freeze()
+            if collecting:
+                gc.enable()
+
+    gc.disable()
+    try:
+        yield release
+    finally:
+        release()
+
+
 def run_gateway(options: Options, *, listen: str | None, stdio: bool) -> int:
     """Run until interrupted; the exit code of ``skillop gateway``.
 
-    What the start-up makes (the modules imported, the gateway, the SDK's server,
-    the first set read) lives as long as the process: it is made with the cyclic
-    collector paused (each collection would walk what was made so far again, about
-    a third of reading a set of 5,000 tools), then frozen out of its reach
-    (``gc.freeze``: nor do the full collections walk it while calls run) once the
-    first set is read; the collector runs from then on."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        return _run(options, listen=listen, stdio=stdio, collecting=collecting)
-    finally:
-        if collecting:
-            gc.enable()
+    What the start-up makes (the gateway, the SDK's server, the first set read)
+    lives as long as the process: it is made with the cyclic collector paused
+    (each collection would walk what was made so far again, about a third of
+    reading a set of 5,000 tools) and released once the first set is read."""
+    with collector_paused() as release:
+        return _run(options, listen=listen, stdio=stdio, release=release)
 
 
-def _run(options: Options, *, listen: str | None, stdio: bool, collecting: bool) -> int:
+def _run(options: Options, *, listen: str | None, stdio: bool,
+         release: Callable[[], None]) -> int:
+    import anyio
+
+    from skillop.gateway.audit import AuditLog
+    from skillop.gateway.observe import observing
     from skillop.gateway.server import Gateway
 
     if stdio:
@@ -152,9 +177,7 @@ def _run(options: Options, *, listen: str | None, stdio: bool, collecting: bool)
 
     async def main() -> None:
         async with gateway.running():  # the first set is read
-            gc.freeze()
-            if collecting:
-                gc.enable()
+            release()
             if stdio:
                 await serve_stdio(gateway)
             else:

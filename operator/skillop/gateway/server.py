@@ -248,7 +248,7 @@ class Gateway:
             return wire.Reply(result=self._listings.json(self.served, client.protocol_version,
                                                          caller=caller))
         name, arguments = params.get("name"), params.get("arguments")
-        if not isinstance(name, str) or not isinstance(arguments, dict | None):
+        if not isinstance(name, str) or not (arguments is None or isinstance(arguments, dict)):
             return None
         tool = self.served.target(name, arguments)
         if (tool is not None and client.can_elicit and self.served.approval.via == "Elicitation"

@@ -40,11 +40,13 @@ class Forward:
         timeout = tool.timeout_seconds or call.default_timeout
         bound = Bound(timeout)
         began = time.perf_counter()
+        name = tool.upstream_name
+        assert name is not None
         try:
             if self._observer.tracing is None:  # no span: not even an empty one
-                return await self._attempts(call)
-            with self._observer.upstream(call.label or "", tool.upstream_name or ""):
-                return await self._attempts(call)
+                return await self._attempts(call, name)
+            with self._observer.upstream(call.label or "", name):
+                return await self._attempts(call, name)
         except asyncio.CancelledError:
             if bound.expired_alone():
                 return failed(f"timed out after {timeout:g} s (timeoutSeconds)")
@@ -54,18 +56,18 @@ class Forward:
             call.upstream_seconds += time.perf_counter() - began
 
 
-    async def _attempts(self, call: Call) -> Verdict:
-        """``CallFailed`` is the transport's: the pipeline turns it into a verdict."""
-        assert call.tool is not None
-        name = call.tool.upstream_name
-        assert name is not None and call.link is not None and call.conn is not None
-        if call.link.upstream.token_exchange is not None or call.exchanged is not None:
+    async def _attempts(self, call: Call, name: str) -> Verdict:
+        """``name``: the tool's upstream name. ``CallFailed`` is the transport's: the
+        pipeline turns it into a verdict."""
+        link = call.link
+        assert link is not None and call.conn is not None
+        if link.upstream.token_exchange is not None or call.exchanged is not None:
             verdict = await self._exchanged(call)
             if verdict is not CONTINUE:
                 return verdict
         try:
-            return Done(await call.link.call(call.conn, name, call.arguments,
-                                             exchanged=call.exchanged))
+            return Done(await link.call(call.conn, name, call.arguments,
+                                        exchanged=call.exchanged))
         except SessionLost:
             pass
         verdict = await pin(call)
@@ -119,12 +121,15 @@ class Bound:
     __slots__ = ("_cancelling", "_expired", "_task", "_timer")
 
     def __init__(self, seconds: float) -> None:
-        task = asyncio.current_task()
+        # The loop asked once: each asking is a getpid() system call (CPython checks
+        # the running loop's process), and ``current_task()`` would ask again.
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task(loop)
         assert task is not None  # a call runs in a task
         self._task = task
         self._cancelling = task.cancelling()
         self._expired = False
-        self._timer = asyncio.get_running_loop().call_later(seconds, self._expire)
+        self._timer = loop.call_later(seconds, self._expire)
 
     def _expire(self) -> None:
         self._expired = True
