@@ -86,9 +86,11 @@ def _line(stamp: str, target: str, duration_ms: float, outcome: Outcome, caller:
              target, ',"durationMs":', repr(duration) if math.isfinite(duration) else
              json.dumps(duration), ',"outcome":', _json(outcome)]
     for key, value in (("caller", caller), ("reason", reason), ("approval", approval),
-                       ("approver", approver), ("traceId", trace_id)):
+                       ("approver", approver)):
         if value is not None:
             parts += [',"', key, '":', _json(_bounded(value))]
+    if trace_id is not None:  # 32 hex digits (the gateway's own): nothing to bound or escape
+        parts += [',"traceId":"', trace_id, '"']
     parts.append("}")
     return "".join(parts)
 

@@ -25,6 +25,7 @@ import ssl
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
+from json.encoder import encode_basestring
 from typing import Any, Final
 
 import anyio
@@ -269,6 +270,8 @@ class _CallTemplate:
     lines: str
     head: bytes
     tail: bytes
+    #: The tail of a traced call, up to the trace context's members in ``_meta``.
+    traced: bytes
     client_info: Mapping[str, Any] | None
     meta: dict[str, Any] | None
 
@@ -277,18 +280,31 @@ class _CallTemplate:
            client_info: Mapping[str, Any] | None) -> _CallTemplate:
         head = b',"method":"tools/call","params":{"name":' + _json(name) + b',"arguments":'
         tail = (b',"_meta":' + _json(meta) if meta is not None else b"") + b"}}"
-        return cls(_checked(headers), head, tail, client_info, meta)
+        traced = b',"_meta":{' + (_json(meta)[1:-1] + b"," if meta else b"")
+        return cls(_checked(headers), head, tail, traced, client_info, meta)
 
     def body(self, request_id: int, arguments: Mapping[str, Any],
              trace: Mapping[str, str] | None = None) -> bytes:
-        tail = (b',"_meta":' + _json({**(self.meta or {}), **trace}) + b"}}" if trace
-                else self.tail)
+        """``trace`` (its keys are never the envelope's) follows the envelope in
+        ``_meta``, as ``{**meta, **trace}`` would: the envelope is not encoded again
+        for every call (that was most of what tracing cost a call's request)."""
+        tail = self.traced + _members(trace) + b"}}}" if trace else self.tail
         return (b'{"jsonrpc":"2.0","id":%d' % request_id + self.head + _json(arguments)
                 + tail)
 
 
+def _members(strings: Mapping[str, str]) -> bytes:
+    """``strings`` as the members of a JSON object, as ``wire.compact`` writes them."""
+    return ",".join([_string(key) + ":" + _string(value)
+                     for key, value in strings.items()]).encode()
+
+
 def _json(value: Any) -> bytes:
     return wire.compact(value).encode()
+
+
+#: A JSON string as ``wire.compact`` writes one (non-ASCII kept).
+_string: Final[Callable[[str], str]] = encode_basestring
 
 
 def _checked(headers: Mapping[str, str]) -> str:
