@@ -145,10 +145,15 @@ class Span(trace.Span):
                 except Exception:  # as the API's detach: logged (by it), not raised
                     api_context.detach(self._api_token)
         CURRENT.reset(self._token)
-        if exc is not None and self._ended is not None and isinstance(exc, Exception):
+        ended = self._ended
+        if ended is None:
+            return
+        if exc is not None and isinstance(exc, Exception):
             self.record_exception(exc)
             self.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
-        self.end()
+        self._ended = None  # as ``end()`` (one call a span less)
+        self.end_time = time.time_ns()
+        ended(self)
 
     def traceparent(self) -> dict[str, str]:
         """Its context as the W3C propagator injects it."""

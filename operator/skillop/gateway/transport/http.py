@@ -288,7 +288,12 @@ class _CallTemplate:
         """``trace`` (its keys are never the envelope's) follows the envelope in
         ``_meta``, as ``{**meta, **trace}`` would: the envelope is not encoded again
         for every call (that was most of what tracing cost a call's request)."""
-        tail = self.traced + _members(trace) + b"}}}" if trace else self.tail
+        if not trace:
+            tail = self.tail
+        elif len(trace) == 1 and (parent := trace.get("traceparent")) is not None:
+            tail = self.traced + b'"traceparent":' + _string(parent).encode() + b"}}}"
+        else:
+            tail = self.traced + _members(trace) + b"}}}"
         return (b'{"jsonrpc":"2.0","id":%d' % request_id + self.head + _json(arguments)
                 + tail)
 
@@ -372,7 +377,7 @@ class PlainCalls(SessionCalls):
         observer = transport.settings.observer
         #: Each call's trace context, for its request (None: not tracing, as an
         #: observer does or does not for its whole life).
-        self._context = observer.context if observer.tracing is not None else None
+        self._context = observer.tracing.context if observer.tracing is not None else None
 
     async def settle(self) -> None:
         version = str(self.session.protocol_version)
