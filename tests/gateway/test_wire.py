@@ -184,3 +184,21 @@ def test_a_call_template_writes_what_wire_request_writes(
         params["_meta"] = meta
     body = _CallTemplate.of(name, meta, {}, None).body(7, arguments, trace)
     assert body == wire.request(7, "tools/call", params)
+
+
+@given(trace=st.dictionaries(st.sampled_from(["traceparent", "tracestate", "bad name"]),
+                             st.text(max_size=60), max_size=2))
+def test_the_trace_contexts_header_lines_are_checked_as_any_headers(
+        trace: dict[str, str]) -> None:
+    """A traceparent alone takes a shorter check; the lines, and the refusal of a
+    value that would end its line, are ``checked_headers``'."""
+    from skillop.gateway.http1 import checked_headers
+    from skillop.gateway.transport.http import _trace_lines
+
+    def outcome(write: Any) -> object:
+        try:
+            return write(trace)
+        except ValueError as exc:
+            return str(exc)
+
+    assert outcome(_trace_lines) == outcome(checked_headers)

@@ -162,9 +162,12 @@ class HttpCaller:
         try:
             template = self._template(name, session_id, protocol_version, client_info)
             body = template.body(request_id, arguments, trace)
-            if trace:
-                param_headers = {**(param_headers or {}), **trace}
-            async with self._origin.post(body, param_headers, lines=template.lines) as response:
+            lines = template.lines
+            if trace:  # after the tool's headers, as one mapping of both would put them
+                lines += ((checked_headers(param_headers) if param_headers else "")
+                          + _trace_lines(trace))
+                param_headers = None
+            async with self._origin.post(body, param_headers, lines=lines) as response:
                 answer = await self._answer(response, request_id, lines=template.lines,
                                             in_session=session_id is not None)
         except HttpFailed as exc:  # its reason is the client's own words
@@ -296,6 +299,16 @@ class _CallTemplate:
             tail = self.traced + _members(trace) + b"}}}"
         return (b'{"jsonrpc":"2.0","id":%d' % request_id + self.head + _json(arguments)
                 + tail)
+
+
+def _trace_lines(trace: Mapping[str, str]) -> str:
+    """The trace context's header lines, as ``checked_headers`` writes them; a
+    ``traceparent`` alone (the usual context: hex digits) is checked by one builtin
+    instead of two regular expressions."""
+    parent = trace.get("traceparent")
+    if len(trace) == 1 and parent is not None and parent.isprintable():
+        return f"traceparent: {parent}\r\n"
+    return checked_headers(trace)
 
 
 def _members(strings: Mapping[str, str]) -> bytes:
