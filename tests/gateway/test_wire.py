@@ -174,7 +174,8 @@ def test_a_call_template_writes_what_wire_request_writes(
     """A call's body from its template, traced or not, is the request's JSON byte for
     byte (the trace context after the envelope in ``_meta``)."""
     from skillop.gateway import wire
-    from skillop.gateway.transport.http import _CallTemplate, _envelope
+    from skillop.gateway.transport.http import _envelope
+    from skillop.gateway.transport.template import CallTemplate
 
     meta = _envelope("2026-07-28", client) if modern else None
     params: dict[str, Any] = {"name": name, "arguments": arguments}
@@ -182,7 +183,7 @@ def test_a_call_template_writes_what_wire_request_writes(
         params["_meta"] = {**(meta or {}), **trace}
     elif meta is not None:
         params["_meta"] = meta
-    body = _CallTemplate.of(name, meta, {}, None).body(7, arguments, trace)
+    body = CallTemplate.of(name, meta, {}, None).body(7, arguments, trace)
     assert body == wire.request(7, "tools/call", params)
 
 
@@ -193,7 +194,7 @@ def test_the_trace_contexts_header_lines_are_checked_as_any_headers(
     """A traceparent alone takes a shorter check; the lines, and the refusal of a
     value that would end its line, are ``checked_headers``'."""
     from skillop.gateway.http1 import checked_headers
-    from skillop.gateway.transport.http import _trace_lines
+    from skillop.gateway.transport.template import trace_lines
 
     def outcome(write: Any) -> object:
         try:
@@ -201,4 +202,4 @@ def test_the_trace_contexts_header_lines_are_checked_as_any_headers(
         except ValueError as exc:
             return str(exc)
 
-    assert outcome(_trace_lines) == outcome(checked_headers)
+    assert outcome(trace_lines) == outcome(checked_headers)

@@ -24,8 +24,6 @@ import itertools
 import ssl
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
-from json.encoder import encode_basestring
 from typing import Any, Final
 
 import anyio
@@ -64,6 +62,12 @@ from skillop.gateway.transport.base import (
 )
 from skillop.gateway.transport.session import SessionCalls
 from skillop.gateway.transport.sse import SseTransport
+from skillop.gateway.transport.template import (
+    MAX_TEMPLATES,
+    CallTemplate,
+    checked_lines,
+    trace_lines,
+)
 from skillop.gateway.wire import (
     MAX_MESSAGE_BYTES,
     Answer,
@@ -99,7 +103,7 @@ class HttpCaller:
                               tls=tls, connect_timeout=connect_timeout,
                               keepalive=_KEEPALIVE_SECONDS)
         self._ids = itertools.count(1)
-        self._templates: dict[tuple[str, str | None, str | None], _CallTemplate] = {}
+        self._templates: dict[tuple[str, str | None, str | None], CallTemplate] = {}
         #: Whether the upstream closed a kept-alive connection since the last asking.
         self.peer_closed: Callable[[], bool] = self._origin.peer_closed
 
@@ -114,7 +118,7 @@ class HttpCaller:
         headers = {MCP_PROTOCOL_VERSION_HEADER: version, MCP_METHOD_HEADER: "server/discover"}
         try:
             async with self._origin.post(body, headers) as response:
-                answer = await self._answer(response, 0, lines=_checked(headers),
+                answer = await self._answer(response, 0, lines=checked_lines(headers),
                                             in_session=False)
             if isinstance(answer, Failure):
                 return None
@@ -165,7 +169,7 @@ class HttpCaller:
             lines = template.lines
             if trace:  # after the tool's headers, as one mapping of both would put them
                 lines += ((checked_headers(param_headers) if param_headers else "")
-                          + _trace_lines(trace))
+                          + trace_lines(trace))
                 param_headers = None
             async with self._origin.post(body, param_headers, lines=lines) as response:
                 answer = await self._answer(response, request_id, lines=template.lines,
@@ -181,12 +185,12 @@ class HttpCaller:
         return answer.result
 
     def _template(self, name: str, session_id: str | None, protocol_version: str | None,
-                  client_info: Mapping[str, Any] | None) -> _CallTemplate:
+                  client_info: Mapping[str, Any] | None) -> CallTemplate:
         """What every call of ``name`` in this session sends alike, made once."""
         key = (name, session_id, protocol_version)
         template = self._templates.get(key)
         if template is None or template.client_info != client_info:
-            if len(self._templates) >= _MAX_TEMPLATES:
+            if len(self._templates) >= MAX_TEMPLATES:
                 self._templates.clear()
             headers = self._session_headers(session_id, protocol_version)
             meta = None
@@ -194,7 +198,7 @@ class HttpCaller:
                 meta = _envelope(protocol_version, client_info or {})
                 headers |= {MCP_METHOD_HEADER: "tools/call",
                             MCP_NAME_HEADER: encode_header_value(name)}
-            template = self._templates[key] = _CallTemplate.of(name, meta, headers, client_info)
+            template = self._templates[key] = CallTemplate.of(name, meta, headers, client_info)
         return template
 
     def _session_headers(self, session_id: str | None,
@@ -258,75 +262,6 @@ class HttpCaller:
             _NOT_ANSWERED, f"the skillop gateway does not answer {request.method[:100]}")))
         async with self._origin.post(reply, lines=lines) as response:
             await _read_bounded(response)
-
-
-#: Call templates kept per caller (one per tool and session; a set's tools are few).
-_MAX_TEMPLATES: Final = 1024
-
-
-@dataclass(frozen=True, slots=True)
-class _CallTemplate:
-    """A ``tools/call`` of one tool in one session as bytes, but for its id and
-    arguments: the header lines (checked once) and the body around them, so that a
-    call encodes only what is its own. ``body`` is exactly ``wire.request``'s."""
-
-    lines: str
-    head: bytes
-    tail: bytes
-    #: The tail of a traced call, up to the trace context's members in ``_meta``.
-    traced: bytes
-    client_info: Mapping[str, Any] | None
-    meta: dict[str, Any] | None
-
-    @classmethod
-    def of(cls, name: str, meta: dict[str, Any] | None, headers: Mapping[str, str],
-           client_info: Mapping[str, Any] | None) -> _CallTemplate:
-        head = b',"method":"tools/call","params":{"name":' + _json(name) + b',"arguments":'
-        tail = (b',"_meta":' + _json(meta) if meta is not None else b"") + b"}}"
-        traced = b',"_meta":{' + (_json(meta)[1:-1] + b"," if meta else b"")
-        return cls(_checked(headers), head, tail, traced, client_info, meta)
-
-    def body(self, request_id: int, arguments: Mapping[str, Any],
-             trace: Mapping[str, str] | None = None) -> bytes:
-        """``trace`` (its keys are never the envelope's) follows the envelope in
-        ``_meta``, as ``{**meta, **trace}`` would: the envelope is not encoded again
-        for every call (that was most of what tracing cost a call's request)."""
-        if not trace:
-            tail = self.tail
-        elif len(trace) == 1 and (parent := trace.get("traceparent")) is not None:
-            tail = self.traced + b'"traceparent":' + _string(parent).encode() + b"}}}"
-        else:
-            tail = self.traced + _members(trace) + b"}}}"
-        return (b'{"jsonrpc":"2.0","id":%d' % request_id + self.head + _json(arguments)
-                + tail)
-
-
-def _trace_lines(trace: Mapping[str, str]) -> str:
-    """The trace context's header lines, as ``checked_headers`` writes them; a
-    ``traceparent`` alone (the usual context: hex digits) is checked by one builtin
-    instead of two regular expressions."""
-    parent = trace.get("traceparent")
-    if len(trace) == 1 and parent is not None and parent.isprintable():
-        return f"traceparent: {parent}\r\n"
-    return checked_headers(trace)
-
-
-def _members(strings: Mapping[str, str]) -> bytes:
-    """``strings`` as the members of a JSON object, as ``wire.compact`` writes them."""
-    return ",".join([_string(key) + ":" + _string(value)
-                     for key, value in strings.items()]).encode()
-
-
-def _json(value: Any) -> bytes:
-    return wire.compact(value).encode()
-
-
-#: A JSON string as ``wire.compact`` writes one (non-ASCII kept).
-_string: Final[Callable[[str], str]] = encode_basestring
-
-
-def _checked(headers: Mapping[str, str]) -> str:
-    return checked_headers(headers) if headers else ""
 
 
 def _envelope(version: str, client_info: Mapping[str, Any]) -> dict[str, Any]:
