@@ -41,6 +41,7 @@ import argparse
 import glob
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -179,14 +180,16 @@ class Callgrind:
         subprocess.run(["callgrind_control", "-z", str(self._pid)], check=True,
                        capture_output=True)
 
-    def read(self) -> int:
-        """Instructions since the last zero (a dump, read back)."""
+    def read(self, *, keep: Path | None = None) -> int:
+        """Instructions since the last zero (a dump, read back; copied to ``keep``)."""
         before = set(glob.glob(f"{self._out}*"))
         subprocess.run(["callgrind_control", "-d", str(self._pid)], check=True,
                        capture_output=True)
         bench_wait(lambda: bool(set(glob.glob(f"{self._out}*")) - before), 60)
         (dump,) = set(glob.glob(f"{self._out}*")) - before
         bench_wait(lambda: "totals:" in Path(dump).read_text(errors="replace"), 60)
+        if keep is not None:
+            shutil.copyfile(dump, keep)
         for line in Path(dump).read_text(errors="replace").splitlines():
             if line.startswith("totals:"):
                 return int(line.split()[1])

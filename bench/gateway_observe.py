@@ -209,6 +209,9 @@ def main() -> int:
     parser.add_argument("--callgrind", type=int, default=0, metavar="CALLS",
                         help="instead of CPU time: instructions a call under callgrind,"
                              " CALLS counted (a multiple of 256) per gateway and era")
+    parser.add_argument("--keep", type=Path, default=None, metavar="DIR",
+                        help="with --callgrind: keep each counted window's dump in DIR"
+                             " (for callgrind_annotate)")
     parser.add_argument("--sample", type=float, default=1.0,
                         help="share of the agents' traces sampled (below 1: parent-based"
                              " trace-id ratio, the SDK's usual production sampler)")
@@ -232,7 +235,8 @@ def main() -> int:
                 print(f"instructions (callgrind) a call of `ping`, {args.callgrind} counted"
                       f" after as many; load average {os.getloadavg()[0]:.2f}", flush=True)
                 eras = ["modern", "handshake"] if args.era == "both" else [args.era]
-                _counted(url, traced, Path(tmp), eras=eras, calls=args.callgrind)
+                _counted(url, traced, Path(tmp), eras=eras, calls=args.callgrind,
+                         keep=args.keep)
                 return 0
             urls: dict[str, tuple[int, str]] = {}
             for name in ("plain", "metrics", "traces"):
@@ -266,7 +270,7 @@ def main() -> int:
 
 
 def _counted(upstream: str, traced: dict[str, str], tmp: Path, *, eras: list[str],
-             calls: int) -> None:
+             calls: int, keep: Path | None = None) -> None:
     """Instructions a call of each gateway, whole process (every thread, the span
     exporter's too), under callgrind: ``calls`` counted after as many, the exports of
     the counted calls' spans waited for (the batch processor sends a full batch at
@@ -274,7 +278,12 @@ def _counted(upstream: str, traced: dict[str, str], tmp: Path, *, eras: list[str
     import gateway_count as gc
 
     saved = bench.SKILLOP
-    traced = {**traced, "OTEL_BSP_SCHEDULE_DELAY": "600000"}  # full batches only
+    # No periodic re-listing of the upstream in the counts: under valgrind one costs
+    # as much as hundreds of calls, and the slower traced gateway would meet more.
+    quiet = {"SKILLOP_GATEWAY_RELIST_INTERVAL": "3600"}
+    traced = {**traced, **quiet, "OTEL_BSP_SCHEDULE_DELAY": "600000"}  # full batches only
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
     try:
         for name in ("plain", "metrics", "traces"):
             work = tmp / f"counted-{name}"
@@ -282,7 +291,7 @@ def _counted(upstream: str, traced: dict[str, str], tmp: Path, *, eras: list[str
             bench.SKILLOP = str(gc.launcher(ROOT, work, callgrind=True))
             extra = () if name == "plain" else ("--metrics-listen", f"127.0.0.1:{_free_port()}")
             proc, url = bench.start_gateway(upstream, work, extra=extra, timeout=600,
-                                            env=traced if name == "traces" else None)
+                                            env=traced if name == "traces" else quiet)
             try:
                 for era in eras:
                     client = _Reconnecting(url, era)
@@ -297,7 +306,7 @@ def _counted(upstream: str, traced: dict[str, str], tmp: Path, *, eras: list[str
                     if name == "traces":
                         gc.bench_wait(lambda n=posts: _Sink.posts >= n + calls * 2 // 512, 300)
                     took = time.monotonic() - start
-                    busy = grind.read()
+                    busy = grind.read(keep=keep / f"{name}-{era}.out" if keep else None)
                     grind.zero()
                     time.sleep(window := min(took, gc.IDLE_WINDOW))
                     idle = grind.read() * took / window

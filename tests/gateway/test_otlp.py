@@ -237,3 +237,40 @@ def test_a_child_span_of_the_own_path_is_the_apis_current_span(own: OwnTracing) 
         assert forward.parent is not None and forward.parent.span_id == request.span_id
     assert not trace.get_current_span().get_span_context().is_valid
     assert own.trace_id() is None
+
+
+@pytest.mark.parametrize("no_proxy", ["", "127.0.0.1"])
+def test_the_exporters_session_reads_the_environment_once_as_each_post_would(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Any, no_proxy: str) -> None:
+    """Proxies, CA bundle and netrc credentials are what ``requests`` would merge
+    into every POST; the session asks the environment no more."""
+    import requests
+
+    from skillop.gateway.own_tracing import settle_environment
+
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine 127.0.0.1 login otel password secret\n")
+    netrc.chmod(0o600)
+    for name, value in (("HTTP_PROXY", "http://proxy.example:3128"), ("NO_PROXY", no_proxy),
+                        ("REQUESTS_CA_BUNDLE", str(tmp_path / "ca.pem")),
+                        ("NETRC", str(netrc)), ("OTEL_EXPORTER_OTLP_ENDPOINT", DOWN)):
+        monkeypatch.setenv(name, value)
+    endpoint = f"{DOWN}/v1/traces"
+    fresh = requests.Session()
+    wanted = fresh.merge_environment_settings(endpoint, {}, None, None, None)
+    wanted_auth = fresh.prepare_request(requests.Request("POST", endpoint)).headers.get(
+        "authorization")
+    tracing = t.start({"OTEL_EXPORTER_OTLP_ENDPOINT": DOWN})
+    assert isinstance(tracing, OwnTracing)
+    client = tracing.sdk.exporter._client  # type: ignore[attr-defined]
+    session = client._transport._session
+    settle_environment(client)  # (a second time: nothing changes)
+    try:
+        assert session.trust_env is False
+        assert session.merge_environment_settings(endpoint, {}, None, None, None) == wanted
+        assert session.prepare_request(requests.Request("POST", endpoint)).headers.get(
+            "authorization") == wanted_auth
+        assert ("proxy.example" in str(wanted["proxies"])) is (not no_proxy)
+        assert wanted_auth is not None
+    finally:
+        tracing.shutdown()

@@ -161,3 +161,45 @@ def test_loads_reads_any_bytes_as_json_loads_does(data: bytes) -> None:
             return ("error", type(exc), str(exc))
 
     assert repr(outcome(loads)) == repr(outcome(json.loads))
+
+
+@settings(max_examples=200, deadline=None)
+@given(name=st.text(), arguments=st.dictionaries(st.text(), json_values, max_size=3),
+       modern=st.booleans(), client=st.dictionaries(st.text(), st.text(), max_size=2),
+       trace=st.none() | st.dictionaries(st.sampled_from(["traceparent", "tracestate",
+                                                          "baggage"]), st.text()))
+def test_a_call_template_writes_what_wire_request_writes(
+        name: str, arguments: dict[str, Any], modern: bool, client: dict[str, str],
+        trace: dict[str, str] | None) -> None:
+    """A call's body from its template, traced or not, is the request's JSON byte for
+    byte (the trace context after the envelope in ``_meta``)."""
+    from skillop.gateway import wire
+    from skillop.gateway.transport.http import _envelope
+    from skillop.gateway.transport.template import CallTemplate
+
+    meta = _envelope("2026-07-28", client) if modern else None
+    params: dict[str, Any] = {"name": name, "arguments": arguments}
+    if trace:
+        params["_meta"] = {**(meta or {}), **trace}
+    elif meta is not None:
+        params["_meta"] = meta
+    body = CallTemplate.of(name, meta, {}, None).body(7, arguments, trace)
+    assert body == wire.request(7, "tools/call", params)
+
+
+@given(trace=st.dictionaries(st.sampled_from(["traceparent", "tracestate", "bad name"]),
+                             st.text(max_size=60), max_size=2))
+def test_the_trace_contexts_header_lines_are_checked_as_any_headers(
+        trace: dict[str, str]) -> None:
+    """A traceparent alone takes a shorter check; the lines, and the refusal of a
+    value that would end its line, are ``checked_headers``'."""
+    from skillop.gateway.http1 import checked_headers
+    from skillop.gateway.transport.template import trace_lines
+
+    def outcome(write: Any) -> object:
+        try:
+            return write(trace)
+        except ValueError as exc:
+            return str(exc)
+
+    assert outcome(trace_lines) == outcome(checked_headers)

@@ -87,12 +87,13 @@ def _line(stamp: str, target: str, duration_ms: float, outcome: Outcome, caller:
              json.dumps(duration), ',"outcome":', _json(outcome)]
     # Most lines have none of them (a call that went well, no caller, no trace):
     # asked at once, not member by member.
-    if (caller is not None or reason is not None or approval is not None
-            or approver is not None or trace_id is not None):
+    if caller is not None or reason is not None or approval is not None or approver is not None:
         for key, value in (("caller", caller), ("reason", reason), ("approval", approval),
-                           ("approver", approver), ("traceId", trace_id)):
+                           ("approver", approver)):
             if value is not None:
                 parts += [',"', key, '":', _json(_bounded(value))]
+    if trace_id is not None:  # 32 hex digits (the gateway's own): nothing to bound or escape
+        parts += [',"traceId":"', trace_id, '"']
     parts.append("}")
     return "".join(parts)
 

@@ -26,12 +26,18 @@ from typing import Any, Final
 from skillop.gateway.spans import HAS_IS_REMOTE, IS_REMOTE, Span
 
 _log = logging.getLogger(__name__)
-_TIMES: Final = struct.Struct("<BQBQ")  # start and end: fixed64, fields 7 and 8
+#: The ids (fields 1, 2 and 4: bytes, big-endian; the trace's in two halves), and the
+#: kind with the start and end times (fields 6, 7 and 8: varint, fixed64), each
+#: written by one ``pack`` (a builtin's work, not one ``to_bytes`` an id).
+_IDS: Final = struct.Struct(">HQQHQ")
+_IDS_PARENT: Final = struct.Struct(">HQQHQHQ")
+_PARENT: Final = struct.Struct(">HQ")
+_KIND_TIMES: Final = struct.Struct("<BBBQBQ")
+_LOW: Final = (1 << 64) - 1
 #: ``flags`` (field 16, fixed32): whether the parent is remote is known, and if so.
 _LOCAL_FLAGS: Final = b"\x85\x01" + struct.pack("<I", HAS_IS_REMOTE)
 _REMOTE_FLAGS: Final = b"\x85\x01" + struct.pack("<I", HAS_IS_REMOTE | IS_REMOTE)
 _UNSET: Final = b"\x7a\x00"  # an empty status: the SDK always writes one
-_KINDS: Final = {kind: bytes((0x30, kind)) for kind in range(6)}
 _CACHED: Final = 4096  # attributes and names kept encoded (tool names: a set's worth)
 
 
@@ -88,17 +94,22 @@ class Encoder:
             attributes = b"".join(map(self._attributes.get, items))  # type: ignore[arg-type]
         except TypeError:
             attributes = b"".join([self._attribute(item) for item in items])
-        code = span.status_code
-        parts = [b"\x0a\x10", span.trace_id.to_bytes(16, "big"),
-                 b"\x12\x08", span.span_id.to_bytes(8, "big"),
-                 field(0x1A, span.state_header.encode()) if span.state_header else b"",
-                 b"\x22\x08" + parent.span_id.to_bytes(8, "big") if parent is not None else b"",
-                 self._names.get(span.name) or self._name(span.name), _KINDS[span.kind],
-                 _TIMES.pack(0x39, span.start, 0x41, span.end_time), attributes,
-                 *map(_event, span.events),
-                 _UNSET if not code else self._status(code, span.status_message),
-                 _REMOTE_FLAGS if parent is not None and parent.remote else _LOCAL_FLAGS]
-        return b"".join(parts)
+        code, trace_id = span.status_code, span.trace_id
+        if parent is None:
+            ids = _IDS.pack(0x0A10, trace_id >> 64, trace_id & _LOW, 0x1208, span.span_id)
+        elif not span.state_header:
+            ids = _IDS_PARENT.pack(0x0A10, trace_id >> 64, trace_id & _LOW, 0x1208,
+                                   span.span_id, 0x2208, parent.span_id)
+        else:  # the trace state goes between the span's id and its parent's
+            ids = (_IDS.pack(0x0A10, trace_id >> 64, trace_id & _LOW, 0x1208, span.span_id)
+                   + field(0x1A, span.state_header.encode())
+                   + _PARENT.pack(0x2208, parent.span_id))
+        return b"".join((
+            ids, self._names.get(span.name) or self._name(span.name),
+            _KIND_TIMES.pack(0x30, span.kind, 0x39, span.start, 0x41, span.end_time),
+            attributes, b"".join(map(_event, span.events)) if span.events else b"",
+            _UNSET if not code else self._status(code, span.status_message),
+            _REMOTE_FLAGS if parent is not None and parent.remote else _LOCAL_FLAGS))
 
     def _name(self, name: str) -> bytes:
         encoded = field(0x2A, name.encode())

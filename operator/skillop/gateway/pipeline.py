@@ -168,6 +168,10 @@ class CallRecord(NamedTuple):
     caller: str | None = None
 
 
+#: Where a ``CallRecord`` holds its ``trace_id``.
+_TRACE_AT: Final = CallRecord._fields.index("trace_id")
+
+
 class Guard(Protocol):
     """One decision of the call path. A guard may also say which calls it can act
     on, ``applies(served, tool) -> bool`` (``tool`` None: a name not in the set),
@@ -238,8 +242,9 @@ class Pipeline:
         return found
 
     def record(self, record: CallRecord) -> None:
-        if self._trace_id is not None:
-            record = record._replace(trace_id=self._trace_id())
+        if self._trace_id is not None:  # (``_replace`` pops a keyword for every field)
+            record = CallRecord._make((*record[:_TRACE_AT], self._trace_id(),
+                                       *record[_TRACE_AT + 1:]))
         for recorder in self.recorders:
             recorder(record)
 

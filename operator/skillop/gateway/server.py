@@ -81,7 +81,7 @@ class Gateway:
             call_path(self.requests, observer=observer, secrets_dir=options.upstream.secrets_dir,
                       ca_file=options.upstream.ca_file),
             [*observer.recorders, self.audit.record],
-            say=serve.say, trace_id=observer.trace_id if observer.tracing else None)
+            say=serve.say, trace_id=observer.tracing.trace_id if observer.tracing else None)
         self._pool: Pool | None = None
         self._mounts = Mounts(options, serve.say)
         self._ranker = (SemanticRanker(options.search_cache_dir, serve.say)

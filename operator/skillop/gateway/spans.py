@@ -25,7 +25,9 @@ from typing import Any, Final
 
 from opentelemetry import context as api_context
 from opentelemetry import trace
+from opentelemetry.context import Context
 from opentelemetry.trace import SpanContext, TraceFlags, TraceState
+from opentelemetry.trace.propagation import _SPAN_KEY
 from opentelemetry.trace.status import Status, StatusCode
 
 #: OTLP's span kinds (``SpanKind`` of the API counts from 0, OTLP's from 1).
@@ -43,6 +45,22 @@ _EMPTY_STATE: Final = TraceState()
 #: context, and far cheaper. A request's span is only there; its children (the
 #: forward, the approval) are the API's current span too, for others to see.
 CURRENT: ContextVar[Span | None] = ContextVar("skillop_span", default=None)
+
+
+def _api_context() -> ContextVar[Context] | None:
+    """The variable that holds the API's current context, when the API keeps it in
+    one (its default runtime context; None for another, set by ``OTEL_PYTHON_CONTEXT``):
+    a span is made the API's current one there as ``attach(set_span_in_context())``
+    would, without their seven Python calls."""
+    from opentelemetry.context import _RUNTIME_CONTEXT
+    from opentelemetry.context.contextvars_context import ContextVarsRuntimeContext
+
+    if type(_RUNTIME_CONTEXT) is not ContextVarsRuntimeContext:
+        return None
+    return _RUNTIME_CONTEXT._current_context
+
+
+_API_CONTEXT: Final = _api_context()
 
 
 class Parent:
@@ -110,18 +128,32 @@ class Span(trace.Span):
         ``start_as_current_span`` does (without its two context managers a span)."""
         self._token: Token[Span | None] = CURRENT.set(self)
         if self._api:
-            self._api_token = api_context.attach(trace.set_span_in_context(self))
+            self._api_token: Token[Context] = (
+                _API_CONTEXT.set(Context({**_API_CONTEXT.get(), _SPAN_KEY: self}))
+                if _API_CONTEXT is not None
+                else api_context.attach(trace.set_span_in_context(self)))
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: Any) -> None:
         if self._api:
-            api_context.detach(self._api_token)
+            if _API_CONTEXT is None:
+                api_context.detach(self._api_token)
+            else:
+                try:
+                    _API_CONTEXT.reset(self._api_token)
+                except Exception:  # as the API's detach: logged (by it), not raised
+                    api_context.detach(self._api_token)
         CURRENT.reset(self._token)
-        if exc is not None and self._ended is not None and isinstance(exc, Exception):
+        ended = self._ended
+        if ended is None:
+            return
+        if exc is not None and isinstance(exc, Exception):
             self.record_exception(exc)
             self.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
-        self.end()
+        self._ended = None  # as ``end()`` (one call a span less)
+        self.end_time = time.time_ns()
+        ended(self)
 
     def traceparent(self) -> dict[str, str]:
         """Its context as the W3C propagator injects it."""

@@ -57,10 +57,10 @@ def wanted(environ: Mapping[str, str] = os.environ) -> bool:
 def carrier(meta: Any, headers: Mapping[str, str] | None) -> dict[str, str]:
     """The trace context a request brings: its ``_meta``'s if that has a
     ``traceparent``, else its headers'."""
-    for source in (meta, headers):  # (None and a dict: no ABC's check for them)
+    for source in (meta, headers):
         if source is None:
             continue
-        if ((type(source) is dict or isinstance(source, Mapping))
+        if (isinstance(source, (dict, Mapping))  # (a dict first: no ABC check for one)
                 and isinstance(source.get("traceparent"), str)):
             return {key: value for key in CONTEXT_KEYS
                     if isinstance(value := source.get(key), str)}

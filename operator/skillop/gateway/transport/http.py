@@ -24,7 +24,6 @@ import itertools
 import ssl
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
 from typing import Any, Final
 
 import anyio
@@ -63,6 +62,12 @@ from skillop.gateway.transport.base import (
 )
 from skillop.gateway.transport.session import SessionCalls
 from skillop.gateway.transport.sse import SseTransport
+from skillop.gateway.transport.template import (
+    MAX_TEMPLATES,
+    CallTemplate,
+    checked_lines,
+    trace_lines,
+)
 from skillop.gateway.wire import (
     MAX_MESSAGE_BYTES,
     Answer,
@@ -98,7 +103,7 @@ class HttpCaller:
                               tls=tls, connect_timeout=connect_timeout,
                               keepalive=_KEEPALIVE_SECONDS)
         self._ids = itertools.count(1)
-        self._templates: dict[tuple[str, str | None, str | None], _CallTemplate] = {}
+        self._templates: dict[tuple[str, str | None, str | None], CallTemplate] = {}
         #: Whether the upstream closed a kept-alive connection since the last asking.
         self.peer_closed: Callable[[], bool] = self._origin.peer_closed
 
@@ -113,7 +118,7 @@ class HttpCaller:
         headers = {MCP_PROTOCOL_VERSION_HEADER: version, MCP_METHOD_HEADER: "server/discover"}
         try:
             async with self._origin.post(body, headers) as response:
-                answer = await self._answer(response, 0, lines=_checked(headers),
+                answer = await self._answer(response, 0, lines=checked_lines(headers),
                                             in_session=False)
             if isinstance(answer, Failure):
                 return None
@@ -161,9 +166,12 @@ class HttpCaller:
         try:
             template = self._template(name, session_id, protocol_version, client_info)
             body = template.body(request_id, arguments, trace)
-            if trace:
-                param_headers = {**(param_headers or {}), **trace}
-            async with self._origin.post(body, param_headers, lines=template.lines) as response:
+            lines = template.lines
+            if trace:  # after the tool's headers, as one mapping of both would put them
+                lines += ((checked_headers(param_headers) if param_headers else "")
+                          + trace_lines(trace))
+                param_headers = None
+            async with self._origin.post(body, param_headers, lines=lines) as response:
                 answer = await self._answer(response, request_id, lines=template.lines,
                                             in_session=session_id is not None)
         except HttpFailed as exc:  # its reason is the client's own words
@@ -177,12 +185,12 @@ class HttpCaller:
         return answer.result
 
     def _template(self, name: str, session_id: str | None, protocol_version: str | None,
-                  client_info: Mapping[str, Any] | None) -> _CallTemplate:
+                  client_info: Mapping[str, Any] | None) -> CallTemplate:
         """What every call of ``name`` in this session sends alike, made once."""
         key = (name, session_id, protocol_version)
         template = self._templates.get(key)
         if template is None or template.client_info != client_info:
-            if len(self._templates) >= _MAX_TEMPLATES:
+            if len(self._templates) >= MAX_TEMPLATES:
                 self._templates.clear()
             headers = self._session_headers(session_id, protocol_version)
             meta = None
@@ -190,7 +198,7 @@ class HttpCaller:
                 meta = _envelope(protocol_version, client_info or {})
                 headers |= {MCP_METHOD_HEADER: "tools/call",
                             MCP_NAME_HEADER: encode_header_value(name)}
-            template = self._templates[key] = _CallTemplate.of(name, meta, headers, client_info)
+            template = self._templates[key] = CallTemplate.of(name, meta, headers, client_info)
         return template
 
     def _session_headers(self, session_id: str | None,
@@ -256,45 +264,6 @@ class HttpCaller:
             await _read_bounded(response)
 
 
-#: Call templates kept per caller (one per tool and session; a set's tools are few).
-_MAX_TEMPLATES: Final = 1024
-
-
-@dataclass(frozen=True, slots=True)
-class _CallTemplate:
-    """A ``tools/call`` of one tool in one session as bytes, but for its id and
-    arguments: the header lines (checked once) and the body around them, so that a
-    call encodes only what is its own. ``body`` is exactly ``wire.request``'s."""
-
-    lines: str
-    head: bytes
-    tail: bytes
-    client_info: Mapping[str, Any] | None
-    meta: dict[str, Any] | None
-
-    @classmethod
-    def of(cls, name: str, meta: dict[str, Any] | None, headers: Mapping[str, str],
-           client_info: Mapping[str, Any] | None) -> _CallTemplate:
-        head = b',"method":"tools/call","params":{"name":' + _json(name) + b',"arguments":'
-        tail = (b',"_meta":' + _json(meta) if meta is not None else b"") + b"}}"
-        return cls(_checked(headers), head, tail, client_info, meta)
-
-    def body(self, request_id: int, arguments: Mapping[str, Any],
-             trace: Mapping[str, str] | None = None) -> bytes:
-        tail = (b',"_meta":' + _json({**(self.meta or {}), **trace}) + b"}}" if trace
-                else self.tail)
-        return (b'{"jsonrpc":"2.0","id":%d' % request_id + self.head + _json(arguments)
-                + tail)
-
-
-def _json(value: Any) -> bytes:
-    return wire.compact(value).encode()
-
-
-def _checked(headers: Mapping[str, str]) -> str:
-    return checked_headers(headers) if headers else ""
-
-
 def _envelope(version: str, client_info: Mapping[str, Any]) -> dict[str, Any]:
     """A 2026-07-28 request's ``_meta``: its revision, the client, no capabilities."""
     return {PROTOCOL_VERSION_META_KEY: version, CLIENT_INFO_META_KEY: dict(client_info),
@@ -356,7 +325,7 @@ class PlainCalls(SessionCalls):
         observer = transport.settings.observer
         #: Each call's trace context, for its request (None: not tracing, as an
         #: observer does or does not for its whole life).
-        self._context = observer.context if observer.tracing is not None else None
+        self._context = observer.tracing.context if observer.tracing is not None else None
 
     async def settle(self) -> None:
         version = str(self.session.protocol_version)
