@@ -18,6 +18,8 @@ without them, from start to exit). At exit it writes:
   kopf's), then the event loop's profile, by own time and by cumulative time;
 * ``OUT.prof``: that profile, for ``pstats``.
 
+``--cpu-only``: the threads' CPU without cProfile (its cost is not in them).
+
 cProfile's cost per call inflates Python-heavy code against C (json, hashlib,
 ssl): its times are shares, not the operator's CPU without it.
 """
@@ -38,8 +40,9 @@ from pathlib import Path
 
 
 class Recorder:
-    def __init__(self) -> None:
+    def __init__(self, *, profile: bool = True) -> None:
         self.profile = cProfile.Profile()
+        self.profiling = profile
         self.recording = False
         self.seconds = 0.0
         self.cpu_used: Counter[str] = Counter()
@@ -53,7 +56,8 @@ class Recorder:
         self._cpu_at = thread_cpu()
         self._since = time.monotonic()
         self.recording = True
-        self.profile.enable()
+        if self.profiling:
+            self.profile.enable()
 
     def stop(self) -> None:
         if not self.recording:
@@ -69,7 +73,7 @@ class Recorder:
         lines = [f"recorded {self.seconds:.1f}s",
                  f"CPU of the process's threads: {sum(self.cpu_used.values()):.2f}s"]
         lines += [f"  {name}: {cpu:.2f}s" for name, cpu in self.cpu_used.most_common()]
-        for order in ("tottime", "cumulative"):
+        for order in ("tottime", "cumulative") if self.profiling else ():
             out = io.StringIO()
             pstats.Stats(self.profile, stream=out).sort_stats(order).print_stats(60)
             lines.append(out.getvalue())
@@ -98,9 +102,11 @@ def thread_cpu() -> dict[int, float]:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True, help="OUT.txt and OUT.prof are written")
+    parser.add_argument("--cpu-only", action="store_true",
+                        help="each thread's CPU only, without cProfile (and its cost)")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
-    recorder = Recorder()
+    recorder = Recorder(profile=not args.cpu_only)
     signal.signal(signal.SIGUSR2, recorder.toggle)
     if not os.environ.get("BENCH_PHASE_SIGNAL"):
         recorder.toggle()
