@@ -49,8 +49,11 @@ the cascade (Events, posted after the batch's writes, may still be going out).
 * ``raw writes``: in the same run, against the same API, once the operator has
   stopped: a plain client doing the cascade's writes (per Actor, its ConfigMap
   replaced with the same data and a status patch with the same status) one after
-  another, or on ``--raw-threads`` threads (16: as many as the operator keeps in
-  flight), on Actors and ConfigMaps of a namespace of their own.
+  another, or on ``--raw-threads`` threads (16: the floor the target is stated
+  against; the operator keeps ``SKILLOP_WRITE_CONCURRENCY``, 32, in flight), on
+  Actors and ConfigMaps of a namespace of their own. The CPU each process used
+  over the cascade and over the floor is printed (``/proc``): the operator,
+  kube-apiserver and etcd (under ``tests/realapi/controlplane.py``), the benchmark.
 
 With ``--kubeconfig`` it also prints the operator's peak RSS (VmHWM of its
 process), the API server's request count per phase (``apiserver_request_total``
@@ -321,7 +324,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--create-threads", type=int, default=1,
                    help="threads creating the Actors (one POST each)")
     p.add_argument("--raw-threads", type=int, default=1,
-                   help="threads of the plain client's writes (16: the operator's)")
+                   help="threads of the plain client's writes (16: the target's floor)")
     p.add_argument("--debounce", type=float, default=0.05, help="SKILLOP_DEBOUNCE_SECONDS")
     p.add_argument("--settle", type=float, default=2.5,
                    help="seconds to watch for late writes (and after a restart)")
