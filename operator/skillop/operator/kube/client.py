@@ -53,9 +53,11 @@ PLURALS = {"Skill": "skills", "Actor": "actors", "Tool": "tools",
            "ToolCallApproval": "toolcallapprovals"}
 #: Lists for membership ask for metadata only (kubectl get's own trick).
 METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
-#: Writes are answered with the written object's metadata only: the resourceVersion
-#: is all the operator reads of the answer, and a ConfigMap or status echoed whole
-#: costs the API server its encoding and this process its parsing, per write.
+#: ConfigMap writes are answered with the written object's metadata only: the
+#: resourceVersion is all the operator reads of the answer, and a ConfigMap echoed
+#: whole (its tool set) costs the API server its encoding and this process its
+#: parsing. A status write's answer stays whole: the audit log's copy of it is
+#: what shows the schema kept every status field (tests/realapi/realkit.py).
 ANSWER_METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 LIST_PAGE = 500
 #: Threads (and connections) of their own for Events (``events.EventRecorder``).
@@ -163,13 +165,14 @@ class Kube(LeaseCalls):
             return _resource_version(await self._write(
                 kind, f"patch {kind} {ref.name} status", lambda: _drained(
                     self.custom.patch_cluster_custom_object_status(
-                        API_GROUP, API_VERSION, PLURALS[kind], ref.name, body, **_lean())),
+                        API_GROUP, API_VERSION, PLURALS[kind], ref.name, body,
+                        _preload_content=False)),
                 gone_on_404=True))
         return _resource_version(await self._write(
             kind, f"patch {kind} {ref} status", lambda: _drained(
                 self.custom.patch_namespaced_custom_object_status(
                     API_GROUP, API_VERSION, ref.namespace, PLURALS[kind], ref.name, body,
-                    **_lean())), gone_on_404=True))
+                    _preload_content=False)), gone_on_404=True))
 
     async def delete_approval(self, ref: ObjectRef) -> None:
         """Delete a decided ToolCallApproval (gone already is fine)."""
@@ -389,7 +392,7 @@ def _event_body(kind: str, ref: ObjectRef, uid: str, type_: str, reason: str, me
 
 
 def _lean() -> dict[str, Any]:
-    """A write's options: its answer raw (no model objects) and metadata only."""
+    """A ConfigMap write's options: its answer raw (no model objects), metadata only."""
     return {"_preload_content": False, "_headers": {"Accept": ANSWER_METADATA}}
 
 
