@@ -49,8 +49,11 @@ the cascade (Events, posted after the batch's writes, may still be going out).
 * ``raw writes``: in the same run, against the same API, once the operator has
   stopped: a plain client doing the cascade's writes (per Actor, its ConfigMap
   replaced with the same data and a status patch with the same status) one after
-  another, or on ``--raw-threads`` threads (16: as many as the operator keeps in
-  flight), on Actors and ConfigMaps of a namespace of their own.
+  another, or on ``--raw-threads`` threads (16: the floor the target is stated
+  against; the operator keeps ``SKILLOP_WRITE_CONCURRENCY``, 32, in flight), on
+  Actors and ConfigMaps of a namespace of their own. The CPU each process used
+  over the cascade and over the floor is printed (``/proc``): the operator,
+  kube-apiserver and etcd (under ``tests/realapi/controlplane.py``), the benchmark.
 
 With ``--kubeconfig`` it also prints the operator's peak RSS (VmHWM of its
 process), the API server's request count per phase (``apiserver_request_total``
@@ -79,8 +82,10 @@ from typing import Any
 from benchkit import wait_until
 from cascade_cluster import (
     Cluster,
+    CpuMeter,
     OperatorProbe,
     api_requests,
+    control_plane_pids,
     create_all,
     environment,
     operator,
@@ -109,15 +114,21 @@ def run_cascade(args: argparse.Namespace) -> dict[str, Any]:
         try:
             with operator(args.kubeconfig) as probe:
                 before = initial_load(args, cluster, progress, figures)
-                after = cascade(args, cluster, progress, log, figures)
+                meter = CpuMeter({**({"operator": probe.pid} if probe else {}),
+                                  **control_plane_pids(), "benchmark": os.getpid()})
+                after = cascade(args, cluster, progress, log, figures, meter)
                 if probe is not None:
                     figures["operator_peak_mib"] = probe.peak_rss_mib()
                 if args.apiserver_restart and probe is not None:
                     apiserver_restart(args, log, probe, figures)
-            restart(args, log, figures)
+            if not args.no_restart:
+                restart(args, log, figures)
             figures["exact"] = log.exact
+            raw_meter = CpuMeter({**control_plane_pids(), "benchmark": os.getpid()})
             figures["raw_seconds"] = raw_writes(
-                f"{args.namespace}-raw", args.actors, before, after, threads=args.raw_threads)
+                f"{args.namespace}-raw", args.actors, before, after, threads=args.raw_threads,
+                meter=raw_meter)
+            figures["cpu"] = {"cascade": meter.used, "raw writes": raw_meter.used}
         finally:
             progress.close()
             log.close()
@@ -155,11 +166,13 @@ def initial_load(args: argparse.Namespace, cluster: Cluster, progress: Progress,
 
 
 def cascade(args: argparse.Namespace, cluster: Cluster, progress: Progress, log: WriteLog,
-            figures: dict[str, Any]) -> Any:
-    """Change the base Skill's tool; wait for every Actor's new hash."""
+            figures: dict[str, Any], meter: CpuMeter) -> Any:
+    """Change the base Skill's tool; wait for every Actor's new hash. ``meter``
+    takes each process's CPU from the PATCH to the last new hash."""
     old = figures.pop("old_hashes")
     mark = log.mark()
     requests = api_requests()
+    meter.start()
     start = time.monotonic()
     cluster.set_probe_description("probe v2: now with a changed description")
 
@@ -171,6 +184,7 @@ def cascade(args: argparse.Namespace, cluster: Cluster, progress: Progress, log:
 
     wait_until(all_new, args.timeout, "every Actor carrying the new hash", interval=0.05)
     figures["cascade_seconds"] = time.monotonic() - start  # from the PATCH
+    meter.stop()
     _requests(figures, "cascade", requests)
     time.sleep(args.settle)  # late or repeated writes count too
     figures["cascade_writes"] = log.counts(mark)
@@ -256,8 +270,9 @@ def report(args: argparse.Namespace, f: dict[str, Any], mem: dict[str, Any] | No
     print(f"skill status writes: {w['skill status']}")
     print(f"other skill writes: {w['skill other']}")
     print(f"events: {w['events']}")
-    print(f"restart writes: {sum(f['restart_writes'].values())} "
-          f"({dict(f['restart_writes']) or 'none'})")
+    if "restart_writes" in f:
+        print(f"restart writes: {sum(f['restart_writes'].values())} "
+              f"({dict(f['restart_writes']) or 'none'})")
     if "apiserver_back_seconds" in f:
         print(f"kube-apiserver restart: back after {f['apiserver_back_seconds']:.2f}s; "
               f"operator writes then: {sum(f['apiserver_writes'].values())} "
@@ -269,8 +284,10 @@ def report(args: argparse.Namespace, f: dict[str, Any], mem: dict[str, Any] | No
         print(f"restart: every Actor resolved after {f['restart_ready_seconds']:.2f}s "
               f"(process start to its batch's end)")
     if "operator_peak_mib" in f:
-        print(f"operator peak RSS (VmHWM): {f['operator_peak_mib']:.0f} MiB after the cascade, "
-              f"{f['restart_peak_mib']:.0f} MiB restarted")
+        restarted = (f", {f['restart_peak_mib']:.0f} MiB restarted"
+                     if "restart_peak_mib" in f else "")
+        print(f"operator peak RSS (VmHWM): {f['operator_peak_mib']:.0f} MiB after the "
+              f"cascade{restarted}")
     for phase, n in f["requests"].items():
         print(f"API server requests ({phase}; apiserver_request_total, the benchmark's "
               f"own watches and lists included): {n}")
@@ -281,7 +298,19 @@ def report(args: argparse.Namespace, f: dict[str, Any], mem: dict[str, Any] | No
     how = "one after another" if args.raw_threads == 1 else f"on {args.raw_threads} threads"
     print(f"raw writes: a plain client, {2 * args.actors} writes ({args.actors} ConfigMap "
           f"replaces + {args.actors} status patches) {how}: {f['raw_seconds']:.2f}s")
+    for phase, took in (("cascade", f["cascade_seconds"]), ("raw writes", f["raw_seconds"])):
+        print(cpu_line(phase, took, f["cpu"][phase], args.actors))
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (at the end)")
     print(f"cascade/raw-write ratio: {f['cascade_seconds'] / f['raw_seconds']:.2f}")
+
+
+def cpu_line(phase: str, took: float, used: dict[str, float], actors: int) -> str:
+    """Each process's CPU over a phase: seconds, cores busy, ms a changed Actor."""
+    parts = [f"{name} {cpu:.1f}s ({cpu / took:.2f} cores, {1000 * cpu / actors:.1f} ms/actor)"
+             for name, cpu in used.items()]
+    total = sum(used.values())
+    return (f"CPU over the {phase} ({took:.1f}s): {'; '.join(parts) or 'not measured'}; "
+            f"together {total:.1f}s ({total / took:.2f} of {os.cpu_count()} cores)")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -295,11 +324,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--create-threads", type=int, default=1,
                    help="threads creating the Actors (one POST each)")
     p.add_argument("--raw-threads", type=int, default=1,
-                   help="threads of the plain client's writes (16: the operator's)")
+                   help="threads of the plain client's writes (16: the target's floor)")
     p.add_argument("--debounce", type=float, default=0.05, help="SKILLOP_DEBOUNCE_SECONDS")
     p.add_argument("--settle", type=float, default=2.5,
                    help="seconds to watch for late writes (and after a restart)")
     p.add_argument("--timeout", type=float, default=600.0)
+    p.add_argument("--no-restart", action="store_true",
+                   help="skip the operator restart over the unchanged cluster")
     p.add_argument("--apiserver-restart", action="store_true",
                    help="after the cascade, restart kube-apiserver under the operator "
                         "(under tests/realapi/controlplane.py only)")

@@ -8,6 +8,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import signal
 import sys
 import time
 import urllib.request
@@ -122,8 +123,7 @@ class OperatorProbe:
 
     def cpu_seconds(self) -> float:
         """User and system CPU time the process has used so far."""
-        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return cpu_seconds(self.pid)
 
     def objects_resolved(self, kind: str) -> float:
         """``skillop_reconcile_objects_total{kind}`` from its ``/metrics``."""
@@ -137,6 +137,57 @@ class OperatorProbe:
             return 0.0
         return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
                    if line.startswith(f'skillop_reconcile_objects_total{{kind="{kind}"}}'))
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time a process (all its threads) has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def control_plane_pids() -> dict[str, int]:
+    """kube-apiserver's and etcd's pids, children of the control plane this runs
+    under (``tests/realapi/controlplane.py``: its pid in ``CONTROLPLANE_PID``);
+    none elsewhere. Other control planes on the machine are not its children."""
+    parent = os.environ.get("CONTROLPLANE_PID")
+    if parent is None:
+        return {}
+    out: dict[str, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        comm, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat.rsplit(")", 1)[1].split()
+        if rest[1] == parent and comm in ("kube-apiserver", "etcd"):
+            out[comm] = int(entry.name)
+    return out
+
+
+@dataclasses.dataclass
+class CpuMeter:
+    """CPU seconds of named processes between ``start`` and ``stop``. With
+    ``BENCH_PHASE_SIGNAL`` set, both send SIGUSR2 to the ``operator`` process (the
+    profiler of ``bench/sample_operator.py`` records between them)."""
+
+    pids: dict[str, int]
+    used: dict[str, float] = dataclasses.field(default_factory=dict)
+    _at: dict[str, float] = dataclasses.field(default_factory=dict)
+
+    def start(self) -> None:
+        self._signal()
+        self._at = {name: cpu_seconds(pid) for name, pid in self.pids.items()}
+
+    def stop(self) -> dict[str, float]:
+        self.used = {name: cpu_seconds(pid) - self._at[name] for name, pid in self.pids.items()}
+        self._signal()
+        return self.used
+
+    def _signal(self) -> None:
+        if os.environ.get("BENCH_PHASE_SIGNAL") and "operator" in self.pids:
+            os.kill(self.pids["operator"], signal.SIGUSR2)
 
 
 def api_requests() -> int | None:
@@ -199,7 +250,8 @@ def create_all(ns: str, plural: str, bodies: list[dict[str, Any]], threads: int)
     in_threads(threads, len(bodies), lambda cluster, i: cluster.create(plural, bodies[i]), ns)
 
 
-def raw_writes(ns: str, n: int, before: Sample, after: Sample, *, threads: int = 1) -> float:
+def raw_writes(ns: str, n: int, before: Sample, after: Sample, *, threads: int = 1,
+               meter: CpuMeter | None = None) -> float:
     """Seconds a plain client takes for the cascade's writes, on ``threads`` threads.
 
     The same API, the same number of writes and the same bodies as the operator's
@@ -230,6 +282,11 @@ def raw_writes(ns: str, n: int, before: Sample, after: Sample, *, threads: int =
             _preload_content=False)
 
     in_threads(max(threads, 16), n, prepare, ns)
+    if meter is not None:
+        meter.start()
     start = time.monotonic()
     in_threads(threads, n, write, ns)
-    return time.monotonic() - start
+    took = time.monotonic() - start
+    if meter is not None:
+        meter.stop()
+    return took

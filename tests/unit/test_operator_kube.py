@@ -138,7 +138,8 @@ def test_patch_status_nulls_fields_that_are_gone(api: Kube) -> None:
     class Custom:
         def patch_namespaced_custom_object_status(self, *args: Any, **kwargs: Any) -> Any:
             seen.append(args)
-            assert kwargs == {"_preload_content": False}  # no model built from the echo
+            # No model built from the answer (whole: the audit log shows what was kept).
+            assert kwargs == {"_preload_content": False}
             return Raw(b"{}")
 
     api.custom = Custom()
@@ -267,3 +268,19 @@ def test_create_event_retries_under_its_name_and_takes_409_as_made(api: Kube) ->
                   EventSpec("Normal", "ToolSetChanged", "3 tools"), "dev.17f3", 0.0, 0.0)
     asyncio.run(api.create_event(event))
     assert Events.names == ["dev.17f3", "dev.17f3"]
+
+
+def test_a_configmap_write_asks_for_its_answer_as_metadata_only(api: Kube) -> None:
+    sent: list[dict[str, Any]] = []
+
+    class Writing:
+        def replace_namespaced_config_map(self, name: str, namespace: str, body: Any,
+                                          **kwargs: Any) -> Raw:
+            sent.append(kwargs)
+            return Raw(b'{"kind":"PartialObjectMetadata","metadata":{"resourceVersion":"42"}}')
+
+    api.core = Writing()
+    body = {"metadata": {"name": "dev-tools", "namespace": "team-a", "resourceVersion": "41"},
+            "data": {"tools.json": "{}"}}
+    assert asyncio.run(api.apply_configmap(body, exists=True)) == "42"
+    assert sent == [{"_preload_content": False, "_headers": {"Accept": kube.ANSWER_METADATA}}]

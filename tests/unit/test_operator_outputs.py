@@ -14,7 +14,12 @@ from skillop.model.names import ACTOR_LABEL
 from skillop.model.status import MAX_PRUNED, MAX_TEXT, ActorStatus, SkillStatus
 from skillop.model.toolset import MAX_CONFIGMAP_BYTES, TOOLS_KEY
 from skillop.operator.actorplan import actor_plan
-from skillop.operator.configmaps import HASH_ANNOTATION, MANAGED_BY, ObservedConfigMap
+from skillop.operator.configmaps import (
+    HASH_ANNOTATION,
+    MANAGED_BY,
+    ObservedConfigMap,
+    data_digest,
+)
 from skillop.operator.listing import Listing
 from skillop.operator.outputs import (
     Plan,
@@ -57,6 +62,18 @@ def _echo(plan: Plan, old: Doc | None = None) -> tuple[Doc, ObservedConfigMap | 
     store = Store()
     store.record_configmap(json.loads(json.dumps(plan.configmap)))
     return status, store.observed_configmap(ref("team-a/dev-tools"))
+
+
+def test_the_digest_a_plan_carries_is_the_one_its_configmap_is_observed_with() -> None:
+    plan = _plan(_base())
+    assert plan.configmap is not None and plan.digest is not None
+    assert plan.digest == data_digest(plan.configmap["data"], plan.configmap.get("binaryData"))
+    store = Store()
+    store.record_configmap(json.loads(json.dumps(plan.configmap)), digest=plan.digest)
+    _, observed = _echo(plan)
+    assert store.observed_configmap(ref("team-a/dev-tools")) == observed
+    # Nothing to write, nothing carried: a digest is the written ConfigMap's.
+    assert _plan(_base(), observed=observed).digest is None
 
 
 def _cond(status: Doc, type_: str) -> Doc:

@@ -260,7 +260,7 @@ RESYNC_SECONDS = Setting("SKILLOP_RESYNC_SECONDS", 300.0, seconds(),
                          "full resync of every Skill and Actor", helm="resyncSeconds")
 DEBOUNCE_SECONDS = Setting("SKILLOP_DEBOUNCE_SECONDS", 0.05, seconds(zero=True),
                            "how long changes are gathered into one batch before resolving")
-WRITE_CONCURRENCY = Setting("SKILLOP_WRITE_CONCURRENCY", 16, whole(maximum=1024),
+WRITE_CONCURRENCY = Setting("SKILLOP_WRITE_CONCURRENCY", 32, whole(maximum=1024),
                             "concurrent API writes")
 STALE_PART_SECONDS = Setting(
     "SKILLOP_STALE_PART_SECONDS", 120.0, seconds(zero=True),

@@ -85,10 +85,12 @@ def _actor_owner(meta: Mapping[str, Any]) -> Mapping[str, Any] | None:
                  and str(o.get("apiVersion", "")).startswith(f"{API_GROUP}/")), None)
 
 
-def observe_configmap(body: Mapping[str, Any]) -> ObservedConfigMap:
+def observe_configmap(body: Mapping[str, Any], *, digest: str | None = None,
+                      ) -> ObservedConfigMap:
     """What the store keeps of a managed ConfigMap: enough to tell it from the one
     the operator would write. Its Actor: the ownerReference's, else the label's
-    (an ownerless ConfigMap, after ``kubectl delete actor --cascade=orphan``)."""
+    (an ownerless ConfigMap, after ``kubectl delete actor --cascade=orphan``).
+    ``digest``: its ``data_digest``, known already (a ConfigMap just written)."""
     meta = body.get("metadata") or {}
     labels = meta.get("labels") or {}
     owner_ref = _actor_owner(meta)
@@ -97,7 +99,7 @@ def observe_configmap(body: Mapping[str, Any]) -> ObservedConfigMap:
     return ObservedConfigMap(
         name=str(meta.get("name", "")), owner=str(owner) if owner else None,
         tools_hash=(meta.get("annotations") or {}).get(HASH_ANNOTATION),
-        data_digest=data_digest(body.get("data") or {}, body.get("binaryData") or {}),
+        data_digest=digest or data_digest(body.get("data") or {}, body.get("binaryData") or {}),
         owner_uid=str(owner_ref.get("uid")) if owner_ref is not None else None,
         labelled=(_managed_label(labels) and owner is not None
                   and labels.get(ACTOR_LABEL) == owner),
@@ -161,10 +163,15 @@ def base64_values(binary: Mapping[str, bytes]) -> dict[str, str]:
     return {k: base64.b64encode(v).decode() for k, v in binary.items()}
 
 
-def differs(actor: ActorResource, stored: StoredConfigMap, tools_hash: str,
-             observed: ObservedConfigMap | None) -> bool:
-    return observed is None or observed.needs_rewrite(
-        actor, data_digest(stored.data, base64_values(stored.binary)), tools_hash)
+def stored_digest(stored: StoredConfigMap) -> str:
+    """``data_digest`` of the ConfigMap ``configmap_body`` makes of ``stored``."""
+    return data_digest(stored.data, base64_values(stored.binary))
+
+
+def differs(actor: ActorResource, digest: str, tools_hash: str,
+            observed: ObservedConfigMap | None) -> bool:
+    """Whether the Actor's ConfigMap (its data's ``stored_digest``) is to be written."""
+    return observed is None or observed.needs_rewrite(actor, digest, tools_hash)
 
 
 def configmap_body(actor: ActorResource, stored: StoredConfigMap, tools_hash: str | None,

@@ -25,6 +25,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 from collections.abc import Callable, Iterable
@@ -40,6 +41,7 @@ from skillop.model.approval import PLURAL as APPROVALS
 from skillop.model.names import ACTOR_LABEL, API_GROUP, API_VERSION
 from skillop.operator.approval_keeper import ApprovalKeeper
 from skillop.operator.credentials import CredentialChecker
+from skillop.operator.echoes import ECHOES, drop_echoes, own_echo
 from skillop.operator.events import EventRecorder
 from skillop.operator.health import HealthServer
 from skillop.operator.kube import Kube
@@ -122,6 +124,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
                             stale_grace=config.stale_part_seconds,
                             events=EventRecorder(writer.create_event, outcome=metrics.event))
     memo.store, memo.writer, memo.reconciler = store, writer, reconciler
+    ECHOES.judge = functools.partial(own_echo, store)  # before kopf's watches start
     memo.discovery = (attach_discovery(store, reconciler, writer, config)
                       if config.mcp_discovery else None)
     memo.health = await _health(config, metrics)
@@ -291,6 +294,7 @@ def _kopf_version() -> str:
 
 @kopf.on.cleanup()
 async def cleanup(memo: kopf.Memo, **_: Any) -> None:
+    ECHOES.judge = None
     await stop(getattr(memo, "election", None))
     elector = getattr(memo, "elector", None)
     if elector is not None:
@@ -388,6 +392,7 @@ def _watch_pods() -> None:
 for _resource in KINDS:
     _watch(_resource)
 wake_on_change()
+drop_echoes()
 
 
 @kopf.on.event(API_GROUP, API_VERSION, APPROVALS, id="toolcallapproval-event")

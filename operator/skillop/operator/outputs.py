@@ -81,6 +81,8 @@ class Plan:
     #: Parts of the Actor's set that its index no longer names (the set shrank):
     #: deleted once the Actor's ConfigMap, which holds the index, is written.
     stale: tuple[ObservedConfigMap, ...] = ()
+    #: ``configmap``'s data digest (``configmaps.data_digest``), made for the plan.
+    digest: str | None = None
 
 
 def status_tools(resolution: Resolution) -> list[StatusTool]:

@@ -370,8 +370,9 @@ class Reconciler(PlanWrites):
             asyncio.get_running_loop().call_later(wait, self.request, "Actor", ref.namespace,
                                                   ref.name)
         plan = replace(plan, stale=due)
-        attempt = written_digest(plan)
         before = self._refused.get(ref)
+        # The hash of what the plan writes: compared only with a refusal on record.
+        attempt = written_digest(plan) if before is not None else None
         if attempt is not None and before is not None and before[0] == attempt:
             # Refused for good already: the same ConfigMaps are not sent again.
             plan = plan_with(before[1])
@@ -383,6 +384,7 @@ class Reconciler(PlanWrites):
                                    parts=parts)
         if not isinstance(staged, Refusal):
             return staged
+        attempt = written_digest(plan)
         assert attempt is not None
         self._refused[ref] = (attempt, staged.message)
         refused = plan_with(staged.message)

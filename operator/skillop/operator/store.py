@@ -308,8 +308,8 @@ class Store:
         # A write whose answer gave no resourceVersion is known by content only.
         return any(d == digest and (v is None or v == version) for d, v in writes)
 
-    def record_configmap(self, body: Mapping[str, Any]) -> None:
-        self._managed_configmap(body)
+    def record_configmap(self, body: Mapping[str, Any], *, digest: str | None = None) -> None:
+        self._managed_configmap(body, digest)
 
     def forget_configmap(self, ref: ObjectRef) -> None:
         """A managed ConfigMap the operator deleted: its deletion's watch event is
@@ -402,10 +402,10 @@ class Store:
         out, self.wanted = self.wanted, set()
         return out
 
-    def _managed_configmap(self, body: Mapping[str, Any]) -> set[Key]:
+    def _managed_configmap(self, body: Mapping[str, Any], digest: str | None = None) -> set[Key]:
         meta = body.get("metadata") or {}
         ref = ObjectRef(meta.get("namespace", ""), meta.get("name", ""))
-        observed = observe_configmap(body)
+        observed = observe_configmap(body, digest=digest)
         old = self.managed.get(ref)
         self.managed[ref] = observed
         if old == observed or observed.owner is None:

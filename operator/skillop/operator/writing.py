@@ -80,7 +80,7 @@ class PlanWrites:
                 return failed
         if plan.configmap is not None:
             failed = await self._write_configmap(kind, ref, plan.configmap, exists=exists,
-                                                 version=version)
+                                                 version=version, digest=plan.digest)
             if failed is not None:
                 return failed
         # After the index: no index a pod may read next names a part deleted here.
@@ -92,7 +92,8 @@ class PlanWrites:
         return StatusWrite(kind, ref, uid, plan.status, plan.events)
 
     async def _write_configmap(self, kind: str, ref: ObjectRef, configmap: dict[str, Any], *,
-                               exists: bool, version: str | None) -> Key | Refusal | None:
+                               exists: bool, version: str | None,
+                               digest: str | None = None) -> Key | Refusal | None:
         body = _versioned(configmap, version if exists else None)
         written: list[str | None] = []
 
@@ -108,7 +109,7 @@ class PlanWrites:
         if failed is not None:
             return failed
         self._sent.configmap(key(kind, ref))
-        self.store.record_configmap(_versioned(configmap, written[0]))
+        self.store.record_configmap(_versioned(configmap, written[0]), digest=digest)
         return None
 
     async def _delete_configmap(self, kind: str, ref: ObjectRef,

@@ -53,6 +53,12 @@ PLURALS = {"Skill": "skills", "Actor": "actors", "Tool": "tools",
            "ToolCallApproval": "toolcallapprovals"}
 #: Lists for membership ask for metadata only (kubectl get's own trick).
 METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+#: ConfigMap writes are answered with the written object's metadata only: the
+#: resourceVersion is all the operator reads of the answer, and a ConfigMap echoed
+#: whole (its tool set) costs the API server its encoding and this process its
+#: parsing. A status write's answer stays whole: the audit log's copy of it is
+#: what shows the schema kept every status field (tests/realapi/realkit.py).
+ANSWER_METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 LIST_PAGE = 500
 #: Threads (and connections) of their own for Events (``events.EventRecorder``).
 EVENT_THREADS = 2
@@ -160,7 +166,8 @@ class Kube(LeaseCalls):
                 kind, f"patch {kind} {ref.name} status", lambda: _drained(
                     self.custom.patch_cluster_custom_object_status(
                         API_GROUP, API_VERSION, PLURALS[kind], ref.name, body,
-                        _preload_content=False)), gone_on_404=True))
+                        _preload_content=False)),
+                gone_on_404=True))
         return _resource_version(await self._write(
             kind, f"patch {kind} {ref} status", lambda: _drained(
                 self.custom.patch_namespaced_custom_object_status(
@@ -194,21 +201,20 @@ class Kube(LeaseCalls):
             **body, "metadata": {k: v for k, v in meta.items() if k != "resourceVersion"}}
 
         def write() -> bytes:
-            raw = {"_preload_content": False}
+            core = self.core
             try:
                 if exists:
-                    return _drained(self.core.replace_namespaced_config_map(name, ns, body, **raw))
-                return _drained(self.core.create_namespaced_config_map(ns, fresh, **raw))
+                    return _drained(core.replace_namespaced_config_map(name, ns, body, **_lean()))
+                return _drained(core.create_namespaced_config_map(ns, fresh, **_lean()))
             except self._client.ApiException as err:
                 if err.status == 404 and exists:
-                    return _drained(self.core.create_namespaced_config_map(ns, fresh, **raw))
+                    return _drained(core.create_namespaced_config_map(ns, fresh, **_lean()))
                 if err.status == 409 and exists and version is not None:
                     raise WriteFailed(f"write configmap {ns}/{name}: changed since resourceVersion"
                                       f" {version} (HTTP 409); written again once the change"
                                       " is seen") from None
                 if err.status == 409 and not exists:
-                    return _drained(self.core.replace_namespaced_config_map(name, ns, fresh,
-                                                                            **raw))
+                    return _drained(core.replace_namespaced_config_map(name, ns, fresh, **_lean()))
                 raise
 
         return _resource_version(
@@ -383,6 +389,11 @@ def _event_body(kind: str, ref: ObjectRef, uid: str, type_: str, reason: str, me
         "firstTimestamp": when, "lastTimestamp": when, "count": 1,
         "reportingComponent": "skillop", "reportingInstance": "skillop",
     }
+
+
+def _lean() -> dict[str, Any]:
+    """A ConfigMap write's options: its answer raw (no model objects), metadata only."""
+    return {"_preload_content": False, "_headers": {"Accept": ANSWER_METADATA}}
 
 
 def _resource_version(data: bytes) -> str | None:
