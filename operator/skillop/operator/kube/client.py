@@ -201,20 +201,21 @@ class Kube(LeaseCalls):
             **body, "metadata": {k: v for k, v in meta.items() if k != "resourceVersion"}}
 
         def write() -> bytes:
-            core = self.core
             try:
                 if exists:
-                    return _drained(core.replace_namespaced_config_map(name, ns, body, **_lean()))
-                return _drained(core.create_namespaced_config_map(ns, fresh, **_lean()))
+                    return _drained(self.core.replace_namespaced_config_map(
+                        name, ns, body, **_lean()))
+                return _drained(self.core.create_namespaced_config_map(ns, fresh, **_lean()))
             except self._client.ApiException as err:
                 if err.status == 404 and exists:
-                    return _drained(core.create_namespaced_config_map(ns, fresh, **_lean()))
+                    return _drained(self.core.create_namespaced_config_map(ns, fresh, **_lean()))
                 if err.status == 409 and exists and version is not None:
                     raise WriteFailed(f"write configmap {ns}/{name}: changed since resourceVersion"
                                       f" {version} (HTTP 409); written again once the change"
                                       " is seen") from None
                 if err.status == 409 and not exists:
-                    return _drained(core.replace_namespaced_config_map(name, ns, fresh, **_lean()))
+                    return _drained(self.core.replace_namespaced_config_map(
+                        name, ns, fresh, **_lean()))
                 raise
 
         return _resource_version(
