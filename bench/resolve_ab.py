@@ -24,7 +24,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from resolve_count import BUILD_INPUT
+from resolve_count import BUILD_INPUT, catalog_arguments
 
 #: A worker: the catalog built once, then one timed pass per line read.
 WORKER = BUILD_INPUT + '''
@@ -89,9 +89,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--a", type=Path, required=True)
     parser.add_argument("--b", type=Path, required=True)
-    parser.add_argument("--skills", type=int, default=1000)
-    parser.add_argument("--actors", type=int, default=100)
-    parser.add_argument("--seed", type=int, default=7)
+    catalog_arguments(parser)
     parser.add_argument("--rounds", type=int, default=21)
     args = parser.parse_args()
     print(f"resolve CPU a pass, {args.skills} Skills / {args.actors} Actors (seed {args.seed}),"

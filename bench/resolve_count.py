@@ -55,12 +55,17 @@ def instructions(build: Path, work: Path, args: argparse.Namespace, passes: int)
     raise RuntimeError(f"no totals in {out}")
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--build", type=Path, action="append", required=True)
+def catalog_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of the catalog ``BUILD_INPUT`` generates (bench/resolve.py's)."""
     parser.add_argument("--skills", type=int, default=1000)
     parser.add_argument("--actors", type=int, default=100)
     parser.add_argument("--seed", type=int, default=7)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--build", type=Path, action="append", required=True)
+    catalog_arguments(parser)
     parser.add_argument("--passes", type=int, default=2)
     args = parser.parse_args()
     print(f"instructions (callgrind) of resolving {args.skills} Skills / {args.actors} Actors"
