@@ -44,7 +44,7 @@ from skillop.model.manifest import (
 from skillop.model.names import ObjectRef
 from skillop.model.problems import Problem
 from skillop.model.serverkeys import ServerKey
-from skillop.operator.configmaps import ObservedConfigMap, is_managed, observe_configmap
+from skillop.operator.configmaps import ObservedConfigMap, Written, is_managed, observe_configmap
 from skillop.operator.deps import (
     DependencyIndex,
     Key,
@@ -308,8 +308,9 @@ class Store:
         # A write whose answer gave no resourceVersion is known by content only.
         return any(d == digest and (v is None or v == version) for d, v in writes)
 
-    def record_configmap(self, body: Mapping[str, Any], *, digest: str | None = None) -> None:
-        self._managed_configmap(body, digest)
+    def record_configmap(self, configmap: Mapping[str, Any] | Written) -> None:
+        """A ConfigMap the operator wrote (the Actor's own: ``Written``, with its digest)."""
+        self._managed_configmap(configmap)
 
     def forget_configmap(self, ref: ObjectRef) -> None:
         """A managed ConfigMap the operator deleted: its deletion's watch event is
@@ -402,10 +403,10 @@ class Store:
         out, self.wanted = self.wanted, set()
         return out
 
-    def _managed_configmap(self, body: Mapping[str, Any], digest: str | None = None) -> set[Key]:
-        meta = body.get("metadata") or {}
+    def _managed_configmap(self, cm: Mapping[str, Any] | Written) -> set[Key]:
+        meta = (cm.body if isinstance(cm, Written) else cm).get("metadata") or {}
         ref = ObjectRef(meta.get("namespace", ""), meta.get("name", ""))
-        observed = observe_configmap(body, digest=digest)
+        observed = observe_configmap(cm)
         old = self.managed.get(ref)
         self.managed[ref] = observed
         if old == observed or observed.owner is None:
