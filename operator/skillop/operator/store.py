@@ -104,13 +104,14 @@ class Store:
         """Record an object's current state; return the keys that changed."""
         kind = body.get("kind")
         meta = body.get("metadata") or {}
-        ref = held_ref(meta.get("namespace", ""), meta.get("name", ""))
+        ref = ObjectRef(meta.get("namespace", ""), meta.get("name", ""))  # held_ref if kept
         managed = kind == "ConfigMap" and is_managed(meta)
         if kind == "ConfigMap" and not managed and (
                 ref in self.managed or not self.deps.has_users(key("ConfigMap", ref))):
             self.epochs.get("ConfigMap", {}).pop(ref, None)
             self.uids.get("ConfigMap", {}).pop(ref, None)
             return self._name_only(ref)
+        ref = held_ref(ref.namespace, ref.name)
         self.epochs.setdefault(str(kind), {})[ref] = self.epoch
         self.uids.setdefault(str(kind), {})[ref] = str(meta.get("uid") or "")
         if managed:
@@ -309,7 +310,6 @@ class Store:
         return any(d == digest and (v is None or v == version) for d, v in writes)
 
     def record_configmap(self, configmap: Mapping[str, Any] | Written) -> None:
-        """A ConfigMap the operator wrote (the Actor's own: ``Written``, with its digest)."""
         self._managed_configmap(configmap)
 
     def forget_configmap(self, ref: ObjectRef) -> None:
