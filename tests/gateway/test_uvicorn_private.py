@@ -9,7 +9,12 @@ from typing import Any
 import pytest
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from pinkit import installed_within_pin
 from skillop.gateway.uvicorn_private import IncompatibleUvicorn, check
+
+
+def test_the_installed_uvicorn_is_the_minor_pyproject_pins() -> None:
+    installed_within_pin("uvicorn")
 
 
 def test_the_installed_uvicorn_has_everything_the_gateway_relies_on() -> None:

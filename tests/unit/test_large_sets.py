@@ -226,7 +226,7 @@ def test_a_set_that_shrinks_deletes_the_parts_its_index_no_longer_names() -> Non
     assert plan.configmap is not None and TOOLS_KEY in plan.configmap["data"]
     assert plan.parts == ()
     assert [s.name for s in plan.stale] == ["dev-tools-part-1", "dev-tools-part-2"]
-    state = _applied(Plan(configmap=plan.configmap), state)
+    state = _applied(Plan(written=plan.written), state)
     assert [s.name for s in _plan(small, _seen(state)).stale] == [
         "dev-tools-part-1", "dev-tools-part-2"]
     # Once deleted (the watch no longer shows them), nothing more to do.

@@ -66,14 +66,22 @@ def _echo(plan: Plan, old: Doc | None = None) -> tuple[Doc, ObservedConfigMap | 
 
 def test_the_digest_a_plan_carries_is_the_one_its_configmap_is_observed_with() -> None:
     plan = _plan(_base())
-    assert plan.configmap is not None and plan.digest is not None
-    assert plan.digest == data_digest(plan.configmap["data"], plan.configmap.get("binaryData"))
+    written = plan.written
+    assert written is not None and plan.configmap is written.body
+    assert written.digest == data_digest(written.body["data"], written.body.get("binaryData"))
     store = Store()
-    store.record_configmap(json.loads(json.dumps(plan.configmap)), digest=plan.digest)
+    store.record_configmap(written.at("17"))
     _, observed = _echo(plan)
     assert store.observed_configmap(ref("team-a/dev-tools")) == observed
+    assert observed is not None and observed.resource_version is None
+    recorded = store.observed_configmap(ref("team-a/dev-tools"))
+    assert recorded is not None and recorded.resource_version == "17"
+    # The answer's version is metadata: the body is otherwise the one written.
+    assert written.at("17").body == {**written.body, "metadata": {
+        **written.body["metadata"], "resourceVersion": "17"}}
+    assert written.at(None) == written and "resourceVersion" not in written.body["metadata"]
     # Nothing to write, nothing carried: a digest is the written ConfigMap's.
-    assert _plan(_base(), observed=observed).digest is None
+    assert _plan(_base(), observed=observed).written is None
 
 
 def _cond(status: Doc, type_: str) -> Doc:

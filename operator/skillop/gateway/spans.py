@@ -51,13 +51,15 @@ def _api_context() -> ContextVar[Context] | None:
     """The variable that holds the API's current context, when the API keeps it in
     one (its default runtime context; None for another, set by ``OTEL_PYTHON_CONTEXT``):
     a span is made the API's current one there as ``attach(set_span_in_context())``
-    would, without their seven Python calls."""
-    from opentelemetry.context import _RUNTIME_CONTEXT
+    would, without their seven Python calls. Private to the API: looked up, so that
+    an API that keeps it elsewhere gets ``attach`` (tests/gateway/test_otel_private.py)."""
     from opentelemetry.context.contextvars_context import ContextVarsRuntimeContext
 
-    if type(_RUNTIME_CONTEXT) is not ContextVarsRuntimeContext:
+    runtime = getattr(api_context, "_RUNTIME_CONTEXT", None)
+    if type(runtime) is not ContextVarsRuntimeContext:
         return None
-    return _RUNTIME_CONTEXT._current_context
+    variable = getattr(runtime, "_current_context", None)
+    return variable if isinstance(variable, ContextVar) else None
 
 
 _API_CONTEXT: Final = _api_context()

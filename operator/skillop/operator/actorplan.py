@@ -23,9 +23,8 @@ from skillop.operator.conditions import common_conditions, condition
 from skillop.operator.configmaps import (
     ObservedConfigMap,
     configmap_body,
-    differs,
-    stored_digest,
     stored_set,
+    written_configmap,
 )
 from skillop.operator.outputs import (
     CredentialState,
@@ -67,9 +66,8 @@ def actor_plan(actor: ActorResource, resolution: Resolution, *, old_status: Mapp
     # A part is written only when it lacks a chunk the index names there.
     parts = tuple(configmap_body(actor, part, None) for part in stored[1:]
                   if (found := seen.get(part.name)) is None or not found.holds(actor, part))
-    digest = stored_digest(stored[0]) if stored else None
-    configmap = (configmap_body(actor, stored[0], resolution.hash)
-                 if digest and differs(actor, digest, resolution.hash, observed) else None)
+    written = (written_configmap(actor, stored[0], resolution.hash, observed)
+               if stored else None)
     stale = _stale_parts(actor, stored, seen)
     recorded = RecordedStatus.read(old_status)
     built = _actor_status(actor, resolution, problems, old_status, recorded, observed, cm_name,
@@ -83,8 +81,8 @@ def actor_plan(actor: ActorResource, resolution: Resolution, *, old_status: Mapp
                                   namespace=actor.meta.namespace)
         events += _outdated_event(recorded, credentials)
     status = built.wire()
-    return Plan(None if same_status(old_status, status) else status, configmap, tuple(events),
-                parts, stale, digest=digest if configmap is not None else None)
+    return Plan(None if same_status(old_status, status) else status, written, tuple(events),
+                parts, stale)
 
 
 def _stale_parts(actor: ActorResource, stored: Sequence[StoredConfigMap],

@@ -85,12 +85,44 @@ def _actor_owner(meta: Mapping[str, Any]) -> Mapping[str, Any] | None:
                  and str(o.get("apiVersion", "")).startswith(f"{API_GROUP}/")), None)
 
 
-def observe_configmap(body: Mapping[str, Any], *, digest: str | None = None,
-                      ) -> ObservedConfigMap:
+@dataclass(frozen=True, slots=True)
+class Written:
+    """An Actor's ConfigMap as the operator writes it, with its data's digest
+    (``data_digest``), which the store then need not compute again. Both come of
+    one ``StoredConfigMap`` (``written_configmap``), so the digest is this body's."""
+
+    body: dict[str, Any]
+    digest: str
+
+    def at(self, version: str | None) -> Written:
+        """As the write's answer gave it: at ``version`` (metadata only: same digest)."""
+        return Written(versioned(self.body, version), self.digest)
+
+
+def written_configmap(actor: ActorResource, stored: StoredConfigMap, tools_hash: str,
+                      observed: ObservedConfigMap | None) -> Written | None:
+    """The Actor's ConfigMap of ``stored``, if it differs from the one ``observed``
+    (its body made only then)."""
+    digest = stored_digest(stored)
+    if not differs(actor, digest, tools_hash, observed):
+        return None
+    return Written(configmap_body(actor, stored, tools_hash), digest)
+
+
+def versioned(body: dict[str, Any], version: str | None) -> dict[str, Any]:
+    """``body`` asserting ``version`` (None: as it is)."""
+    if version is None:
+        return body
+    return {**body, "metadata": {**body["metadata"], "resourceVersion": version}}
+
+
+def observe_configmap(configmap: Mapping[str, Any] | Written) -> ObservedConfigMap:
     """What the store keeps of a managed ConfigMap: enough to tell it from the one
     the operator would write. Its Actor: the ownerReference's, else the label's
     (an ownerless ConfigMap, after ``kubectl delete actor --cascade=orphan``).
-    ``digest``: its ``data_digest``, known already (a ConfigMap just written)."""
+    A ConfigMap just written (``Written``) brings its data's digest."""
+    body, digest = ((configmap.body, configmap.digest) if isinstance(configmap, Written)
+                    else (configmap, None))
     meta = body.get("metadata") or {}
     labels = meta.get("labels") or {}
     owner_ref = _actor_owner(meta)

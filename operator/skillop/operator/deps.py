@@ -120,7 +120,9 @@ def ref_of(k: Key) -> ObjectRef:
 def held_ref(namespace: Any, name: Any) -> ObjectRef:
     """A reference to keep: its strings interned, so the tables keyed by it (the
     catalog's, epochs, uids) and the object's metadata hold one string per name,
-    not each a copy split from a key or read from another event's body."""
+    not each a copy split from a key or read from another event's body. Not for a
+    ConfigMap known by name only (``Store.upsert``): its name is held once anyway,
+    and an interned string costs an entry in the interpreter's table of them too."""
     return ObjectRef(_interned(namespace), _interned(name))
 
 

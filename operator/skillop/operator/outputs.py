@@ -39,7 +39,7 @@ from skillop.model.status import (
 )
 from skillop.model.wording import count
 from skillop.operator.conditions import common_conditions, condition, problem_summary
-from skillop.operator.configmaps import ObservedConfigMap
+from skillop.operator.configmaps import ObservedConfigMap, Written
 from skillop.operator.listing import Listing
 from skillop.operator.pinning import PinState
 from skillop.resolve.inject import Credentials
@@ -72,17 +72,20 @@ class CredentialState:
 @dataclass(frozen=True, slots=True)
 class Plan:
     status: dict[str, Any] | None = None
-    #: The Actor's ConfigMap (the last to be written: with a packed set it holds
-    #: the index, so the parts it names are written before it).
-    configmap: dict[str, Any] | None = None
+    #: The Actor's ConfigMap with its digest (the last to be written: with a packed
+    #: set it holds the index, so the parts it names are written before it).
+    written: Written | None = None
     events: tuple[EventSpec, ...] = ()
     #: The parts of a packed set that differ from what is observed, in order.
     parts: tuple[dict[str, Any], ...] = ()
     #: Parts of the Actor's set that its index no longer names (the set shrank):
     #: deleted once the Actor's ConfigMap, which holds the index, is written.
     stale: tuple[ObservedConfigMap, ...] = ()
-    #: ``configmap``'s data digest (``configmaps.data_digest``), made for the plan.
-    digest: str | None = None
+
+    @property
+    def configmap(self) -> dict[str, Any] | None:
+        """The Actor's ConfigMap's body (None: it is not written)."""
+        return self.written.body if self.written is not None else None
 
 
 def status_tools(resolution: Resolution) -> list[StatusTool]:

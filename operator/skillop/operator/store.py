@@ -44,7 +44,7 @@ from skillop.model.manifest import (
 from skillop.model.names import ObjectRef
 from skillop.model.problems import Problem
 from skillop.model.serverkeys import ServerKey
-from skillop.operator.configmaps import ObservedConfigMap, is_managed, observe_configmap
+from skillop.operator.configmaps import ObservedConfigMap, Written, is_managed, observe_configmap
 from skillop.operator.deps import (
     DependencyIndex,
     Key,
@@ -104,13 +104,14 @@ class Store:
         """Record an object's current state; return the keys that changed."""
         kind = body.get("kind")
         meta = body.get("metadata") or {}
-        ref = held_ref(meta.get("namespace", ""), meta.get("name", ""))
+        ref = ObjectRef(meta.get("namespace", ""), meta.get("name", ""))  # held_ref if kept
         managed = kind == "ConfigMap" and is_managed(meta)
         if kind == "ConfigMap" and not managed and (
                 ref in self.managed or not self.deps.has_users(key("ConfigMap", ref))):
             self.epochs.get("ConfigMap", {}).pop(ref, None)
             self.uids.get("ConfigMap", {}).pop(ref, None)
             return self._name_only(ref)
+        ref = held_ref(ref.namespace, ref.name)
         self.epochs.setdefault(str(kind), {})[ref] = self.epoch
         self.uids.setdefault(str(kind), {})[ref] = str(meta.get("uid") or "")
         if managed:
@@ -308,8 +309,8 @@ class Store:
         # A write whose answer gave no resourceVersion is known by content only.
         return any(d == digest and (v is None or v == version) for d, v in writes)
 
-    def record_configmap(self, body: Mapping[str, Any], *, digest: str | None = None) -> None:
-        self._managed_configmap(body, digest)
+    def record_configmap(self, configmap: Mapping[str, Any] | Written) -> None:
+        self._managed_configmap(configmap)
 
     def forget_configmap(self, ref: ObjectRef) -> None:
         """A managed ConfigMap the operator deleted: its deletion's watch event is
@@ -402,10 +403,10 @@ class Store:
         out, self.wanted = self.wanted, set()
         return out
 
-    def _managed_configmap(self, body: Mapping[str, Any], digest: str | None = None) -> set[Key]:
-        meta = body.get("metadata") or {}
+    def _managed_configmap(self, cm: Mapping[str, Any] | Written) -> set[Key]:
+        meta = (cm.body if isinstance(cm, Written) else cm).get("metadata") or {}
         ref = ObjectRef(meta.get("namespace", ""), meta.get("name", ""))
-        observed = observe_configmap(body, digest=digest)
+        observed = observe_configmap(cm)
         old = self.managed.get(ref)
         self.managed[ref] = observed
         if old == observed or observed.owner is None:

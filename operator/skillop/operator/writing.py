@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from skillop.model.canonical import json_digest
 from skillop.model.names import ObjectRef
 from skillop.model.wording import count
-from skillop.operator.configmaps import ObservedConfigMap
+from skillop.operator.configmaps import ObservedConfigMap, Written, versioned
 from skillop.operator.deps import Key, key
 from skillop.operator.kube import Gone, Refused
 from skillop.operator.outputs import EventSpec, Plan
@@ -78,9 +78,9 @@ class PlanWrites:
                 version=observed.resource_version if observed is not None else None)
             if failed is not None:
                 return failed
-        if plan.configmap is not None:
-            failed = await self._write_configmap(kind, ref, plan.configmap, exists=exists,
-                                                 version=version, digest=plan.digest)
+        if plan.written is not None:
+            failed = await self._write_configmap(kind, ref, plan.written, exists=exists,
+                                                 version=version)
             if failed is not None:
                 return failed
         # After the index: no index a pod may read next names a part deleted here.
@@ -91,10 +91,12 @@ class PlanWrites:
         # Only what is still to write is kept: a window holds statuses, not ConfigMaps.
         return StatusWrite(kind, ref, uid, plan.status, plan.events)
 
-    async def _write_configmap(self, kind: str, ref: ObjectRef, configmap: dict[str, Any], *,
-                               exists: bool, version: str | None,
-                               digest: str | None = None) -> Key | Refusal | None:
-        body = _versioned(configmap, version if exists else None)
+    async def _write_configmap(self, kind: str, ref: ObjectRef,
+                               configmap: dict[str, Any] | Written, *,
+                               exists: bool, version: str | None) -> Key | Refusal | None:
+        """One ConfigMap: a part, or the Actor's own (``Written``, with its digest)."""
+        plain = configmap.body if isinstance(configmap, Written) else configmap
+        body = versioned(plain, version if exists else None)
         written: list[str | None] = []
 
         async def write() -> None:
@@ -109,7 +111,8 @@ class PlanWrites:
         if failed is not None:
             return failed
         self._sent.configmap(key(kind, ref))
-        self.store.record_configmap(_versioned(configmap, written[0]), digest=digest)
+        self.store.record_configmap(configmap.at(written[0]) if isinstance(configmap, Written)
+                                    else versioned(configmap, written[0]))
         return None
 
     async def _delete_configmap(self, kind: str, ref: ObjectRef,
@@ -189,13 +192,6 @@ class PlanWrites:
             log.warning("%s %s: %s; will retry", kind, ref, err)
             return key(kind, ref)
         return None
-
-
-def _versioned(body: dict[str, Any], version: str | None) -> dict[str, Any]:
-    """``body`` asserting ``version`` (None: as it is)."""
-    if version is None:
-        return body
-    return {**body, "metadata": {**body["metadata"], "resourceVersion": version}}
 
 
 @dataclass(frozen=True, slots=True)
