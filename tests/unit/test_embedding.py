@@ -95,3 +95,12 @@ def test_weights_that_cannot_be_read_are_a_reason_not_a_traceback(tmp_path: Path
     found = load_encoder(tmp_path)
     assert isinstance(found, Unavailable)
     assert found.reason.startswith(f"the model at {tmp_path} cannot be loaded (")
+
+
+def test_without_glibc_the_freed_memory_is_left_to_the_allocator(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_glibc(name: str) -> None:
+        raise OSError(f"{name}: cannot open shared object file")
+
+    monkeypatch.setattr(embedding_onnx.ctypes, "CDLL", no_glibc)
+    embedding_onnx._release_freed_memory()  # no malloc_trim: nothing to do, no error
