@@ -19,10 +19,18 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import importlib.util
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from skillop.gateway.embedding import MODEL_NAME, Encoder, file_id, mean_pooled, padded
+from skillop.gateway.embedding import (
+    MAX_TOKENS,
+    MODEL_NAME,
+    Encoder,
+    file_id,
+    mean_pooled,
+    padded,
+)
 
 if TYPE_CHECKING:
     from skillop.gateway.embedding import Matrix
@@ -83,6 +91,12 @@ class OnnxEncoder(Encoder):
         super().__init__(tokenizer_file, f"{ONNX_NAME}@{file_id(model)}",
                          width if isinstance(width, int) else 384)
 
+    def encode(self, texts: Sequence[str], *, tokens: int = MAX_TOKENS) -> Matrix:
+        vectors = super().encode(texts, tokens=tokens)
+        if len(texts) > 1:  # a set's texts, in batches: their buffers freed, kept by glibc
+            _release_freed_memory()
+        return vectors
+
     def _forward(self, batch: list[list[int]]) -> Matrix:
         import numpy as np
 
@@ -96,7 +110,8 @@ class OnnxEncoder(Encoder):
 def _release_freed_memory() -> None:
     """Give the C heap's free pages back to the system. Building the session folds
     the int8 weights into float32 ones and frees its intermediate copies, but glibc
-    keeps them: 157 MiB resident after the session is built, 96 MiB after this.
+    keeps them: 157 MiB resident after the session is built, 96 MiB after this; and
+    the buffers of a set's batches likewise.
     Nothing to do where there is no glibc (musl has no ``malloc_trim``)."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
