@@ -7,7 +7,7 @@ numpy forward pass). onnxruntime (MIT) runs it in about half the CPU of the nump
 forward pass per query; its vectors are at cosine 0.9996 to numpy's, and the seen
 query sets rank within 0.002 of numpy's (docs/benchmarks.md, "fifth round"). It
 costs more memory: the runtime and its session, which holds the weights
-dequantized, add about 130 MiB resident where numpy's weights add 86 MiB.
+dequantized, add about 135 MiB resident where numpy's weights add 85 MiB.
 
 Optional, like the rest of the model: without onnxruntime or the package, or when the
 file cannot be loaded, ``load_onnx_encoder`` returns None and the numpy forward pass
