@@ -74,7 +74,8 @@ class OnnxEncoder(Encoder):
         options = onnxruntime.SessionOptions()
         # One thread, no pool: the vectors are computed in one background thread of
         # a sidecar that shares the pod's CPU (as OPENBLAS_NUM_THREADS for numpy),
-        # and a fork while pool threads run is what hung numpy's OpenBLAS.
+        # and a fork while pool threads run is what hung numpy's OpenBLAS. (Importing
+        # onnxruntime starts one thread of its own, which computes nothing.)
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
         # No arena and no memory pattern: the arena keeps the peak of the batches of
