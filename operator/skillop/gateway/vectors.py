@@ -4,9 +4,9 @@ Where: in the gateway, not the operator. A vector is 1.5 KiB (384 float32), and 
 tool has two (its text's and its name's: gateway/search.py), so a set of 551 tools
 has 1.6 MiB of them: they would not fit beside the set in the
 Actor's ConfigMap (1 MiB for everything) and do not belong in etcd; and only the
-gateway needs them. The cost is CPU: all-MiniLM-L6-v2 in numpy reads a tool's
-description (up to 64 tokens) in about 20-30 ms of one core and its name in a
-fifth of that, so a set of 551 tools takes 12-20 s (bench/disclosure.py measures
+gateway needs them. The cost is CPU: all-MiniLM-L6-v2 (int8 by onnxruntime, or
+numpy) reads a tool's description (up to 64 tokens) and its name in about 18-21 ms
+of one core, so a set of 551 tools takes 10-12 s (bench/disclosure.py measures
 it). So:
 
 * the vectors are computed in a background thread: ``search_tools`` ranks
@@ -15,7 +15,9 @@ it). So:
   skill, name, title and description; or its skill, name and title), so an
   unchanged tool is never read twice, whichever set it comes back in;
 * the cache is a file in ``SKILLOP_SEARCH_CACHE_DIR`` (an ``emptyDir`` in a pod: it
-  outlives a restart of the gateway's container), one per model, so a restart
+  outlives a restart of the gateway's container), one per model (named by the
+  encoder's ``identity``: the int8 model's vectors and numpy's differ slightly, and
+  neither reads the other's file), so a restart
   reads it (5,000 tools: 15 MiB, well under a second) instead of embedding the
   set again, and does not write it again when it already holds the set. A file
   that cannot be read, or whose vectors are not float32 rows of the model's width,
