@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING
 import snowballstemmer
 
 from skillop.gateway.actions import asked, named, performed, phrase
+from skillop.gateway.products import found_in, mentioned
 from skillop.gateway.thesaurus import EXPANSION_WEIGHT, GROUPS
 from skillop.model.wording import count
 
@@ -117,6 +118,11 @@ class Document:
         what a tool does)."""
         text = f"{self.skill}: {self.name_words()}. {self.title} {self.description}"
         return " ".join(text.split())
+
+    def texts(self) -> tuple[str, ...]:
+        """Every text of the tool, as the set says it (which products it names)."""
+        return (self.skill, self.name_words(), self.title, self.description,
+                " ".join(self.tags), self.parameters)
 
     def label(self) -> str:
         """The second text the model reads: the skill, the name's words and the title
@@ -230,6 +236,8 @@ class SearchIndex:
         self._arrays: dict[str, tuple[npt.NDArray[np.intp], Matrix]] = {}
         #: Hybrid: each skill's name as a query would say it -> its documents' numbers.
         self._skills: dict[str, npt.NDArray[np.intp]] = {}
+        #: Hybrid: the well-known products (gateway/products.py) the set's texts name.
+        self._served: frozenset[tuple[str, ...]] = frozenset()
 
     def build(self) -> None:
         """Build the tables now, if no search or attachment has yet."""
@@ -282,6 +290,7 @@ class SearchIndex:
                 by_skill.setdefault(phrase(doc.skill), []).append(number)
         self._skills = {name: np.asarray(numbers, dtype=np.intp)
                         for name, numbers in by_skill.items()}
+        self._served = found_in(text for doc in self.documents for text in doc.texts())
         self._names = names
         self._semantic = (vectors, encode)
 
@@ -325,9 +334,19 @@ class SearchIndex:
         best = best[np.lexsort((best, -blended[best]))].tolist()
         matches = tuple((self._keys[i], float(blended[i])) for i in best[:limit])
         confidence = float(cosines.max())
-        weak = confidence < ABSTAIN_BELOW or self._unable(query, best[:ACTION_CANDIDATES],
-                                                          blended)
+        weak = (confidence < ABSTAIN_BELOW or self.elsewhere(query)
+                or self._unable(query, best[:ACTION_CANDIDATES], blended))
         return Found(matches, weak=weak, ranking="hybrid", confidence=confidence)
+
+    def elsewhere(self, query: str) -> bool:
+        """Whether ``query`` names a well-known product or service (gateway/products.py)
+        that no text of the set names, and none that the set serves nor a skill of the
+        set ("create a Jira ticket" where no tool mentions Jira; not "copy the Jira
+        ticket into a GitHub issue": the set may do a part of it)."""
+        said = mentioned(query)
+        if all(name in self._served for name in said):
+            return False
+        return not (any(name in self._served for name in said) or named(query, self._skills))
 
     def _unable(self, query: str, closest: list[int], blended: Matrix) -> bool:
         """Whether ``query`` asks for an operation that none of the documents numbered
