@@ -45,8 +45,9 @@ scoring one frozen set does not show another's figures). Reported per set and pe
 kind: recall@1/5/10, MRR (1/rank of the first relevant tool, 0 past 50), abstention
 (share of 'none' queries answered "nothing fits") and wrong abstention (share of
 answerable queries answered so).
-Ablations: lexical only, without the thesaurus, and without the operation check
-(gateway/actions.py: only the best cosine abstains). Then the abstention threshold
+Ablations: lexical only, without the thesaurus, without the product check
+(gateway/products.py), and without it or the operation check (gateway/actions.py:
+only the best cosine abstains). Then the abstention threshold
 estimated by cross-validation over the seen sets, and the costs
 (bench/search_costs.py): search latency at 551, 2,000 and 5,000 tools for a new
 query and a repeated one, and gateway start-up to ready at 5,000 tools in Search
@@ -391,14 +392,23 @@ def hybrid_main(args: argparse.Namespace) -> int:
             print_figures(part, evaluate(lexical, parts[part]))
     finally:
         search_module._SYNONYMS = saved
-    print("hybrid without the operation check (the best cosine alone abstains):")
-    checked = search_module.asked
-    search_module.asked = lambda query: frozenset()
+    print("hybrid without the product check (gateway/products.py):")
+    elsewhere = SearchIndex.elsewhere
+    SearchIndex.elsewhere = lambda self, query: False  # type: ignore[method-assign]
     try:
         for part in shown:
             print_figures(part, evaluate(index, parts[part]))
+        print("hybrid without the operation or product checks (the best cosine alone"
+              " abstains):")
+        checked = search_module.asked
+        search_module.asked = lambda query: frozenset()
+        try:
+            for part in shown:
+                print_figures(part, evaluate(index, parts[part]))
+        finally:
+            search_module.asked = checked
     finally:
-        search_module.asked = checked
+        SearchIndex.elsewhere = elsewhere  # type: ignore[method-assign]
     calibrate(index, [(name, *q) for name, _ in SEEN for q in kinded_queries(name)]
               + [(name, *q) for name, labelled in old.items() for q in labelled])
     if args.no_costs:
@@ -422,13 +432,14 @@ def calibrate(index: SearchIndex, labelled: list[tuple[str, str, str, set[str]]]
     highest with at most TARGET_WRONG of answerable queries under it) and estimated by
     cross-validation: chosen on part of the seen queries, counted on the rest (5
     folds, and one seen set left out at a time); the figures are the held-out parts'.
-    The operation check (gateway/actions.py: no threshold, nothing fitted) abstains
-    too, on top of the threshold; the figures are given with and without it."""
+    The operation check (gateway/actions.py) and the product check
+    (gateway/products.py), with no threshold and nothing fitted, abstain too, on top of
+    the threshold; the figures are given with and without them."""
     import numpy as np
 
     best, answerable, sets, unable = [], [], [], []
     saved = search_module.ABSTAIN_BELOW
-    search_module.ABSTAIN_BELOW = -1.0  # weak now means the operation check alone
+    search_module.ABSTAIN_BELOW = -1.0  # weak now means the two checks alone
     try:
         for name, _, query, relevant in labelled:
             found = index.find(query, limit=1)
@@ -452,12 +463,13 @@ def calibrate(index: SearchIndex, labelled: list[tuple[str, str, str, set[str]]]
         weak = np.zeros(len(cos), dtype=bool)
         for held in parts:
             weak[held] = cos[held] < chosen(~held)
-        for rule, flags in (("the cosine alone", weak), ("and the operation check", weak | acts)):
+        for rule, flags in (("the cosine alone", weak),
+                            ("and the operation and product checks", weak | acts)):
             print(f"abstention, cross-validated ({label}, {rule}): {flags[~ok].mean():.0%} of"
                   f" {int((~ok).sum())} unanswerable, wrongly {flags[ok].mean():.1%} of"
                   f" {int(ok.sum())} answerable")
     print(f"  the threshold chosen on all of them: {chosen(np.ones(len(cos), dtype=bool)):.3f}"
-          f" (the search's: {search_module.ABSTAIN_BELOW}); the operation check alone"
+          f" (the search's: {search_module.ABSTAIN_BELOW}); the two checks alone"
           f" abstains on {acts[~ok].mean():.0%} of unanswerable, {acts[ok].mean():.1%} of"
           " answerable")
 

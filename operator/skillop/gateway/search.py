@@ -82,6 +82,13 @@ ABSTAIN_BELOW = 0.29
 ACTION_CANDIDATES = 3
 #: A query longer than this is cut (a model's search is a sentence, not a document).
 MAX_QUERY_CHARS = 1000
+#: A query of more words than this (a task of several steps, where the tool asked for
+#: may be a later one) is read by the model twice in one batch: whole, as any query
+#: (cut at the model's query length), and its rest after these first words; the
+#: cosine ranked mixes the two, ``REST_WEIGHT`` the rest's. Chosen on the seen query
+#: sets, each left out in turn (docs/benchmarks.md, "fifth round").
+LONG_QUERY_WORDS = 16
+REST_WEIGHT = 0.4
 
 _WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _STOP = frozenset((
@@ -180,6 +187,17 @@ def query_terms(query: str) -> dict[str, float]:
     return out
 
 
+def query_texts(query: str) -> tuple[str, ...]:
+    """What the sentence model reads of ``query``, in order: the query, and when it has
+    more than ``LONG_QUERY_WORDS`` words, its rest after them ("... then rerun the
+    workflow from the failed job")."""
+    query = query[:MAX_QUERY_CHARS]
+    words = query.split()
+    if len(words) <= LONG_QUERY_WORDS:
+        return (query,)
+    return (query, " ".join(words[LONG_QUERY_WORDS:]))
+
+
 def _synonyms() -> dict[str, frozenset[str]]:
     """Each stem of the thesaurus -> the stems of every group it is in, but itself."""
     out: dict[str, set[str]] = {}
@@ -262,7 +280,8 @@ class SearchIndex:
         """Rank with the sentence model from now on: ``vectors`` holds one unit row
         per document (its ``sentence``), in order, ``names`` likewise of its
         ``label`` (without them the text's cosine alone ranks); ``encode(query)``
-        gives the query's unit vector."""
+        gives the unit vectors of ``query_texts(query)``, one row each (a single
+        vector: the query's alone)."""
         for rows in (vectors, names):
             if rows is not None and len(rows) != len(self._keys):
                 raise ValueError(f"{count(len(rows), 'vector')} for"
@@ -309,12 +328,12 @@ class SearchIndex:
 
         vectors, encode = self._semantic
         idf = self._tables().idf
-        wanted = encode(query[:MAX_QUERY_CHARS])
-        cosines = vectors @ wanted
-        ranked: Matrix = cosines
-        if self._names is not None:
-            ranked = np.float32(1 - NAME_WEIGHT) * cosines
-            ranked += np.float32(NAME_WEIGHT) * (self._names @ wanted)
+        wanted = np.atleast_2d(encode(query[:MAX_QUERY_CHARS]))
+        cosines = vectors @ wanted[0]
+        ranked = self._mixed(cosines, wanted[0])
+        if len(wanted) > 1:  # a long query's rest
+            ranked *= np.float32(1 - REST_WEIGHT)
+            ranked += np.float32(REST_WEIGHT) * self._mixed(vectors @ wanted[1], wanted[1])
         bm25 = np.zeros(len(self._keys), dtype=np.float32)
         for term, weight in query_terms(query).items():
             posting = self._arrays.get(term)
@@ -337,6 +356,17 @@ class SearchIndex:
         weak = (confidence < ABSTAIN_BELOW or self.elsewhere(query)
                 or self._unable(query, best[:ACTION_CANDIDATES], blended))
         return Found(matches, weak=weak, ranking="hybrid", confidence=confidence)
+
+    def _mixed(self, cosines: Matrix, wanted: Matrix) -> Matrix:
+        """The cosine ranked: the texts' ``cosines`` with ``wanted`` mixed with the
+        names' (a new array)."""
+        import numpy as np
+
+        if self._names is None:
+            return cosines.copy()
+        mixed: Matrix = np.float32(1 - NAME_WEIGHT) * cosines
+        mixed += np.float32(NAME_WEIGHT) * (self._names @ wanted)
+        return mixed
 
     def elsewhere(self, query: str) -> bool:
         """Whether ``query`` names a well-known product or service (gateway/products.py)
