@@ -78,10 +78,9 @@ def latency(docs: list[Document], extra: list[Document], vectors: Matrix, names:
     import functools
 
     from skillop.gateway.embedding import QUERY_TOKENS
-    from skillop.gateway.search import query_texts
 
-    def forward(query: str) -> Matrix:  # as the gateway's ranker computes it
-        return encoder.encode(list(query_texts(query)), tokens=QUERY_TOKENS)
+    def forward(query: str) -> Matrix:
+        return encoder.encode([query], tokens=QUERY_TOKENS)[0]
 
     met = True
     for size in SIZES:

@@ -96,44 +96,34 @@ def test_disclosure_mode_is_checked() -> None:
     assert not parse_problems(actor("a", disclosure={"mode": "Search", "pinned": ["x"]}))
 
 
-def test_a_short_query_is_read_whole_and_a_long_one_also_from_its_later_words() -> None:
-    short = "open a merge request for the login fix"
-    assert search_module.query_texts(short) == (short,)
-    steps = ("our staging deploy failed after the last merge so please pull the logs of"
-             " the failing job and once I push a fix rerun the workflow")
-    whole, rest = search_module.query_texts(steps)
-    assert whole == steps
-    assert rest == "job and once I push a fix rerun the workflow"
+def test_a_long_query_leans_more_on_its_words() -> None:
+    weight = search_module.semantic_weight
+    assert weight("open a merge request for the login fix") == search_module.SEMANTIC_WEIGHT
+    steps = " ".join(["word"] * 4 * search_module.LONG_QUERY_WORDS)
+    assert weight(steps) == pytest.approx(search_module.SEMANTIC_WEIGHT / 2)
 
 
-@given(st.text(max_size=1500))
-def test_what_the_model_reads_of_any_query(query: str) -> None:
-    texts = search_module.query_texts(query)
-    assert texts[0] == query[:search_module.MAX_QUERY_CHARS]
-    words = texts[0].split()
-    if len(words) <= search_module.LONG_QUERY_WORDS:
-        assert len(texts) == 1
-    else:
-        assert texts[1:] == (" ".join(words[search_module.LONG_QUERY_WORDS:]),)
+@given(st.text(max_size=1500), st.text(max_size=300))
+def test_the_cosine_counts_less_the_longer_the_query(query: str, more: str) -> None:
+    weight = search_module.semantic_weight
+    assert 0 < weight(f"{query} {more}") <= weight(query) <= search_module.SEMANTIC_WEIGHT
+    if len(query.split()) <= search_module.LONG_QUERY_WORDS:
+        assert weight(query) == search_module.SEMANTIC_WEIGHT
 
 
-def test_a_long_query_s_rest_counts_in_the_ranking_but_not_in_the_abstention() -> None:
+def test_a_long_query_s_words_count_more_but_its_abstention_is_the_cosine_s() -> None:
     np = pytest.importorskip("numpy")
-    docs = [Document("a", "first_tool"), Document("b", "second_tool")]
+    # a is closer to the query's vector; b shares the query's later words.
+    docs = [Document("a", "first_tool"), Document("b", "second_tool",
+                                                  description="rerun the failed workflow")]
     texts = np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32)
-    whole = np.array([0.8, 0.6], dtype=np.float32)  # closer to a
-    rest = np.array([0.0, 1.0], dtype=np.float32)  # b's step, later in the query
-
-    def encode(query: str) -> object:
-        parts = search_module.query_texts(query)
-        return np.stack([whole, rest][:len(parts)])
-
+    wanted = np.array([0.75, 0.6614], dtype=np.float32)  # a unit vector
     index = SearchIndex(docs)
-    index.attach_vectors(texts, encode)  # type: ignore[arg-type]
-    assert [key for key, _ in index.find("zzz", limit=2).matches] == ["a", "b"]
-    found = index.find("zzz " * (search_module.LONG_QUERY_WORDS + 3), limit=2)
+    index.attach_vectors(texts, lambda query: wanted)
+    short = "rerun the failed workflow"
+    assert [key for key, _ in index.find(short, limit=2).matches] == ["a", "b"]
+    steps = ("our staging deploy broke after the merge so read the logs of the job and"
+             " when I push a fix rerun the failed workflow")
+    found = index.find(steps, limit=2)
     assert [key for key, _ in found.matches] == ["b", "a"]
-    (_, b), (_, a) = found.matches
-    weight = search_module.SEMANTIC_WEIGHT * search_module.REST_WEIGHT
-    assert b - a == pytest.approx(search_module.SEMANTIC_WEIGHT * (0.6 - 0.8) + weight * 1.2)
-    assert found.confidence == pytest.approx(0.8)  # the whole query's, as calibrated
+    assert found.confidence == pytest.approx(0.75)  # the cosine's, as calibrated

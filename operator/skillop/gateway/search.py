@@ -21,13 +21,17 @@ vectors are ready (gateway/vectors.py), the ranking is hybrid: each tool's score
 is ``SEMANTIC_WEIGHT`` times the cosine of the query's vector and the tool's plus
 the rest times its BM25 score squashed into [0, 1) as ``s / (s + BM25_HALF)``
 (a blend of scores rather than of ranks: a weak lexical match should not pull a
-tool up as far as a strong one). A tool has two vectors, its text's
+tool up as far as a strong one); for a query of more than ``LONG_QUERY_WORDS``
+words the cosine counts less (``semantic_weight``: the model reads only a query's
+first tokens). A tool has two vectors, its text's
 (``Document.sentence``) and its name's (``Document.label``); the cosine ranked is
 their mix, ``NAME_WEIGHT`` of the name's. A query whose best cosine with any tool's
 text is under ``ABSTAIN_BELOW`` is answered with "nothing fits" and the closest few,
 marked weak; so is one that asks for an operation (gateway/actions.py: "delete
 ...") that none of the ``ACTION_CANDIDATES`` best-ranked tools performs, or, when
-it names a skill of the set, none of that skill's best. The blend's two constants
+it names a skill of the set, none of that skill's best; and one that names a
+well-known product that no text of the set names (gateway/products.py: "create a
+Jira ticket"; ``elsewhere``). The blend's two constants
 were fitted on bench/mcp_tools/queries-v2-tuning.txt; the threshold is the
 highest that wrongly abstains on at most 5% of the answerable queries of the seen
 sets, and bench/disclosure.py --hybrid estimates what it does on queries not seen
@@ -82,13 +86,12 @@ ABSTAIN_BELOW = 0.29
 ACTION_CANDIDATES = 3
 #: A query longer than this is cut (a model's search is a sentence, not a document).
 MAX_QUERY_CHARS = 1000
-#: A query of more words than this (a task of several steps, where the tool asked for
-#: may be a later one) is read by the model twice in one batch: whole, as any query
-#: (cut at the model's query length), and its rest after these first words; the
-#: cosine ranked mixes the two, ``REST_WEIGHT`` the rest's. Chosen on the seen query
-#: sets, each left out in turn (docs/benchmarks.md, "fifth round").
-LONG_QUERY_WORDS = 16
-REST_WEIGHT = 0.4
+#: A query of more words than this leans more on BM25: the model reads a query's first
+#: tokens only (a task's later steps go unread), BM25 all of it. The cosine's weight is
+#: ``SEMANTIC_WEIGHT`` times the square root of this over the query's words (0.53 at
+#: 24 words), chosen on the seen query sets, each left out in turn (docs/benchmarks.md,
+#: "fifth round"); no extra pass of the model.
+LONG_QUERY_WORDS = 12
 
 _WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _STOP = frozenset((
@@ -187,15 +190,13 @@ def query_terms(query: str) -> dict[str, float]:
     return out
 
 
-def query_texts(query: str) -> tuple[str, ...]:
-    """What the sentence model reads of ``query``, in order: the query, and when it has
-    more than ``LONG_QUERY_WORDS`` words, its rest after them ("... then rerun the
-    workflow from the failed job")."""
-    query = query[:MAX_QUERY_CHARS]
-    words = query.split()
-    if len(words) <= LONG_QUERY_WORDS:
-        return (query,)
-    return (query, " ".join(words[LONG_QUERY_WORDS:]))
+def semantic_weight(query: str) -> float:
+    """How much the cosine counts in ``query``'s hybrid score (BM25 the rest): less for
+    a long query, whose later words the model does not read."""
+    words = len(query[:MAX_QUERY_CHARS].split())
+    if words <= LONG_QUERY_WORDS:
+        return SEMANTIC_WEIGHT
+    return SEMANTIC_WEIGHT * math.sqrt(LONG_QUERY_WORDS / words)
 
 
 def _synonyms() -> dict[str, frozenset[str]]:
@@ -280,8 +281,7 @@ class SearchIndex:
         """Rank with the sentence model from now on: ``vectors`` holds one unit row
         per document (its ``sentence``), in order, ``names`` likewise of its
         ``label`` (without them the text's cosine alone ranks); ``encode(query)``
-        gives the unit vectors of ``query_texts(query)``, one row each (a single
-        vector: the query's alone)."""
+        gives the query's unit vector."""
         for rows in (vectors, names):
             if rows is not None and len(rows) != len(self._keys):
                 raise ValueError(f"{count(len(rows), 'vector')} for"
@@ -328,19 +328,20 @@ class SearchIndex:
 
         vectors, encode = self._semantic
         idf = self._tables().idf
-        wanted = np.atleast_2d(encode(query[:MAX_QUERY_CHARS]))
-        cosines = vectors @ wanted[0]
-        ranked = self._mixed(cosines, wanted[0])
-        if len(wanted) > 1:  # a long query's rest
-            ranked *= np.float32(1 - REST_WEIGHT)
-            ranked += np.float32(REST_WEIGHT) * self._mixed(vectors @ wanted[1], wanted[1])
+        wanted = encode(query[:MAX_QUERY_CHARS])
+        cosines = vectors @ wanted
+        ranked: Matrix = cosines
+        if self._names is not None:
+            ranked = np.float32(1 - NAME_WEIGHT) * cosines
+            ranked += np.float32(NAME_WEIGHT) * (self._names @ wanted)
         bm25 = np.zeros(len(self._keys), dtype=np.float32)
         for term, weight in query_terms(query).items():
             posting = self._arrays.get(term)
             if posting is not None:
                 numbers, saturated = posting
                 bm25[numbers] += (weight * idf[term]) * saturated
-        blended = SEMANTIC_WEIGHT * ranked + (1 - SEMANTIC_WEIGHT) * bm25 / (bm25 + BM25_HALF)
+        semantic = semantic_weight(query)
+        blended = semantic * ranked + (1 - semantic) * bm25 / (bm25 + BM25_HALF)
         gone = self._numbers(hidden)
         if gone:
             blended[gone] = -np.inf
@@ -356,17 +357,6 @@ class SearchIndex:
         weak = (confidence < ABSTAIN_BELOW or self.elsewhere(query)
                 or self._unable(query, best[:ACTION_CANDIDATES], blended))
         return Found(matches, weak=weak, ranking="hybrid", confidence=confidence)
-
-    def _mixed(self, cosines: Matrix, wanted: Matrix) -> Matrix:
-        """The cosine ranked: the texts' ``cosines`` with ``wanted`` mixed with the
-        names' (a new array)."""
-        import numpy as np
-
-        if self._names is None:
-            return cosines.copy()
-        mixed: Matrix = np.float32(1 - NAME_WEIGHT) * cosines
-        mixed += np.float32(NAME_WEIGHT) * (self._names @ wanted)
-        return mixed
 
     def elsewhere(self, query: str) -> bool:
         """Whether ``query`` names a well-known product or service (gateway/products.py)

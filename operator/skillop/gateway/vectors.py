@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from skillop.gateway.embedding import QUERY_TOKENS, Encoder, Unavailable, shared_encoder
-from skillop.gateway.search import SearchIndex, query_texts
+from skillop.gateway.search import SearchIndex
 from skillop.model.wording import count
 
 if TYPE_CHECKING:
@@ -166,17 +166,15 @@ class SemanticRanker:
         self._pending: SearchIndex | None = None
         self._wake = threading.Condition()
         self._thread: threading.Thread | None = None
-        #: The query's vectors (one a part, ``query_texts``) by its text, computed once
-        #: (read-only: shared by calls).
+        #: The query's vector by its text, computed once (read-only: shared by calls).
         self.query_vector = functools.lru_cache(maxsize=QUERY_CACHE)(self._query_vector)
 
     def _query_vector(self, query: str) -> Matrix:
         encoder = self._load()
         assert not isinstance(encoder, Unavailable)
-        # A long query's parts in one forward pass (gateway/search.py, query_texts).
-        vectors: Matrix = encoder.encode(list(query_texts(query)), tokens=QUERY_TOKENS)
-        vectors.flags.writeable = False
-        return vectors
+        vector: Matrix = encoder.encode([query], tokens=QUERY_TOKENS)[0]
+        vector.flags.writeable = False
+        return vector
 
     def submit(self, index: SearchIndex) -> None:
         """Rank ``index`` hybrid once its vectors are ready (a later submit
