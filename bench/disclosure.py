@@ -470,7 +470,7 @@ def calibrate(index: SearchIndex, labelled: list[tuple[str, str, str, set[str]]]
                   f" {int(ok.sum())} answerable")
     print(f"  the threshold chosen on all of them: {chosen(np.ones(len(cos), dtype=bool)):.3f}"
           f" (the search's: {search_module.ABSTAIN_BELOW}); the two checks alone"
-          f" abstains on {acts[~ok].mean():.0%} of unanswerable, {acts[ok].mean():.1%} of"
+          f" abstain on {acts[~ok].mean():.0%} of unanswerable, {acts[ok].mean():.1%} of"
           " answerable")
 
 
