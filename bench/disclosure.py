@@ -394,7 +394,7 @@ def hybrid_main(args: argparse.Namespace) -> int:
         search_module._SYNONYMS = saved
     print("hybrid without the product check (gateway/products.py):")
     elsewhere = SearchIndex.elsewhere
-    SearchIndex.elsewhere = lambda self, query: False  # type: ignore[method-assign]
+    SearchIndex.elsewhere = lambda self, query, **_: False  # type: ignore[method-assign]
     try:
         for part in shown:
             print_figures(part, evaluate(index, parts[part]))

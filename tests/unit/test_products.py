@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from skillop.gateway.products import CATEGORIES, NAMES, found_in, mentioned
+from skillop.gateway.products import CATEGORIES, NAMES, mentioned, said_in
 from skillop.gateway.search import Document, SearchIndex
 from skillop.gateway.vectors import SemanticRanker
 
@@ -49,9 +49,10 @@ def test_the_list_is_several_hundred_names_of_one_to_three_words() -> None:
     assert all(re.fullmatch(r"[a-z0-9]+( [a-z0-9]+){0,2}", name) for name in written)
 
 
-def test_a_set_serves_the_names_its_texts_say() -> None:
-    served = found_in(["Create an issue in Jira Cloud.", "Send via AMAZON SES", "jiraffe"])
-    assert served == {("jira",), ("amazon", "ses")}
+def test_a_tool_serves_the_names_its_text_says() -> None:
+    assert said_in("Create an issue in Jira Cloud; send via AMAZON SES") == {
+        ("jira",), ("amazon", "ses")}
+    assert said_in("jiraffe, the amazon sesame") == frozenset()
 
 
 _FILLER = st.lists(st.sampled_from(["please", "the", "ticket", "report", "to", "and", "now",
@@ -117,3 +118,15 @@ def test_a_product_one_tool_names_is_served() -> None:
                             description="Import issues from Jira into a project."))
     assert not index.find("create a Jira ticket", limit=1).weak
     assert index.find("post the release notes on Discord", limit=1).weak
+
+
+def test_a_product_or_skill_only_hidden_tools_name_is_not_served() -> None:
+    # The answer must not tell a caller that a hidden tool names it.
+    index = _index(Document("gl/import", "import_issues", skill="gitlab",
+                            description="Import issues from Jira into a project."),
+                   Document("zd/ticket", "create_ticket", skill="zendesk",
+                            description="Create a support ticket."))
+    assert not index.find("create a Jira ticket", limit=1).weak
+    assert index.find("create a Jira ticket", limit=1, hidden={"gl/import"}).weak
+    assert not index.find("create a Zendesk ticket", limit=1).weak  # a skill of the set
+    assert index.find("create a Zendesk ticket", limit=1, hidden={"zd/ticket"}).weak

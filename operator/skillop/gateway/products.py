@@ -33,7 +33,7 @@ A name is lowercase words ([a-z0-9]+), one to three of them.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 #: Category -> its products, comma-separated.
 CATEGORIES: dict[str, str] = {
@@ -170,13 +170,10 @@ def _grams(words: Sequence[str]) -> Iterator[tuple[int, tuple[str, ...]]]:
                     break
 
 
-def found_in(texts: Iterable[str]) -> frozenset[tuple[str, ...]]:
-    """The names of the list that occur in ``texts`` (a set's tool texts: what it
-    serves), as whole words, case ignored."""
-    out: set[tuple[str, ...]] = set()
-    for text in texts:
-        out.update(gram for _, gram in _grams(_WORD.findall(text.lower())))
-    return frozenset(out)
+def said_in(text: str) -> frozenset[tuple[str, ...]]:
+    """The names of the list that occur in ``text`` (a tool's text: what it serves),
+    as whole words, case ignored."""
+    return frozenset(gram for _, gram in _grams(_WORD.findall(text.lower())))
 
 
 def mentioned(query: str) -> list[tuple[str, ...]]:

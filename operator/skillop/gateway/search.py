@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING
 import snowballstemmer
 
 from skillop.gateway.actions import asked, named, performed, phrase
-from skillop.gateway.products import found_in, mentioned
+from skillop.gateway.products import mentioned, said_in
 from skillop.gateway.thesaurus import EXPANSION_WEIGHT, GROUPS
 from skillop.model.wording import count
 
@@ -255,8 +255,9 @@ class SearchIndex:
         self._arrays: dict[str, tuple[npt.NDArray[np.intp], Matrix]] = {}
         #: Hybrid: each skill's name as a query would say it -> its documents' numbers.
         self._skills: dict[str, npt.NDArray[np.intp]] = {}
-        #: Hybrid: the well-known products (gateway/products.py) the set's texts name.
-        self._served: frozenset[tuple[str, ...]] = frozenset()
+        #: Hybrid: each well-known product (gateway/products.py) the set's texts name ->
+        #: the numbers of the documents that name it.
+        self._served: dict[tuple[str, ...], frozenset[int]] = {}
 
     def build(self) -> None:
         """Build the tables now, if no search or attachment has yet."""
@@ -309,7 +310,11 @@ class SearchIndex:
                 by_skill.setdefault(phrase(doc.skill), []).append(number)
         self._skills = {name: np.asarray(numbers, dtype=np.intp)
                         for name, numbers in by_skill.items()}
-        self._served = found_in(text for doc in self.documents for text in doc.texts())
+        served: dict[tuple[str, ...], set[int]] = {}
+        for number, doc in enumerate(self.documents):
+            for name in frozenset().union(*map(said_in, doc.texts())):
+                served.setdefault(name, set()).add(number)
+        self._served = {name: frozenset(numbers) for name, numbers in served.items()}
         self._names = names
         self._semantic = (vectors, encode)
 
@@ -354,19 +359,22 @@ class SearchIndex:
         best = best[np.lexsort((best, -blended[best]))].tolist()
         matches = tuple((self._keys[i], float(blended[i])) for i in best[:limit])
         confidence = float(cosines.max())
-        weak = (confidence < ABSTAIN_BELOW or self.elsewhere(query)
+        weak = (confidence < ABSTAIN_BELOW or self.elsewhere(query, gone=gone)
                 or self._unable(query, best[:ACTION_CANDIDATES], blended))
         return Found(matches, weak=weak, ranking="hybrid", confidence=confidence)
 
-    def elsewhere(self, query: str) -> bool:
-        """Whether ``query`` names a well-known product or service (gateway/products.py)
-        that no text of the set names, and none that the set serves nor a skill of the
-        set ("create a Jira ticket" where no tool mentions Jira; not "copy the Jira
-        ticket into a GitHub issue": the set may do a part of it)."""
+    def elsewhere(self, query: str, *, gone: Collection[int] = frozenset()) -> bool:
+        """Whether ``query`` names well-known products or services (gateway/products.py)
+        none of which a text of the set names, nor a skill of the set ("create a Jira
+        ticket" where no tool mentions Jira; not "copy the Jira ticket into a GitHub
+        issue": the set may do a part of it). The documents numbered ``gone`` (hidden
+        from the caller) count for nothing: the answer must not tell that they exist."""
         said = mentioned(query)
-        if all(name in self._served for name in said):
+        gone = frozenset(gone)
+        if not said or any(self._served.get(name, frozenset()) - gone for name in said):
             return False
-        return not (any(name in self._served for name in said) or named(query, self._skills))
+        return not any(set(self._skills[skill].tolist()) - gone
+                       for skill in named(query, self._skills))
 
     def _unable(self, query: str, closest: list[int], blended: Matrix) -> bool:
         """Whether ``query`` asks for an operation that none of the documents numbered
