@@ -3,7 +3,7 @@
 "Create a Jira ticket" is close, for the sentence model, to GitLab's ``create_issue``:
 the same purpose, another product. When a query names a product that appears nowhere
 in the set's tool texts (its skills' names, tools' names, titles, descriptions,
-parameters), no tool of the set reaches it, and the search says nothing fits
+tags, parameters), no tool of the set reaches it, and the search says nothing fits
 (gateway/search.py).
 
 Where the list comes from: written from general knowledge of the software market, by
@@ -178,7 +178,7 @@ def said_in(text: str) -> frozenset[tuple[str, ...]]:
 
 def mentioned(query: str) -> list[tuple[str, ...]]:
     """The names of the list ``query`` says, in order, each read once (the longest at
-    a position: "google drive", not "google"), outside file names, paths,
+    a position: "aws s3", not "aws" and "s3"), outside file names, paths,
     addresses, handles and quotes."""
     words = _WORD.findall(_NOT_NAMES.sub(" ", query[:1000]).lower())
     out: list[tuple[str, ...]] = []
