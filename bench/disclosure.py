@@ -38,15 +38,16 @@ queries-v3-frozen.txt): kinds para (paraphrases avoiding the tools' words), task
 (long task descriptions), kw (keywords), pick (one server among similar ones) and
 none (no tool of the set does it: the search should abstain). Every set here has
 been looked at after a change of the search, so all of them are tuning data
-(``SEEN``: v2 to v6 too, each scored once when it was frozen and seen since); a set
+(``SEEN``: v2 to v7 too, each scored once when it was frozen and seen since); a set
 frozen before the latest changes (``FROZEN_FILES``) is scored only with ``--frozen``, once,
 at the end, when its file exists (``--frozen FILE`` scores that set alone, so that
 scoring one frozen set does not show another's figures). Reported per set and per
 kind: recall@1/5/10, MRR (1/rank of the first relevant tool, 0 past 50), abstention
 (share of 'none' queries answered "nothing fits") and wrong abstention (share of
 answerable queries answered so).
-Ablations: lexical only, without the thesaurus, and without the operation check
-(gateway/actions.py: only the best cosine abstains). Then the abstention threshold
+Ablations: lexical only, without the thesaurus, without the product check
+(gateway/products.py), and without it or the operation check (gateway/actions.py:
+only the best cosine abstains). Then the abstention threshold
 estimated by cross-validation over the seen sets, and the costs
 (bench/search_costs.py): search latency at 551, 2,000 and 5,000 tools for a new
 query and a repeated one, and gateway start-up to ready at 5,000 tools in Search
@@ -262,13 +263,14 @@ def main() -> int:
 #: looked at once the search was changed after it), the search may be fitted on them.
 SEEN = (("queries-v2-tuning.txt", "v2 tuning"), ("queries-v2-heldout.txt", "v2 held-out"),
         ("queries-v3-frozen.txt", "v3 (seen)"), ("queries-v4-frozen.txt", "v4 (seen)"),
-        ("queries-v5-frozen.txt", "v5 (seen)"), ("queries-v6-frozen.txt", "v6 (seen)"))
+        ("queries-v5-frozen.txt", "v5 (seen)"), ("queries-v6-frozen.txt", "v6 (seen)"),
+        ("queries-v7-frozen.txt", "v7 (seen)"))
 #: The seen sets whose texts the latency is measured on (473 texts, as in the earlier
 #: rounds, so that the figures compare).
 LATENCY_SETS = SEEN[:3]
 #: Sets frozen before this round's changes: ``--frozen`` scores each that exists, once,
 #: at the end (the one written after the search was last changed is the honest figure).
-FROZEN_FILES = ("queries-v7-frozen.txt",)
+FROZEN_FILES = ("queries-v8-frozen.txt",)
 KINDS = ("para", "task", "kw", "pick")
 TARGET_R5, TARGET_R1, TARGET_ABSTAIN, TARGET_WRONG = 0.90, 0.65, 0.80, 0.05
 
@@ -390,14 +392,23 @@ def hybrid_main(args: argparse.Namespace) -> int:
             print_figures(part, evaluate(lexical, parts[part]))
     finally:
         search_module._SYNONYMS = saved
-    print("hybrid without the operation check (the best cosine alone abstains):")
-    checked = search_module.asked
-    search_module.asked = lambda query: frozenset()
+    print("hybrid without the product check (gateway/products.py):")
+    elsewhere = SearchIndex.elsewhere
+    SearchIndex.elsewhere = lambda self, query, **_: False  # type: ignore[method-assign]
     try:
         for part in shown:
             print_figures(part, evaluate(index, parts[part]))
+        print("hybrid without the operation or product checks (the best cosine alone"
+              " abstains):")
+        checked = search_module.asked
+        search_module.asked = lambda query: frozenset()
+        try:
+            for part in shown:
+                print_figures(part, evaluate(index, parts[part]))
+        finally:
+            search_module.asked = checked
     finally:
-        search_module.asked = checked
+        SearchIndex.elsewhere = elsewhere  # type: ignore[method-assign]
     calibrate(index, [(name, *q) for name, _ in SEEN for q in kinded_queries(name)]
               + [(name, *q) for name, labelled in old.items() for q in labelled])
     if args.no_costs:
@@ -421,13 +432,14 @@ def calibrate(index: SearchIndex, labelled: list[tuple[str, str, str, set[str]]]
     highest with at most TARGET_WRONG of answerable queries under it) and estimated by
     cross-validation: chosen on part of the seen queries, counted on the rest (5
     folds, and one seen set left out at a time); the figures are the held-out parts'.
-    The operation check (gateway/actions.py: no threshold, nothing fitted) abstains
-    too, on top of the threshold; the figures are given with and without it."""
+    The operation check (gateway/actions.py) and the product check
+    (gateway/products.py), with no threshold and nothing fitted, abstain too, on top of
+    the threshold; the figures are given with and without them."""
     import numpy as np
 
     best, answerable, sets, unable = [], [], [], []
     saved = search_module.ABSTAIN_BELOW
-    search_module.ABSTAIN_BELOW = -1.0  # weak now means the operation check alone
+    search_module.ABSTAIN_BELOW = -1.0  # weak now means the two checks alone
     try:
         for name, _, query, relevant in labelled:
             found = index.find(query, limit=1)
@@ -451,13 +463,14 @@ def calibrate(index: SearchIndex, labelled: list[tuple[str, str, str, set[str]]]
         weak = np.zeros(len(cos), dtype=bool)
         for held in parts:
             weak[held] = cos[held] < chosen(~held)
-        for rule, flags in (("the cosine alone", weak), ("and the operation check", weak | acts)):
+        for rule, flags in (("the cosine alone", weak),
+                            ("and the operation and product checks", weak | acts)):
             print(f"abstention, cross-validated ({label}, {rule}): {flags[~ok].mean():.0%} of"
                   f" {int((~ok).sum())} unanswerable, wrongly {flags[ok].mean():.1%} of"
                   f" {int(ok.sum())} answerable")
     print(f"  the threshold chosen on all of them: {chosen(np.ones(len(cos), dtype=bool)):.3f}"
-          f" (the search's: {search_module.ABSTAIN_BELOW}); the operation check alone"
-          f" abstains on {acts[~ok].mean():.0%} of unanswerable, {acts[ok].mean():.1%} of"
+          f" (the search's: {search_module.ABSTAIN_BELOW}); the two checks alone"
+          f" abstain on {acts[~ok].mean():.0%} of unanswerable, {acts[ok].mean():.1%} of"
           " answerable")
 
 

@@ -94,3 +94,36 @@ def test_disclosure_mode_is_checked() -> None:
     problems = parse_problems(actor("a", disclosure={"mode": "Sometimes"}))
     assert [p.field for p in problems] == ["spec.disclosure.mode"]
     assert not parse_problems(actor("a", disclosure={"mode": "Search", "pinned": ["x"]}))
+
+
+def test_a_long_query_leans_more_on_its_words() -> None:
+    weight = search_module.semantic_weight
+    assert weight("open a merge request for the login fix") == search_module.SEMANTIC_WEIGHT
+    steps = " ".join(["word"] * 4 * search_module.LONG_QUERY_WORDS)
+    assert weight(steps) == pytest.approx(search_module.SEMANTIC_WEIGHT / 2)
+
+
+@given(st.text(max_size=1500), st.text(max_size=300))
+def test_the_cosine_counts_less_the_longer_the_query(query: str, more: str) -> None:
+    weight = search_module.semantic_weight
+    assert 0 < weight(f"{query} {more}") <= weight(query) <= search_module.SEMANTIC_WEIGHT
+    if len(query.split()) <= search_module.LONG_QUERY_WORDS:
+        assert weight(query) == search_module.SEMANTIC_WEIGHT
+
+
+def test_a_long_query_s_words_count_more_but_its_abstention_is_the_cosine_s() -> None:
+    np = pytest.importorskip("numpy")
+    # a is closer to the query's vector; b shares the query's later words.
+    docs = [Document("a", "first_tool"), Document("b", "second_tool",
+                                                  description="rerun the failed workflow")]
+    texts = np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32)
+    wanted = np.array([0.75, 0.6614], dtype=np.float32)  # a unit vector
+    index = SearchIndex(docs)
+    index.attach_vectors(texts, lambda query: wanted)
+    short = "rerun the failed workflow"
+    assert [key for key, _ in index.find(short, limit=2).matches] == ["a", "b"]
+    steps = ("our staging deploy broke after the merge so read the logs of the job and"
+             " when I push a fix rerun the failed workflow")
+    found = index.find(steps, limit=2)
+    assert [key for key, _ in found.matches] == ["b", "a"]
+    assert found.confidence == pytest.approx(0.75)  # the cosine's, as calibrated

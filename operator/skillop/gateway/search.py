@@ -21,13 +21,17 @@ vectors are ready (gateway/vectors.py), the ranking is hybrid: each tool's score
 is ``SEMANTIC_WEIGHT`` times the cosine of the query's vector and the tool's plus
 the rest times its BM25 score squashed into [0, 1) as ``s / (s + BM25_HALF)``
 (a blend of scores rather than of ranks: a weak lexical match should not pull a
-tool up as far as a strong one). A tool has two vectors, its text's
+tool up as far as a strong one); for a query of more than ``LONG_QUERY_WORDS``
+words the cosine counts less (``semantic_weight``: the model reads only a query's
+first tokens). A tool has two vectors, its text's
 (``Document.sentence``) and its name's (``Document.label``); the cosine ranked is
 their mix, ``NAME_WEIGHT`` of the name's. A query whose best cosine with any tool's
 text is under ``ABSTAIN_BELOW`` is answered with "nothing fits" and the closest few,
 marked weak; so is one that asks for an operation (gateway/actions.py: "delete
 ...") that none of the ``ACTION_CANDIDATES`` best-ranked tools performs, or, when
-it names a skill of the set, none of that skill's best. The blend's two constants
+it names a skill of the set, none of that skill's best; and one that names a
+well-known product that no text of the set names (gateway/products.py: "create a
+Jira ticket"; ``elsewhere``). The blend's two constants
 were fitted on bench/mcp_tools/queries-v2-tuning.txt; the threshold is the
 highest that wrongly abstains on at most 5% of the answerable queries of the seen
 sets, and bench/disclosure.py --hybrid estimates what it does on queries not seen
@@ -48,6 +52,7 @@ from typing import TYPE_CHECKING
 import snowballstemmer
 
 from skillop.gateway.actions import asked, named, performed, phrase
+from skillop.gateway.products import mentioned, said_in
 from skillop.gateway.thesaurus import EXPANSION_WEIGHT, GROUPS
 from skillop.model.wording import count
 
@@ -81,6 +86,12 @@ ABSTAIN_BELOW = 0.29
 ACTION_CANDIDATES = 3
 #: A query longer than this is cut (a model's search is a sentence, not a document).
 MAX_QUERY_CHARS = 1000
+#: A query of more words than this leans more on BM25: the model reads a query's first
+#: tokens only (a task's later steps go unread), BM25 all of it. The cosine's weight is
+#: ``SEMANTIC_WEIGHT`` times the square root of this over the query's words (0.53 at
+#: 24 words), chosen on the seen query sets, each left out in turn (docs/benchmarks.md,
+#: "fifth round"); no extra pass of the model.
+LONG_QUERY_WORDS = 12
 
 _WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _STOP = frozenset((
@@ -117,6 +128,11 @@ class Document:
         what a tool does)."""
         text = f"{self.skill}: {self.name_words()}. {self.title} {self.description}"
         return " ".join(text.split())
+
+    def texts(self) -> tuple[str, ...]:
+        """Every text of the tool, as the set says it (which products it names)."""
+        return (self.skill, self.name_words(), self.title, self.description,
+                " ".join(self.tags), self.parameters)
 
     def label(self) -> str:
         """The second text the model reads: the skill, the name's words and the title
@@ -172,6 +188,15 @@ def query_terms(query: str) -> dict[str, float]:
         for synonym in _SYNONYMS.get(term, ()):
             out.setdefault(synonym, EXPANSION_WEIGHT)
     return out
+
+
+def semantic_weight(query: str) -> float:
+    """How much the cosine counts in ``query``'s hybrid score (BM25 the rest): less for
+    a long query, whose later words the model does not read."""
+    words = len(query[:MAX_QUERY_CHARS].split())
+    if words <= LONG_QUERY_WORDS:
+        return SEMANTIC_WEIGHT
+    return SEMANTIC_WEIGHT * math.sqrt(LONG_QUERY_WORDS / words)
 
 
 def _synonyms() -> dict[str, frozenset[str]]:
@@ -230,6 +255,9 @@ class SearchIndex:
         self._arrays: dict[str, tuple[npt.NDArray[np.intp], Matrix]] = {}
         #: Hybrid: each skill's name as a query would say it -> its documents' numbers.
         self._skills: dict[str, npt.NDArray[np.intp]] = {}
+        #: Hybrid: each well-known product (gateway/products.py) the set's texts name ->
+        #: the numbers of the documents that name it.
+        self._served: dict[tuple[str, ...], frozenset[int]] = {}
 
     def build(self) -> None:
         """Build the tables now, if no search or attachment has yet."""
@@ -282,6 +310,11 @@ class SearchIndex:
                 by_skill.setdefault(phrase(doc.skill), []).append(number)
         self._skills = {name: np.asarray(numbers, dtype=np.intp)
                         for name, numbers in by_skill.items()}
+        served: dict[tuple[str, ...], set[int]] = {}
+        for number, doc in enumerate(self.documents):
+            for name in frozenset().union(*map(said_in, doc.texts())):
+                served.setdefault(name, set()).add(number)
+        self._served = {name: frozenset(numbers) for name, numbers in served.items()}
         self._names = names
         self._semantic = (vectors, encode)
 
@@ -312,7 +345,8 @@ class SearchIndex:
             if posting is not None:
                 numbers, saturated = posting
                 bm25[numbers] += (weight * idf[term]) * saturated
-        blended = SEMANTIC_WEIGHT * ranked + (1 - SEMANTIC_WEIGHT) * bm25 / (bm25 + BM25_HALF)
+        semantic = semantic_weight(query)
+        blended = semantic * ranked + (1 - semantic) * bm25 / (bm25 + BM25_HALF)
         gone = self._numbers(hidden)
         if gone:
             blended[gone] = -np.inf
@@ -325,9 +359,22 @@ class SearchIndex:
         best = best[np.lexsort((best, -blended[best]))].tolist()
         matches = tuple((self._keys[i], float(blended[i])) for i in best[:limit])
         confidence = float(cosines.max())
-        weak = confidence < ABSTAIN_BELOW or self._unable(query, best[:ACTION_CANDIDATES],
-                                                          blended)
+        weak = (confidence < ABSTAIN_BELOW or self.elsewhere(query, gone=gone)
+                or self._unable(query, best[:ACTION_CANDIDATES], blended))
         return Found(matches, weak=weak, ranking="hybrid", confidence=confidence)
+
+    def elsewhere(self, query: str, *, gone: Collection[int] = frozenset()) -> bool:
+        """Whether ``query`` names well-known products or services (gateway/products.py)
+        none of which a text of the set names, nor a skill of the set ("create a Jira
+        ticket" where no tool mentions Jira; not "copy the Jira ticket into a GitHub
+        issue": the set may do a part of it). The documents numbered ``gone`` (hidden
+        from the caller) count for nothing: the answer must not tell that they exist."""
+        said = mentioned(query)
+        gone = frozenset(gone)
+        if not said or any(self._served.get(name, frozenset()) - gone for name in said):
+            return False
+        return not any(set(self._skills[skill].tolist()) - gone
+                       for skill in named(query, self._skills))
 
     def _unable(self, query: str, closest: list[int], blended: Matrix) -> bool:
         """Whether ``query`` asks for an operation that none of the documents numbered

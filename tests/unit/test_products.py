@@ -1,0 +1,132 @@
+"""Well-known products a query names (gateway/products.py), and the hybrid search's
+"nothing fits" when the set serves none of them."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from skillop.gateway.products import CATEGORIES, NAMES, mentioned, said_in
+from skillop.gateway.search import Document, SearchIndex
+from skillop.gateway.vectors import SemanticRanker
+
+
+@pytest.mark.parametrize(("query", "names"), [
+    ("Create a Jira ticket for the login bug", [("jira",)]),
+    ("post the summary on Discord", [("discord",)]),
+    ("upload the backup to S3", [("s3",)]),
+    ("charge the customer 20 EUR with Stripe", [("stripe",)]),
+    ("save it in Google Drive, then tell me on WhatsApp", [("google", "drive"), ("whatsapp",)]),
+    ("upload to AWS S3", [("aws", "s3")]),  # the longest name at a place, read once
+    ("SALESFORCE: add a lead", [("salesforce",)]),  # case ignored
+])
+def test_a_query_names_products_as_whole_words(query: str, names: list[tuple[str, ...]]) -> None:
+    assert mentioned(query) == names
+
+
+@pytest.mark.parametrize("query", [
+    "read ~/notes/jira-export.csv",  # a path
+    "open https://stripe.example.com/pay",  # an address
+    "summarise report.slack.txt and jira.md",  # file names
+    "tell @discord and #stripe-alerts",  # handles and channels
+    'commit with the message "move off Jira"',  # quoted: a message's own words
+    "directions from Paris to Lyon for Maria",  # places and people
+    "jiraffe stripes discordant",  # not whole words
+    "",
+])
+def test_what_is_not_a_service_name_names_none(query: str) -> None:
+    assert mentioned(query) == []
+
+
+def test_the_list_is_several_hundred_names_of_one_to_three_words() -> None:
+    written = [" ".join(name.split()) for products in CATEGORIES.values()
+               for name in products.split(",")]
+    assert len(written) == len(set(written)) == len(NAMES) >= 300
+    assert all(re.fullmatch(r"[a-z0-9]+( [a-z0-9]+){0,2}", name) for name in written)
+
+
+def test_a_tool_serves_the_names_its_text_says() -> None:
+    assert said_in("Create an issue in Jira Cloud; send via AMAZON SES") == {
+        ("jira",), ("amazon", "ses")}
+    assert said_in("jiraffe, the amazon sesame") == frozenset()
+
+
+_FILLER = st.lists(st.sampled_from(["please", "the", "ticket", "report", "to", "and", "now",
+                                    "issue", "channel", "Paris", "Maria"]), max_size=6)
+
+
+@given(before=_FILLER, name=st.sampled_from(sorted(NAMES)), after=_FILLER)
+def test_a_name_among_plain_words_is_found(before: list[str], name: tuple[str, ...],
+                                           after: list[str]) -> None:
+    query = " ".join([*before, *name, *after])
+    said = mentioned(query)
+    assert said and all(found in NAMES for found in said)
+    # Each word is read once, the longest name first: the name or a longer one holding it.
+    assert any(" ".join(name) in " ".join(found) for found in said)
+    assert mentioned(f'{" ".join(before)} "{" ".join(name)}"') == []
+
+
+@given(st.text(max_size=300))
+def test_any_query_is_read_without_error(query: str) -> None:
+    said = mentioned(query)
+    assert all(name in NAMES for name in said)
+
+
+class _Flat:
+    """A stand-in encoder that finds every text equally close (cosine 1): what is
+    left to decide is what the query names."""
+
+    identity, dimension = "flat@1", 2
+
+    def encode(self, texts: list[str], *, tokens: int = 64) -> Any:
+        np = pytest.importorskip("numpy")
+        return np.full((len(texts), 2), 2 ** -0.5, dtype=np.float32)
+
+
+def _index(*extra: Document) -> SearchIndex:
+    pytest.importorskip("numpy")
+    docs = [Document("gl/create_issue", "create_issue", skill="gitlab",
+                     description="Create a new issue in a GitLab project."),
+            Document("slack/post", "slack_post_message", skill="slack",
+                     description="Post a new message to a Slack channel."), *extra]
+    index = SearchIndex(docs)
+    assert SemanticRanker(None, lambda _: None, loader=lambda: _Flat()).prepare(  # type: ignore[arg-type,return-value]
+        index)
+    return index
+
+
+@pytest.mark.parametrize(("query", "weak"), [
+    ("create a Jira ticket for the login bug", True),
+    ("post the release notes on Discord", True),
+    ("create a GitLab issue for the login bug", False),
+    ("copy the Jira ticket into a GitLab issue", False),  # the set may do a part
+    ("post it in Slack and on Discord", False),
+    ("create an issue for the login bug", False),  # no product named
+])
+def test_a_product_the_set_never_names_fits_nothing(query: str, weak: bool) -> None:
+    index = _index()
+    assert index.elsewhere(query) is weak
+    assert index.find(query, limit=1).weak is weak
+
+
+def test_a_product_one_tool_names_is_served() -> None:
+    index = _index(Document("gl/import", "import_issues", skill="gitlab",
+                            description="Import issues from Jira into a project."))
+    assert not index.find("create a Jira ticket", limit=1).weak
+    assert index.find("post the release notes on Discord", limit=1).weak
+
+
+def test_a_product_or_skill_only_hidden_tools_name_is_not_served() -> None:
+    # The answer must not tell a caller that a hidden tool names it.
+    index = _index(Document("gl/import", "import_issues", skill="gitlab",
+                            description="Import issues from Jira into a project."),
+                   Document("zd/ticket", "create_ticket", skill="zendesk",
+                            description="Create a support ticket."))
+    assert not index.find("create a Jira ticket", limit=1).weak
+    assert index.find("create a Jira ticket", limit=1, hidden={"gl/import"}).weak
+    assert not index.find("create a Zendesk ticket", limit=1).weak  # a skill of the set
+    assert index.find("create a Zendesk ticket", limit=1, hidden={"zd/ticket"}).weak
