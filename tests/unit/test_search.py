@@ -111,6 +111,39 @@ def test_the_cosine_counts_less_the_longer_the_query(query: str, more: str) -> N
         assert weight(query) == search_module.SEMANTIC_WEIGHT
 
 
+def test_the_abstention_threshold_falls_with_the_query_s_length_down_to_its_floor() -> None:
+    below = search_module.abstain_below
+    floor, step = search_module.ABSTAIN_BELOW, search_module.ABSTAIN_PER_WORD
+    assert below("open a merge request for it") == pytest.approx(floor + 6 * step)  # 0.29
+    assert below("merge") == pytest.approx(floor + 11 * step)
+    steps = " ".join(["word"] * 3 * search_module.LONG_QUERY_WORDS)
+    assert below(steps) == below(" ".join(["word"] * search_module.LONG_QUERY_WORDS)) == floor
+    # Only the words the search reads count: a query is cut at MAX_QUERY_CHARS.
+    assert below("x" * search_module.MAX_QUERY_CHARS + " more words here") == below("x")
+
+
+@given(st.text(max_size=1500), st.text(max_size=300))
+def test_a_longer_query_never_has_a_higher_threshold(query: str, more: str) -> None:
+    below = search_module.abstain_below
+    top = search_module.ABSTAIN_BELOW + search_module.ABSTAIN_PER_WORD * (
+        search_module.LONG_QUERY_WORDS)
+    assert search_module.ABSTAIN_BELOW <= below(f"{query} {more}") <= below(query) <= top
+
+
+def test_a_long_query_is_answered_at_a_cosine_that_a_short_one_abstains_at() -> None:
+    np = pytest.importorskip("numpy")
+    docs = [Document("a", "first_tool"), Document("b", "second_tool")]
+    texts = np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32)
+    cosine = search_module.ABSTAIN_BELOW + search_module.ABSTAIN_PER_WORD / 2
+    wanted = np.array([cosine, -(1 - cosine**2) ** 0.5], dtype=np.float32)
+    index = SearchIndex(docs)
+    index.attach_vectors(texts, lambda query: wanted)
+    short = index.find("show the first tool", limit=2)
+    assert short.weak and short.confidence == pytest.approx(cosine)
+    long = " ".join(["show me the first tool of the set that does it"] * 2)
+    assert not index.find(long, limit=2).weak
+
+
 def test_a_long_query_s_words_count_more_but_its_abstention_is_the_cosine_s() -> None:
     np = pytest.importorskip("numpy")
     # a is closer to the query's vector; b shares the query's later words.

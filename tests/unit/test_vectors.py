@@ -14,11 +14,11 @@ from hypothesis import strategies as st
 
 from skillop.gateway.embedding import Unavailable
 from skillop.gateway.search import (
-    ABSTAIN_BELOW,
     NAME_WEIGHT,
     SEMANTIC_WEIGHT,
     Document,
     SearchIndex,
+    abstain_below,
 )
 from skillop.gateway.vectors import SemanticRanker, VectorCache, digest
 
@@ -60,7 +60,8 @@ def test_the_cosine_ranks_what_shares_no_word_and_a_far_query_is_weak() -> None:
     assert found.ranking == "hybrid" and found.matches[0][0] == "elevation"
     assert not found.weak and found.confidence is not None and found.confidence > 0.9
     far = index.find("book a flight", limit=3)
-    assert far.weak and far.confidence is not None and far.confidence < ABSTAIN_BELOW
+    assert far.weak and far.confidence is not None
+    assert far.confidence < abstain_below("book a flight")
     assert len(far.matches) == 3  # the closest are still there, to show as weak
     # Lexical evidence still counts: both name a file, the one with the words wins.
     assert index.find("read the contents of a file", limit=1).matches[0][0] == "read"
@@ -224,7 +225,8 @@ def test_a_tool_s_name_vector_ranks_beside_its_text_s_but_does_not_decide_absten
 def test_any_query_is_answered_within_the_limit(query: str, limit: int) -> None:
     found = _HYBRID.find(query, limit=limit)
     assert len(found.matches) == min(limit, len(DOCS))
-    assert found.weak == (found.confidence is not None and found.confidence < ABSTAIN_BELOW)
+    assert found.weak == (found.confidence is not None
+                          and found.confidence < abstain_below(query))
     assert [s for _, s in found.matches] == sorted((s for _, s in found.matches), reverse=True)
 
 

@@ -1,42 +1,38 @@
 """Ranked keyword search over one Actor's tool set (``disclosure: Search``).
 
-The gateway's ``search_tools`` answers a purpose ("open a merge request") with
-the set's best-matching tools. The index holds exactly the set the gateway
-serves, so a search can never reveal, let alone reach, a tool outside it.
+The gateway's ``search_tools`` answers a purpose ("open a merge request") with the
+set's best-matching tools. The index holds exactly the set the gateway serves, so a
+search can never reveal, let alone reach, a tool outside it.
 
-Ranking is BM25 (Robertson and Zaragoza's, k1 = 1.2, b = 0.75) over one bag of
-words per tool, its fields weighted as BM25F does: the name (split at
-``_``, ``-``, ``.`` and camelCase humps) and the tags count three times, the
-title twice, the description and the skill's name once. Words are lowercased,
-stemmed with the Snowball English stemmer (so "screenshots" finds
-"screenshot", "merging" finds "merge") and stripped of English stop words. No
-model, no download: a query over 1,000 tools costs well under a millisecond
-(bench/disclosure.py). The index's tables (every distinct word stemmed: about
-half a second of CPU at 5,000 tools) are built on first use, not when the set
-is read: the vectors' background thread builds them when it attaches the
-vectors, else the first search does, so the gateway serves before they exist.
+Ranking is BM25 (Robertson and Zaragoza's, k1 = 1.2, b = 0.75) over one bag of words
+per tool, its fields weighted as BM25F does: the name (split at ``_``, ``-``, ``.``
+and camelCase humps) and the tags count three times, the title twice, the description
+and the skill's name once. Words are lowercased, stemmed with the Snowball English
+stemmer (so "screenshots" finds "screenshot", "merging" finds "merge") and stripped of
+English stop words. No model, no download: a query over 1,000 tools costs well under a
+millisecond (bench/disclosure.py). The index's tables (every distinct word stemmed:
+about half a second of CPU at 5,000 tools) are built on first use, not when the set is
+read: the vectors' background thread builds them when it attaches the vectors, else
+the first search does, so the gateway serves before they exist.
 
-When the gateway has a sentence model (gateway/embedding.py) and the set's
-vectors are ready (gateway/vectors.py), the ranking is hybrid: each tool's score
-is ``SEMANTIC_WEIGHT`` times the cosine of the query's vector and the tool's plus
-the rest times its BM25 score squashed into [0, 1) as ``s / (s + BM25_HALF)``
-(a blend of scores rather than of ranks: a weak lexical match should not pull a
-tool up as far as a strong one); for a query of more than ``LONG_QUERY_WORDS``
-words the cosine counts less (``semantic_weight``: the model reads only a query's
-first tokens). A tool has two vectors, its text's
-(``Document.sentence``) and its name's (``Document.label``); the cosine ranked is
-their mix, ``NAME_WEIGHT`` of the name's. A query whose best cosine with any tool's
-text is under ``ABSTAIN_BELOW`` is answered with "nothing fits" and the closest few,
-marked weak; so is one that asks for an operation (gateway/actions.py: "delete
-...") that none of the ``ACTION_CANDIDATES`` best-ranked tools performs, or, when
-it names a skill of the set, none of that skill's best; and one that names a
-well-known product that no text of the set names (gateway/products.py: "create a
-Jira ticket"; ``elsewhere``). The blend's two constants
-were fitted on bench/mcp_tools/queries-v2-tuning.txt; the threshold is the
-highest that wrongly abstains on at most 5% of the answerable queries of the seen
-sets, and bench/disclosure.py --hybrid estimates what it does on queries not seen
-by cross-validation (docs/benchmarks.md).
-"""
+When the gateway has a sentence model (gateway/embedding.py) and the set's vectors are
+ready (gateway/vectors.py), the ranking is hybrid: each tool's score is
+``SEMANTIC_WEIGHT`` times the cosine of the query's vector and the tool's plus the
+rest times its BM25 score squashed into [0, 1) as ``s / (s + BM25_HALF)`` (a blend of
+scores rather than of ranks: a weak lexical match should not pull a tool up as far as
+a strong one); for a query of more than ``LONG_QUERY_WORDS`` words the cosine counts
+less (``semantic_weight``: the model reads only a query's first tokens). A tool has
+two vectors, its text's (``Document.sentence``) and its name's (``Document.label``);
+the cosine ranked is their mix, ``NAME_WEIGHT`` of the name's. A query whose best
+cosine with any tool's text is under its threshold (``abstain_below``: higher for a
+short query) is answered with "nothing fits" and the closest few, marked weak; so is
+one that asks for an operation (gateway/actions.py: "delete ...") that none of the
+``ACTION_CANDIDATES`` best-ranked tools performs, or, when it names a skill of the
+set, none of that skill's best; and one that names a well-known product that no text
+of the set names (gateway/products.py: "create a Jira ticket"; ``elsewhere``). The
+blend's two constants were fitted on bench/mcp_tools/queries-v2-tuning.txt, the
+threshold's two on the seen query sets so that none left out wrongly abstains on over
+5% of its answerable queries (bench/disclosure.py --hybrid, docs/benchmarks.md)."""
 
 from __future__ import annotations
 
@@ -75,14 +71,15 @@ BM25_HALF = 8.0
 #: mix of two cosines, chosen on the seen query sets (docs/benchmarks.md). The
 #: abstention reads the text's cosine alone, as it was calibrated.
 NAME_WEIGHT = 0.15
-#: A query whose best cosine with any tool of the set is under this fits none of them.
-#: The cosine, not the blend: BM25's scores grow with the set (its idf), a cosine
-#: does not, so one threshold serves a set of 10 tools as well as one of 5,000.
-ABSTAIN_BELOW = 0.29
+#: A query of ``LONG_QUERY_WORDS`` words or more whose best cosine with any tool is under
+#: this fits none; a shorter one's threshold is ``ABSTAIN_PER_WORD`` higher a word fewer
+#: (0.29 at 6 words): a longer query's best cosine is lower even when a tool fits. The
+#: cosine, not the blend: BM25's scores grow with the set (its idf), a cosine does not.
+ABSTAIN_BELOW = 0.17
+ABSTAIN_PER_WORD = 0.02
 #: A query that asks for an operation (gateway/actions.py) none of this many of the
-#: best-ranked tools performs fits none of them either, whatever its cosine: the
-#: closest tools a weak answer shows, a count that means the same in a set of 10
-#: tools as in one of 5,000.
+#: best-ranked tools performs fits none either, whatever its cosine: the closest tools a
+#: weak answer shows, a count that means the same in a set of 10 tools as in 5,000.
 ACTION_CANDIDATES = 3
 #: A query longer than this is cut (a model's search is a sentence, not a document).
 MAX_QUERY_CHARS = 1000
@@ -197,6 +194,13 @@ def semantic_weight(query: str) -> float:
     if words <= LONG_QUERY_WORDS:
         return SEMANTIC_WEIGHT
     return SEMANTIC_WEIGHT * math.sqrt(LONG_QUERY_WORDS / words)
+
+
+def abstain_below(query: str) -> float:
+    """The best cosine under which nothing in a set fits ``query``: higher the shorter
+    the query, down to ``ABSTAIN_BELOW`` at ``LONG_QUERY_WORDS`` words."""
+    words = len(query[:MAX_QUERY_CHARS].split())
+    return ABSTAIN_BELOW + ABSTAIN_PER_WORD * (LONG_QUERY_WORDS - min(words, LONG_QUERY_WORDS))
 
 
 def _synonyms() -> dict[str, frozenset[str]]:
@@ -359,7 +363,7 @@ class SearchIndex:
         best = best[np.lexsort((best, -blended[best]))].tolist()
         matches = tuple((self._keys[i], float(blended[i])) for i in best[:limit])
         confidence = float(cosines.max())
-        weak = (confidence < ABSTAIN_BELOW or self.elsewhere(query, gone=gone)
+        weak = (confidence < abstain_below(query) or self.elsewhere(query, gone=gone)
                 or self._unable(query, best[:ACTION_CANDIDATES], blended))
         return Found(matches, weak=weak, ranking="hybrid", confidence=confidence)
 
