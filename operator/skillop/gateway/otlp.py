@@ -11,7 +11,9 @@ each part of each span, about 30-90 us a span (docs/benchmarks.md).
 (``OTEL_BSP_MAX_QUEUE_SIZE``; when full, the oldest span is dropped and counted),
 sent by a thread of its own every ``OTEL_BSP_SCHEDULE_DELAY`` ms or when a batch
 (``OTEL_BSP_MAX_EXPORT_BATCH_SIZE``) is waiting, and flushed on shutdown. A call
-never waits for an export: a receiver that is down only fills the queue.
+never waits for an export: a receiver that is down only fills the queue. A batch
+the sender gives up on (it answers False: ``otlp_send.Sender``) is counted as
+dropped too.
 """
 
 from __future__ import annotations
@@ -159,8 +161,10 @@ class Batches:
     """The bounded queue of ended spans and the thread that sends them (see above)."""
 
     def __init__(self, encoder: Encoder, send: Callable[[bytes], object],
-                 environ: Mapping[str, str], *, dropped: Callable[[], None] = lambda: None,
-                 ) -> None:
+                 environ: Mapping[str, str], *,
+                 dropped: Callable[[int], object] = lambda count: None) -> None:
+        """``send(body)``: False if the batch was dropped; ``dropped(count)`` counts
+        the spans dropped."""
         self._encoder, self._send, self.dropped = encoder, send, dropped
         self._size = _positive(environ, "OTEL_BSP_MAX_QUEUE_SIZE", 2048)
         self._batch = min(self._size, _positive(environ, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512))
@@ -181,7 +185,7 @@ class Batches:
         if self._stopped:
             return
         if len(queue) == self._size:
-            self.dropped()
+            self.dropped(1)
         queue.append(self._encoder.span(span))
         if len(queue) >= self._batch and not self._awake.is_set():
             self._awake.set()
@@ -200,9 +204,12 @@ class Batches:
             while queue and (whole or len(queue) >= batch):
                 spans = [queue.popleft() for _ in range(min(batch, len(queue)))]
                 try:
-                    self._send(self._encoder.request_of(spans))
+                    sent = self._send(self._encoder.request_of(spans))
                 except Exception:
                     _log.exception("exporting %d spans failed", len(spans))
+                    sent = False
+                if sent is False:
+                    self.dropped(len(spans))
 
     def flush(self) -> None:
         """Send what is queued now (from the caller's thread)."""

@@ -5,7 +5,9 @@ The same spans, attributes, parents and sampling decisions as the SDK's path
 (``tracing.Tracing``), at a fraction of the CPU: what the SDK does for every span
 of a call and its export is most of a traced call's cost. Covered: the OTLP
 exporter over HTTP/protobuf (its endpoint, headers, timeout, compression and
-certificates as the SDK's exporter reads them: it sends the bytes), the SDK's six
+certificates as the SDK's exporter reads them; the gateway's own sender,
+``otlp_send.py``, POSTs the bytes, or the SDK exporter's client for what that does
+not cover: a proxy, a credential provider), the SDK's six
 standard samplers (``OTEL_TRACES_SAMPLER`` and its argument), the W3C trace
 context, the batch processor's ``OTEL_BSP_*``, the resource of ``OTEL_SERVICE_NAME``
 and ``OTEL_RESOURCE_ATTRIBUTES``. Anything else (``console``, another protocol,
@@ -24,7 +26,7 @@ from opentelemetry import context as api_context
 from opentelemetry import trace
 from opentelemetry.trace.status import Status, StatusCode
 
-from skillop.gateway import otlp
+from skillop.gateway import otlp, otlp_send
 from skillop.gateway import spans as s
 from skillop.gateway.tracing import Tracing, request_attributes
 
@@ -53,14 +55,14 @@ class OwnTracing:
     """``tracing.Tracing``'s interface on the gateway's own spans."""
 
     def __init__(self, sdk: Tracing, decide: s.Decide, send: Any,
-                 environ: Mapping[str, str]) -> None:
+                 environ: Mapping[str, str], *, sender: otlp_send.Sender | None = None) -> None:
         from opentelemetry.exporter.otlp.proto.common._internal import (
             _encode_instrumentation_scope,
             _encode_resource,
         )
         from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
-        self.sdk = sdk
+        self.sdk, self.sender = sdk, sender
         resource = sdk._provider.resource
         encoder = otlp.Encoder(
             _encode_resource(resource).SerializeToString(),
@@ -76,15 +78,18 @@ class OwnTracing:
         """The gateway's own span path beside ``sdk``'s, if it covers its sampler and
         exporter (None: the SDK's path it is)."""
         decide = s.decider(sdk._provider.sampler)
-        client = getattr(sdk.exporter, "_client", None)
-        send = getattr(client, "export", None)
-        if decide is None or send is None:
+        client: Any = getattr(sdk.exporter, "_client", None)
+        if decide is None or getattr(client, "export", None) is None:
             return None
+        sender = otlp_send.sender_of(client)
+        if sender is not None:
+            return cls(sdk, decide, sender.send, environ, sender=sender)
         settle_environment(client)
-        return cls(sdk, decide, send, environ)
+        return cls(sdk, decide, lambda body: client.export(body).success, environ)
 
     def counting_drops(self, count: Any) -> None:
-        """``count()`` for each span the full queue drops (a metric)."""
+        """``count(n)`` for the spans dropped: by the full queue, or in a batch the
+        receiver never took (a metric)."""
         self.batches.dropped = count
 
     def request(self, method: str, tool: str | None, *, brought: Mapping[str, str],
@@ -140,6 +145,8 @@ class OwnTracing:
     def shutdown(self) -> None:
         """Send what is queued, the SDK's spans too (the gateway is stopping)."""
         self.batches.shutdown()
+        if self.sender is not None:
+            self.sender.close()
         self.sdk.shutdown()
 
 
