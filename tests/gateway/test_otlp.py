@@ -90,7 +90,7 @@ def test_the_bytes_are_the_sdk_exporters_for_the_same_spans(own: OwnTracing) -> 
     assert len(made) == 6
     resource = own.sdk._provider.resource
     ours = own.batches._encoder.request(made)
-    assert ours == own.batches._encoder.request_of([own.batches._encoder.span(m) for m in made])
+    assert ours == own.batches._encoder.request_of([own.batches._encoder.framed(m) for m in made])
     theirs = encode_spans([_as_sdk(span, resource) for span in made]).SerializePartialToString()
     assert ours == theirs
     decoded = ExportTraceServiceRequest.FromString(ours)

@@ -115,9 +115,7 @@ class Observer:
         nothing when tracing is off). Its time is the record's ``upstream_seconds``."""
         if self.tracing is None:
             return _NO_SPAN
-        return self.tracing.child(f"tools/call {tool}", client=True, attributes={
-            "mcp.method.name": "tools/call", "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": tool, "server.address": label})
+        return self.tracing.upstream(label, tool)
 
     def context(self) -> Mapping[str, str]:
         """The current trace context, for an upstream request (its headers and

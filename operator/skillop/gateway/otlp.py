@@ -73,29 +73,43 @@ class Encoder:
 
     def request(self, spans: list[Span]) -> bytes:
         """An ``ExportTraceServiceRequest`` of ``spans``."""
-        return self.request_of([self.span(one) for one in spans])
+        return self.request_of([self.framed(one) for one in spans])
 
-    def request_of(self, encoded: list[bytes]) -> bytes:
-        """An ``ExportTraceServiceRequest`` of spans already encoded (``span``)."""
-        parts = []
-        for body in encoded:
-            size = len(body)
-            parts.append(bytes((0x12, size)) if size < 0x80 else
-                         bytes((0x12, size & 0x7F | 0x80, size >> 7)) if size < 0x4000
-                         else b"\x12" + varint(size))
-            parts.append(body)
-        scope_spans = self._scope + b"".join(parts) + self._scope_schema
+    def request_of(self, framed: list[bytes]) -> bytes:
+        """An ``ExportTraceServiceRequest`` of spans already encoded (``framed``)."""
+        scope_spans = self._scope + b"".join(framed) + self._scope_schema
         return field(0x0A, self._resource + field(0x12, scope_spans) + self._resource_schema)
 
+    def shape(self, name: str, attributes: dict[str, Any]) -> tuple[bytes, bytes]:
+        """A span's name and attributes encoded (``Span.encoded``: made once for many)."""
+        return (self._names.get(name) or self._name(name),
+                b"".join([self._attributes.get(item) or self._attribute(item)
+                          for item in attributes.items()]))
+
     def span(self, span: Span) -> bytes:
-        """One ``Span`` message (the SDK's ``_encode_span``), in one Python call for the
-        gateway's usual spans: every part a builtin's work or a cached one."""
+        """One ``Span`` message (the SDK's ``_encode_span``)."""
+        framed = self.framed(span)
+        start = 1
+        while framed[start] & 0x80:
+            start += 1
+        return framed[start + 1:]
+
+    def framed(self, span: Span) -> bytes:
+        """``span`` as a member of its scope's spans (field 2: its size, then its
+        ``Span`` message), ready to be joined with others into a request
+        (``request_of``); in one Python call for the gateway's usual spans: every part
+        a builtin's work or a cached one."""
         parent = span.parent
-        items = span.attributes.items()
-        try:  # every attribute seen before (else a None: a TypeError)
-            attributes = b"".join(map(self._attributes.get, items))  # type: ignore[arg-type]
-        except TypeError:
-            attributes = b"".join([self._attribute(item) for item in items])
+        encoded = span.encoded
+        if encoded is not None:
+            name, attributes = encoded
+        else:
+            name = self._names.get(span.name) or self._name(span.name)
+            items = span.attributes.items()
+            try:  # every attribute seen before (else a None: a TypeError)
+                attributes = b"".join(map(self._attributes.get, items))  # type: ignore[arg-type]
+            except TypeError:
+                attributes = b"".join([self._attribute(item) for item in items])
         code, trace_id = span.status_code, span.trace_id
         if parent is None:
             ids = _IDS.pack(0x0A10, trace_id >> 64, trace_id & _LOW, 0x1208, span.span_id)
@@ -106,12 +120,15 @@ class Encoder:
             ids = (_IDS.pack(0x0A10, trace_id >> 64, trace_id & _LOW, 0x1208, span.span_id)
                    + field(0x1A, span.state_header.encode())
                    + _PARENT.pack(0x2208, parent.span_id))
-        return b"".join((
-            ids, self._names.get(span.name) or self._name(span.name),
-            _KIND_TIMES.pack(0x30, span.kind, 0x39, span.start, 0x41, span.end_time),
+        body = b"".join((
+            ids, name, _KIND_TIMES.pack(0x30, span.kind, 0x39, span.start, 0x41, span.end_time),
             attributes, b"".join(map(_event, span.events)) if span.events else b"",
             _UNSET if not code else self._status(code, span.status_message),
             _REMOTE_FLAGS if parent is not None and parent.remote else _LOCAL_FLAGS))
+        size = len(body)
+        return (bytes((0x12, size)) if size < 0x80 else
+                bytes((0x12, size & 0x7F | 0x80, size >> 7)) if size < 0x4000
+                else b"\x12" + varint(size)) + body
 
     def _name(self, name: str) -> bytes:
         encoded = field(0x2A, name.encode())
@@ -169,9 +186,11 @@ class Batches:
         self._size = _positive(environ, "OTEL_BSP_MAX_QUEUE_SIZE", 2048)
         self._batch = min(self._size, _positive(environ, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512))
         self._delay = _positive(environ, "OTEL_BSP_SCHEDULE_DELAY", 5000) / 1000
-        #: Spans encoded as they end: bytes keep nothing alive for the cyclic
-        #: collector to walk (queued spans made it collect about every 60 calls).
+        #: Spans encoded as they end (``Encoder.framed``): bytes keep nothing alive
+        #: for the cyclic collector to walk (queued spans made it collect about every
+        #: 60 calls), and a batch is one join.
         self._queue: collections.deque[bytes] = collections.deque(maxlen=self._size)
+        self._framed = encoder.framed
         self._awake = threading.Event()
         self._lock = threading.Lock()
         self._stopped = False
@@ -186,7 +205,7 @@ class Batches:
             return
         if len(queue) == self._size:
             self.dropped(1)
-        queue.append(self._encoder.span(span))
+        queue.append(self._framed(span))
         if len(queue) >= self._batch and not self._awake.is_set():
             self._awake.set()
 

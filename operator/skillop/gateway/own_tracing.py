@@ -28,11 +28,15 @@ from opentelemetry.trace.status import Status, StatusCode
 
 from skillop.gateway import otlp, otlp_send
 from skillop.gateway import spans as s
-from skillop.gateway.tracing import Tracing, request_attributes
+from skillop.gateway.tracing import Tracing, request_attributes, upstream_attributes
 
 #: What the span path covers of ``OTEL_PROPAGATORS`` (the SDK's default is both).
 _PROPAGATORS: Final = frozenset({"tracecontext", "baggage"})
 _PROTOCOLS: Final = ("", "http/protobuf")
+#: A span's name, its attributes, and both encoded (``otlp.Encoder.shape``).
+_Shape = tuple[str, dict[str, str], tuple[bytes, bytes]]
+#: Shapes kept (requests of a tool in a session, forwards of a tool) before a clear.
+_SHAPES: Final = 4096
 
 
 def covered(environ: Mapping[str, str]) -> bool:
@@ -72,6 +76,10 @@ class OwnTracing:
         self.batches = otlp.Batches(encoder, send, environ)
         self._tracer = s.Tracer(decide, self.batches.ended,
                                 always=s.always(sdk._provider.sampler))
+        self._shape = encoder.shape
+        #: A span's name, attributes and their encoding, by what they are made of:
+        #: the same for every call of a tool in a session (and every forward of it).
+        self._shapes: dict[tuple[str | None, ...], _Shape] = {}
 
     @classmethod
     def of(cls, sdk: Tracing, environ: Mapping[str, str] = os.environ) -> OwnTracing | None:
@@ -98,17 +106,39 @@ class OwnTracing:
         """The SERVER span of one MCP request (a context manager), a child of the trace
         it ``brought`` (a malformed one: none; nothing brought: the gateway's current
         span's, as the SDK's; a request is answered where no other span is current)."""
-        return self._tracer.start(
-            f"{method} {tool}" if tool is not None else method, s.SERVER,
-            request_attributes(method, tool, session_id=session_id, protocol=protocol,
-                               enduser=enduser),
-            s.parent_of(brought) if brought else s.CURRENT.get())
+        key = (method, tool, session_id, protocol, enduser)
+        shape = self._shapes.get(key)
+        if shape is None:
+            shape = self._shaped(key, f"{method} {tool}" if tool is not None else method,
+                                 request_attributes(method, tool, session_id=session_id,
+                                                    protocol=protocol, enduser=enduser))
+        return self._tracer.start(shape[0], s.SERVER, shape[1],
+                                  s.parent_of(brought) if brought else s.CURRENT.get(),
+                                  encoded=shape[2])
+
+    def upstream(self, label: str, tool: str) -> s.Span | _Current:
+        """The forward's CLIENT span (``child``'s, its shape made once a tool)."""
+        key = (label, tool)
+        shape = self._shapes.get(key)
+        if shape is None:
+            shape = self._shaped(key, f"tools/call {tool}", upstream_attributes(label, tool))
+        return self.child(shape[0], client=True, attributes=shape[1], encoded=shape[2])
+
+    def _shaped(self, key: tuple[str | None, ...], name: str,
+                attributes: dict[str, str]) -> _Shape:
+        if len(self._shapes) >= _SHAPES:
+            self._shapes.clear()
+        shape = self._shapes[key] = (name, attributes, self._shape(name, attributes))
+        return shape
 
     def child(self, name: str, *, client: bool = False,
-              attributes: Mapping[str, str] | None = None) -> s.Span | _Current:
+              attributes: Mapping[str, str] | None = None,
+              encoded: tuple[bytes, bytes] | None = None) -> s.Span | _Current:
         """A span within the current one; none in a trace not sampled (the current
         one stays, and is the API's too: an upstream the MCP SDK's client calls in a
-        session gets its context, as it would a child's)."""
+        session gets its context, as it would a child's). ``encoded``: ``attributes``
+        (then shared, never changed: ``Span.set_attribute`` copies them) and the name
+        as OTLP writes them."""
         ours = s.CURRENT.get()  # (``_current`` and ``_parent`` inline: a call each less)
         if ours is not None:
             if not ours.sampled:
@@ -119,8 +149,10 @@ class OwnTracing:
             parent = _parent(theirs)
             if parent is not None and not parent.sampled:
                 return _Current(theirs)
-        return self._tracer.start(name, s.CLIENT if client else s.INTERNAL,
-                                  dict(attributes or {}), parent, api=True)
+        return self._tracer.start(
+            name, s.CLIENT if client else s.INTERNAL,
+            attributes if encoded is not None else dict(attributes or {}),  # type: ignore[arg-type]
+            parent, api=True, encoded=encoded)
 
     def failed(self, error_type: str) -> None:
         span = _current()
@@ -133,14 +165,14 @@ class OwnTracing:
         if span is None:
             return self.sdk.context()
         out = {"traceparent":  # as ``Span.traceparent`` (one call less)
-               f"00-{span.trace_id:032x}-{span.span_id:016x}-0{int(span.sampled)}"}
+               f"00-{span.trace_hex}-{span.span_id.to_bytes(8).hex()}-0{int(span.sampled)}"}
         if span.state_header:
             out["tracestate"] = span.state_header
         return out
 
     def trace_id(self) -> str | None:
         span = s.CURRENT.get()
-        return f"{span.trace_id:032x}" if span is not None else self.sdk.trace_id()
+        return span.trace_hex if span is not None else self.sdk.trace_id()
 
     def shutdown(self) -> None:
         """Send what is queued, the SDK's spans too (the gateway is stopping)."""
