@@ -78,10 +78,7 @@ class Observer:
         ``caller``'s subject (a ``Caller``; anything else: nobody) as ``enduser.id``."""
         if self.tracing is None:
             return _NO_SPAN
-        return self.tracing.request(
-            method, tool, brought=t.carrier(meta, headers), protocol=protocol,
-            enduser=getattr(caller, "subject", None),
-            session_id=headers.get("mcp-session-id") if headers is not None else None)
+        return self.tracing.observed(method, tool, meta, headers, protocol, caller)
 
     def called(self, binding: str, outcome: str, reason: str | None, seconds: float, *,
                upstream: str | None = None) -> str | None:

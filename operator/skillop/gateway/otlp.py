@@ -40,6 +40,8 @@ _LOW: Final = (1 << 64) - 1
 _LOCAL_FLAGS: Final = b"\x85\x01" + struct.pack("<I", HAS_IS_REMOTE)
 _REMOTE_FLAGS: Final = b"\x85\x01" + struct.pack("<I", HAS_IS_REMOTE | IS_REMOTE)
 _UNSET: Final = b"\x7a\x00"  # an empty status: the SDK always writes one
+_LOCAL_TAIL: Final = _UNSET + _LOCAL_FLAGS
+_REMOTE_TAIL: Final = _UNSET + _REMOTE_FLAGS
 _CACHED: Final = 4096  # attributes and names kept encoded (tool names: a set's worth)
 
 
@@ -99,18 +101,9 @@ class Encoder:
         ``Span`` message), ready to be joined with others into a request
         (``request_of``); in one Python call for the gateway's usual spans: every part
         a builtin's work or a cached one."""
-        parent = span.parent
-        encoded = span.encoded
-        if encoded is not None:
-            name, attributes = encoded
-        else:
-            name = self._names.get(span.name) or self._name(span.name)
-            items = span.attributes.items()
-            try:  # every attribute seen before (else a None: a TypeError)
-                attributes = b"".join(map(self._attributes.get, items))  # type: ignore[arg-type]
-            except TypeError:
-                attributes = b"".join([self._attribute(item) for item in items])
-        code, trace_id = span.status_code, span.trace_id
+        parent, encoded, trace_id = span.parent, span.encoded, span.trace_id
+        if encoded is None:
+            encoded = self._encoded(span)
         if parent is None:
             ids = _IDS.pack(0x0A10, trace_id >> 64, trace_id & _LOW, 0x1208, span.span_id)
         elif not span.state_header:
@@ -120,15 +113,31 @@ class Encoder:
             ids = (_IDS.pack(0x0A10, trace_id >> 64, trace_id & _LOW, 0x1208, span.span_id)
                    + field(0x1A, span.state_header.encode())
                    + _PARENT.pack(0x2208, parent.span_id))
+        remote = parent is not None and parent.remote
+        if span.status_code or span.events:
+            tail = (b"".join(map(_event, span.events))
+                    + (self._status(span.status_code, span.status_message)
+                       if span.status_code else _UNSET)
+                    + (_REMOTE_FLAGS if remote else _LOCAL_FLAGS))
+        else:  # (an empty status and the flags: one constant)
+            tail = _REMOTE_TAIL if remote else _LOCAL_TAIL
         body = b"".join((
-            ids, name, _KIND_TIMES.pack(0x30, span.kind, 0x39, span.start, 0x41, span.end_time),
-            attributes, b"".join(map(_event, span.events)) if span.events else b"",
-            _UNSET if not code else self._status(code, span.status_message),
-            _REMOTE_FLAGS if parent is not None and parent.remote else _LOCAL_FLAGS))
+            ids, encoded[0],
+            _KIND_TIMES.pack(0x30, span.kind, 0x39, span.start, 0x41, span.end_time),
+            encoded[1], tail))
         size = len(body)
         return (bytes((0x12, size)) if size < 0x80 else
                 bytes((0x12, size & 0x7F | 0x80, size >> 7)) if size < 0x4000
                 else b"\x12" + varint(size)) + body
+
+    def _encoded(self, span: Span) -> tuple[bytes, bytes]:
+        """The name and attributes of a span not made of a shape (``Span.encoded``)."""
+        name = self._names.get(span.name) or self._name(span.name)
+        items = span.attributes.items()
+        try:  # every attribute seen before (else a None: a TypeError)
+            return name, b"".join(map(self._attributes.get, items))  # type: ignore[arg-type]
+        except TypeError:
+            return name, b"".join([self._attribute(item) for item in items])
 
     def _name(self, name: str) -> bytes:
         encoded = field(0x2A, name.encode())

@@ -28,7 +28,7 @@ from opentelemetry.trace.status import Status, StatusCode
 
 from skillop.gateway import otlp, otlp_send
 from skillop.gateway import spans as s
-from skillop.gateway.tracing import Tracing, request_attributes, upstream_attributes
+from skillop.gateway.tracing import Tracing, carrier, request_attributes, upstream_attributes
 
 #: What the span path covers of ``OTEL_PROPAGATORS`` (the SDK's default is both).
 _PROPAGATORS: Final = frozenset({"tracecontext", "baggage"})
@@ -107,14 +107,25 @@ class OwnTracing:
         it ``brought`` (a malformed one: none; nothing brought: the gateway's current
         span's, as the SDK's; a request is answered where no other span is current)."""
         key = (method, tool, session_id, protocol, enduser)
-        shape = self._shapes.get(key)
-        if shape is None:
-            shape = self._shaped(key, f"{method} {tool}" if tool is not None else method,
-                                 request_attributes(method, tool, session_id=session_id,
-                                                    protocol=protocol, enduser=enduser))
-        return self._tracer.start(shape[0], s.SERVER, shape[1],
-                                  s.parent_of(brought) if brought else s.CURRENT.get(),
-                                  encoded=shape[2])
+        shape = self._shapes.get(key) or self._request_shape(key)
+        return s.Span(self._tracer, shape[0], s.SERVER, shape[1],
+                      s.parent_of(brought) if brought else s.CURRENT.get(), False, shape[2])
+
+    def observed(self, method: str, tool: str | None, meta: Any,
+                 headers: Mapping[str, str] | None, protocol: str | None,
+                 caller: object) -> s.Span:
+        """``request`` as ``Observer.request`` asks it (see there), in one call: the
+        trace context looked for only where a ``traceparent`` is."""
+        session_id = headers.get("mcp-session-id") if headers is not None else None
+        key = (method, tool, session_id, protocol, getattr(caller, "subject", None))
+        shape = self._shapes.get(key) or self._request_shape(key)
+        if ((meta is None or (type(meta) is dict and "traceparent" not in meta))
+                and (headers is None or "traceparent" not in headers)):
+            parent: s.Parent | s.Span | None = s.CURRENT.get()
+        else:
+            brought = carrier(meta, headers)
+            parent = s.parent_of(brought) if brought else s.CURRENT.get()
+        return s.Span(self._tracer, shape[0], s.SERVER, shape[1], parent, False, shape[2])
 
     def upstream(self, label: str, tool: str) -> s.Span | _Current:
         """The forward's CLIENT span (``child``'s, its shape made once a tool)."""
@@ -122,7 +133,17 @@ class OwnTracing:
         shape = self._shapes.get(key)
         if shape is None:
             shape = self._shaped(key, f"tools/call {tool}", upstream_attributes(label, tool))
+        ours = s.CURRENT.get()
+        if ours is not None and ours.sampled:  # (``child``'s usual case: a call less)
+            return s.Span(self._tracer, shape[0], s.CLIENT, shape[1], ours, True, shape[2])
         return self.child(shape[0], client=True, attributes=shape[1], encoded=shape[2])
+
+    def _request_shape(self, key: tuple[str | None, ...]) -> _Shape:
+        method, tool, session_id, protocol, enduser = key
+        assert method is not None
+        return self._shaped(key, f"{method} {tool}" if tool is not None else method,
+                            request_attributes(method, tool, session_id=session_id,
+                                               protocol=protocol, enduser=enduser))
 
     def _shaped(self, key: tuple[str | None, ...], name: str,
                 attributes: dict[str, str]) -> _Shape:
@@ -149,10 +170,9 @@ class OwnTracing:
             parent = _parent(theirs)
             if parent is not None and not parent.sampled:
                 return _Current(theirs)
-        return self._tracer.start(
-            name, s.CLIENT if client else s.INTERNAL,
-            attributes if encoded is not None else dict(attributes or {}),  # type: ignore[arg-type]
-            parent, api=True, encoded=encoded)
+        return s.Span(self._tracer, name, s.CLIENT if client else s.INTERNAL,
+                      attributes if encoded is not None else dict(attributes or {}),  # type: ignore[arg-type]
+                      parent, True, encoded)
 
     def failed(self, error_type: str) -> None:
         span = _current()

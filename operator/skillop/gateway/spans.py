@@ -109,29 +109,37 @@ class Span(trace.Span):
                  "trace_hex", "trace_id")
     #: As a parent (a span of this process is one): not remote.
     remote: Final = False
+    trace_id: int
+    trace_hex: str
 
-    def __init__(self, name: str, kind: int, attributes: dict[str, Any],
-                 parent: Parent | Span | None, trace_id: int, sampled: bool,
-                 ended: Callable[[Span], None] | None, *, api: bool = False,
+    def __init__(self, tracer: Tracer, name: str, kind: int, attributes: dict[str, Any],
+                 parent: Parent | Span | None, api: bool = False,
                  encoded: tuple[bytes, bytes] | None = None) -> None:
-        """``encoded``: its name and ``attributes`` as OTLP writes them (``otlp.py``),
-        made once for every span of the same shape; dropped when either changes
-        (``attributes`` may then be shared: it is copied first)."""
-        self.name, self.kind, self.attributes, self.parent = name, kind, attributes, parent
-        self.trace_id, self.sampled, self._api, self.encoded = trace_id, sampled, api, encoded
-        self.span_id = getrandbits(64) or _span_id()
+        """Started by ``tracer`` (``Tracer.start``, as it says; its callers on a call's
+        path make one directly: a call a span less). ``encoded``: its name and
+        ``attributes`` as OTLP writes them (``otlp.py``), made once for every span of
+        the same shape; dropped when either changes (``attributes`` may then be
+        shared: it is copied first)."""
         if parent is None:
+            trace_id = getrandbits(128) or _trace_id()
             self.state, self.state_header = _EMPTY_STATE, ""
             self.trace_hex = trace_id.to_bytes(16).hex()  # (``f"{:032x}"`` costs twice)
         else:
+            trace_id = parent.trace_id
             self.state, self.state_header = parent.state, parent.state_header
             self.trace_hex = parent.trace_hex
+        sampled = tracer._always
+        if sampled is None:
+            sampled = tracer._decide(parent, trace_id)
+        self._ended = tracer._ended if sampled else None
+        self.name, self.kind, self.attributes, self.parent = name, kind, attributes, parent
+        self.trace_id, self.sampled, self._api, self.encoded = trace_id, sampled, api, encoded
+        self.span_id = getrandbits(64) or _span_id()
         self.events: list[tuple[str, int, dict[str, Any]]] | tuple[()] = ()
         self.status_code = 0
         self.status_message: str | None = None
-        self.start = time.time_ns()
-        self._ended = ended
         self._context: SpanContext | None = None
+        self.start = time.time_ns()
 
     def __enter__(self) -> Span:
         """Current until its block ends (with ``api``, the API's current span too),
@@ -308,8 +316,5 @@ class Tracer:
     def start(self, name: str, kind: int, attributes: dict[str, Any],
               parent: Parent | Span | None, *, api: bool = False,
               encoded: tuple[bytes, bytes] | None = None) -> Span:
-        trace_id = (parent.trace_id if parent is not None
-                    else getrandbits(128) or _trace_id())
-        sampled = self._always if self._always is not None else self._decide(parent, trace_id)
-        return Span(name, kind, attributes, parent, trace_id, sampled,
-                    self._ended if sampled else None, api=api, encoded=encoded)
+        """A span of ``parent``'s trace (None: of a new one), sampled as decided."""
+        return Span(self, name, kind, attributes, parent, api, encoded)

@@ -149,6 +149,16 @@ class Tracing:
             self._detach(token)
             span.end()
 
+    def observed(self, method: str, tool: str | None, meta: Any,
+                 headers: Mapping[str, str] | None, protocol: str | None,
+                 caller: object) -> Any:
+        """``request`` as ``Observer.request`` asks it: the context ``meta`` or the
+        ``headers`` bring, the session of the headers, ``caller``'s subject."""
+        return self.request(
+            method, tool, brought=carrier(meta, headers), protocol=protocol,
+            enduser=getattr(caller, "subject", None),
+            session_id=headers.get("mcp-session-id") if headers is not None else None)
+
     def upstream(self, label: str, tool: str) -> Any:
         """The forward to ``label``'s ``tool``: a CLIENT span within the current one."""
         return self.child(f"tools/call {tool}", client=True,
