@@ -114,6 +114,12 @@ class Observer:
             return _NO_SPAN
         return self.tracing.upstream(label, tool)
 
+    def api_current(self) -> Any:
+        """The current span made OpenTelemetry's current one too, for a block that
+        calls a library which reads it (the MCP SDK's client session); nothing when
+        tracing is off or the current span is already the API's."""
+        return self.tracing.api_current() if self.tracing is not None else _NO_SPAN
+
     def context(self) -> Mapping[str, str]:
         """The current trace context, for an upstream request (its headers and
         ``_meta``; empty when not tracing)."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from contextlib import nullcontext
 from typing import Any, Final
 
 from opentelemetry import context as api_context
@@ -128,14 +129,17 @@ class OwnTracing:
         return s.Span(self._tracer, shape[0], s.SERVER, shape[1], parent, False, shape[2])
 
     def upstream(self, label: str, tool: str) -> s.Span | _Current:
-        """The forward's CLIENT span (``child``'s, its shape made once a tool)."""
+        """The forward's CLIENT span (``child``'s, its shape made once a tool), the
+        gateway's current span but not the API's: the gateway's own caller passes
+        its context on itself, and a call through the MCP SDK's session makes it the
+        API's for that call (``api_current``), a context copied less on every call."""
         key = (label, tool)
         shape = self._shapes.get(key)
         if shape is None:
             shape = self._shaped(key, f"tools/call {tool}", upstream_attributes(label, tool))
         ours = s.CURRENT.get()
         if ours is not None and ours.sampled:  # (``child``'s usual case: a call less)
-            return s.Span(self._tracer, shape[0], s.CLIENT, shape[1], ours, True, shape[2])
+            return s.Span(self._tracer, shape[0], s.CLIENT, shape[1], ours, False, shape[2])
         return self.child(shape[0], client=True, attributes=shape[1], encoded=shape[2])
 
     def _request_shape(self, key: tuple[str | None, ...]) -> _Shape:
@@ -173,6 +177,14 @@ class OwnTracing:
         return s.Span(self._tracer, name, s.CLIENT if client else s.INTERNAL,
                       attributes if encoded is not None else dict(attributes or {}),  # type: ignore[arg-type]
                       parent, True, encoded)
+
+    def api_current(self) -> _Current | nullcontext[None]:
+        """The gateway's current span made the API's too, for the block (nothing if it
+        is already, or there is none)."""
+        ours = s.CURRENT.get()
+        if ours is None or trace.get_current_span() is ours:
+            return nullcontext()
+        return _Current(ours)
 
     def failed(self, error_type: str) -> None:
         span = _current()

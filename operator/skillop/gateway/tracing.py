@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, Final, cast
 
 if TYPE_CHECKING:
@@ -158,6 +158,10 @@ class Tracing:
             method, tool, brought=carrier(meta, headers), protocol=protocol,
             enduser=getattr(caller, "subject", None),
             session_id=headers.get("mcp-session-id") if headers is not None else None)
+
+    def api_current(self) -> Any:
+        """Nothing to do: the SDK's spans are the API's current ones already."""
+        return nullcontext()
 
     def upstream(self, label: str, tool: str) -> Any:
         """The forward to ``label``'s ``tool``: a CLIENT span within the current one."""
