@@ -45,6 +45,10 @@ class Observer:
         self.tracing = tracing
         if metrics is not None and tracing is not None and hasattr(tracing, "counting_drops"):
             tracing.counting_drops(metrics.spans_dropped.inc)
+        if tracing is not None:  # the call path's hooks are the tracing's own: a call less
+            self.request = tracing.observed  # type: ignore[method-assign]
+            self.upstream = tracing.upstream  # type: ignore[method-assign]
+            self.context = tracing.context  # type: ignore[method-assign]
 
     @classmethod
     def from_environment(cls, metrics: m.GatewayMetrics | None,

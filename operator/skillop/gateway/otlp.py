@@ -106,21 +106,22 @@ class Encoder:
             encoded = self._encoded(span)
         if parent is None:
             ids = _IDS.pack(0x0A10, trace_id >> 64, trace_id & _LOW, 0x1208, span.span_id)
-        elif not span.state_header:
-            ids = _IDS_PARENT.pack(0x0A10, trace_id >> 64, trace_id & _LOW, 0x1208,
-                                   span.span_id, 0x2208, parent.span_id)
-        else:  # the trace state goes between the span's id and its parent's
-            ids = (_IDS.pack(0x0A10, trace_id >> 64, trace_id & _LOW, 0x1208, span.span_id)
-                   + field(0x1A, span.state_header.encode())
-                   + _PARENT.pack(0x2208, parent.span_id))
-        remote = parent is not None and parent.remote
+            tail = _LOCAL_TAIL  # (an empty status and the flags: one constant)
+        else:
+            if not span.state_header:
+                ids = _IDS_PARENT.pack(0x0A10, trace_id >> 64, trace_id & _LOW, 0x1208,
+                                       span.span_id, 0x2208, parent.span_id)
+            else:  # the trace state goes between the span's id and its parent's
+                ids = (_IDS.pack(0x0A10, trace_id >> 64, trace_id & _LOW, 0x1208,
+                                 span.span_id)
+                       + field(0x1A, span.state_header.encode())
+                       + _PARENT.pack(0x2208, parent.span_id))
+            tail = _REMOTE_TAIL if parent.remote else _LOCAL_TAIL
         if span.status_code or span.events:
             tail = (b"".join(map(_event, span.events))
                     + (self._status(span.status_code, span.status_message)
                        if span.status_code else _UNSET)
-                    + (_REMOTE_FLAGS if remote else _LOCAL_FLAGS))
-        else:  # (an empty status and the flags: one constant)
-            tail = _REMOTE_TAIL if remote else _LOCAL_TAIL
+                    + tail[len(_UNSET):])
         body = b"".join((
             ids, encoded[0],
             _KIND_TIMES.pack(0x30, span.kind, 0x39, span.start, 0x41, span.end_time),

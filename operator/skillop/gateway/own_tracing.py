@@ -112,9 +112,9 @@ class OwnTracing:
         return s.Span(self._tracer, shape[0], s.SERVER, shape[1],
                       s.parent_of(brought) if brought else s.CURRENT.get(), False, shape[2])
 
-    def observed(self, method: str, tool: str | None, meta: Any,
-                 headers: Mapping[str, str] | None, protocol: str | None,
-                 caller: object) -> s.Span:
+    def observed(self, method: str, tool: str | None, meta: Any = None,
+                 headers: Mapping[str, str] | None = None, protocol: str | None = None,
+                 caller: object = None) -> s.Span:
         """``request`` as ``Observer.request`` asks it (see there), in one call: the
         trace context looked for only where a ``traceparent`` is."""
         session_id = headers.get("mcp-session-id") if headers is not None else None
@@ -197,7 +197,8 @@ class OwnTracing:
         if span is None:
             return self.sdk.context()
         out = {"traceparent":  # as ``Span.traceparent`` (one call less)
-               f"00-{span.trace_hex}-{span.span_id.to_bytes(8).hex()}-0{int(span.sampled)}"}
+               f"00-{span.trace_hex}-{span.span_id.to_bytes(8).hex()}"
+               f"{'-01' if span.sampled else '-00'}"}
         if span.state_header:
             out["tracestate"] = span.state_header
         return out

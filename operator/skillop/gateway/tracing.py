@@ -149,9 +149,9 @@ class Tracing:
             self._detach(token)
             span.end()
 
-    def observed(self, method: str, tool: str | None, meta: Any,
-                 headers: Mapping[str, str] | None, protocol: str | None,
-                 caller: object) -> Any:
+    def observed(self, method: str, tool: str | None, meta: Any = None,
+                 headers: Mapping[str, str] | None = None, protocol: str | None = None,
+                 caller: object = None) -> Any:
         """``request`` as ``Observer.request`` asks it: the context ``meta`` or the
         ``headers`` bring, the session of the headers, ``caller``'s subject."""
         return self.request(
