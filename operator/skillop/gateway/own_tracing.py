@@ -29,7 +29,13 @@ from opentelemetry.trace.status import Status, StatusCode
 
 from skillop.gateway import otlp, otlp_send
 from skillop.gateway import spans as s
-from skillop.gateway.tracing import Tracing, carrier, request_attributes, upstream_attributes
+from skillop.gateway.tracing import (
+    FormedContext,
+    Tracing,
+    carrier,
+    request_attributes,
+    upstream_attributes,
+)
 
 #: What the span path covers of ``OTEL_PROPAGATORS`` (the SDK's default is both).
 _PROPAGATORS: Final = frozenset({"tracecontext", "baggage"})
@@ -196,12 +202,12 @@ class OwnTracing:
         span = s.CURRENT.get()
         if span is None:
             return self.sdk.context()
-        out = {"traceparent":  # as ``Span.traceparent`` (one call less)
-               f"00-{span.trace_hex}-{span.span_id.to_bytes(8).hex()}"
-               f"{'-01' if span.sampled else '-00'}"}
-        if span.state_header:
-            out["tracestate"] = span.state_header
-        return out
+        parent = (  # as ``Span.traceparent`` (one call less)
+            f"00-{span.trace_hex}-{span.span_id.to_bytes(8).hex()}"
+            f"{'-01' if span.sampled else '-00'}")
+        if span.state_header:  # (the agent's words: checked where they go)
+            return {"traceparent": parent, "tracestate": span.state_header}
+        return FormedContext(traceparent=parent)
 
     def trace_id(self) -> str | None:
         span = s.CURRENT.get()

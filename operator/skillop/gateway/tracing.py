@@ -35,6 +35,14 @@ SERVICE_NAME: Final = "skillop-gateway"
 _EXPORTERS: Final = ("otlp", "console")
 
 
+class FormedContext(dict[str, str]):
+    """A trace context the gateway formatted itself (``own_tracing``): a lone
+    ``traceparent``, ``00-`` and hex digits and dashes, that a header line and a JSON
+    string take as it is (``transport/template.py``: no check, no escaping)."""
+
+    __slots__ = ()
+
+
 class TracingError(ValueError):
     """An ``OTEL_*`` setting the gateway cannot follow; the message names it."""
 
