@@ -18,7 +18,6 @@ from collections.abc import Callable, Container
 from typing import Any, Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.values import MutexValue
 
 PREFIX: Final = "skillop_gateway"
 #: The label value of a name the served set does not have.
@@ -246,27 +245,17 @@ def _counting(child: Any) -> Callable[[float], None]:
 def _observing(child: Any) -> Callable[[float], None]:
     """A histogram's child's ``observe``, as ``Histogram.observe`` does without an
     exemplar: the sum, and the first bucket whose bound is not below the amount,
-    found by bisection (its Python loop walks the bounds one by one); with the
-    default values (``MutexValue``), their ``inc`` inline: one call, not three."""
+    found by bisection (its Python loop walks the bounds one by one)."""
     try:
-        total, bounds, buckets = child._sum, list(child._upper_bounds), list(child._buckets)
+        add, bounds = child._sum.inc, list(child._upper_bounds)
+        buckets = [bucket.inc for bucket in child._buckets]
     except AttributeError:
         return child.observe  # type: ignore[no-any-return]
     if len(buckets) != len(bounds) or bounds[-1] != float("inf"):
         return child.observe  # type: ignore[no-any-return]
-    if all(type(value) is MutexValue for value in (total, *buckets)):
-        def locked(amount: float) -> None:  # ``MutexValue.inc``'s own, inline
-            with total._lock:
-                total._value += amount
-            bucket = buckets[bisect_left(bounds, amount)]
-            with bucket._lock:
-                bucket._value += 1
-
-        return locked
-    add, adds = total.inc, [bucket.inc for bucket in buckets]
 
     def observe(amount: float) -> None:
         add(amount)
-        adds[bisect_left(bounds, amount)](1)
+        buckets[bisect_left(bounds, amount)](1)
 
     return observe
