@@ -309,3 +309,20 @@ def test_retry_after_is_read_as_the_sdk_reads_it() -> None:
     assert otlp_send._retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0
     assert otlp_send._retry_after("soon") is None
     assert otlp_send._retry_after(None) is None
+
+
+def test_a_header_that_http_refuses_drops_the_batch_without_logging_it(
+        monkeypatch: pytest.MonkeyPatch, receiver: Receiver,
+        caplog: pytest.LogCaptureFixture) -> None:
+    tracing, metrics = _tracing(monkeypatch, receiver.url,
+                                OTEL_EXPORTER_OTLP_HEADERS="authorization=s3cret%0Ainjected")
+    if tracing.sender is None:
+        tracing.shutdown()
+        pytest.skip("the SDK's exporter refused the header itself")
+    try:
+        with caplog.at_level(logging.DEBUG):
+            _calls(tracing, "a")
+    finally:
+        tracing.shutdown()
+    assert receiver.headers == [] and _dropped(metrics) == 1
+    assert "not a valid HTTP header" in caplog.text and "s3cret" not in caplog.text

@@ -85,7 +85,13 @@ class Sender:
         deadline = time.monotonic() + self._timeout
         for attempt in range(_ATTEMPTS):
             backoff = 2 ** attempt * random.uniform(1 - _JITTER, 1 + _JITTER)
-            status, wait, failure = self._attempt(body, deadline)
+            try:
+                status, wait, failure = self._attempt(body, deadline)
+            except ValueError:  # ``http.client``'s words would quote the header
+                self.close_connection()
+                _log.error("exporting spans to %s failed: a header of the OTEL_EXPORTER_OTLP"
+                           "_*HEADERS is not a valid HTTP header (not logged)", self.endpoint)
+                return False
             if status is not None and 200 <= status < 400:
                 return True
             if status is not None and status not in _RETRYABLE:
