@@ -90,7 +90,7 @@ def test_the_bytes_are_the_sdk_exporters_for_the_same_spans(own: OwnTracing) -> 
     assert len(made) == 6
     resource = own.sdk._provider.resource
     ours = own.batches._encoder.request(made)
-    assert ours == own.batches._encoder.request_of([own.batches._encoder.span(m) for m in made])
+    assert ours == own.batches._encoder.request_of([own.batches._encoder.framed(m) for m in made])
     theirs = encode_spans([_as_sdk(span, resource) for span in made]).SerializePartialToString()
     assert ours == theirs
     decoded = ExportTraceServiceRequest.FromString(ours)
@@ -274,3 +274,24 @@ def test_the_exporters_session_reads_the_environment_once_as_each_post_would(
         assert wanted_auth is not None
     finally:
         tracing.shutdown()
+
+
+def test_the_forward_span_is_the_apis_current_one_only_where_a_library_reads_it(
+        own: OwnTracing) -> None:
+    """The gateway's own caller passes the forward's context on itself; a call through
+    the MCP SDK's session is made within ``api_current``, where the SDK's client
+    parents its span on the forward and injects its context."""
+    with own.request("tools/call", "ping", brought={}), own.upstream("up", "echo") as forward:
+        assert own.context()["traceparent"].split("-")[2] == f"{forward.span_id:016x}"
+        assert trace.get_current_span() is not forward
+        with own.api_current():
+            assert trace.get_current_span() is forward
+            theirs = own.sdk._provider.get_tracer("mcp").start_span("theirs")
+            assert theirs.parent is not None and theirs.parent.span_id == forward.span_id
+            with own.api_current():  # already: nothing more
+                assert trace.get_current_span() is forward
+        assert trace.get_current_span() is not forward
+    assert forward.attributes == {"mcp.method.name": "tools/call", "server.address": "up",
+                                  "gen_ai.operation.name": "execute_tool",
+                                  "gen_ai.tool.name": "echo"}
+    assert not trace.get_current_span().get_span_context().is_valid

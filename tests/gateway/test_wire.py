@@ -203,3 +203,44 @@ def test_the_trace_contexts_header_lines_are_checked_as_any_headers(
             return str(exc)
 
     assert outcome(trace_lines) == outcome(checked_headers)
+
+
+@given(trace_id=st.integers(1, 2**128 - 1), span_id=st.integers(1, 2**64 - 1),
+       sampled=st.booleans(), modern=st.booleans())
+def test_a_context_the_gateway_formed_is_written_as_any_other(
+        trace_id: int, span_id: int, sampled: bool, modern: bool) -> None:
+    """The own span path's context (``FormedContext``: neither checked nor escaped)
+    gives the body and the header line a plain mapping of it gives."""
+    pytest.importorskip("opentelemetry.sdk")
+    from skillop.gateway import spans as s
+    from skillop.gateway import tracing as t
+    from skillop.gateway.transport.http import _envelope
+    from skillop.gateway.transport.template import CallTemplate, trace_lines
+
+    tracing = _own_tracing()
+    span = s.Span(tracing._tracer, "x", s.SERVER, {},
+                  s.Parent(trace_id, span_id, sampled=sampled, remote=True))
+    token = s.CURRENT.set(span)
+    try:
+        formed = tracing.context()
+    finally:
+        s.CURRENT.reset(token)
+    assert type(formed) is t.FormedContext
+    plain = dict(formed)
+    assert plain == {"traceparent": f"00-{trace_id:032x}-{span.span_id:016x}-0{int(sampled)}"}
+    template = CallTemplate.of("x", _envelope("2026-07-28", {}) if modern else None, {}, None)
+    assert template.body(3, {}, formed) == template.body(3, {}, plain)
+    assert trace_lines(formed) == trace_lines(plain)
+
+
+_OWN: list[Any] = []
+
+
+def _own_tracing() -> Any:
+    """The gateway's own span path (made once: it starts a thread), sampling as the
+    agent's trace says."""
+    from skillop.gateway import tracing as t
+
+    if not _OWN:
+        _OWN.append(t.start({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"}))
+    return _OWN[0]

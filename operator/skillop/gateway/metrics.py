@@ -13,6 +13,7 @@ the alerts built on them.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Container
 from typing import Any, Final
 
@@ -143,14 +144,16 @@ class GatewayMetrics:
                                        " token, by reason (missing, invalid, unavailable:"
                                        " the issuer's keys); never by subject", "reason")
         self.spans_dropped = counter("spans_dropped", "Spans dropped before export: their"
-                                     " queue was full (the receiver slow or down)")
+                                     " queue was full, or the receiver never took them"
+                                     " (slow, down or refusing)")
         self._served: Container[str] = ()
         self._upstreams: Container[str] = ()
-        #: The children a call that went well counts in, by binding; an upstream's
-        #: time's, by upstream: found once, not by ``labels`` for every call (its
-        #: checks were half of a call's metrics). Emptied when the names change.
-        self._ok: dict[str, tuple[Any, Any]] = {}
-        self._forwarded: dict[str, Any] = {}
+        #: How a call that went well is counted, by binding; an upstream's time, by
+        #: upstream: the children found once, not by ``labels`` for every call (its
+        #: checks were half of a call's metrics), and counted as ``_counting`` and
+        #: ``_observing`` do. Emptied when the names change.
+        self._ok: dict[str, tuple[Callable[[float], None], Callable[[float], None]]] = {}
+        self._forwarded: dict[str, Callable[[float], None]] = {}
 
     def serve(self, bindings: Container[str], upstreams: Container[str]) -> None:
         """The names that may be label values from now on (the set just loaded)."""
@@ -166,12 +169,13 @@ class GatewayMetrics:
         if outcome == "ok":
             children = self._ok.get(binding)
             if children is None:
-                children = (self.calls.labels(bounded(binding, self._served), "ok", ""),
-                            self.call_seconds.labels("ok"))
+                children = (
+                    _counting(self.calls.labels(bounded(binding, self._served), "ok", "")),
+                    _observing(self.call_seconds.labels("ok")))
                 if len(self._ok) < _CACHED:
                     self._ok[binding] = children
-            children[0].inc()
-            children[1].observe(seconds)
+            children[0](1)
+            children[1](seconds)
             return
         kind = ("" if outcome == "ok" else refusal_kind(reason) if outcome == "refused"
                 else failure_kind(reason))
@@ -181,12 +185,13 @@ class GatewayMetrics:
             self.upstream_failures.labels(bounded(upstream, self._upstreams), kind).inc()
 
     def forwarded(self, upstream: str, seconds: float) -> None:
-        child = self._forwarded.get(upstream)
-        if child is None:
-            child = self.upstream_seconds.labels(bounded(upstream, self._upstreams))
+        observe = self._forwarded.get(upstream)
+        if observe is None:
+            observe = _observing(self.upstream_seconds.labels(bounded(upstream,
+                                                                      self._upstreams)))
             if len(self._forwarded) < _CACHED:
-                self._forwarded[upstream] = child
-        child.observe(seconds)
+                self._forwarded[upstream] = observe
+        observe(seconds)
 
     def approval_asked(self, via: str) -> None:
         self.approvals_requested.labels(via if via in ("Request", "Elicitation")
@@ -226,3 +231,31 @@ def serve_metrics(host: str, port: int, registry: CollectorRegistry) -> tuple[An
     from prometheus_client import start_http_server
 
     return start_http_server(port, addr=host, registry=registry)
+
+
+def _counting(child: Any) -> Callable[[float], None]:
+    """A counter's child's ``inc`` as its value's own: what ``Counter.inc`` does for a
+    positive amount without an exemplar, less its two calls of checks (the child is
+    a labelled one: observable)."""
+    value = getattr(child, "_value", None)
+    inc = getattr(value, "inc", None)
+    return inc if callable(inc) else child.inc  # type: ignore[no-any-return]
+
+
+def _observing(child: Any) -> Callable[[float], None]:
+    """A histogram's child's ``observe``, as ``Histogram.observe`` does without an
+    exemplar: the sum, and the first bucket whose bound is not below the amount,
+    found by bisection (its Python loop walks the bounds one by one)."""
+    try:
+        add, bounds = child._sum.inc, list(child._upper_bounds)
+        buckets = [bucket.inc for bucket in child._buckets]
+    except AttributeError:
+        return child.observe  # type: ignore[no-any-return]
+    if len(buckets) != len(bounds) or bounds[-1] != float("inf"):
+        return child.observe  # type: ignore[no-any-return]
+
+    def observe(amount: float) -> None:
+        add(amount)
+        buckets[bisect_left(bounds, amount)](1)
+
+    return observe

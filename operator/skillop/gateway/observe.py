@@ -45,6 +45,10 @@ class Observer:
         self.tracing = tracing
         if metrics is not None and tracing is not None and hasattr(tracing, "counting_drops"):
             tracing.counting_drops(metrics.spans_dropped.inc)
+        if tracing is not None:  # the call path's hooks are the tracing's own: a call less
+            self.request = tracing.observed  # type: ignore[method-assign]
+            self.upstream = tracing.upstream  # type: ignore[method-assign]
+            self.context = tracing.context  # type: ignore[method-assign]
 
     @classmethod
     def from_environment(cls, metrics: m.GatewayMetrics | None,
@@ -78,10 +82,7 @@ class Observer:
         ``caller``'s subject (a ``Caller``; anything else: nobody) as ``enduser.id``."""
         if self.tracing is None:
             return _NO_SPAN
-        return self.tracing.request(
-            method, tool, brought=t.carrier(meta, headers), protocol=protocol,
-            enduser=getattr(caller, "subject", None),
-            session_id=headers.get("mcp-session-id") if headers is not None else None)
+        return self.tracing.observed(method, tool, meta, headers, protocol, caller)
 
     def called(self, binding: str, outcome: str, reason: str | None, seconds: float, *,
                upstream: str | None = None) -> str | None:
@@ -115,9 +116,13 @@ class Observer:
         nothing when tracing is off). Its time is the record's ``upstream_seconds``."""
         if self.tracing is None:
             return _NO_SPAN
-        return self.tracing.child(f"tools/call {tool}", client=True, attributes={
-            "mcp.method.name": "tools/call", "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": tool, "server.address": label})
+        return self.tracing.upstream(label, tool)
+
+    def api_current(self) -> Any:
+        """The current span made OpenTelemetry's current one too, for a block that
+        calls a library which reads it (the MCP SDK's client session); nothing when
+        tracing is off or the current span is already the API's."""
+        return self.tracing.api_current() if self.tracing is not None else _NO_SPAN
 
     def context(self) -> Mapping[str, str]:
         """The current trace context, for an upstream request (its headers and

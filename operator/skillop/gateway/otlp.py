@@ -11,7 +11,9 @@ each part of each span, about 30-90 us a span (docs/benchmarks.md).
 (``OTEL_BSP_MAX_QUEUE_SIZE``; when full, the oldest span is dropped and counted),
 sent by a thread of its own every ``OTEL_BSP_SCHEDULE_DELAY`` ms or when a batch
 (``OTEL_BSP_MAX_EXPORT_BATCH_SIZE``) is waiting, and flushed on shutdown. A call
-never waits for an export: a receiver that is down only fills the queue.
+never waits for an export: a receiver that is down only fills the queue. A batch
+the sender gives up on (it answers False: ``otlp_send.Sender``) is counted as
+dropped too.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ _LOW: Final = (1 << 64) - 1
 _LOCAL_FLAGS: Final = b"\x85\x01" + struct.pack("<I", HAS_IS_REMOTE)
 _REMOTE_FLAGS: Final = b"\x85\x01" + struct.pack("<I", HAS_IS_REMOTE | IS_REMOTE)
 _UNSET: Final = b"\x7a\x00"  # an empty status: the SDK always writes one
+_LOCAL_TAIL: Final = _UNSET + _LOCAL_FLAGS
+_REMOTE_TAIL: Final = _UNSET + _REMOTE_FLAGS
 _CACHED: Final = 4096  # attributes and names kept encoded (tool names: a set's worth)
 
 
@@ -71,45 +75,70 @@ class Encoder:
 
     def request(self, spans: list[Span]) -> bytes:
         """An ``ExportTraceServiceRequest`` of ``spans``."""
-        return self.request_of([self.span(one) for one in spans])
+        return self.request_of([self.framed(one) for one in spans])
 
-    def request_of(self, encoded: list[bytes]) -> bytes:
-        """An ``ExportTraceServiceRequest`` of spans already encoded (``span``)."""
-        parts = []
-        for body in encoded:
-            size = len(body)
-            parts.append(bytes((0x12, size)) if size < 0x80 else
-                         bytes((0x12, size & 0x7F | 0x80, size >> 7)) if size < 0x4000
-                         else b"\x12" + varint(size))
-            parts.append(body)
-        scope_spans = self._scope + b"".join(parts) + self._scope_schema
+    def request_of(self, framed: list[bytes]) -> bytes:
+        """An ``ExportTraceServiceRequest`` of spans already encoded (``framed``)."""
+        scope_spans = self._scope + b"".join(framed) + self._scope_schema
         return field(0x0A, self._resource + field(0x12, scope_spans) + self._resource_schema)
 
+    def shape(self, name: str, attributes: dict[str, Any]) -> tuple[bytes, bytes]:
+        """A span's name and attributes encoded (``Span.encoded``: made once for many)."""
+        return (self._names.get(name) or self._name(name),
+                b"".join([self._attributes.get(item) or self._attribute(item)
+                          for item in attributes.items()]))
+
     def span(self, span: Span) -> bytes:
-        """One ``Span`` message (the SDK's ``_encode_span``), in one Python call for the
-        gateway's usual spans: every part a builtin's work or a cached one."""
-        parent = span.parent
-        items = span.attributes.items()
-        try:  # every attribute seen before (else a None: a TypeError)
-            attributes = b"".join(map(self._attributes.get, items))  # type: ignore[arg-type]
-        except TypeError:
-            attributes = b"".join([self._attribute(item) for item in items])
-        code, trace_id = span.status_code, span.trace_id
+        """One ``Span`` message (the SDK's ``_encode_span``)."""
+        framed = self.framed(span)
+        start = 1
+        while framed[start] & 0x80:
+            start += 1
+        return framed[start + 1:]
+
+    def framed(self, span: Span) -> bytes:
+        """``span`` as a member of its scope's spans (field 2: its size, then its
+        ``Span`` message), ready to be joined with others into a request
+        (``request_of``); in one Python call for the gateway's usual spans: every part
+        a builtin's work or a cached one."""
+        parent, encoded, trace_id = span.parent, span.encoded, span.trace_id
+        if encoded is None:
+            encoded = self._encoded(span)
         if parent is None:
             ids = _IDS.pack(0x0A10, trace_id >> 64, trace_id & _LOW, 0x1208, span.span_id)
-        elif not span.state_header:
-            ids = _IDS_PARENT.pack(0x0A10, trace_id >> 64, trace_id & _LOW, 0x1208,
-                                   span.span_id, 0x2208, parent.span_id)
-        else:  # the trace state goes between the span's id and its parent's
-            ids = (_IDS.pack(0x0A10, trace_id >> 64, trace_id & _LOW, 0x1208, span.span_id)
-                   + field(0x1A, span.state_header.encode())
-                   + _PARENT.pack(0x2208, parent.span_id))
-        return b"".join((
-            ids, self._names.get(span.name) or self._name(span.name),
+            tail = _LOCAL_TAIL  # (an empty status and the flags: one constant)
+        else:
+            if not span.state_header:
+                ids = _IDS_PARENT.pack(0x0A10, trace_id >> 64, trace_id & _LOW, 0x1208,
+                                       span.span_id, 0x2208, parent.span_id)
+            else:  # the trace state goes between the span's id and its parent's
+                ids = (_IDS.pack(0x0A10, trace_id >> 64, trace_id & _LOW, 0x1208,
+                                 span.span_id)
+                       + field(0x1A, span.state_header.encode())
+                       + _PARENT.pack(0x2208, parent.span_id))
+            tail = _REMOTE_TAIL if parent.remote else _LOCAL_TAIL
+        if span.status_code or span.events:
+            tail = (b"".join(map(_event, span.events))
+                    + (self._status(span.status_code, span.status_message)
+                       if span.status_code else _UNSET)
+                    + tail[len(_UNSET):])
+        body = b"".join((
+            ids, encoded[0],
             _KIND_TIMES.pack(0x30, span.kind, 0x39, span.start, 0x41, span.end_time),
-            attributes, b"".join(map(_event, span.events)) if span.events else b"",
-            _UNSET if not code else self._status(code, span.status_message),
-            _REMOTE_FLAGS if parent is not None and parent.remote else _LOCAL_FLAGS))
+            encoded[1], tail))
+        size = len(body)
+        return (bytes((0x12, size)) if size < 0x80 else
+                bytes((0x12, size & 0x7F | 0x80, size >> 7)) if size < 0x4000
+                else b"\x12" + varint(size)) + body
+
+    def _encoded(self, span: Span) -> tuple[bytes, bytes]:
+        """The name and attributes of a span not made of a shape (``Span.encoded``)."""
+        name = self._names.get(span.name) or self._name(span.name)
+        items = span.attributes.items()
+        try:  # every attribute seen before (else a None: a TypeError)
+            return name, b"".join(map(self._attributes.get, items))  # type: ignore[arg-type]
+        except TypeError:
+            return name, b"".join([self._attribute(item) for item in items])
 
     def _name(self, name: str) -> bytes:
         encoded = field(0x2A, name.encode())
@@ -159,15 +188,19 @@ class Batches:
     """The bounded queue of ended spans and the thread that sends them (see above)."""
 
     def __init__(self, encoder: Encoder, send: Callable[[bytes], object],
-                 environ: Mapping[str, str], *, dropped: Callable[[], None] = lambda: None,
-                 ) -> None:
+                 environ: Mapping[str, str], *,
+                 dropped: Callable[[int], object] = lambda count: None) -> None:
+        """``send(body)``: False if the batch was dropped; ``dropped(count)`` counts
+        the spans dropped."""
         self._encoder, self._send, self.dropped = encoder, send, dropped
         self._size = _positive(environ, "OTEL_BSP_MAX_QUEUE_SIZE", 2048)
         self._batch = min(self._size, _positive(environ, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512))
         self._delay = _positive(environ, "OTEL_BSP_SCHEDULE_DELAY", 5000) / 1000
-        #: Spans encoded as they end: bytes keep nothing alive for the cyclic
-        #: collector to walk (queued spans made it collect about every 60 calls).
+        #: Spans encoded as they end (``Encoder.framed``): bytes keep nothing alive
+        #: for the cyclic collector to walk (queued spans made it collect about every
+        #: 60 calls), and a batch is one join.
         self._queue: collections.deque[bytes] = collections.deque(maxlen=self._size)
+        self._framed = encoder.framed
         self._awake = threading.Event()
         self._lock = threading.Lock()
         self._stopped = False
@@ -181,8 +214,8 @@ class Batches:
         if self._stopped:
             return
         if len(queue) == self._size:
-            self.dropped()
-        queue.append(self._encoder.span(span))
+            self.dropped(1)
+        queue.append(self._framed(span))
         if len(queue) >= self._batch and not self._awake.is_set():
             self._awake.set()
 
@@ -200,9 +233,12 @@ class Batches:
             while queue and (whole or len(queue) >= batch):
                 spans = [queue.popleft() for _ in range(min(batch, len(queue)))]
                 try:
-                    self._send(self._encoder.request_of(spans))
+                    sent = self._send(self._encoder.request_of(spans))
                 except Exception:
                     _log.exception("exporting %d spans failed", len(spans))
+                    sent = False
+                if sent is False:
+                    self.dropped(len(spans))
 
     def flush(self) -> None:
         """Send what is queued now (from the caller's thread)."""

@@ -242,7 +242,9 @@ class Pipeline:
         return found
 
     def record(self, record: CallRecord) -> None:
-        if self._trace_id is not None:  # (``_replace`` pops a keyword for every field)
+        """``record`` told to every recorder, the current trace's id set in it."""
+        if self._trace_id is not None and record.trace_id is None:
+            # (``_replace`` pops a keyword for every field)
             record = CallRecord._make((*record[:_TRACE_AT], self._trace_id(),
                                        *record[_TRACE_AT + 1:]))
         for recorder in self.recorders:
@@ -267,10 +269,11 @@ class Pipeline:
         except BaseException:
             # Cancelled: by the client (notifications/cancelled), its disconnect, or
             # the gateway's shutdown. The call may have run upstream: it is recorded.
-            self.record(_record(call, failed(CANCELLED), started))
+            self.record(_record(call, failed(CANCELLED), started, self._trace_id))
             raise
         if not isinstance(verdict, Pending):
-            self.record(_record(call, verdict, started))
+            # (made with the trace's id: not made again by ``record``)
+            self.record(_record(call, verdict, started, self._trace_id))
         return verdict
 
 
@@ -303,8 +306,10 @@ def error_result(text: str, *, meta: dict[str, Any] | None = None) -> types.Call
                                 _meta=meta)
 
 
-def _record(call: Call, verdict: Verdict, started: float) -> CallRecord:
-    """``verdict`` (an end) of ``call`` as its record."""
+def _record(call: Call, verdict: Verdict, started: float,
+            trace_id: Callable[[], str | None] | None) -> CallRecord:
+    """``verdict`` (an end) of ``call`` as its record (``trace_id``: the current
+    trace's, when tracing)."""
     tool = call.tool
     outcome: Outcome
     verdict_of_approval: approval.Approved | approval.Refused | None = call.approved
@@ -328,4 +333,4 @@ def _record(call: Call, verdict: Verdict, started: float) -> CallRecord:
         upstream_tool=tool.upstream_name if tool is not None else None,
         outcome=outcome, reason=reason, approval=verdict_of_approval,
         seconds=time.perf_counter() - started, upstream_seconds=call.upstream_seconds,
-        caller=call.caller.subject)
+        trace_id=trace_id() if trace_id is not None else None, caller=call.caller.subject)

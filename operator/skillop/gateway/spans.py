@@ -68,12 +68,16 @@ _API_CONTEXT: Final = _api_context()
 class Parent:
     """The context a span continues: the agent's (remote) or a span's of this process."""
 
-    __slots__ = ("remote", "sampled", "span_id", "state", "state_header", "trace_id")
+    __slots__ = ("remote", "sampled", "span_id", "state", "state_header", "trace_hex",
+                 "trace_id")
 
     def __init__(self, trace_id: int, span_id: int, *, sampled: bool, remote: bool,
-                 state: TraceState = _EMPTY_STATE, state_header: str | None = None) -> None:
+                 state: TraceState = _EMPTY_STATE, state_header: str | None = None,
+                 trace_hex: str | None = None) -> None:
         self.trace_id, self.span_id, self.sampled = trace_id, span_id, sampled
         self.remote, self.state = remote, state
+        #: ``trace_id`` as 32 hex digits (the audit line's, the traceparent's).
+        self.trace_hex = trace_id.to_bytes(16).hex() if trace_hex is None else trace_hex
         #: ``state`` as a header (and in OTLP): "" when empty.
         self.state_header = state.to_header() if state_header is None else state_header
 
@@ -92,7 +96,8 @@ def parent_of(brought: Mapping[str, str]) -> Parent | None:
         return None
     state = brought.get("tracestate")
     return Parent(trace_id, span_id, sampled=bool(int(flags_hex, 16) & 1), remote=True,
-                  state=TraceState.from_header([state]) if state else _EMPTY_STATE)
+                  state=TraceState.from_header([state]) if state else _EMPTY_STATE,
+                  trace_hex=trace_hex)
 
 
 class Span(trace.Span):
@@ -101,28 +106,42 @@ class Span(trace.Span):
     writes it: ``status_code`` (0 unset, 1 ok, 2 error) and ``status_message``."""
 
     __slots__ = ("_api", "_api_token", "_context", "_ended", "_token", "attributes",
-                 "end_time", "events", "kind", "name", "parent", "sampled", "span_id", "start",
-                 "state", "state_header", "status_code", "status_message", "trace_id")
+                 "encoded", "end_time", "events", "kind", "name", "parent", "sampled",
+                 "span_id", "start", "state", "state_header", "status_code", "status_message",
+                 "trace_hex", "trace_id")
     #: As a parent (a span of this process is one): not remote.
     remote: Final = False
+    trace_id: int
+    trace_hex: str
 
-    def __init__(self, name: str, kind: int, attributes: dict[str, Any],
-                 parent: Parent | Span | None, trace_id: int, sampled: bool,
-                 ended: Callable[[Span], None] | None, *, api: bool = False) -> None:
-        self.name, self.kind, self.attributes, self.parent = name, kind, attributes, parent
-        self.trace_id, self.sampled, self._api = trace_id, sampled, api
-        self.span_id = getrandbits(64) or _span_id()
+    def __init__(self, tracer: Tracer, name: str, kind: int, attributes: dict[str, Any],
+                 parent: Parent | Span | None, api: bool = False,
+                 encoded: tuple[bytes, bytes] | None = None) -> None:
+        """Started by ``tracer`` (``Tracer.start``, as it says; its callers on a call's
+        path make one directly: a call a span less). ``encoded``: its name and
+        ``attributes`` as OTLP writes them (``otlp.py``), made once for every span of
+        the same shape; dropped when either changes (``attributes`` may then be
+        shared: it is copied first)."""
         if parent is None:
+            trace_id = getrandbits(128) or _trace_id()
             self.state, self.state_header = _EMPTY_STATE, ""
+            self.trace_hex = trace_id.to_bytes(16).hex()  # (``f"{:032x}"`` costs twice)
         else:
+            trace_id = parent.trace_id
             self.state, self.state_header = parent.state, parent.state_header
-        self.events: list[tuple[str, int, dict[str, Any]]] = []
+            self.trace_hex = parent.trace_hex
+        sampled = tracer._always
+        if sampled is None:
+            sampled = tracer._decide(parent, trace_id)
+        self._ended = tracer._ended if sampled else None
+        self.name, self.kind, self.attributes, self.parent = name, kind, attributes, parent
+        self.trace_id, self.sampled, self._api, self.encoded = trace_id, sampled, api, encoded
+        self.span_id = getrandbits(64) or _span_id()
+        self.events: list[tuple[str, int, dict[str, Any]]] | tuple[()] = ()
         self.status_code = 0
         self.status_message: str | None = None
-        self.start = time.time_ns()
-        self.end_time = 0
-        self._ended = ended
         self._context: SpanContext | None = None
+        self.start = time.time_ns()
 
     def __enter__(self) -> Span:
         """Current until its block ends (with ``api``, the API's current span too),
@@ -159,7 +178,8 @@ class Span(trace.Span):
 
     def traceparent(self) -> dict[str, str]:
         """Its context as the W3C propagator injects it."""
-        out = {"traceparent": f"00-{self.trace_id:032x}-{self.span_id:016x}-0{int(self.sampled)}"}
+        out = {"traceparent":
+               f"00-{self.trace_hex}-{self.span_id.to_bytes(8).hex()}-0{int(self.sampled)}"}
         if self.state_header:
             out["tracestate"] = self.state_header
         return out
@@ -183,6 +203,8 @@ class Span(trace.Span):
 
     def set_attribute(self, key: str, value: Any) -> None:
         if self._ended is not None:
+            if self.encoded is not None:
+                self.attributes, self.encoded = dict(self.attributes), None
             self.attributes[key] = value
 
     def set_attributes(self, attributes: Mapping[str, Any]) -> None:
@@ -191,7 +213,7 @@ class Span(trace.Span):
 
     def update_name(self, name: str) -> None:
         if self._ended is not None:
-            self.name = name
+            self.name, self.encoded = name, None
 
     @property
     def status(self) -> Status:
@@ -210,6 +232,8 @@ class Span(trace.Span):
     def add_event(self, name: str, attributes: Mapping[str, Any] | None = None,
                   timestamp: int | None = None) -> None:
         if self._ended is not None:
+            if not self.events:
+                self.events = []
             self.events.append((name, timestamp if timestamp is not None else time.time_ns(),
                                 dict(attributes or {})))
 
@@ -292,9 +316,7 @@ class Tracer:
         self._decide, self._ended, self._always = decide, ended, always
 
     def start(self, name: str, kind: int, attributes: dict[str, Any],
-              parent: Parent | Span | None, *, api: bool = False) -> Span:
-        trace_id = (parent.trace_id if parent is not None
-                    else getrandbits(128) or _trace_id())
-        sampled = self._always if self._always is not None else self._decide(parent, trace_id)
-        return Span(name, kind, attributes, parent, trace_id, sampled,
-                    self._ended if sampled else None, api=api)
+              parent: Parent | Span | None, *, api: bool = False,
+              encoded: tuple[bytes, bytes] | None = None) -> Span:
+        """A span of ``parent``'s trace (None: of a new one), sampled as decided."""
+        return Span(self, name, kind, attributes, parent, api, encoded)

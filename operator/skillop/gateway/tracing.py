@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, Final, cast
 
 if TYPE_CHECKING:
@@ -33,6 +33,14 @@ if TYPE_CHECKING:
 CONTEXT_KEYS: Final = ("traceparent", "tracestate")
 SERVICE_NAME: Final = "skillop-gateway"
 _EXPORTERS: Final = ("otlp", "console")
+
+
+class FormedContext(dict[str, str]):
+    """A trace context the gateway formatted itself (``own_tracing``): a lone
+    ``traceparent``, ``00-`` and hex digits and dashes, that a header line and a JSON
+    string take as it is (``transport/template.py``: no check, no escaping)."""
+
+    __slots__ = ()
 
 
 class TracingError(ValueError):
@@ -57,14 +65,16 @@ def wanted(environ: Mapping[str, str] = os.environ) -> bool:
 def carrier(meta: Any, headers: Mapping[str, str] | None) -> dict[str, str]:
     """The trace context a request brings: its ``_meta``'s if that has a
     ``traceparent``, else its headers'."""
-    for source in (meta, headers):
-        if source is None:
-            continue
-        if (isinstance(source, (dict, Mapping))  # (a dict first: no ABC check for one)
-                and isinstance(source.get("traceparent"), str)):
-            return {key: value for key in CONTEXT_KEYS
-                    if isinstance(value := source.get(key), str)}
+    if (meta is not None and isinstance(meta, (dict, Mapping))  # (a dict: no ABC check)
+            and isinstance(meta.get("traceparent"), str)):
+        return _context_of(meta)
+    if headers is not None and isinstance(headers.get("traceparent"), str):
+        return _context_of(headers)
     return {}
+
+
+def _context_of(source: Mapping[str, Any]) -> dict[str, str]:
+    return {key: value for key in CONTEXT_KEYS if isinstance(value := source.get(key), str)}
 
 
 class Tracing:
@@ -147,6 +157,25 @@ class Tracing:
             self._detach(token)
             span.end()
 
+    def observed(self, method: str, tool: str | None, meta: Any = None,
+                 headers: Mapping[str, str] | None = None, protocol: str | None = None,
+                 caller: object = None) -> Any:
+        """``request`` as ``Observer.request`` asks it: the context ``meta`` or the
+        ``headers`` bring, the session of the headers, ``caller``'s subject."""
+        return self.request(
+            method, tool, brought=carrier(meta, headers), protocol=protocol,
+            enduser=getattr(caller, "subject", None),
+            session_id=headers.get("mcp-session-id") if headers is not None else None)
+
+    def api_current(self) -> Any:
+        """Nothing to do: the SDK's spans are the API's current ones already."""
+        return nullcontext()
+
+    def upstream(self, label: str, tool: str) -> Any:
+        """The forward to ``label``'s ``tool``: a CLIENT span within the current one."""
+        return self.child(f"tools/call {tool}", client=True,
+                          attributes=upstream_attributes(label, tool))
+
     def failed(self, error_type: str) -> None:
         """The current span ended in a failure of kind ``error_type``."""
         span = self._trace.get_current_span()
@@ -186,6 +215,12 @@ def request_attributes(method: str, tool: str | None, *, session_id: str | None,
     if enduser is not None:
         attributes["enduser.id"] = enduser
     return attributes
+
+
+def upstream_attributes(label: str, tool: str) -> dict[str, str]:
+    """A forward's CLIENT span's attributes (``label``: the upstream's name)."""
+    return {"mcp.method.name": "tools/call", "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": tool, "server.address": label}
 
 
 def start(environ: Mapping[str, str] = os.environ) -> Tracing | OwnTracing:

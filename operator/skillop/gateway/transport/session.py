@@ -37,8 +37,12 @@ class SessionCalls(Calls):
                 " protocol revision), which cannot carry a caller's exchanged token"
                 " (tokenExchange)")
         try:
-            response = await self.session.call_tool(name, dict(arguments),
-                                                    allow_input_required=True)
+            # The MCP SDK's client parents its span on, and puts in ``_meta``, the API's
+            # current span: the forward's, made so here (the gateway's own caller passes
+            # the context itself).
+            with self._transport.settings.observer.api_current():
+                response = await self.session.call_tool(name, dict(arguments),
+                                                        allow_input_required=True)
         except Exception as exc:
             failure = errors.mapped(exc, label, self._transport.redactor)
             if failure is None:

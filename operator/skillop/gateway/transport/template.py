@@ -11,6 +11,7 @@ from typing import Any, Final
 
 from skillop.gateway import wire
 from skillop.gateway.http1 import checked_headers
+from skillop.gateway.tracing import FormedContext
 
 #: Call templates kept per caller (one per tool and session; a set's tools are few).
 MAX_TEMPLATES: Final = 1024
@@ -45,6 +46,8 @@ class CallTemplate:
         for every call (that was most of what tracing cost a call's request)."""
         if not trace:
             tail = self.tail
+        elif type(trace) is FormedContext:  # hex digits and dashes: a JSON string as is
+            tail = self.traced + b'"traceparent":"' + trace["traceparent"].encode() + b'"}}}'
         elif len(trace) == 1 and (parent := trace.get("traceparent")) is not None:
             tail = self.traced + b'"traceparent":' + _string(parent).encode() + b"}}}"
         else:
@@ -57,6 +60,8 @@ def trace_lines(trace: Mapping[str, str]) -> str:
     """The trace context's header lines, as ``checked_headers`` writes them; a
     ``traceparent`` alone (the usual context: hex digits) is checked by one builtin
     instead of two regular expressions."""
+    if type(trace) is FormedContext:  # the gateway's own formatting: hex digits
+        return f"traceparent: {trace['traceparent']}\r\n"
     parent = trace.get("traceparent")
     if len(trace) == 1 and parent is not None and parent.isprintable():
         return f"traceparent: {parent}\r\n"
