@@ -26,6 +26,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from prometheus_client import CollectorRegistry
 
+from pinkit import installed_within_pin
 from skillop.gateway import otlp_send
 from skillop.gateway import tracing as t
 from skillop.gateway.metrics import GatewayMetrics
@@ -326,3 +327,12 @@ def test_a_header_that_http_refuses_drops_the_batch_without_logging_it(
         tracing.shutdown()
     assert receiver.headers == [] and _dropped(metrics) == 1
     assert "not a valid HTTP header" in caplog.text and "s3cret" not in caplog.text
+
+
+def test_the_installed_exporter_is_the_one_the_sender_reads() -> None:
+    """The sender reads the SDK exporter's resolved settings from its private client
+    (``_endpoint``, ``_headers``, ``_timeout``, ``_compression``,
+    ``_transport._session``) and leaves the export to the SDK's client without them:
+    a release that renames them would be slower, not wrong; the tests above, which
+    need the own sender, would fail, and this says why."""
+    installed_within_pin("opentelemetry-exporter-otlp-proto-http")
