@@ -6,8 +6,19 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from skillop.gateway.actions import TRIGGERS, VERBS, asked, named, performed, phrase
+from skillop.gateway.actions import (
+    TRIGGERS,
+    VERBS,
+    Objects,
+    asked,
+    named,
+    objects,
+    performed,
+    phrase,
+)
 from skillop.gateway.search import Document, SearchIndex
 from skillop.gateway.vectors import SemanticRanker
 
@@ -89,3 +100,70 @@ def test_a_named_service_must_perform_the_operation_itself(query: str, weak: boo
     assert SemanticRanker(None, lambda _: None, loader=lambda: _Flat()).prepare(  # type: ignore[arg-type,return-value]
         index)
     assert index.find(query, limit=1).weak is weak
+
+
+@pytest.mark.parametrize(("query", "said"), [
+    ("delete a Slack message", {"slack", "messag"}),
+    ("Please create a new channel called #launch", {"channel"}),
+    ("remove the Notes field from the Airtable table", {"note", "field"}),
+    ("wipe out a pod that is misbehaving", {"pod"}),  # a phrasal verb's particle
+    ("change the Status property of a Notion page", {"status", "properti", "notion", "page"}),
+])
+def test_the_object_is_what_follows_the_verb_up_to_a_preposition(query: str,
+                                                                  said: set[str]) -> None:
+    assert objects(query) == said
+
+
+@pytest.mark.parametrize("query", [
+    "comment on a Notion page",  # no direct object
+    "stop placing pods on node-3",  # an activity, not a thing
+    "which messages mention the outage",  # no operation asked
+    "delete",
+    "",
+])
+def test_no_object_when_the_verb_has_none(query: str) -> None:
+    assert objects(query) == frozenset()
+
+
+@given(st.text(max_size=300))
+def test_objects_reads_any_text_and_only_when_an_operation_is_asked(query: str) -> None:
+    said = objects(query)
+    assert said == frozenset() or asked(query)
+    assert all(stem and stem.isascii() for stem in said)
+
+
+def _docs(*specs: tuple[str, str, str]) -> list[Document]:
+    return [Document(f"{skill}/{name}", name, skill=skill, description=text)
+            for skill, name, text in specs]
+
+
+_SLACK = _docs(("slack", "slack_post_message", "Post a new message to a Slack channel."),
+               ("slack", "slack_list_channels", "List the channels of the workspace."),
+               ("slack", "slack_add_reaction", "Add a reaction emoji to a message."),
+               ("slack", "slack_get_users", "Get the users of the workspace."))
+
+
+@pytest.mark.parametrize(("query", "missed"), [
+    ("delete a Slack message", True),  # a class performed, but on reactions only
+    ("create a new Slack channel", True),  # it creates messages; channels it lists
+    ("post a message to the team", False),
+    ("add a reaction to the message", False),
+    ("create something else", False),  # no tool names the object: not judged
+    ("comment on the channel", False),
+])
+def test_an_operation_must_be_performed_on_what_the_query_names(query: str,
+                                                                missed: bool) -> None:
+    reader = Objects.of((doc.skill, doc.name_words()) for doc in _SLACK)
+    assert reader.services == {"slack"}
+    assert reader.unable(query, asked(query), _SLACK[:3]) is missed
+
+
+def test_a_word_most_of_a_service_s_names_share_names_no_object() -> None:
+    docs = _docs(*(("kubernetes", f"kubectl_{verb}", f"{verb.title()} resources.")
+                   for verb in ("get", "delete", "describe", "logs")),
+                 ("kubernetes", "exec_in_pod", "Run a command in a pod."))
+    reader = Objects.of((doc.skill, doc.name_words()) for doc in docs)
+    assert reader.shared["kubernetes"] == {"kubectl"}
+    # kubectl_delete's name is its verb alone: it deletes a pod as well as anything.
+    assert not reader.unable("remove a pod", asked("remove a pod"), [docs[4], docs[1]])
+    assert reader.unable("remove a pod", asked("remove a pod"), [docs[4], docs[3]])

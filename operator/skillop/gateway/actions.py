@@ -16,16 +16,31 @@ can mean (adding to or removing from something is also an update of it; "post"
 creates as well as sends), so that a tool is not taken for unable when one
 reading fits. A query asks only through its leading verb in its base form (an
 imperative): a verb later in a long task, or "we changed ...", says nothing.
+
+A tool that performs the class may still not act on what the query names: "create a
+Slack channel" next to ``slack_post_message`` (it creates, but messages) and
+``slack_list_channels`` (channels, but it lists). ``Objects.missed`` reads the
+query's object, the words after its verb up to the first preposition, and says the
+closest tools cannot do it when some of them name that object (so the set's words
+for it are known), yet none that performs the class names it. A tool whose name is
+its verb alone (``kubectl_delete``) acts on anything; a tool that names the object
+with a verb the lexicon does not read (``lighthouse_audit``) may well do it.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import threading
-from collections.abc import Collection, Mapping
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
 
 import snowballstemmer
+
+from skillop.gateway.thesaurus import GROUPS
 
 _CLASSES: Mapping[str, str] = {
     # making something
@@ -162,3 +177,123 @@ def named(query: str, skills: Collection[str]) -> list[str]:
     """The ``skills`` (each a ``phrase``) that ``query`` names, as whole words."""
     text = f" {phrase(query[:1000])} "
     return [skill for skill in skills if f" {skill} " in text]
+
+
+#: Words that end a verb's object ("delete *the table* from the base"); one right
+#: after the verb means it has none ("comment on the page").
+_ENDS = _words("""to in into on onto from at for with by about as via called named that
+    which who so and or than like under over across through between without within
+    inside against per toward towards""")
+#: Particles of a phrasal verb ("wipe out a pod"), skipped before its object.
+_PARTICLES = _words("out up off down back away")
+#: Words that name nothing acted on: determiners, pronouns, "of" ("the status of the
+#: page": both are), "new" (what is created is new), and "get" (a tool that "gets" a
+#: sum computes it; the search drops it too).
+_DETERMINERS = _words("""a an the my our your his her its their this that these those
+    some any all every each me us it i you them there of new get""")
+#: A tool's name word that reads: with no class, the tool does not act on its object.
+_READS = frozenset(map(_stem, _words("""list retrieve read describe search find
+    show fetch view check count query lookup look inspect""")))
+#: A word is the service's own, not an object, when at least this share of the
+#: service's tool names (of at least ``_SERVICE_TOOLS``) has it ("kubectl", "browser").
+_SHARED = 0.5
+_SERVICE_TOOLS = 4
+
+
+def _stems(words: Iterable[str]) -> frozenset[str]:
+    return frozenset(_stem(word) for word in words
+                     if len(word) > 1 and word not in _DETERMINERS)
+
+
+def _thesaurus() -> dict[str, frozenset[str]]:
+    """Each stem of the thesaurus (gateway/thesaurus.py) -> its groups' stems."""
+    out: dict[str, set[str]] = {}
+    for group in GROUPS:
+        stems = _stems(group)
+        for stem in stems:
+            out.setdefault(stem, set()).update(stems)
+    return {stem: frozenset(others) for stem, others in out.items()}
+
+
+_SAME = _thesaurus()
+
+
+def objects(query: str) -> frozenset[str]:
+    """The stems of what ``query``'s leading operation verb acts on: the words after
+    it, up to the first preposition or conjunction; none when the verb has no direct
+    object ("comment on ...") or acts on an activity ("stop placing ...")."""
+    words = [word.lower() for word in _WORD.findall(query[:200])]
+    start = next((i for i, word in enumerate(words) if word not in _LEAD), len(words))
+    if start == len(words) or words[start] not in TRIGGERS:
+        return frozenset()
+    rest = list(itertools.dropwhile(_PARTICLES.__contains__, words[start + 1:]))
+    if not rest or rest[0] in _ENDS or rest[0].endswith("ing"):
+        return frozenset()
+    return _stems(itertools.takewhile(lambda word: word not in _ENDS, rest))
+
+
+class Tool(Protocol):
+    """What ``Objects`` reads of a tool (gateway/search.py's ``Document``)."""
+
+    @property
+    def skill(self) -> str: ...
+
+    @property
+    def title(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    def name_words(self) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Objects:
+    """The words of a set's tool names that name no object: each service's own
+    (``shared``) and its name (``services``)."""
+
+    shared: Mapping[str, frozenset[str]]
+    services: frozenset[str]
+
+    @classmethod
+    def of(cls, tools: Iterable[tuple[str, str]]) -> Objects:
+        """From each tool's (skill, name words)."""
+        counts: dict[str, Counter[str]] = {}
+        sizes: Counter[str] = Counter()
+        for skill, name_words in tools:
+            counts.setdefault(skill, Counter()).update(_stems(name_words.split()))
+            sizes[skill] += 1
+        shared = {skill: frozenset(stem for stem, n in counted.items()
+                                   if n >= _SHARED * sizes[skill] >= _SHARED * _SERVICE_TOOLS)
+                  for skill, counted in counts.items()}
+        return cls(shared, frozenset().union(*(_stems(_LETTERS.findall(skill.lower()))
+                                               for skill in counts)))
+
+    def named_by(self, tool: Tool) -> frozenset[str]:
+        """The objects ``tool``'s name says it acts on (its verb among them)."""
+        own = self.shared.get(tool.skill, frozenset())
+        service = _stems(_LETTERS.findall(tool.skill.lower()))
+        return _stems(tool.name_words().split()) - service - own
+
+    def unable(self, query: str, wanted: frozenset[str], closest: Sequence[Tool]) -> bool:
+        """Whether none of the ``closest`` tools performs a class ``wanted`` (on what
+        ``query`` acts on: ``missed``)."""
+        return (not any(wanted & performed(tool.name_words(), tool.title, tool.description)
+                        for tool in closest)
+                or self.missed(query, wanted, closest))
+
+    def missed(self, query: str, wanted: frozenset[str], closest: Sequence[Tool]) -> bool:
+        """Whether the ``closest`` tools name what ``query`` acts on, yet none that
+        performs a class ``wanted`` acts on it."""
+        said = objects(query) - self.services
+        sought = frozenset().union(said, *(_SAME.get(stem, ()) for stem in said))
+        names = [self.named_by(tool) for tool in closest]
+        if not any(name & sought for name in names):
+            return False
+        for tool, name in zip(closest, names, strict=True):
+            does = performed(tool.name_words(), tool.title, tool.description)
+            if does & wanted and (name & sought or (len(name) <= 1 and name <= _BY_TERM.keys())):
+                return False
+            if name & sought and not does and not _stems(tool.name_words().split()) & _READS:
+                return False
+        return True

@@ -27,10 +27,10 @@ the cosine ranked is their mix, ``NAME_WEIGHT`` of the name's. A query whose bes
 cosine with any tool's text is under its threshold (``abstain_below``: higher for a
 short query) is answered with "nothing fits" and the closest few, marked weak; so is
 one that asks for an operation (gateway/actions.py: "delete ...") that none of the
-``ACTION_CANDIDATES`` best-ranked tools performs, or, when it names a skill of the
-set, none of that skill's best; and one that names a well-known product that no text
-of the set names (gateway/products.py: "create a Jira ticket"; ``elsewhere``). The
-blend's two constants were fitted on bench/mcp_tools/queries-v2-tuning.txt, the
+``ACTION_CANDIDATES`` best-ranked tools performs on what it names (or, when it names a
+skill of the set, none of that skill's best), and one naming a well-known product no
+text of the set names (gateway/products.py: "create a Jira ticket"; ``elsewhere``).
+The blend's two constants were fitted on bench/mcp_tools/queries-v2-tuning.txt, the
 threshold's two on the seen query sets so that none left out wrongly abstains on over
 5% of its answerable queries (bench/disclosure.py --hybrid, docs/benchmarks.md)."""
 
@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 
 import snowballstemmer
 
-from skillop.gateway.actions import asked, named, performed, phrase
+from skillop.gateway.actions import Objects, asked, named, phrase
 from skillop.gateway.products import mentioned, said_in
 from skillop.gateway.thesaurus import EXPANSION_WEIGHT, GROUPS
 from skillop.model.wording import count
@@ -262,6 +262,7 @@ class SearchIndex:
         #: Hybrid: each well-known product (gateway/products.py) the set's texts name ->
         #: the numbers of the documents that name it.
         self._served: dict[tuple[str, ...], frozenset[int]] = {}
+        self._objects = Objects({}, frozenset())  # hybrid: which name words name no object
 
     def build(self) -> None:
         """Build the tables now, if no search or attachment has yet."""
@@ -319,6 +320,7 @@ class SearchIndex:
             for name in frozenset().union(*map(said_in, doc.texts())):
                 served.setdefault(name, set()).add(number)
         self._served = {name: frozenset(numbers) for name, numbers in served.items()}
+        self._objects = Objects.of((doc.skill, doc.name_words()) for doc in self.documents)
         self._names = names
         self._semantic = (vectors, encode)
 
@@ -381,11 +383,10 @@ class SearchIndex:
                        for skill in named(query, self._skills))
 
     def _unable(self, query: str, closest: list[int], blended: Matrix) -> bool:
-        """Whether ``query`` asks for an operation that none of the documents numbered
-        ``closest`` performs (gateway/actions.py). When the query names a skill of
-        the set ("cancel the CircleCI workflow") and one of them is that skill's, the
-        best of that skill's documents stand in for them: another service's tool
-        that cancels does not do it for this one."""
+        """Whether ``query`` asks for an operation none of the documents ``closest``
+        performs (on what it names: gateway/actions.py). When it names a skill of the
+        set ("cancel the CircleCI workflow") and one of them is its, that skill's best
+        stand in: another service's tool that cancels does not do it for this one."""
         wanted = asked(query)
         if not wanted:
             return False
@@ -397,8 +398,7 @@ class SearchIndex:
             numbers = numbers[np.isfinite(blended[numbers])]  # not the hidden
             closest = numbers[np.argsort(-blended[numbers], kind="stable")][
                 :len(closest)].tolist()
-        return not any(wanted & performed(doc.name_words(), doc.title, doc.description)
-                       for doc in (self.documents[n] for n in closest))
+        return self._objects.unable(query, wanted, [self.documents[n] for n in closest])
 
     def __len__(self) -> int:
         return len(self._keys)
