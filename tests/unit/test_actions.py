@@ -13,6 +13,7 @@ from skillop.gateway.actions import (
     TRIGGERS,
     VERBS,
     Objects,
+    ObjectsByView,
     asked,
     named,
     objects,
@@ -167,3 +168,35 @@ def test_a_word_most_of_a_service_s_names_share_names_no_object() -> None:
     # kubectl_delete's name is its verb alone: it deletes a pod as well as anything.
     assert not reader.unable("remove a pod", asked("remove a pod"), [docs[4], docs[1]])
     assert reader.unable("remove a pod", asked("remove a pod"), [docs[4], docs[3]])
+
+
+_NAMES = st.lists(st.tuples(st.sampled_from(["slack", "kubernetes", "air table"]),
+                            st.lists(st.sampled_from(["kubectl", "get", "delete", "post",
+                                                      "message", "channel", "table"]),
+                                     min_size=1, max_size=3).map(" ".join)),
+                  min_size=1, max_size=12)
+
+
+@given(_NAMES, st.data())
+def test_tools_hidden_from_a_caller_count_for_nothing(tools: list[tuple[str, str]],
+                                                      data: st.DataObject) -> None:
+    """A caller's view is the set without what it may not see: as if those tools
+    did not exist, whatever they are called (the answer must not tell they do)."""
+    hidden = data.draw(st.sets(st.integers(0, len(tools) - 1)))
+    seen = [tool for n, tool in enumerate(tools) if n not in hidden]
+    views = ObjectsByView(tools)
+    assert views.without(hidden) == Objects.of(seen)
+    assert views.without(()) == Objects.of(tools)
+
+
+def test_a_hidden_tool_does_not_turn_a_service_word_into_an_object() -> None:
+    kubectl = [("kubernetes", f"kubectl {verb}") for verb in ("get", "delete", "describe")]
+    tools = [*kubectl, ("kubernetes", "exec in pod"), ("kubernetes", "kubectl logs")]
+    views = ObjectsByView(tools)
+    assert views.without(()).shared["kubernetes"] == {"kubectl"}
+    # with kubectl_logs hidden, three of four names share "kubectl": still its own
+    assert views.without({4}).shared["kubernetes"] == {"kubectl"}
+    # with two kubectl tools hidden, one of three names says it: an object word now,
+    # exactly as for a set that never had the two
+    assert views.without({0, 1}) == Objects.of([tools[2], tools[3], tools[4]])
+

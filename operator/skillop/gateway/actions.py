@@ -297,3 +297,29 @@ class Objects:
             if name & sought and not does and not _stems(tool.name_words().split()) & _READS:
                 return False
         return True
+
+
+class ObjectsByView:
+    """A set's ``Objects`` as a caller sees it: tools hidden from the caller count
+    for nothing (a service's own words and the services' names are those of the
+    visible tools alone), so whether a query gets "nothing fits" never depends on
+    what the caller may not see. Each view is made once (about 15 ms at 5,000
+    tools) and kept, a few of them: a gateway's callers see few distinct views."""
+
+    _KEPT = 16
+
+    def __init__(self, tools: Sequence[tuple[str, str]]) -> None:
+        self._tools = tools
+        self._views: dict[frozenset[int], Objects] = {frozenset(): Objects.of(tools)}
+
+    def without(self, hidden: Collection[int]) -> Objects:
+        """The ``Objects`` of the tools whose numbers are not in ``hidden``."""
+        key = frozenset(hidden)
+        view = self._views.get(key)
+        if view is None:
+            view = Objects.of(tool for n, tool in enumerate(self._tools) if n not in key)
+            if len(self._views) >= self._KEPT:
+                del self._views[next(k for k in self._views if k)]
+            self._views[key] = view
+        return view
+

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 
 import snowballstemmer
 
-from skillop.gateway.actions import Objects, asked, named, phrase
+from skillop.gateway.actions import ObjectsByView, asked, named, phrase
 from skillop.gateway.products import mentioned, said_in
 from skillop.gateway.thesaurus import EXPANSION_WEIGHT, GROUPS
 from skillop.model.wording import count
@@ -262,7 +262,7 @@ class SearchIndex:
         #: Hybrid: each well-known product (gateway/products.py) the set's texts name ->
         #: the numbers of the documents that name it.
         self._served: dict[tuple[str, ...], frozenset[int]] = {}
-        self._objects = Objects({}, frozenset())  # hybrid: which name words name no object
+        self._objects = ObjectsByView(())  # hybrid: which name words name no object
 
     def build(self) -> None:
         """Build the tables now, if no search or attachment has yet."""
@@ -320,7 +320,7 @@ class SearchIndex:
             for name in frozenset().union(*map(said_in, doc.texts())):
                 served.setdefault(name, set()).add(number)
         self._served = {name: frozenset(numbers) for name, numbers in served.items()}
-        self._objects = Objects.of((doc.skill, doc.name_words()) for doc in self.documents)
+        self._objects = ObjectsByView([(doc.skill, doc.name_words()) for doc in self.documents])
         self._names = names
         self._semantic = (vectors, encode)
 
@@ -366,7 +366,7 @@ class SearchIndex:
         matches = tuple((self._keys[i], float(blended[i])) for i in best[:limit])
         confidence = float(cosines.max())
         weak = (confidence < abstain_below(query) or self.elsewhere(query, gone=gone)
-                or self._unable(query, best[:ACTION_CANDIDATES], blended))
+                or self._unable(query, best[:ACTION_CANDIDATES], blended, gone))
         return Found(matches, weak=weak, ranking="hybrid", confidence=confidence)
 
     def elsewhere(self, query: str, *, gone: Collection[int] = frozenset()) -> bool:
@@ -382,7 +382,7 @@ class SearchIndex:
         return not any(set(self._skills[skill].tolist()) - gone
                        for skill in named(query, self._skills))
 
-    def _unable(self, query: str, closest: list[int], blended: Matrix) -> bool:
+    def _unable(self, query: str, closest: list[int], blended: Matrix, gone: list[int]) -> bool:
         """Whether ``query`` asks for an operation none of the documents ``closest``
         performs (on what it names: gateway/actions.py). When it names a skill of the
         set ("cancel the CircleCI workflow") and one of them is its, that skill's best
@@ -398,7 +398,8 @@ class SearchIndex:
             numbers = numbers[np.isfinite(blended[numbers])]  # not the hidden
             closest = numbers[np.argsort(-blended[numbers], kind="stable")][
                 :len(closest)].tolist()
-        return self._objects.unable(query, wanted, [self.documents[n] for n in closest])
+        objects = self._objects.without(gone)  # the hidden count for nothing, as above
+        return objects.unable(query, wanted, [self.documents[n] for n in closest])
 
     def __len__(self) -> int:
         return len(self._keys)
