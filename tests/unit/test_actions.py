@@ -200,3 +200,21 @@ def test_a_hidden_tool_does_not_turn_a_service_word_into_an_object() -> None:
     # exactly as for a set that never had the two
     assert views.without({0, 1}) == Objects.of([tools[2], tools[3], tools[4]])
 
+
+
+def test_views_made_by_many_threads_at_once_stay_whole() -> None:
+    """Searches run in worker threads: views made and let go at once by many of
+    them neither fail nor mix one caller's view with another's."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    tools = [("kubernetes", f"kubectl {verb}") for verb in ("get", "delete", "describe", "logs")]
+    tools += [("slack", f"post message {n}") for n in range(8)]
+    views = ObjectsByView(tools)
+    hidden_sets = [frozenset({n, (n * 7) % len(tools)}) for n in range(len(tools))] * 20
+
+    def made(hidden: frozenset[int]) -> bool:
+        seen = [tool for n, tool in enumerate(tools) if n not in hidden]
+        return views.without(hidden) == Objects.of(seen)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        assert all(pool.map(made, hidden_sets))

@@ -311,15 +311,22 @@ class ObjectsByView:
     def __init__(self, tools: Sequence[tuple[str, str]]) -> None:
         self._tools = tools
         self._views: dict[frozenset[int], Objects] = {frozenset(): Objects.of(tools)}
+        # Searches run in worker threads (gateway/search_tool.py): a view is made and
+        # the oldest let go under the lock, never while another thread walks the views.
+        self._lock = threading.Lock()
 
     def without(self, hidden: Collection[int]) -> Objects:
         """The ``Objects`` of the tools whose numbers are not in ``hidden``."""
         key = frozenset(hidden)
         view = self._views.get(key)
-        if view is None:
-            view = Objects.of(tool for n, tool in enumerate(self._tools) if n not in key)
-            if len(self._views) >= self._KEPT:
-                del self._views[next(k for k in self._views if k)]
-            self._views[key] = view
+        if view is not None:
+            return view
+        with self._lock:
+            view = self._views.get(key)
+            if view is None:
+                view = Objects.of(tool for n, tool in enumerate(self._tools) if n not in key)
+                if len(self._views) >= self._KEPT:
+                    del self._views[next(k for k in self._views if k)]
+                self._views[key] = view
         return view
 
