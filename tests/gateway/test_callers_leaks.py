@@ -27,7 +27,7 @@ from skillkit import actor, skill
 from oidc import OidcProvider
 
 pytest.importorskip("opentelemetry.sdk", reason="tracing needs the tracing extra")
-from test_tracing import Receiver
+from otlpkit import Receiver
 
 pytestmark = pytest.mark.timeout(120)
 

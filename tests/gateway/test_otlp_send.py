@@ -6,24 +6,18 @@ never logs a header."""
 
 from __future__ import annotations
 
-import gzip
 import logging
 import ssl
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 from bad_servers import make_ca
 
 pytest.importorskip("opentelemetry.sdk")
 
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
-)
+from otlpkit import Receiver
 from prometheus_client import CollectorRegistry
 
 from pinkit import installed_within_pin
@@ -35,62 +29,6 @@ from skillop.gateway.own_tracing import OwnTracing
 
 SECRET = "Bearer s3cret-token"
 DOWN = "http://127.0.0.1:9"  # nothing listens
-
-
-class Receiver:
-    """An OTLP/HTTP/1.1 traces endpoint (keep-alive): the span names of each export it
-    took, the headers of each request, the connections opened; ``answers``: the
-    statuses to give first (then 200), ``close``: close each connection after its
-    answer."""
-
-    def __init__(self, *, tls: ssl.SSLContext | None = None, answers: tuple[int, ...] = (),
-                 close: bool = False) -> None:
-        self.exports: list[list[str]] = []
-        self.headers: list[dict[str, str]] = []
-        self.connections = 0
-        self.answers = list(answers)
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def setup(self) -> None:
-                receiver.connections += 1
-                super().setup()
-
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["content-length"]))
-                receiver.headers.append({k.lower(): v for k, v in self.headers.items()})
-                status = receiver.answers.pop(0) if receiver.answers else 200
-                if status == 200:
-                    if self.headers.get("content-encoding") == "gzip":
-                        body = gzip.decompress(body)
-                    request = ExportTraceServiceRequest.FromString(body)
-                    receiver.exports.append([
-                        span.name for resource in request.resource_spans
-                        for scope in resource.scope_spans for span in scope.spans])
-                self.send_response(status)
-                if status == 503:
-                    self.send_header("retry-after", "0")
-                self.send_header("content-length", "0")
-                if close:
-                    self.send_header("connection", "close")
-                    self.close_connection = True
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        if tls is not None:
-            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
-        scheme = "https" if tls is not None else "http"
-        self.url = f"{scheme}://127.0.0.1:{self._server.server_address[1]}"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
 
 
 @pytest.fixture

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -23,50 +21,12 @@ from scripted_upstream import Script, ScriptedUpstream
 from skillkit import actor, skill
 
 pytest.importorskip("opentelemetry.sdk", reason="tracing needs the tracing extra")
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
-)
+from otlpkit import Receiver
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 AGENT_SPAN = "00f067aa0ba902b7"
 TRACEPARENT = f"00-{TRACE_ID}-{AGENT_SPAN}-01"
 OTHER_TRACE = "0af7651916cd43dd8448eb211c80319c"
-
-
-class Receiver:
-    """An OTLP/HTTP traces endpoint: every span it is sent, as a dict."""
-
-    def __init__(self) -> None:
-        self.spans: list[dict[str, Any]] = []
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["content-length"]))
-                request = ExportTraceServiceRequest.FromString(body)
-                for resource in request.resource_spans:
-                    for scope in resource.scope_spans:
-                        for span in scope.spans:
-                            receiver.spans.append({
-                                "name": span.name, "kind": span.kind,
-                                "trace_id": span.trace_id.hex(), "span_id": span.span_id.hex(),
-                                "parent": span.parent_span_id.hex(),
-                                "attributes": {a.key: a.value.string_value
-                                               for a in span.attributes}})
-                self.send_response(200)
-                self.send_header("content-type", "application/x-protobuf")
-                self.send_header("content-length", "0")
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self._server.shutdown()
 
 
 @pytest.fixture
