@@ -63,8 +63,7 @@ _CLASSES: Mapping[str, str] = {
     "enable": "update", "disable": "update", "assign": "update", "unassign": "update",
     "label": "update", "tag": "update create", "mark": "update", "apply": "update create",
     "configure": "update", "resize": "update", "scale": "update", "promote": "update",
-    "lock": "update", "unlock": "update", "pin": "update", "star": "update",
-    "unstar": "update", "subscribe": "update", "upgrade": "update", "downgrade": "update",
+    "subscribe": "update", "upgrade": "update", "downgrade": "update",
     # stopping what runs
     "cancel": "stop", "stop": "stop", "abort": "stop", "kill": "stop",
     "terminate": "stop delete", "halt": "stop", "pause": "stop", "interrupt": "stop",
@@ -97,14 +96,43 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
+#: Operations of their own, none of the classes above: a tool performs one only when
+#: its words say so (pushing commits is not creating them; starring, pinning, muting a
+#: thing is no edit of it; a file zipped is not written). Left out: verbs that mean
+#: reading or waiting as often ("pull" the prices out of a page, "follow" the links,
+#: "block" until it ends, "watch" a pod, "remind" me what I did).
+_OWN: Mapping[str, str] = {
+    # version control
+    "push": "push", "stash": "stash", "cherrypick": "cherrypick",
+    "squash": "merge update",
+    # marking and following
+    "star": "star", "unstar": "star", "pin": "pin", "unpin": "pin", "mute": "mute",
+    "unmute": "mute", "snooze": "mute", "lock": "lock", "unlock": "lock", "protect": "lock",
+    "unprotect": "lock",
+    # people
+    "invite": "invite", "enroll": "invite",
+    # time
+    "schedule": "schedule", "reschedule": "schedule", "book": "book", "reserve": "book",
+    # files and their forms
+    "zip": "compress", "compress": "compress", "unzip": "decompress",
+    "decompress": "decompress", "untar": "decompress", "chmod": "permission",
+    "chown": "permission", "symlink": "link", "print": "print", "export": "export",
+    "import": "import", "download": "download", "backup": "backup", "snapshot": "backup",
+    "encrypt": "encrypt", "decrypt": "encrypt", "translate": "translate",
+    "convert": "convert",
+    # money
+    "pay": "pay", "charge": "pay", "refund": "pay", "buy": "buy", "purchase": "buy",
+}
+
 #: Verb -> the classes it can mean.
 VERBS: Mapping[str, frozenset[str]] = {verb: _words(classes)
-                                       for verb, classes in _CLASSES.items()}
+                                       for verb, classes in (*_CLASSES.items(), *_OWN.items())}
 #: A tool that says it manages or handles something may do any of it.
 _ANY = frozenset(("manage", "handle"))
 #: The verbs that make a query ask for an operation when they lead it: the common,
-#: unambiguous ones (a noun as often as a verb, "record", "label", "message", does
-#: not; a tool's text is still read with every verb above).
+#: unambiguous ones and every operation of its own (a noun as often as a verb,
+#: "record", "label", "message", does not; a tool's text is still read with every verb
+#: above).
 TRIGGERS = _words("""
     create add make insert generate register build initialize upload write set start
     delete remove drop erase destroy purge forget trash discard unlink uninstall wipe clear
@@ -113,11 +141,13 @@ TRIGGERS = _words("""
     shutdown run execute trigger launch rerun retry restart resume invoke deploy spawn
     play send post publish notify reply comment share announce respond move copy clone
     duplicate transfer fork merge approve accept reject unapprove close archive resolve
-    reopen restore undo revert rollback reset recover unarchive""")
-#: Words before the verb of a request ("please", "can you", "I want to", "let's").
-_LEAD = _words("""please can could would you i we need want to like let lets let's go
-    ahead just now help me us""")
-_WORD = re.compile(r"[A-Za-z']+")
+    reopen restore undo revert rollback reset recover unarchive""") | _OWN.keys()
+#: Words before the verb of a request ("please", "can you", "I want to", "let's", "how
+#: do I", "is there a way to"): skipped, so a question asking how to do it asks for it.
+_LEAD = _words("""please pls plz kindly can could would you i we need want to like let
+    lets let's go ahead just now help me us how do does is there a way it possible that
+    hey ok okay also quickly then and""")
+_WORD = re.compile(r"[A-Za-z']+(?:-[A-Za-z']+)*")
 _LETTERS = re.compile(r"[a-z]+")
 _NAME_WORD = re.compile(r"[a-z0-9]+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s|\n")
@@ -145,15 +175,25 @@ def _stemmed() -> dict[str, frozenset[str]]:
 _BY_TERM = _stemmed()
 
 
+def _request(query: str) -> tuple[str, list[str]]:
+    """The query's leading word after the words that lead a request ("please", "can
+    you", "how do I"), its hyphens dropped ("re-run", "cherry-pick"), and the words
+    after it (lowercased, split at hyphens); ("", []) when there is none."""
+    tokens = _WORD.findall(query[:200])
+    start = next((i for i, token in enumerate(tokens) if token.lower() not in _LEAD),
+                 len(tokens))
+    if start == len(tokens):
+        return "", []
+    rest = [word.lower() for token in tokens[start + 1:] for word in token.split("-")]
+    return tokens[start].lower().replace("-", ""), rest
+
+
 def asked(query: str) -> frozenset[str]:
     """The classes of the operation ``query`` asks for: its leading verb's, when it
     is one of the ``TRIGGERS`` in its base form; else none (the query asks to find
     or read, or its verb says nothing sure)."""
-    for word in _WORD.findall(query[:200]):
-        lower = word.lower()
-        if lower not in _LEAD:
-            return VERBS[lower] if lower in TRIGGERS else frozenset()
-    return frozenset()
+    verb, _ = _request(query)
+    return VERBS[verb] if verb in TRIGGERS else frozenset()
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -222,11 +262,10 @@ def objects(query: str) -> frozenset[str]:
     """The stems of what ``query``'s leading operation verb acts on: the words after
     it, up to the first preposition or conjunction; none when the verb has no direct
     object ("comment on ...") or acts on an activity ("stop placing ...")."""
-    words = [word.lower() for word in _WORD.findall(query[:200])]
-    start = next((i for i, word in enumerate(words) if word not in _LEAD), len(words))
-    if start == len(words) or words[start] not in TRIGGERS:
+    verb, after = _request(query)
+    if verb not in TRIGGERS:
         return frozenset()
-    rest = list(itertools.dropwhile(_PARTICLES.__contains__, words[start + 1:]))
+    rest = list(itertools.dropwhile(_PARTICLES.__contains__, after))
     if not rest or rest[0] in _ENDS or rest[0].endswith("ing"):
         return frozenset()
     return _stems(itertools.takewhile(lambda word: word not in _ENDS, rest))
