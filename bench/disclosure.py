@@ -46,7 +46,7 @@ kind: recall@1/5/10, MRR (1/rank of the first relevant tool, 0 past 50), abstent
 (share of 'none' queries answered "nothing fits") and wrong abstention (share of
 answerable queries answered so).
 Ablations: lexical only, without the thesaurus, without the product check
-(gateway/products.py), and without it or the operation check (gateway/actions.py:
+(gateway/products.py), and without it or the operation and object checks (gateway/abstain.py:
 only the best cosine abstains). Then the abstention threshold
 estimated by cross-validation over the seen sets, and the costs
 (bench/search_costs.py): search latency at 551, 2,000 and 5,000 tools for a new
@@ -67,6 +67,7 @@ import sys
 import time
 from pathlib import Path
 
+from skillop.gateway import abstain as abstain_module
 from skillop.gateway import search as search_module
 from skillop.gateway.search import Document, Found, SearchIndex
 from skillop.gateway.served import (
@@ -403,15 +404,17 @@ def hybrid_main(args: argparse.Namespace) -> int:
     try:
         for part in shown:
             print_figures(part, evaluate(index, parts[part]))
-        print("hybrid without the operation or product checks (the best cosine alone"
-              " abstains):")
-        checked = search_module.asked
-        search_module.asked = lambda query: frozenset()
+        print("hybrid without the operation, object or product checks (the best cosine"
+              " alone abstains):")
+        switches = {name: getattr(abstain_module, name) for name in abstain_module.SWITCHES}
+        for name in switches:
+            setattr(abstain_module, name, False)
         try:
             for part in shown:
                 print_figures(part, evaluate(index, parts[part]))
         finally:
-            search_module.asked = checked
+            for name, on in switches.items():
+                setattr(abstain_module, name, on)
     finally:
         SearchIndex.elsewhere = elsewhere  # type: ignore[method-assign]
     calibrate(index, [(name, *q) for name, _ in SEEN for q in kinded_queries(name)]

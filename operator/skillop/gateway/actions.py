@@ -148,6 +148,8 @@ _LEAD = _words("""please pls plz kindly can could would you i we need want to li
     lets let's go ahead just now help me us how do does is there a way it possible that
     hey ok okay also quickly then and""")
 _WORD = re.compile(r"[A-Za-z']+(?:-[A-Za-z']+)*")
+#: Quoted text is what to write or call something, not what is acted on.
+_QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|`[^`]*`")
 _LETTERS = re.compile(r"[a-z]+")
 _NAME_WORD = re.compile(r"[a-z0-9]+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s|\n")
@@ -179,7 +181,7 @@ def _request(query: str) -> tuple[str, list[str]]:
     """The query's leading word after the words that lead a request ("please", "can
     you", "how do I"), its hyphens dropped ("re-run", "cherry-pick"), and the words
     after it (lowercased, split at hyphens); ("", []) when there is none."""
-    tokens = _WORD.findall(query[:200])
+    tokens = _WORD.findall(_QUOTED.sub(" ", query[:200]))
     start = next((i for i, token in enumerate(tokens) if token.lower() not in _LEAD),
                  len(tokens))
     if start == len(tokens):
@@ -230,7 +232,8 @@ _PARTICLES = _words("out up off down back away")
 #: page": both are), "new" (what is created is new), and "get" (a tool that "gets" a
 #: sum computes it; the search drops it too).
 _DETERMINERS = _words("""a an the my our your his her its their this that these those
-    some any all every each me us it i you them there of new get""")
+    some any all every each me us it i you them there of new get whole entire anyone
+    anybody anything everything everyone someone something nobody nothing both""")
 #: A tool's name word that reads: with no class, the tool does not act on its object.
 _READS = frozenset(map(_stem, _words("""list retrieve read describe search find
     show fetch view check count query lookup look inspect""")))
@@ -240,7 +243,22 @@ _SHARED = 0.5
 _SERVICE_TOOLS = 4
 
 
-def _stems(words: Iterable[str]) -> frozenset[str]:
+#: Short forms of what a query acts on, read as the words a tool says them with (a
+#: branch named "main" is a branch).
+_SHORT: Mapping[str, tuple[str, ...]] = {
+    short: tuple(full.split()) for short, full in {
+        "pr": "pr pull request", "prs": "pr pull request", "mr": "mr merge request",
+        "mrs": "mr merge request", "repo": "repo repository", "repos": "repo repository",
+        "db": "db database", "dbs": "db database", "env": "env environment",
+        "msg": "msg message", "dm": "dm direct message", "dir": "dir directory",
+        "config": "config configuration", "doc": "doc document", "docs": "docs document",
+        "var": "var variable", "vars": "var variable", "k8s": "kubernetes",
+        "ns": "ns namespace", "svc": "svc service", "img": "img image", "pic": "picture",
+        "main": "main branch", "master": "master branch"}.items()}
+
+
+def stems(words: Iterable[str]) -> frozenset[str]:
+    """The stems of ``words`` that may name a thing (not "a", "my", "every", "new")."""
     return frozenset(_stem(word) for word in words
                      if len(word) > 1 and word not in _DETERMINERS)
 
@@ -249,13 +267,18 @@ def _thesaurus() -> dict[str, frozenset[str]]:
     """Each stem of the thesaurus (gateway/thesaurus.py) -> its groups' stems."""
     out: dict[str, set[str]] = {}
     for group in GROUPS:
-        stems = _stems(group)
-        for stem in stems:
-            out.setdefault(stem, set()).update(stems)
+        words = stems(group)
+        for stem in words:
+            out.setdefault(stem, set()).update(words)
     return {stem: frozenset(others) for stem, others in out.items()}
 
 
 _SAME = _thesaurus()
+
+
+def sought(said: frozenset[str]) -> frozenset[str]:
+    """The stems ``said`` and the thesaurus's words for them."""
+    return frozenset().union(said, *(_SAME.get(stem, ()) for stem in said))
 
 
 def objects(query: str) -> frozenset[str]:
@@ -268,7 +291,8 @@ def objects(query: str) -> frozenset[str]:
     rest = list(itertools.dropwhile(_PARTICLES.__contains__, after))
     if not rest or rest[0] in _ENDS or rest[0].endswith("ing"):
         return frozenset()
-    return _stems(itertools.takewhile(lambda word: word not in _ENDS, rest))
+    said = itertools.takewhile(lambda word: word not in _ENDS, rest)
+    return stems(full for word in said for full in _SHORT.get(word, (word,)))
 
 
 class Tool(Protocol):
@@ -300,19 +324,19 @@ class Objects:
         counts: dict[str, Counter[str]] = {}
         sizes: Counter[str] = Counter()
         for skill, name_words in tools:
-            counts.setdefault(skill, Counter()).update(_stems(name_words.split()))
+            counts.setdefault(skill, Counter()).update(stems(name_words.split()))
             sizes[skill] += 1
         shared = {skill: frozenset(stem for stem, n in counted.items()
                                    if n >= _SHARED * sizes[skill] >= _SHARED * _SERVICE_TOOLS)
                   for skill, counted in counts.items()}
-        return cls(shared, frozenset().union(*(_stems(_LETTERS.findall(skill.lower()))
+        return cls(shared, frozenset().union(*(stems(_LETTERS.findall(skill.lower()))
                                                for skill in counts)))
 
     def named_by(self, tool: Tool) -> frozenset[str]:
         """The objects ``tool``'s name says it acts on (its verb among them)."""
         own = self.shared.get(tool.skill, frozenset())
-        service = _stems(_LETTERS.findall(tool.skill.lower()))
-        return _stems(tool.name_words().split()) - service - own
+        service = stems(_LETTERS.findall(tool.skill.lower()))
+        return stems(tool.name_words().split()) - service - own
 
     def unable(self, query: str, wanted: frozenset[str], closest: Sequence[Tool]) -> bool:
         """Whether none of the ``closest`` tools performs a class ``wanted`` (on what
@@ -324,16 +348,17 @@ class Objects:
     def missed(self, query: str, wanted: frozenset[str], closest: Sequence[Tool]) -> bool:
         """Whether the ``closest`` tools name what ``query`` acts on, yet none that
         performs a class ``wanted`` acts on it."""
-        said = objects(query) - self.services
-        sought = frozenset().union(said, *(_SAME.get(stem, ()) for stem in said))
+        wanted_objects = sought(objects(query) - self.services)
         names = [self.named_by(tool) for tool in closest]
-        if not any(name & sought for name in names):
+        if not any(name & wanted_objects for name in names):
             return False
         for tool, name in zip(closest, names, strict=True):
             does = performed(tool.name_words(), tool.title, tool.description)
-            if does & wanted and (name & sought or (len(name) <= 1 and name <= _BY_TERM.keys())):
+            if does & wanted and (name & wanted_objects
+                                  or (len(name) <= 1 and name <= _BY_TERM.keys())):
                 return False
-            if name & sought and not does and not _stems(tool.name_words().split()) & _READS:
+            if (name & wanted_objects and not does
+                    and not stems(tool.name_words().split()) & _READS):
                 return False
         return True
 
