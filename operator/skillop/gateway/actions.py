@@ -50,7 +50,7 @@ _CLASSES: Mapping[str, str] = {
     "write": "create update", "set": "create update", "start": "start create",
     "save": "create update", "store": "create update", "remember": "create update",
     "record": "create update", "put": "create update", "install": "create update start",
-    "commit": "create update",
+    "commit": "create update", "provision": "create start",
     # taking it away
     "delete": "delete", "remove": "delete update", "drop": "delete", "erase": "delete",
     "destroy": "delete", "purge": "delete", "forget": "delete update", "trash": "delete",
@@ -62,7 +62,8 @@ _CLASSES: Mapping[str, str] = {
     "amend": "update", "adjust": "update", "overwrite": "update", "toggle": "update",
     "enable": "update", "disable": "update", "assign": "update", "unassign": "update",
     "label": "update", "tag": "update create", "mark": "update", "apply": "update create",
-    "configure": "update", "resize": "update", "scale": "update", "promote": "update",
+    "configure": "update", "fix": "update", "resize": "update", "scale": "update",
+    "promote": "update",
     "subscribe": "update", "upgrade": "update", "downgrade": "update",
     # stopping what runs
     "cancel": "stop", "stop": "stop", "abort": "stop", "kill": "stop",
@@ -141,7 +142,8 @@ TRIGGERS = _words("""
     shutdown run execute trigger launch rerun retry restart resume invoke deploy spawn
     play send post publish notify reply comment share announce respond move copy clone
     duplicate transfer fork merge approve accept reject unapprove close archive resolve
-    reopen restore undo revert rollback reset recover unarchive""") | _OWN.keys()
+    reopen restore undo revert rollback reset recover unarchive
+    rebase tag install email provision fix""") | _OWN.keys()
 #: Words before the verb of a request ("please", "can you", "I want to", "let's", "how
 #: do I", "is there a way to"): skipped, so a question asking how to do it asks for it.
 _LEAD = _words("""please pls plz kindly can could would you i we need want to like let
