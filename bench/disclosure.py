@@ -443,14 +443,14 @@ def calibrate(index: SearchIndex, labelled: list[tuple[str, str, str, set[str]]]
     the highest with at most TARGET_WRONG of answerable queries under it (the rule of
     the earlier rounds), and the search's, the threshold higher by ABSTAIN_PER_WORD a
     word short of LONG_QUERY_WORDS (``abstain_below``), its level the highest with at
-    most CALIBRATED_WRONG under it. The operation check (gateway/actions.py) and the
-    product check (gateway/products.py), with no threshold and nothing fitted, abstain
-    too, on top of the threshold; the figures are given with and without them."""
+    most CALIBRATED_WRONG under it. The operation and object checks (gateway/abstain.py)
+    and the product check (gateway/products.py), with no threshold and nothing fitted,
+    abstain too, on top of the threshold; the figures are given with and without them."""
     import numpy as np
 
     best, answerable, sets, unable, lift = [], [], [], [], []
     saved = search_module.ABSTAIN_BELOW
-    search_module.ABSTAIN_BELOW = -1.0  # weak now means the two checks alone
+    search_module.ABSTAIN_BELOW = -1.0  # weak now means the checks alone
     try:
         for name, _, query, relevant in labelled:
             found = index.find(query, limit=1)
@@ -481,7 +481,7 @@ def calibrate(index: SearchIndex, labelled: list[tuple[str, str, str, set[str]]]
             for held in parts:
                 weak[held] = score[held] < chosen(score, ~held, share)
             for checks, flags in (("the cosine alone", weak),
-                                  ("and the two checks", weak | acts)):
+                                  ("and the checks", weak | acts)):
                 worst = max(flags[held & ok].mean() for held in parts)
                 print(f"abstention, cross-validated ({rule}, {label}, {checks}):"
                       f" {flags[~ok].mean():.0%} of {int((~ok).sum())} unanswerable, wrongly"
@@ -496,7 +496,7 @@ def calibrate(index: SearchIndex, labelled: list[tuple[str, str, str, set[str]]]
         level = chosen(score, np.ones(len(cos), dtype=bool), share)
         print(f"  the level chosen on all of them: {level:.3f}")
     print(f"  the search's: {search_module.ABSTAIN_BELOW} at {search_module.LONG_QUERY_WORDS}"
-          f" words or more, {search_module.ABSTAIN_PER_WORD} higher a word fewer; the two"
+          f" words or more, {search_module.ABSTAIN_PER_WORD} higher a word fewer; the"
           f" checks alone abstain on {acts[~ok].mean():.0%} of unanswerable,"
           f" {acts[ok].mean():.1%} of answerable")
 
