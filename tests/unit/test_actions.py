@@ -66,6 +66,8 @@ def test_a_tool_performs_what_its_name_title_and_first_sentence_say() -> None:
     ("push my local commits to origin", {"push"}),
     ("pin this message in the channel", {"pin"}),
     ("unzip archive.zip into the data folder", {"decompress"}),
+    ("git push my branch to origin", {"push"}),  # a command's own verb
+    ("kubectl delete the stuck pod", {"delete"}),
 ])
 def test_a_request_s_lead_is_skipped_and_operations_of_their_own_are_asked(
         query: str, classes: set[str]) -> None:
@@ -157,6 +159,12 @@ def test_a_named_service_must_perform_the_operation_itself(query: str, weak: boo
 def test_the_object_is_what_follows_the_verb_up_to_a_preposition(query: str,
                                                                   said: set[str]) -> None:
     assert objects(query) == said
+
+
+def test_for_me_after_the_verb_is_not_its_object() -> None:
+    assert objects("pls make for me a new Slack channel") == {"slack", "channel"}
+    assert objects("git push my branch") == {"branch"}
+    assert objects("git") == frozenset() and asked("git") == frozenset()
 
 
 @pytest.mark.parametrize("query", [

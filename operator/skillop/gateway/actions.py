@@ -150,6 +150,10 @@ _LEAD = _words("""please pls plz kindly can could would you i we need want to li
     lets let's go ahead just now help me us how do does is there a way it possible that
     hey ok okay also quickly then and""")
 _WORD = re.compile(r"[A-Za-z']+(?:-[A-Za-z']+)*")
+#: Command-line programs a request may start with, their own verb next ("git push",
+#: "kubectl delete", "helm rollback").
+_COMMANDS = _words("""git gh glab kubectl helm docker podman npm yarn pip terraform
+    aws gcloud az heroku""")
 #: Quoted text is what to write or call something, not what is acted on.
 _QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|`[^`]*`")
 _LETTERS = re.compile(r"[a-z]+")
@@ -186,9 +190,13 @@ def _request(query: str) -> tuple[str, list[str]]:
     tokens = _WORD.findall(_QUOTED.sub(" ", query[:200]))
     start = next((i for i, token in enumerate(tokens) if token.lower() not in _LEAD),
                  len(tokens))
+    if start < len(tokens) - 1 and tokens[start].lower() in _COMMANDS:
+        start += 1  # "git push ...": the command's own verb
     if start == len(tokens):
         return "", []
     rest = [word.lower() for token in tokens[start + 1:] for word in token.split("-")]
+    if rest[:2] in (["for", "me"], ["for", "us"]):
+        rest = rest[2:]  # "make for me a new channel"
     return tokens[start].lower().replace("-", ""), rest
 
 
