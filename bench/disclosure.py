@@ -46,7 +46,7 @@ kind: recall@1/5/10, MRR (1/rank of the first relevant tool, 0 past 50), abstent
 (share of 'none' queries answered "nothing fits") and wrong abstention (share of
 answerable queries answered so).
 Ablations: lexical only, without the thesaurus, without the product check
-(gateway/products.py), and without it or the operation check (gateway/actions.py:
+(gateway/products.py), and without it or the operation and object checks (gateway/abstain.py:
 only the best cosine abstains). Then the abstention threshold
 estimated by cross-validation over the seen sets, and the costs
 (bench/search_costs.py): search latency at 551, 2,000 and 5,000 tools for a new
@@ -67,6 +67,7 @@ import sys
 import time
 from pathlib import Path
 
+from skillop.gateway import abstain as abstain_module
 from skillop.gateway import search as search_module
 from skillop.gateway.search import Document, Found, SearchIndex
 from skillop.gateway.served import (
@@ -403,15 +404,17 @@ def hybrid_main(args: argparse.Namespace) -> int:
     try:
         for part in shown:
             print_figures(part, evaluate(index, parts[part]))
-        print("hybrid without the operation or product checks (the best cosine alone"
-              " abstains):")
-        checked = search_module.asked
-        search_module.asked = lambda query: frozenset()
+        print("hybrid without the operation, object or product checks (the best cosine"
+              " alone abstains):")
+        switches = {name: getattr(abstain_module, name) for name in abstain_module.SWITCHES}
+        for name in switches:
+            setattr(abstain_module, name, False)
         try:
             for part in shown:
                 print_figures(part, evaluate(index, parts[part]))
         finally:
-            search_module.asked = checked
+            for name, on in switches.items():
+                setattr(abstain_module, name, on)
     finally:
         SearchIndex.elsewhere = elsewhere  # type: ignore[method-assign]
     calibrate(index, [(name, *q) for name, _ in SEEN for q in kinded_queries(name)]
@@ -440,14 +443,14 @@ def calibrate(index: SearchIndex, labelled: list[tuple[str, str, str, set[str]]]
     the highest with at most TARGET_WRONG of answerable queries under it (the rule of
     the earlier rounds), and the search's, the threshold higher by ABSTAIN_PER_WORD a
     word short of LONG_QUERY_WORDS (``abstain_below``), its level the highest with at
-    most CALIBRATED_WRONG under it. The operation check (gateway/actions.py) and the
-    product check (gateway/products.py), with no threshold and nothing fitted, abstain
-    too, on top of the threshold; the figures are given with and without them."""
+    most CALIBRATED_WRONG under it. The operation and object checks (gateway/abstain.py)
+    and the product check (gateway/products.py), with no threshold and nothing fitted,
+    abstain too, on top of the threshold; the figures are given with and without them."""
     import numpy as np
 
     best, answerable, sets, unable, lift = [], [], [], [], []
     saved = search_module.ABSTAIN_BELOW
-    search_module.ABSTAIN_BELOW = -1.0  # weak now means the two checks alone
+    search_module.ABSTAIN_BELOW = -1.0  # weak now means the checks alone
     try:
         for name, _, query, relevant in labelled:
             found = index.find(query, limit=1)
@@ -478,7 +481,7 @@ def calibrate(index: SearchIndex, labelled: list[tuple[str, str, str, set[str]]]
             for held in parts:
                 weak[held] = score[held] < chosen(score, ~held, share)
             for checks, flags in (("the cosine alone", weak),
-                                  ("and the two checks", weak | acts)):
+                                  ("and the checks", weak | acts)):
                 worst = max(flags[held & ok].mean() for held in parts)
                 print(f"abstention, cross-validated ({rule}, {label}, {checks}):"
                       f" {flags[~ok].mean():.0%} of {int((~ok).sum())} unanswerable, wrongly"
@@ -493,7 +496,7 @@ def calibrate(index: SearchIndex, labelled: list[tuple[str, str, str, set[str]]]
         level = chosen(score, np.ones(len(cos), dtype=bool), share)
         print(f"  the level chosen on all of them: {level:.3f}")
     print(f"  the search's: {search_module.ABSTAIN_BELOW} at {search_module.LONG_QUERY_WORDS}"
-          f" words or more, {search_module.ABSTAIN_PER_WORD} higher a word fewer; the two"
+          f" words or more, {search_module.ABSTAIN_PER_WORD} higher a word fewer; the"
           f" checks alone abstain on {acts[~ok].mean():.0%} of unanswerable,"
           f" {acts[ok].mean():.1%} of answerable")
 

@@ -58,6 +58,52 @@ def test_a_tool_performs_what_its_name_title_and_first_sentence_say() -> None:
     assert performed("node management", "", "Manage Kubernetes nodes.") >= {"delete", "stop"}
 
 
+@pytest.mark.parametrize(("query", "classes"), [
+    ("how do I cancel the workflow that is running?", {"stop"}),  # a question how to
+    ("is there a way to star this repository", {"star"}),
+    ("pls re-run the failed job", {"start"}),  # the hyphen dropped
+    ("cherry-pick the fix onto the release branch", {"cherrypick"}),
+    ("push my local commits to origin", {"push"}),
+    ("pin this message in the channel", {"pin"}),
+    ("unzip archive.zip into the data folder", {"decompress"}),
+    ("git push my branch to origin", {"push"}),  # a command's own verb
+    ("kubectl delete the stuck pod", {"delete"}),
+])
+def test_a_request_s_lead_is_skipped_and_operations_of_their_own_are_asked(
+        query: str, classes: set[str]) -> None:
+    assert asked(query) == classes
+
+
+@pytest.mark.parametrize("query", [
+    "pull the prices out of these pages",  # reading, as often as git's pull
+    "follow the links two levels deep",
+    "block until the pipeline finishes",
+    "how many pods are running",  # a question, no operation verb after its lead
+])
+def test_verbs_that_as_often_read_or_wait_ask_for_nothing(query: str) -> None:
+    assert asked(query) == frozenset()
+
+
+def test_an_operation_of_its_own_is_performed_only_by_a_tool_that_says_it() -> None:
+    assert "push" in performed("push files", "", "Push multiple files in one commit.")
+    assert "push" not in performed("create commit", "", "Create a commit on a branch.")
+    assert "star" not in performed("create repository", "", "Create a new repository.")
+    assert performed("slack post message", "", "Post a message.").isdisjoint(
+        asked("pin the message"))
+
+
+_LEADS = st.lists(st.sampled_from(["please", "pls", "can", "you", "how", "do", "i", "is",
+                                   "there", "a", "way", "to", "just"]), max_size=6)
+
+
+@given(_LEADS, st.sampled_from(sorted(TRIGGERS)), st.text(max_size=60))
+def test_words_that_lead_a_request_never_change_the_operation(lead: list[str], verb: str,
+                                                              tail: str) -> None:
+    """Whatever request words come first, the first other word decides."""
+    assert asked(" ".join([*lead, verb, tail])) == VERBS[verb]
+    assert asked(" ".join([*lead, tail])) == asked(tail)
+
+
 def test_every_trigger_is_a_verb_of_the_lexicon() -> None:
     assert set(TRIGGERS) <= set(VERBS)
 
@@ -113,6 +159,12 @@ def test_a_named_service_must_perform_the_operation_itself(query: str, weak: boo
 def test_the_object_is_what_follows_the_verb_up_to_a_preposition(query: str,
                                                                   said: set[str]) -> None:
     assert objects(query) == said
+
+
+def test_for_me_after_the_verb_is_not_its_object() -> None:
+    assert objects("pls make for me a new Slack channel") == {"slack", "channel"}
+    assert objects("git push my branch") == {"branch"}
+    assert objects("git") == frozenset() and asked("git") == frozenset()
 
 
 @pytest.mark.parametrize("query", [

@@ -130,3 +130,32 @@ def test_a_product_or_skill_only_hidden_tools_name_is_not_served() -> None:
     assert index.find("create a Jira ticket", limit=1, hidden={"gl/import"}).weak
     assert not index.find("create a Zendesk ticket", limit=1).weak  # a skill of the set
     assert index.find("create a Zendesk ticket", limit=1, hidden={"zd/ticket"}).weak
+
+
+@pytest.mark.parametrize(("query", "names"), [
+    ("add a row to my Google Sheet", [("google", "sheets")]),  # the other number
+    ("open a Google Doc", [("google", "docs")]),
+    ("post it in the Microsoft Team channel", [("microsoft", "teams")]),
+    ("ping both Discords", []),  # a one-word name is not inflected
+])
+def test_a_name_of_several_words_is_read_in_either_number(
+        query: str, names: list[tuple[str, ...]]) -> None:
+    assert mentioned(query) == names
+
+
+@given(st.sampled_from(sorted(name for name in NAMES if len(name) > 1)), st.booleans())
+def test_every_spelling_of_a_name_reads_as_the_name(name: tuple[str, ...], other: bool) -> None:
+    last = name[-1]
+    if other and last.isalpha() and len(last) >= 4:
+        last = last[:-1] if last.endswith("s") and not last.endswith(("ss", "us", "is")) else (
+            last if last.endswith("s") else f"{last}s")
+    said = mentioned(" ".join((*name[:-1], last)))
+    assert said[0] == name or (len(said[0]) > len(name) and said[0][:len(name)] == name)
+    assert said_in(" ".join((*name[:-1], last))) >= {said[0]}
+
+
+def test_a_name_in_the_other_number_is_served_by_a_tool_saying_it() -> None:
+    index = _index(Document("gs/row", "append_row", skill="sheets",
+                            description="Append a row to a Google Sheets spreadsheet."))
+    assert not index.find("add a row to my Google Sheet", limit=1).weak
+    assert _index().find("add a row to my Google Sheet", limit=1).weak

@@ -50,7 +50,7 @@ _CLASSES: Mapping[str, str] = {
     "write": "create update", "set": "create update", "start": "start create",
     "save": "create update", "store": "create update", "remember": "create update",
     "record": "create update", "put": "create update", "install": "create update start",
-    "commit": "create update",
+    "commit": "create update", "provision": "create start",
     # taking it away
     "delete": "delete", "remove": "delete update", "drop": "delete", "erase": "delete",
     "destroy": "delete", "purge": "delete", "forget": "delete update", "trash": "delete",
@@ -62,9 +62,9 @@ _CLASSES: Mapping[str, str] = {
     "amend": "update", "adjust": "update", "overwrite": "update", "toggle": "update",
     "enable": "update", "disable": "update", "assign": "update", "unassign": "update",
     "label": "update", "tag": "update create", "mark": "update", "apply": "update create",
-    "configure": "update", "resize": "update", "scale": "update", "promote": "update",
-    "lock": "update", "unlock": "update", "pin": "update", "star": "update",
-    "unstar": "update", "subscribe": "update", "upgrade": "update", "downgrade": "update",
+    "configure": "update", "fix": "update", "resize": "update", "scale": "update",
+    "promote": "update",
+    "subscribe": "update", "upgrade": "update", "downgrade": "update",
     # stopping what runs
     "cancel": "stop", "stop": "stop", "abort": "stop", "kill": "stop",
     "terminate": "stop delete", "halt": "stop", "pause": "stop", "interrupt": "stop",
@@ -97,14 +97,43 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
+#: Operations of their own, none of the classes above: a tool performs one only when
+#: its words say so (pushing commits is not creating them; starring, pinning, muting a
+#: thing is no edit of it; a file zipped is not written). Left out: verbs that mean
+#: reading or waiting as often ("pull" the prices out of a page, "follow" the links,
+#: "block" until it ends, "watch" a pod, "remind" me what I did).
+_OWN: Mapping[str, str] = {
+    # version control
+    "push": "push", "stash": "stash", "cherrypick": "cherrypick",
+    "squash": "merge update",
+    # marking and following
+    "star": "star", "unstar": "star", "pin": "pin", "unpin": "pin", "mute": "mute",
+    "unmute": "mute", "snooze": "mute", "lock": "lock", "unlock": "lock", "protect": "lock",
+    "unprotect": "lock",
+    # people
+    "invite": "invite", "enroll": "invite",
+    # time
+    "schedule": "schedule", "reschedule": "schedule", "book": "book", "reserve": "book",
+    # files and their forms
+    "zip": "compress", "compress": "compress", "unzip": "decompress",
+    "decompress": "decompress", "untar": "decompress", "chmod": "permission",
+    "chown": "permission", "symlink": "link", "print": "print", "export": "export",
+    "import": "import", "download": "download", "backup": "backup", "snapshot": "backup",
+    "encrypt": "encrypt", "decrypt": "encrypt", "translate": "translate",
+    "convert": "convert",
+    # money
+    "pay": "pay", "charge": "pay", "refund": "pay", "buy": "buy", "purchase": "buy",
+}
+
 #: Verb -> the classes it can mean.
 VERBS: Mapping[str, frozenset[str]] = {verb: _words(classes)
-                                       for verb, classes in _CLASSES.items()}
+                                       for verb, classes in (*_CLASSES.items(), *_OWN.items())}
 #: A tool that says it manages or handles something may do any of it.
 _ANY = frozenset(("manage", "handle"))
 #: The verbs that make a query ask for an operation when they lead it: the common,
-#: unambiguous ones (a noun as often as a verb, "record", "label", "message", does
-#: not; a tool's text is still read with every verb above).
+#: unambiguous ones and every operation of its own (a noun as often as a verb,
+#: "record", "label", "message", does not; a tool's text is still read with every verb
+#: above).
 TRIGGERS = _words("""
     create add make insert generate register build initialize upload write set start
     delete remove drop erase destroy purge forget trash discard unlink uninstall wipe clear
@@ -113,11 +142,20 @@ TRIGGERS = _words("""
     shutdown run execute trigger launch rerun retry restart resume invoke deploy spawn
     play send post publish notify reply comment share announce respond move copy clone
     duplicate transfer fork merge approve accept reject unapprove close archive resolve
-    reopen restore undo revert rollback reset recover unarchive""")
-#: Words before the verb of a request ("please", "can you", "I want to", "let's").
-_LEAD = _words("""please can could would you i we need want to like let lets let's go
-    ahead just now help me us""")
-_WORD = re.compile(r"[A-Za-z']+")
+    reopen restore undo revert rollback reset recover unarchive
+    rebase tag install email provision fix""") | _OWN.keys()
+#: Words before the verb of a request ("please", "can you", "I want to", "let's", "how
+#: do I", "is there a way to"): skipped, so a question asking how to do it asks for it.
+_LEAD = _words("""please pls plz kindly can could would you i we need want to like let
+    lets let's go ahead just now help me us how do does is there a way it possible that
+    hey ok okay also quickly then and""")
+_WORD = re.compile(r"[A-Za-z']+(?:-[A-Za-z']+)*")
+#: Command-line programs a request may start with, their own verb next ("git push",
+#: "kubectl delete", "helm rollback").
+_COMMANDS = _words("""git gh glab kubectl helm docker podman npm yarn pip terraform
+    aws gcloud az heroku""")
+#: Quoted text is what to write or call something, not what is acted on.
+_QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|`[^`]*`")
 _LETTERS = re.compile(r"[a-z]+")
 _NAME_WORD = re.compile(r"[a-z0-9]+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s|\n")
@@ -145,15 +183,29 @@ def _stemmed() -> dict[str, frozenset[str]]:
 _BY_TERM = _stemmed()
 
 
+def _request(query: str) -> tuple[str, list[str]]:
+    """The query's leading word after the words that lead a request ("please", "can
+    you", "how do I"), its hyphens dropped ("re-run", "cherry-pick"), and the words
+    after it (lowercased, split at hyphens); ("", []) when there is none."""
+    tokens = _WORD.findall(_QUOTED.sub(" ", query[:200]))
+    start = next((i for i, token in enumerate(tokens) if token.lower() not in _LEAD),
+                 len(tokens))
+    if start < len(tokens) - 1 and tokens[start].lower() in _COMMANDS:
+        start += 1  # "git push ...": the command's own verb
+    if start == len(tokens):
+        return "", []
+    rest = [word.lower() for token in tokens[start + 1:] for word in token.split("-")]
+    if rest[:2] in (["for", "me"], ["for", "us"]):
+        rest = rest[2:]  # "make for me a new channel"
+    return tokens[start].lower().replace("-", ""), rest
+
+
 def asked(query: str) -> frozenset[str]:
     """The classes of the operation ``query`` asks for: its leading verb's, when it
     is one of the ``TRIGGERS`` in its base form; else none (the query asks to find
     or read, or its verb says nothing sure)."""
-    for word in _WORD.findall(query[:200]):
-        lower = word.lower()
-        if lower not in _LEAD:
-            return VERBS[lower] if lower in TRIGGERS else frozenset()
-    return frozenset()
+    verb, _ = _request(query)
+    return VERBS[verb] if verb in TRIGGERS else frozenset()
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -190,7 +242,8 @@ _PARTICLES = _words("out up off down back away")
 #: page": both are), "new" (what is created is new), and "get" (a tool that "gets" a
 #: sum computes it; the search drops it too).
 _DETERMINERS = _words("""a an the my our your his her its their this that these those
-    some any all every each me us it i you them there of new get""")
+    some any all every each me us it i you them there of new get whole entire anyone
+    anybody anything everything everyone someone something nobody nothing both""")
 #: A tool's name word that reads: with no class, the tool does not act on its object.
 _READS = frozenset(map(_stem, _words("""list retrieve read describe search find
     show fetch view check count query lookup look inspect""")))
@@ -200,7 +253,22 @@ _SHARED = 0.5
 _SERVICE_TOOLS = 4
 
 
-def _stems(words: Iterable[str]) -> frozenset[str]:
+#: Short forms of what a query acts on, read as the words a tool says them with (a
+#: branch named "main" is a branch).
+_SHORT: Mapping[str, tuple[str, ...]] = {
+    short: tuple(full.split()) for short, full in {
+        "pr": "pr pull request", "prs": "pr pull request", "mr": "mr merge request",
+        "mrs": "mr merge request", "repo": "repo repository", "repos": "repo repository",
+        "db": "db database", "dbs": "db database", "env": "env environment",
+        "msg": "msg message", "dm": "dm direct message", "dir": "dir directory",
+        "config": "config configuration", "doc": "doc document", "docs": "docs document",
+        "var": "var variable", "vars": "var variable", "k8s": "kubernetes",
+        "ns": "ns namespace", "svc": "svc service", "img": "img image", "pic": "picture",
+        "main": "main branch", "master": "master branch"}.items()}
+
+
+def stems(words: Iterable[str]) -> frozenset[str]:
+    """The stems of ``words`` that may name a thing (not "a", "my", "every", "new")."""
     return frozenset(_stem(word) for word in words
                      if len(word) > 1 and word not in _DETERMINERS)
 
@@ -209,27 +277,32 @@ def _thesaurus() -> dict[str, frozenset[str]]:
     """Each stem of the thesaurus (gateway/thesaurus.py) -> its groups' stems."""
     out: dict[str, set[str]] = {}
     for group in GROUPS:
-        stems = _stems(group)
-        for stem in stems:
-            out.setdefault(stem, set()).update(stems)
+        words = stems(group)
+        for stem in words:
+            out.setdefault(stem, set()).update(words)
     return {stem: frozenset(others) for stem, others in out.items()}
 
 
 _SAME = _thesaurus()
 
 
+def sought(said: frozenset[str]) -> frozenset[str]:
+    """The stems ``said`` and the thesaurus's words for them."""
+    return frozenset().union(said, *(_SAME.get(stem, ()) for stem in said))
+
+
 def objects(query: str) -> frozenset[str]:
     """The stems of what ``query``'s leading operation verb acts on: the words after
     it, up to the first preposition or conjunction; none when the verb has no direct
     object ("comment on ...") or acts on an activity ("stop placing ...")."""
-    words = [word.lower() for word in _WORD.findall(query[:200])]
-    start = next((i for i, word in enumerate(words) if word not in _LEAD), len(words))
-    if start == len(words) or words[start] not in TRIGGERS:
+    verb, after = _request(query)
+    if verb not in TRIGGERS:
         return frozenset()
-    rest = list(itertools.dropwhile(_PARTICLES.__contains__, words[start + 1:]))
+    rest = list(itertools.dropwhile(_PARTICLES.__contains__, after))
     if not rest or rest[0] in _ENDS or rest[0].endswith("ing"):
         return frozenset()
-    return _stems(itertools.takewhile(lambda word: word not in _ENDS, rest))
+    said = itertools.takewhile(lambda word: word not in _ENDS, rest)
+    return stems(full for word in said for full in _SHORT.get(word, (word,)))
 
 
 class Tool(Protocol):
@@ -261,19 +334,19 @@ class Objects:
         counts: dict[str, Counter[str]] = {}
         sizes: Counter[str] = Counter()
         for skill, name_words in tools:
-            counts.setdefault(skill, Counter()).update(_stems(name_words.split()))
+            counts.setdefault(skill, Counter()).update(stems(name_words.split()))
             sizes[skill] += 1
         shared = {skill: frozenset(stem for stem, n in counted.items()
                                    if n >= _SHARED * sizes[skill] >= _SHARED * _SERVICE_TOOLS)
                   for skill, counted in counts.items()}
-        return cls(shared, frozenset().union(*(_stems(_LETTERS.findall(skill.lower()))
+        return cls(shared, frozenset().union(*(stems(_LETTERS.findall(skill.lower()))
                                                for skill in counts)))
 
     def named_by(self, tool: Tool) -> frozenset[str]:
         """The objects ``tool``'s name says it acts on (its verb among them)."""
         own = self.shared.get(tool.skill, frozenset())
-        service = _stems(_LETTERS.findall(tool.skill.lower()))
-        return _stems(tool.name_words().split()) - service - own
+        service = stems(_LETTERS.findall(tool.skill.lower()))
+        return stems(tool.name_words().split()) - service - own
 
     def unable(self, query: str, wanted: frozenset[str], closest: Sequence[Tool]) -> bool:
         """Whether none of the ``closest`` tools performs a class ``wanted`` (on what
@@ -285,16 +358,17 @@ class Objects:
     def missed(self, query: str, wanted: frozenset[str], closest: Sequence[Tool]) -> bool:
         """Whether the ``closest`` tools name what ``query`` acts on, yet none that
         performs a class ``wanted`` acts on it."""
-        said = objects(query) - self.services
-        sought = frozenset().union(said, *(_SAME.get(stem, ()) for stem in said))
+        wanted_objects = sought(objects(query) - self.services)
         names = [self.named_by(tool) for tool in closest]
-        if not any(name & sought for name in names):
+        if not any(name & wanted_objects for name in names):
             return False
         for tool, name in zip(closest, names, strict=True):
             does = performed(tool.name_words(), tool.title, tool.description)
-            if does & wanted and (name & sought or (len(name) <= 1 and name <= _BY_TERM.keys())):
+            if does & wanted and (name & wanted_objects
+                                  or (len(name) <= 1 and name <= _BY_TERM.keys())):
                 return False
-            if name & sought and not does and not _stems(tool.name_words().split()) & _READS:
+            if (name & wanted_objects and not does
+                    and not stems(tool.name_words().split()) & _READS):
                 return False
         return True
 

@@ -154,19 +154,44 @@ def _names() -> frozenset[tuple[str, ...]]:
 
 #: Every product's name as a tuple of words.
 NAMES = _names() - {()}
-#: The first word of every name (a text's words are looked up from them only).
-_FIRST = frozenset(name[0] for name in NAMES)
+
+
+def _number(word: str) -> str | None:
+    """``word`` in the other number ("sheets" -> "sheet", "doc" -> "docs"), or None
+    when that is not a plain "s" away."""
+    if not word.isalpha() or len(word) < 3:
+        return None
+    if word.endswith("s"):
+        return word[:-1] if len(word) >= 4 and not word.endswith(("ss", "us", "is")) else None
+    return f"{word}s"
+
+
+def _spellings() -> dict[tuple[str, ...], tuple[str, ...]]:
+    """Each way a query may say a name -> the name: the name itself, and a name of
+    several words with its last word in the other number ("a Google Sheet" is Google
+    Sheets; a one-word name is not inflected: "stripes" is no product)."""
+    out = {name: name for name in NAMES}
+    for name in NAMES:
+        other = _number(name[-1]) if len(name) > 1 else None
+        if other is not None:
+            out.setdefault((*name[:-1], other), name)
+    return out
+
+
+_SPELLINGS = _spellings()
+#: The first word of every spelling (a text's words are looked up from them only).
+_FIRST = frozenset(spelling[0] for spelling in _SPELLINGS)
 
 
 def _grams(words: Sequence[str]) -> Iterator[tuple[int, tuple[str, ...]]]:
     """Each (position, name of the list) in ``words``, the longest first at a
-    position."""
+    position, however spelt (``_SPELLINGS``)."""
     for at, word in enumerate(words):
         if word in _FIRST:
             for size in range(_LONGEST, 0, -1):
                 gram = tuple(words[at:at + size])
-                if len(gram) == size and gram in NAMES:
-                    yield at, gram
+                if len(gram) == size and gram in _SPELLINGS:
+                    yield at, _SPELLINGS[gram]
                     break
 
 

@@ -28,7 +28,8 @@ cosine with any tool's text is under its threshold (``abstain_below``: higher fo
 short query) is answered with "nothing fits" and the closest few, marked weak; so is
 one that asks for an operation (gateway/actions.py: "delete ...") that none of the
 ``ACTION_CANDIDATES`` best-ranked tools performs on what it names (or, when it names a
-skill of the set, none of that skill's best), and one naming a well-known product no
+skill of the set, none of that skill's best), or on a thing no text of the closest ten
+names (gateway/abstain.py), and one naming a well-known product no
 text of the set names (gateway/products.py: "create a Jira ticket"; ``elsewhere``).
 The blend's two constants were fitted on bench/mcp_tools/queries-v2-tuning.txt, the
 threshold's two on the seen query sets so that none left out wrongly abstains on over
@@ -47,7 +48,9 @@ from typing import TYPE_CHECKING
 
 import snowballstemmer
 
-from skillop.gateway.actions import ObjectsByView, asked, named, phrase
+from skillop.gateway import abstain
+from skillop.gateway.abstain import ACTION_CANDIDATES
+from skillop.gateway.actions import ObjectsByView, named, phrase
 from skillop.gateway.products import mentioned, said_in
 from skillop.gateway.thesaurus import EXPANSION_WEIGHT, GROUPS
 from skillop.model.wording import count
@@ -77,10 +80,6 @@ NAME_WEIGHT = 0.15
 #: cosine, not the blend: BM25's scores grow with the set (its idf), a cosine does not.
 ABSTAIN_BELOW = 0.17
 ABSTAIN_PER_WORD = 0.02
-#: A query that asks for an operation (gateway/actions.py) none of this many of the
-#: best-ranked tools performs fits none either, whatever its cosine: the closest tools a
-#: weak answer shows, a count that means the same in a set of 10 tools as in 5,000.
-ACTION_CANDIDATES = 3
 #: A query longer than this is cut (a model's search is a sentence, not a document).
 MAX_QUERY_CHARS = 1000
 #: A query of more words than this leans more on BM25: the model reads a query's first
@@ -383,23 +382,11 @@ class SearchIndex:
                        for skill in named(query, self._skills))
 
     def _unable(self, query: str, closest: list[int], blended: Matrix, gone: list[int]) -> bool:
-        """Whether ``query`` asks for an operation none of the documents ``closest``
-        performs (on what it names: gateway/actions.py). When it names a skill of the
-        set ("cancel the CircleCI workflow") and one of them is its, that skill's best
-        stand in: another service's tool that cancels does not do it for this one."""
-        wanted = asked(query)
-        if not wanted:
-            return False
-        import numpy as np
-
-        skills = named(query, self._skills)
-        if skills and any(phrase(self.documents[n].skill) in skills for n in closest):
-            numbers = np.concatenate([self._skills[name] for name in skills])
-            numbers = numbers[np.isfinite(blended[numbers])]  # not the hidden
-            closest = numbers[np.argsort(-blended[numbers], kind="stable")][
-                :len(closest)].tolist()
-        objects = self._objects.without(gone)  # the hidden count for nothing, as above
-        return objects.unable(query, wanted, [self.documents[n] for n in closest])
+        """Whether the closest documents cannot do what ``query`` asks (the operation,
+        or what it acts on: gateway/abstain.py); the hidden (``gone``, their scores
+        ``-inf``) count for nothing: the answer must not tell that they exist."""
+        return abstain.unable(query, self.documents, closest, blended, skills=self._skills,
+                              view=self._objects.without(gone))
 
     def __len__(self) -> int:
         return len(self._keys)

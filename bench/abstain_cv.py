@@ -1,0 +1,255 @@
+"""Abstention ("nothing fits") cross-validated over the seen query sets, and on smaller sets.
+
+What is measured, and why
+-------------------------
+``search_tools`` answers "nothing fits" (gateway/search.py, gateway/abstain.py) when
+the query's best cosine is under a threshold by its length, or when a check with no
+threshold says the set cannot do it (a product it does not serve, an operation none
+of the closest tools performs on what the query names). Every change of that
+decision is judged here, on the seen sets only (bench/disclosure.py's ``SEEN`` and
+its two old sets; never ``FROZEN_FILES``):
+
+* **one seen set left out at a time**: the threshold's level is chosen on the other
+  sets as the search's was chosen (the highest leaving ``CALIBRATED_WRONG`` of their
+  answerable queries under it, by length), the checks added as they are; the set
+  left out is counted: its share of unanswerable queries abstained on, and of
+  answerable ones wrongly. Pooled over the left-out sets, and the worst set.
+* **the checks one by one** (``--ablate``): each of this module's ``CHECKS`` turned
+  off in turn, so that what each adds is printed beside the whole.
+* **smaller sets** (``--sizes``): every query against random subsets of the 551 tools
+  (``--draws`` of each size; an answerable query's subset keeps its labelled tools),
+  with the search's own constants: a rule whose evidence depends on the set's size
+  would abstain wrongly much more often on a small set.
+
+    python bench/numpy_only.py bench/abstain_cv.py [--sizes 60 200] [--draws 3] [--ablate]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import pickle
+import random
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import disclosure
+
+from skillop.gateway import search as search_module
+from skillop.gateway.search import Document, SearchIndex
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from skillop.gateway.embedding import Matrix
+
+#: (set, kind, query, labels): labels empty for a query no tool answers.
+Labelled = list[tuple[str, str, str, set[str]]]
+#: Each check of the decision, as a switch the ablation turns off (the attribute of
+#: gateway/abstain.py that says whether it runs; none in a build before that module,
+#: so that this script scores an older build too).
+try:
+    from skillop.gateway import abstain as abstain_module
+    CHECKS: tuple[str, ...] = abstain_module.SWITCHES
+except ImportError:  # a build before gateway/abstain.py
+    CHECKS = ()
+
+
+def seen() -> Labelled:
+    """Every seen query: the kinded sets (``SEEN``) and the two old ones."""
+    out: Labelled = [(name, *q) for name, _ in disclosure.SEEN
+                     for q in disclosure.kinded_queries(name)]
+    out += [(name, "old", q, r) for name in disclosure.QUERY_FILES
+            for q, r in disclosure.queries(name)]
+    return out
+
+
+def model_index(cache: Path, vectors_file: Path, texts: list[str],
+                ) -> tuple[list[Document], Matrix, Matrix, Callable[[str], Matrix]]:
+    """The set's documents, their text and name vectors, and the queries' vectors
+    (computed once and kept in ``vectors_file``: the model's pass is the slow part)."""
+    from skillop.gateway.embedding import Unavailable, shared_encoder
+    from skillop.gateway.vectors import SemanticRanker
+
+    encoder = shared_encoder()
+    if isinstance(encoder, Unavailable):
+        raise SystemExit(f"no sentence model: {encoder.reason}")
+    docs = [disclosure.document(short, stem, tool) for short, stem in disclosure.SERVERS.items()
+            for tool in disclosure.load(stem)]
+    index = SearchIndex(docs)
+    ranker = SemanticRanker(cache, lambda _: None, loader=lambda: encoder)
+    ranker.prepare(index)
+    assert index._semantic is not None and index._names is not None
+    known: dict[str, Matrix] = {}
+    with contextlib.suppress(OSError, pickle.UnpicklingError, EOFError):
+        known = pickle.loads(vectors_file.read_bytes())
+        if not isinstance(known, dict):
+            known = {}
+    wanted = [t[:search_module.MAX_QUERY_CHARS] for t in texts]
+    missing = [t for t in dict.fromkeys(wanted) if t not in known]
+    for text in missing:
+        known[text] = ranker.query_vector(text)
+    if missing:
+        vectors_file.write_bytes(pickle.dumps(known))
+    return docs, index._semantic[0], index._names, known.__getitem__
+
+
+def indexed(docs: list[Document], vectors: Matrix, names: Matrix,
+            encode: Callable[[str], Matrix], numbers: list[int]) -> SearchIndex:
+    """A hybrid index of the documents numbered ``numbers``."""
+    index = SearchIndex([docs[n] for n in numbers])
+    index.attach_vectors(vectors[numbers], encode, names=names[numbers])
+    return index
+
+
+@contextlib.contextmanager
+def checks_only() -> Iterator[None]:
+    """``find``'s ``weak`` is the checks' alone (the threshold's level set below any
+    cosine), so that the level can be chosen apart on each fold."""
+    saved = search_module.ABSTAIN_BELOW
+    search_module.ABSTAIN_BELOW = -2.0
+    try:
+        yield
+    finally:
+        search_module.ABSTAIN_BELOW = saved
+
+
+@contextlib.contextmanager
+def switched_off(name: str | None) -> Iterator[None]:
+    """The check ``name`` (one of ``CHECKS``) off, or nothing changed."""
+    if name is None:
+        yield
+        return
+    saved = getattr(abstain_module, name)
+    setattr(abstain_module, name, False)
+    try:
+        yield
+    finally:
+        setattr(abstain_module, name, saved)
+
+
+def verdicts(index: SearchIndex, labelled: Labelled,
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per query: the best cosine less its threshold's lift for length, and whether
+    the checks alone say nothing fits; answerable or not."""
+    import numpy as np
+
+    level, checked, answerable = [], [], []
+    with checks_only():
+        for _, _, query, relevant in labelled:
+            found = index.find(query, limit=3)
+            assert found.confidence is not None
+            lift = search_module.abstain_below(query) - search_module.ABSTAIN_BELOW
+            level.append(found.confidence - lift)
+            checked.append(found.weak)
+            answerable.append(bool(relevant))
+    return np.array(level), np.array(checked), np.array(answerable)
+
+
+def left_out(level: np.ndarray, checked: np.ndarray, ok: np.ndarray,
+             sets: np.ndarray) -> list[tuple[str, float, float, int, int]]:
+    """One seen set left out at a time: (set, abstained, wrongly, unanswerable,
+    answerable), the threshold's level chosen on the others."""
+    import numpy as np
+
+    out = []
+    for name in dict.fromkeys(sets.tolist()):
+        held = sets == name
+        train = np.sort(level[~held & ok])
+        chosen = train[int(disclosure.CALIBRATED_WRONG * len(train))]
+        weak = (level[held] < chosen) | checked[held]
+        none, some = weak[~ok[held]], weak[ok[held]]
+        out.append((name, float(none.mean()) if len(none) else float("nan"),
+                    float(some.mean()), len(none), len(some)))
+    return out
+
+
+def short(name: str) -> str:
+    return name.removeprefix("queries-").removesuffix(".txt").removesuffix("-frozen")
+
+
+def print_folds(label: str, rows: list[tuple[str, float, float, int, int]]) -> None:
+    abstained = sum(a * n for _, a, _, n, _ in rows if n)
+    none = sum(n for *_, n, _ in rows)
+    wrong = sum(w * m for _, _, w, _, m in rows)
+    some = sum(m for *_, m in rows)
+    worst = max(rows, key=lambda row: row[2])
+    print(f"{label}: abstained {abstained / none:.1%} of {none}, wrongly {wrong / some:.2%}"
+          f" of {some}; worst set {short(worst[0])} {worst[2]:.1%}")
+    print("  " + "; ".join(f"{short(n)} {'-' if not m else f'{a:.0%}'} / {w:.1%}"
+                           for n, a, w, m, _ in rows))
+
+
+def subsets(docs: list[Document], vectors: Matrix, names: Matrix,
+            encode: Callable[[str], Matrix], labelled: Labelled, size: int, draws: int,
+            ) -> tuple[float, float, float]:
+    """Abstained, wrongly, and the checks' wrong share, with the search's constants,
+    on ``draws`` random subsets of ``size`` tools (an answerable query's keeps its
+    labelled tools)."""
+    keys = {doc.key: n for n, doc in enumerate(docs)}
+    rng = random.Random(size)
+    none_weak, some_weak, checks_weak = [], [], []
+    for _ in range(draws):
+        base = rng.sample(range(len(docs)), size)
+        built: dict[frozenset[str], SearchIndex] = {}
+        for _, _, query, relevant in labelled:
+            labels = frozenset(relevant)
+            index = built.get(labels)
+            if index is None:
+                numbers = sorted(set(base[:size - len(labels)]) | {keys[k] for k in labels})
+                index = built[labels] = indexed(docs, vectors, names, encode, numbers)
+            found = index.find(query, limit=3)
+            if relevant:
+                some_weak.append(found.weak)
+                with checks_only():
+                    checks_weak.append(index.find(query, limit=3).weak)
+            else:
+                none_weak.append(found.weak)
+    return (sum(none_weak) / len(none_weak), sum(some_weak) / len(some_weak),
+            sum(checks_weak) / len(checks_weak))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[60, 200])
+    parser.add_argument("--draws", type=int, default=3)
+    parser.add_argument("--ablate", action="store_true",
+                        help="each check of abstain.SWITCHES turned off in turn")
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/skillop-bench-vectors"))
+    parser.add_argument("--query-vectors", type=Path,
+                        default=Path("/tmp/skillop-bench-query-vectors.pkl"))
+    args = parser.parse_args()
+    import numpy as np
+
+    labelled = seen()
+    docs, vectors, names, encode = model_index(args.cache, args.query_vectors,
+                                               [q for _, _, q, _ in labelled])
+    index = indexed(docs, vectors, names, encode, list(range(len(docs))))
+    sets = np.array([name for name, *_ in labelled])
+    print(f"set: {len(docs)} tools; {len(labelled)} seen queries,"
+          f" {sum(1 for *_, r in labelled if not r)} unanswerable; threshold chosen at"
+          f" <= {disclosure.CALIBRATED_WRONG:.0%} wrong on the sets not left out")
+    level, checked, ok = verdicts(index, labelled)
+    print_folds("one set left out, everything", left_out(level, checked, ok, sets))
+    print(f"  the checks alone: abstained {checked[~ok].mean():.1%}, wrongly"
+          f" {checked[ok].mean():.2%}")
+    for name in CHECKS if args.ablate else ():
+        with switched_off(name):
+            level, checked, ok = verdicts(index, labelled)
+        print_folds(f"one set left out, without {name}", left_out(level, checked, ok, sets))
+    for size in args.sizes:
+        none, some, checks = subsets(docs, vectors, names, encode, labelled, size, args.draws)
+        print(f"random subsets of {size} tools ({args.draws} draws, the search's constants):"
+              f" abstained {none:.1%} of unanswerable, wrongly {some:.2%} of answerable"
+              f" (the checks alone {checks:.2%})")
+    full_weak = [index.find(q, limit=3).weak for _, _, q, _ in labelled]
+    flags = np.array(full_weak)
+    print(f"all {len(docs)} tools, the search's constants: abstained {flags[~ok].mean():.1%},"
+          f" wrongly {flags[ok].mean():.2%}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

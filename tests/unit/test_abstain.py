@@ -1,0 +1,111 @@
+"""The closest tools cannot do what a query asks (gateway/abstain.py): the operation,
+and a thing no text of the closest tools names; tools hidden from a caller never change
+the answer."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from skillop.gateway import abstain
+from skillop.gateway.actions import Objects, ObjectsByView, phrase
+from skillop.gateway.search import Document
+
+np = pytest.importorskip("numpy")
+
+
+def _docs(*specs: tuple[str, str, str]) -> list[Document]:
+    return [Document(f"{skill}/{name}", name, skill=skill, description=text)
+            for skill, name, text in specs]
+
+
+_GITHUB = _docs(("github", "create_repository", "Create a new GitHub repository."),
+                ("github", "create_issue", "Create a new issue in a repository."),
+                ("github", "create_branch", "Create a new branch in a repository."),
+                ("github", "push_files", "Push several files to a repository in one commit."),
+                ("slack", "slack_post_message", "Post a new message to a Slack channel."))
+
+
+def _unable(query: str, docs: list[Document], scores: list[float]) -> bool:
+    """``abstain.unable`` as the search calls it, with the documents' ``scores``
+    (``-inf``: hidden from the caller)."""
+    ranked = np.asarray(scores, dtype=np.float32)
+    visible = [n for n in np.argsort(-ranked, kind="stable").tolist() if np.isfinite(ranked[n])]
+    skills: dict[str, list[int]] = {}
+    for number, doc in enumerate(docs):
+        skills.setdefault(phrase(doc.skill), []).append(number)
+    hidden = [n for n in range(len(docs)) if not np.isfinite(ranked[n])]
+    view = ObjectsByView([(doc.skill, doc.name_words()) for doc in docs]).without(hidden)
+    return abstain.unable(query, docs, visible[:abstain.ACTION_CANDIDATES], ranked,
+                          skills={k: np.asarray(v, dtype=np.intp) for k, v in skills.items()},
+                          view=view)
+
+
+@pytest.mark.parametrize(("query", "weak"), [
+    ("create a GitHub gist from this snippet", True),  # no close tool names a gist
+    ("set my Slack status to away", True),
+    ("create a new branch called fix", False),
+    ("create an issue for the crash", False),
+    ("post an update to the channel", False),  # an operation's word: what is posted
+    ("create a bug report in GitHub", False),  # the thesaurus: a bug is an issue
+    ("list the gists of the user", False),  # no operation asked
+])
+def test_a_thing_no_close_tool_names_fits_nothing(query: str, weak: bool) -> None:
+    assert _unable(query, _GITHUB, [1.0] * len(_GITHUB)) is weak
+
+
+def test_only_a_short_request_is_checked_for_what_it_acts_on() -> None:
+    short = "create a gist with the snippet"
+    long = f"{short} and then tell everyone on the team where they can find it today"
+    assert len(long.split()) > abstain.OBJECT_WORDS
+    assert _unable(short, _GITHUB, [1.0] * 5)
+    assert not _unable(long, _GITHUB, [1.0] * 5)
+
+
+def test_only_the_closest_tools_are_read() -> None:
+    far = [*_GITHUB, *_docs(*((f"other{n}", f"tool_{n}", "Do something else.")
+                              for n in range(abstain.OBJECT_CANDIDATES))),
+           *_docs(("github", "create_gist", "Create a gist."))]
+    close = [0.1] * len(_GITHUB) + [0.9] * abstain.OBJECT_CANDIDATES + [0.5]
+    assert _unable("create a gist", far, close)  # create_gist is the eleventh
+    close[-1] = 0.95
+    assert not _unable("create a gist", far, close)
+
+
+def test_a_switched_off_check_does_not_abstain(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(abstain, "UNNAMED_OBJECT", False)
+    assert not _unable("create a GitHub gist", _GITHUB, [1.0] * 5)
+    monkeypatch.setattr(abstain, "OPERATION", False)
+    assert not _unable("delete the repository", _GITHUB, [1.0] * 5)
+
+
+_WORDS = ["gist", "issue", "branch", "status", "message", "channel", "repository", "file"]
+_TOOLS = st.lists(
+    st.tuples(st.sampled_from(["github", "slack", "git"]),
+              st.sampled_from(["create", "delete", "list", "push", "post", "get"]),
+              st.sampled_from(_WORDS), st.sampled_from([0.0, 0.5, 1.0]) | st.floats(0, 1)),
+    min_size=1, max_size=16)
+_QUERIES = st.builds(lambda verb, thing, where: f"{verb} a {thing} {where}",
+                     st.sampled_from(["create", "delete", "push", "pin", "rename", "post"]),
+                     st.sampled_from([*_WORDS, "gist status", "webhook"]),
+                     st.sampled_from(["", "in GitHub", "on Slack", "for me"]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(_TOOLS, _QUERIES, st.data())
+def test_tools_hidden_from_a_caller_never_change_the_answer(
+        tools: list[tuple[str, str, str, float]], query: str, data: st.DataObject) -> None:
+    """The answer with some tools hidden is the answer of a set without them, however
+    close the hidden ones are and whatever they name."""
+    docs = [Document(f"{skill}/{n}", f"{verb}_{thing}", skill=skill,
+                     description=f"{verb.title()} a {thing}.")
+            for n, (skill, verb, thing, _) in enumerate(tools)]
+    scores = [score for *_, score in tools]
+    hidden = data.draw(st.sets(st.integers(0, len(docs) - 1), max_size=len(docs) - 1))
+    shown = [n for n in range(len(docs)) if n not in hidden]
+    with_hidden = [float("-inf") if n in hidden else s for n, s in enumerate(scores)]
+    assert _unable(query, docs, with_hidden) == _unable(
+        query, [docs[n] for n in shown], [scores[n] for n in shown])
+    assert Objects.of((d.skill, d.name_words()) for d in (docs[n] for n in shown)) == (
+        ObjectsByView([(d.skill, d.name_words()) for d in docs]).without(hidden))
