@@ -9,7 +9,7 @@ per tool, its fields weighted as BM25F does: the name (split at ``_``, ``-``, ``
 and camelCase humps) and the tags count three times, the title twice, the description
 and the skill's name once. Words are lowercased, stemmed with the Snowball English
 stemmer (so "screenshots" finds "screenshot", "merging" finds "merge") and stripped of
-English stop words. No model, no download: a query over 1,000 tools costs well under a
+English stop words (gateway/lexical.py). No model, no download: a query over 1,000 tools costs well under a
 millisecond (bench/disclosure.py). The index's tables (every distinct word stemmed:
 about half a second of CPU at 5,000 tools) are built on first use, not when the set is
 read: the vectors' background thread builds them when it attaches the vectors, else
@@ -36,18 +36,17 @@ threshold's two on the seen query sets so that none left out wrongly abstains on
 
 from __future__ import annotations
 
-import functools
 import heapq
 import math
-import re
 import threading
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import snowballstemmer
-
 from skillop.gateway.actions import ObjectsByView, asked, named, phrase
+from skillop.gateway.lexical import K1, WORD, terms
+from skillop.gateway.lexical import Tables as _Tables
+from skillop.gateway.lexical import tables as _tables
 from skillop.gateway.products import mentioned, said_in
 from skillop.gateway.thesaurus import EXPANSION_WEIGHT, GROUPS
 from skillop.model.wording import count
@@ -58,11 +57,6 @@ if TYPE_CHECKING:
 
     from skillop.gateway.embedding import Matrix
 
-#: (field, weight): how much a word of each field counts (BM25F's field weights).
-FIELD_WEIGHTS = {"name": 3.0, "tags": 3.0, "title": 2.0, "description": 1.0, "skill": 1.0,
-                 "parameters": 0.5}
-K1 = 1.2
-B = 0.75
 #: The hybrid blend: how much the cosine counts, and the BM25 score that counts half.
 SEMANTIC_WEIGHT = 0.75
 BM25_HALF = 8.0
@@ -90,17 +84,6 @@ MAX_QUERY_CHARS = 1000
 #: "fifth round"); no extra pass of the model.
 LONG_QUERY_WORDS = 12
 
-_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
-_STOP = frozenset((
-    "a", "about", "an", "and", "any", "are", "as", "at", "be", "by", "can", "do", "does",
-    "for", "from", "get", "give", "has", "have", "how", "i", "if", "in", "into", "is", "it",
-    "its", "me", "my", "of", "on", "or", "our", "please", "so", "some", "that", "the", "their",
-    "them", "then", "there", "these", "this", "those", "to", "us", "use", "using", "want",
-    "we", "what", "when", "where", "which", "who", "will", "with", "without", "would", "you",
-    "your",
-))
-
-
 @dataclass(frozen=True, slots=True)
 class Document:
     """One tool as the index sees it: its key (bindingName) and its fields' text."""
@@ -117,7 +100,7 @@ class Document:
     def name_words(self) -> str:
         """The name split into lowercase words ("slack_post_message" -> "slack post
         message", "createIssue" -> "create issue")."""
-        return " ".join(_WORD.findall(self.name)).lower()
+        return " ".join(WORD.findall(self.name)).lower()
 
     def sentence(self) -> str:
         """What the sentence model reads: the skill, the name's words, the title and
@@ -149,31 +132,6 @@ class Found:
     ranking: str = "lexical"
     #: Hybrid: the best cosine of the query with any tool of the set.
     confidence: float | None = None
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _term(word: str) -> str | None:
-    """A word as found (case kept) -> its index term, or None for a stop word: one
-    cached call per word of the text (a set of 5,000 tools has a few million words
-    but some thousands of distinct ones)."""
-    lower = word.lower()
-    if lower in _STOP:
-        return None
-    with _STEMMING:
-        stemmed: str = _STEMMER.stemWord(lower)
-    return stemmed
-
-
-_STEMMER = snowballstemmer.stemmer("english")
-#: The stemmer keeps the word it works on in itself, and words are stemmed from the
-#: vectors' thread (the tables) and from searches in worker threads at once.
-_STEMMING = threading.Lock()
-
-
-def terms(text: str) -> list[str]:
-    """``text``'s index terms: words split at punctuation and camelCase, lowercased,
-    stop words dropped, stemmed."""
-    return [term for word in _WORD.findall(text) if (term := _term(word)) is not None]
 
 
 def query_terms(query: str) -> dict[str, float]:
@@ -211,32 +169,6 @@ def _synonyms() -> dict[str, frozenset[str]]:
         for stem in stems:
             out.setdefault(stem, set()).update(stems - {stem})
     return {stem: frozenset(others) for stem, others in out.items()}
-
-
-@dataclass(frozen=True, slots=True)
-class _Tables:
-    """BM25's tables over a set of documents."""
-
-    #: term -> [(document number, weighted term frequency)]
-    postings: dict[str, list[tuple[int, float]]]
-    idf: dict[str, float]
-    #: BM25's length normalisation of each document, computed once.
-    norms: list[float]
-
-
-def _tables(documents: Sequence[Document]) -> _Tables:
-    lengths: list[float] = []
-    postings: dict[str, list[tuple[int, float]]] = {}
-    for number, doc in enumerate(documents):
-        bag = _weighted_bag(doc)
-        lengths.append(sum(bag.values()))
-        for term, weight in bag.items():
-            postings.setdefault(term, []).append((number, weight))
-    count = len(documents)
-    average = (sum(lengths) / count) if count else 0.0
-    idf = {term: math.log(1 + (count - len(posting) + 0.5) / (len(posting) + 0.5))
-           for term, posting in postings.items()}
-    return _Tables(postings, idf, [K1 * (1 - B + B * length / average) for length in lengths])
 
 
 class SearchIndex:
@@ -432,19 +364,6 @@ class SearchIndex:
             for number, tf in tables.postings[term]:
                 scores[number] = scores.get(number, 0.0) + factor * tf / (tf + norms[number])
         return scores
-
-
-def _weighted_bag(doc: Document) -> dict[str, float]:
-    bag: dict[str, float] = {}
-    fields: Sequence[tuple[str, str]] = (
-        ("name", doc.name), ("tags", " ".join(doc.tags)), ("title", doc.title),
-        ("description", doc.description), ("skill", doc.skill),
-        ("parameters", doc.parameters))
-    for field, text in fields:
-        weight = FIELD_WEIGHTS[field]
-        for term in terms(text):
-            bag[term] = bag.get(term, 0.0) + weight
-    return bag
 
 
 _SYNONYMS = _synonyms()
