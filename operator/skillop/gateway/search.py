@@ -9,8 +9,8 @@ per tool, its fields weighted as BM25F does: the name (split at ``_``, ``-``, ``
 and camelCase humps) and the tags count three times, the title twice, the description
 and the skill's name once. Words are lowercased, stemmed with the Snowball English
 stemmer (so "screenshots" finds "screenshot", "merging" finds "merge") and stripped of
-English stop words (gateway/lexical.py). No model, no download: a query over 1,000 tools costs well under a
-millisecond (bench/disclosure.py). The index's tables (every distinct word stemmed:
+English stop words (gateway/lexical.py). No model, no download: a query over 1,000
+tools costs well under a millisecond (bench/disclosure.py). The index's tables (every distinct word stemmed:
 about half a second of CPU at 5,000 tools) are built on first use, not when the set is
 read: the vectors' background thread builds them when it attaches the vectors, else
 the first search does, so the gateway serves before they exist.
