@@ -10,10 +10,11 @@ and camelCase humps) and the tags count three times, the title twice, the descri
 and the skill's name once. Words are lowercased, stemmed with the Snowball English
 stemmer (so "screenshots" finds "screenshot", "merging" finds "merge") and stripped of
 English stop words (gateway/lexical.py). No model, no download: a query over 1,000
-tools costs well under a millisecond (bench/disclosure.py). The index's tables (every distinct word stemmed:
-about half a second of CPU at 5,000 tools) are built on first use, not when the set is
-read: the vectors' background thread builds them when it attaches the vectors, else
-the first search does, so the gateway serves before they exist.
+tools costs well under a millisecond (bench/disclosure.py). The index's tables (every
+distinct word stemmed: about half a second of CPU at 5,000 tools) are built on first
+use, not when the set is read: the vectors' background thread builds them when it
+attaches the vectors, else the first search does, so the gateway serves before they
+exist.
 
 When the gateway has a sentence model (gateway/embedding.py) and the set's vectors are
 ready (gateway/vectors.py), the ranking is hybrid: each tool's score is
@@ -44,6 +45,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from skillop.gateway.actions import ObjectsByView, asked, named, phrase
+from skillop.gateway.fusion import CANDIDATES, Evidence, ToolTerms, features, reordered
 from skillop.gateway.lexical import K1, WORD, terms
 from skillop.gateway.lexical import Tables as _Tables
 from skillop.gateway.lexical import tables as _tables
@@ -195,6 +197,7 @@ class SearchIndex:
         #: the numbers of the documents that name it.
         self._served: dict[tuple[str, ...], frozenset[int]] = {}
         self._objects = ObjectsByView(())  # hybrid: which name words name no object
+        self._words: list[ToolTerms] = []  # hybrid: each document's terms by field
 
     def build(self) -> None:
         """Build the tables now, if no search or attachment has yet."""
@@ -253,6 +256,7 @@ class SearchIndex:
                 served.setdefault(name, set()).add(number)
         self._served = {name: frozenset(numbers) for name, numbers in served.items()}
         self._objects = ObjectsByView([(doc.skill, doc.name_words()) for doc in self.documents])
+        self._words = [ToolTerms.of(doc) for doc in self.documents]
         self._names = names
         self._semantic = (vectors, encode)
 
@@ -269,37 +273,57 @@ class SearchIndex:
             return Found(matches, weak=not matches)
         import numpy as np
 
+        weighted = query_terms(query)
+        evidence, cosines = self._evidence(query, weighted)
+        blended = evidence.blended
+        gone = self._numbers(hidden)
+        if gone:
+            blended[gone] = -np.inf
+            cosines[gone] = -np.inf
+        count = min(max(limit, ACTION_CANDIDATES, CANDIDATES), len(self._keys) - len(gone))
+        if count == 0:
+            return Found((), weak=True, ranking="hybrid", confidence=0.0)
+        top = np.argpartition(-blended, count - 1)[:count]
+        best = self.fused(query, weighted, evidence,
+                          top[np.lexsort((top, -blended[top]))].tolist())
+        matches = tuple((self._keys[i], float(blended[i])) for i in best[:limit])
+        confidence = float(cosines.max())
+        weak = (confidence < abstain_below(query) or self.elsewhere(query, gone=gone)
+                or self._unable(query, best[:ACTION_CANDIDATES], blended, gone))
+        return Found(matches, weak=weak, ranking="hybrid", confidence=confidence)
+
+    def _evidence(self, query: str, weighted: dict[str, float]) -> tuple[Evidence, Matrix]:
+        """The blend's scores of every document for ``query`` (``weighted``: its
+        terms), and the cosines of the documents' texts alone (the abstention's)."""
+        import numpy as np
+
+        assert self._semantic is not None
         vectors, encode = self._semantic
         idf = self._tables().idf
         wanted = encode(query[:MAX_QUERY_CHARS])
         cosines = vectors @ wanted
         ranked: Matrix = cosines
+        names = cosines if self._names is None else self._names @ wanted
         if self._names is not None:
-            ranked = np.float32(1 - NAME_WEIGHT) * cosines
-            ranked += np.float32(NAME_WEIGHT) * (self._names @ wanted)
+            ranked = np.float32(1 - NAME_WEIGHT) * cosines + np.float32(NAME_WEIGHT) * names
         bm25 = np.zeros(len(self._keys), dtype=np.float32)
-        for term, weight in query_terms(query).items():
+        for term, weight in weighted.items():
             posting = self._arrays.get(term)
             if posting is not None:
                 numbers, saturated = posting
                 bm25[numbers] += (weight * idf[term]) * saturated
         semantic = semantic_weight(query)
         blended = semantic * ranked + (1 - semantic) * bm25 / (bm25 + BM25_HALF)
-        gone = self._numbers(hidden)
-        if gone:
-            blended[gone] = -np.inf
-            cosines = cosines.copy()
-            cosines[gone] = -np.inf
-        count = min(max(limit, ACTION_CANDIDATES), len(self._keys) - len(gone))
-        if count == 0:
-            return Found((), weak=True, ranking="hybrid", confidence=0.0)
-        best = np.argpartition(-blended, count - 1)[:count]
-        best = best[np.lexsort((best, -blended[best]))].tolist()
-        matches = tuple((self._keys[i], float(blended[i])) for i in best[:limit])
-        confidence = float(cosines.max())
-        weak = (confidence < abstain_below(query) or self.elsewhere(query, gone=gone)
-                or self._unable(query, best[:ACTION_CANDIDATES], blended, gone))
-        return Found(matches, weak=weak, ranking="hybrid", confidence=confidence)
+        return Evidence(blended, ranked, names, bm25, vectors), cosines.copy()
+
+    def fused(self, query: str, weighted: dict[str, float], evidence: Evidence,
+              best: list[int]) -> list[int]:
+        """``best`` (the blend's order) with its first ``CANDIDATES`` ordered by the
+        linear score (gateway/fusion.py)."""
+        head = best[:CANDIDATES]
+        rows = features(query, weighted, self._tables().idf, evidence, head, self.documents,
+                        self._words, named(query, self._skills))
+        return [*reordered(head, rows), *best[CANDIDATES:]]
 
     def elsewhere(self, query: str, *, gone: Collection[int] = frozenset()) -> bool:
         """Whether ``query`` names well-known products or services (gateway/products.py)
