@@ -242,8 +242,43 @@ def remembered(index: SearchIndex, path: Path) -> None:
     index.attach_vectors(vectors, cached, names=index._names)
 
 
-def main() -> int:
+Scores = dict[str, list[tuple[str, tuple[float, float, float]]]]
+
+
+def subsets(index: SearchIndex, parts: Mapping[str, list[tuple[str, str, set[str]]]],
+            size: int, folds: Mapping[str, Mapping[str, float]]) -> tuple[Scores, Scores]:
+    """Each set's figures with the blend and with its fold's weights, on random
+    subsets of ``size`` tools: its queries taken in turn into groups whose labelled
+    tools are at most a third of ``size``, each group's subset those tools and others
+    drawn at random (seeded)."""
     import numpy as np
+
+    rng = np.random.default_rng(size)
+    keys = [d.key for d in index.documents]
+    number = {key: n for n, key in enumerate(keys)}
+    before: Scores = {}
+    after: Scores = {}
+    for part, labelled in parts.items():
+        groups: list[list[tuple[str, str, set[str]]]] = [[]]
+        for query in labelled:
+            wanted = {k for _, _, r in groups[-1] for k in r} | query[2]
+            if groups[-1] and len(wanted) > size // 3:
+                groups.append([])
+            groups[-1].append(query)
+        for group in groups:
+            wanted = {number[k] for _, _, r in group for k in r}
+            others = [n for n in range(len(keys)) if n not in wanted]
+            drawn = rng.choice(others, size - len(wanted), replace=False).tolist()
+            keep = sorted(wanted | set(drawn))
+            small = collected(subset_index(index, keep), {part: group})
+            small_keys = [keys[n] for n in keep]
+            for out, weights in ((before, BLEND), (after, folds[part])):
+                out.setdefault(part, []).extend(
+                    scored(small, small_keys, lambda q, w=weights: w)[part])
+    return before, after
+
+
+def main() -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--features", help="comma-separated: fit only these")
@@ -290,25 +325,10 @@ def main() -> int:
                 print(f"  {lost}{query.part} {query.kind}: {query.text!r} wants"
                       f" {sorted(query.relevant)}; top 5 {after}")
     for size in args.subsets:
-        rng = np.random.default_rng(size)
-        print(f"subsets of {size} tools (each set's labelled tools kept, the rest drawn):")
-        small: list[Query] = []
-        small_keys: dict[str, list[str]] = {}
-        for part, labelled in parts.items():
-            wanted = {keys.index(k) for _, _, r in labelled for k in r}
-            others = [n for n in range(len(keys)) if n not in wanted]
-            keep = sorted(wanted | set(rng.choice(others, max(0, size - len(wanted)),
-                                                  replace=False).tolist()))
-            sub = subset_index(index, keep)
-            small_keys[part] = [keys[n] for n in keep]
-            small += collected(sub, {part: labelled})
-            print(f"  {part}: {len(keep)} tools ({len(wanted)} labelled)")
-        before = {p: r for p in parts
-                  for r in [scored([q for q in small if q.part == p], small_keys[p],
-                                   lambda q: BLEND)[p]]}
-        after = {p: r for p in parts
-                 for r in [scored([q for q in small if q.part == p], small_keys[p],
-                                  lambda q: folds[q.part])[p]]}
+        print(f"subsets of {size} tools (the queries in groups whose labelled tools are at"
+              f" most a third of it, each group its own subset; blend -> fused, the fold's"
+              f" weights):")
+        before, after = subsets(index, parts, size, folds)
         report(before, after)
     if args.write:
         weights = fit(every, keys, names)
