@@ -24,7 +24,10 @@ scores rather than of ranks: a weak lexical match should not pull a tool up as f
 a strong one); for a query of more than ``LONG_QUERY_WORDS`` words the cosine counts
 less (``semantic_weight``: the model reads only a query's first tokens). A tool has
 two vectors, its text's (``Document.sentence``) and its name's (``Document.label``);
-the cosine ranked is their mix, ``NAME_WEIGHT`` of the name's. A query whose best
+the cosine ranked is their mix, ``NAME_WEIGHT`` of the name's. The blend's 30 best
+are then ordered by a linear score (gateway/fusion.py: where in each tool the query's
+words are, whether it names the tool's service, whether the tool performs the query's
+verb, each score against the set's best). A query whose best
 cosine with any tool's text is under its threshold (``abstain_below``: higher for a
 short query) is answered with "nothing fits" and the closest few, marked weak; so is
 one that asks for an operation (gateway/actions.py: "delete ...") that none of the
@@ -50,7 +53,7 @@ from skillop.gateway.lexical import K1, WORD, terms
 from skillop.gateway.lexical import Tables as _Tables
 from skillop.gateway.lexical import tables as _tables
 from skillop.gateway.products import mentioned, said_in
-from skillop.gateway.thesaurus import EXPANSION_WEIGHT, GROUPS
+from skillop.gateway.thesaurus import DEVELOPER_GROUPS, EXPANSION_WEIGHT, GROUPS
 from skillop.model.wording import count
 
 if TYPE_CHECKING:
@@ -166,7 +169,7 @@ def abstain_below(query: str) -> float:
 def _synonyms() -> dict[str, frozenset[str]]:
     """Each stem of the thesaurus -> the stems of every group it is in, but itself."""
     out: dict[str, set[str]] = {}
-    for group in GROUPS:
+    for group in (*GROUPS, *DEVELOPER_GROUPS):
         stems = {term for word in group for term in terms(word)}
         for stem in stems:
             out.setdefault(stem, set()).update(stems - {stem})
@@ -284,12 +287,13 @@ class SearchIndex:
         if count == 0:
             return Found((), weak=True, ranking="hybrid", confidence=0.0)
         top = np.argpartition(-blended, count - 1)[:count]
-        best = self.fused(query, weighted, evidence,
-                          top[np.lexsort((top, -blended[top]))].tolist())
+        closest = top[np.lexsort((top, -blended[top]))].tolist()
+        best = self.fused(query, weighted, evidence, closest)
         matches = tuple((self._keys[i], float(blended[i])) for i in best[:limit])
         confidence = float(cosines.max())
+        # The operation check reads the blend's closest, as it was calibrated.
         weak = (confidence < abstain_below(query) or self.elsewhere(query, gone=gone)
-                or self._unable(query, best[:ACTION_CANDIDATES], blended, gone))
+                or self._unable(query, closest[:ACTION_CANDIDATES], blended, gone))
         return Found(matches, weak=weak, ranking="hybrid", confidence=confidence)
 
     def _evidence(self, query: str, weighted: dict[str, float]) -> tuple[Evidence, Matrix]:
