@@ -339,11 +339,10 @@ def main() -> int:
 
 
 def write(weights: Mapping[str, float]) -> None:
-    body = ",\n".join(f"    {name!r}: {value:.6f}" for name, value in weights.items())
+    body = ",\n".join(f'    "{name}": {value:.6f}' for name, value in weights.items())
     text = WEIGHTS_FILE.read_text()
     head = text[:text.index("WEIGHTS: dict[str, float] = ")]
-    WEIGHTS_FILE.write_text(f"{head}WEIGHTS: dict[str, float] = {{\n{body},\n}}\n".replace(
-        "'", '"'))
+    WEIGHTS_FILE.write_text(f"{head}WEIGHTS: dict[str, float] = {{\n{body},\n}}\n")
     print(f"wrote {WEIGHTS_FILE}")
 
 

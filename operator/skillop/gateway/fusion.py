@@ -120,7 +120,7 @@ def features(query: str, weighted: Mapping[str, float], idf: Mapping[str, float]
     out[:, 1] = evidence.blended[chosen] - top
     out[:, 2] = evidence.ranked[chosen] - best_cosine
     out[:, 3] = evidence.names[chosen] - best_name
-    if best_bm25 > 0:
+    if best_bm25 > 1e-6:  # a score that small matches nothing
         out[:, 4] = evidence.bm25[chosen] / best_bm25
     own = [term for term, weight in weighted.items() if weight >= 1.0]
     synonyms = {term for term, weight in weighted.items() if weight < 1.0}
@@ -166,17 +166,19 @@ def features(query: str, weighted: Mapping[str, float], idf: Mapping[str, float]
     return out
 
 
-def scored(rows: Matrix, weights: Mapping[str, float] = WEIGHTS) -> Matrix:
-    """The linear score of each row of ``features`` (higher ranks first)."""
+def scored(rows: Matrix, weights: Mapping[str, float] | None = None) -> Matrix:
+    """The linear score of each row of ``features`` (higher ranks first), by
+    ``weights`` (by default the fitted ones)."""
     import numpy as np
 
+    weights = WEIGHTS if weights is None else weights
     vector = np.asarray([weights.get(name, 0.0) for name in FEATURES], dtype=np.float32)
     result: Matrix = rows @ vector
     return result
 
 
 def reordered(candidates: Sequence[int], rows: Matrix,
-              weights: Mapping[str, float] = WEIGHTS) -> list[int]:
+              weights: Mapping[str, float] | None = None) -> list[int]:
     """``candidates`` (best first by the blend) by their linear score, best first;
     ties keep the blend's order."""
     score = scored(rows, weights).tolist()
