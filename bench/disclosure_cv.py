@@ -284,11 +284,14 @@ def main() -> int:
     parser.add_argument("--features", help="comma-separated: fit only these")
     parser.add_argument("--subsets", type=int, nargs="*", default=[],
                         help="also score on random subsets of this many tools")
+    parser.add_argument("--candidates", type=int, default=fusion.CANDIDATES,
+                        help="order this many of the blend's best (the search's: 30)")
     parser.add_argument("--misses", action="store_true")
     parser.add_argument("--write", action="store_true",
                         help="fit on every seen set and write gateway/fusion_weights.py")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/skillop-bench-vectors"))
     args = parser.parse_args()
+    fusion.CANDIDATES = min(args.candidates, DEPTH)
     from skillop.gateway.embedding import Unavailable, shared_encoder
     from skillop.gateway.vectors import SemanticRanker
 

@@ -104,7 +104,6 @@ DEVELOPER_GROUPS: tuple[tuple[str, ...], ...] = (
     ("stash", "shelve", "shelf", "park"),
     ("rebase", "replay", "squash"),
     ("tag", "version", "semver"),
-    ("repository", "repo", "repos", "codebase"),
     ("untracked", "unversioned", "uncommitted", "dirty", "working"),
     ("amend", "edit", "fixup"),
     ("cherry", "pick", "backport"),
