@@ -38,6 +38,7 @@ FEATURES = (
     "skill_named", "other_skill", "verb_agrees", "verb_differs", "reciprocal_rank",
     "feedback_cosine", "twin", "cover", "name_synonyms", "long_bm25_share", "long_cosine_gap",
 )
+_AT = {name: column for column, name in enumerate(FEATURES)}
 #: The blend's best whose texts' mean vector is the query's feedback (``feedback_cosine``).
 FEEDBACK = 3
 #: A query of more words than this is long (the blend's ``LONG_QUERY_WORDS``).
@@ -76,13 +77,17 @@ class ToolTerms:
     #: The name's terms but its service's (what the tool's name says it does).
     own_name: frozenset[str]
     skill: str
+    #: Every field's terms.
+    every: frozenset[str]
 
     @classmethod
     def of(cls, tool: Tool) -> ToolTerms:
         name = frozenset(terms(tool.name))
         service = frozenset(terms(" ".join(WORD.findall(tool.skill))))
-        return cls(name, frozenset(terms(tool.title)), frozenset(terms(tool.description)),
-                   frozenset(terms(tool.parameters)), name - service, phrase(tool.skill))
+        title, description = frozenset(terms(tool.title)), frozenset(terms(tool.description))
+        parameters = frozenset(terms(tool.parameters))
+        return cls(name, title, description, parameters, name - service, phrase(tool.skill),
+                   name | title | description | parameters)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,54 +121,59 @@ def features(query: str, weighted: Mapping[str, float], idf: Mapping[str, float]
     best_cosine = float(evidence.ranked[visible].max())
     best_name = float(evidence.names[visible].max())
     best_bm25 = float(evidence.bm25[visible].max())
-    out[:, 0] = evidence.blended[chosen]
-    out[:, 1] = evidence.blended[chosen] - top
-    out[:, 2] = evidence.ranked[chosen] - best_cosine
-    out[:, 3] = evidence.names[chosen] - best_name
+    out[:, _AT["blend"]] = evidence.blended[chosen]
+    out[:, _AT["blend_gap"]] = evidence.blended[chosen] - top
+    out[:, _AT["cosine_gap"]] = evidence.ranked[chosen] - best_cosine
+    out[:, _AT["name_cosine_gap"]] = evidence.names[chosen] - best_name
     if best_bm25 > 1e-6:  # a score that small matches nothing
-        out[:, 4] = evidence.bm25[chosen] / best_bm25
-    own = [term for term, weight in weighted.items() if weight >= 1.0]
-    synonyms = {term for term, weight in weighted.items() if weight < 1.0}
+        out[:, _AT["bm25_share"]] = evidence.bm25[chosen] / best_bm25
+    own = frozenset(term for term, weight in weighted.items() if weight >= 1.0)
+    synonyms = frozenset(weighted) - own
     mass = sum(idf.get(term, 0.0) for term in own)
     wanted = asked(query)
     centroid = evidence.vectors[chosen[:FEEDBACK]].sum(axis=0)
     centroid /= max(float(np.linalg.norm(centroid)), 1e-12)
-    out[:, 16] = evidence.vectors[chosen] @ centroid
+    out[:, _AT["feedback_cosine"]] = evidence.vectors[chosen] @ centroid
     if len(query.split()) > LONG_WORDS:
-        out[:, 20] = out[:, 4]
-        out[:, 21] = out[:, 2]
+        out[:, _AT["long_bm25_share"]] = out[:, _AT["bm25_share"]]
+        out[:, _AT["long_cosine_gap"]] = out[:, _AT["cosine_gap"]]
     leaders = [words[n].own_name for n in candidates[:2]]
     for row, number in enumerate(candidates):
-        tool, found = tools[number], words[number]
-        if own:
-            share = 1.0 / len(own)
-            out[row, 5] = (sum(idf.get(term, 0.0) for term in own
-                               if term in found.name or term in found.description
-                               or term in found.title or term in found.parameters) / mass
-                           if mass else 0.0)
-            out[row, 6] = share * sum(term in found.name for term in own)
-            out[row, 7] = share * sum(term in found.title for term in own)
-            out[row, 8] = share * sum(term in found.description for term in own)
-            out[row, 9] = share * sum(term in found.parameters for term in own)
-            out[row, 18] = share * sum(term in found.name or term in found.title
-                                       or term in found.description
-                                       or term in found.parameters for term in own)
-        if synonyms:
-            out[row, 19] = len(synonyms & found.name) / len(synonyms)
-        if found.own_name:
-            out[row, 10] = (len(found.own_name & weighted.keys())
-                            - 0.5 * len(found.own_name & synonyms)) / len(found.own_name)
+        out[row] += _matches(row, words[number], own, synonyms, weighted, idf, mass, leaders)
         if skills:
-            named = found.skill in skills
-            out[row, 11 if named else 12] = 1.0
+            named = words[number].skill in skills
+            out[row, _AT["skill_named" if named else "other_skill"]] = 1.0
         if wanted:
+            tool = tools[number]
             does = wanted & performed(tool.name_words(), tool.title, tool.description)
-            out[row, 13 if does else 14] = 1.0
-        out[row, 15] = 1.0 / (1 + row)
-        out[row, 17] = max((len(found.own_name & other) / len(found.own_name | other)
-                            for i, other in enumerate(leaders) if i != row and other),
-                           default=0.0)
+            out[row, _AT["verb_agrees" if does else "verb_differs"]] = 1.0
+        out[row, _AT["reciprocal_rank"]] = 1.0 / (1 + row)
     return out
+
+
+def _matches(row: int, found: ToolTerms, own: frozenset[str], synonyms: frozenset[str],
+             weighted: Mapping[str, float], idf: Mapping[str, float], mass: float,
+             leaders: Sequence[frozenset[str]]) -> list[float]:
+    """A candidate's word features (the rest 0): where the query's own terms and its
+    synonyms are in the tool, and how much of its name the query and the leaders say."""
+    values = [0.0] * len(FEATURES)
+    if own:
+        anywhere = own & found.every
+        if mass:
+            values[_AT["idf_cover"]] = sum(idf.get(term, 0.0) for term in anywhere) / mass
+        for feature, field in (("name_terms", found.name), ("title_terms", found.title),
+                               ("description_terms", found.description),
+                               ("parameter_terms", found.parameters), ("cover", found.every)):
+            values[_AT[feature]] = len(own & field) / len(own)
+    if synonyms:
+        values[_AT["name_synonyms"]] = len(synonyms & found.name) / len(synonyms)
+    if found.own_name:
+        values[_AT["name_covered"]] = (len(found.own_name & weighted.keys())
+                                       - 0.5 * len(found.own_name & synonyms)) / len(found.own_name)
+    values[_AT["twin"]] = max((len(found.own_name & other) / len(found.own_name | other)
+                               for i, other in enumerate(leaders) if i != row and other),
+                              default=0.0)
+    return values
 
 
 def scored(rows: Matrix, weights: Mapping[str, float] | None = None) -> Matrix:
