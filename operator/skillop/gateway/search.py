@@ -9,11 +9,12 @@ per tool, its fields weighted as BM25F does: the name (split at ``_``, ``-``, ``
 and camelCase humps) and the tags count three times, the title twice, the description
 and the skill's name once. Words are lowercased, stemmed with the Snowball English
 stemmer (so "screenshots" finds "screenshot", "merging" finds "merge") and stripped of
-English stop words. No model, no download: a query over 1,000 tools costs well under a
-millisecond (bench/disclosure.py). The index's tables (every distinct word stemmed:
-about half a second of CPU at 5,000 tools) are built on first use, not when the set is
-read: the vectors' background thread builds them when it attaches the vectors, else
-the first search does, so the gateway serves before they exist.
+English stop words (gateway/lexical.py). No model, no download: a query over 1,000
+tools costs well under a millisecond (bench/disclosure.py). The index's tables (every
+distinct word stemmed: about half a second of CPU at 5,000 tools) are built on first
+use, not when the set is read: the vectors' background thread builds them when it
+attaches the vectors, else the first search does, so the gateway serves before they
+exist.
 
 When the gateway has a sentence model (gateway/embedding.py) and the set's vectors are
 ready (gateway/vectors.py), the ranking is hybrid: each tool's score is
@@ -23,7 +24,10 @@ scores rather than of ranks: a weak lexical match should not pull a tool up as f
 a strong one); for a query of more than ``LONG_QUERY_WORDS`` words the cosine counts
 less (``semantic_weight``: the model reads only a query's first tokens). A tool has
 two vectors, its text's (``Document.sentence``) and its name's (``Document.label``);
-the cosine ranked is their mix, ``NAME_WEIGHT`` of the name's. A query whose best
+the cosine ranked is their mix, ``NAME_WEIGHT`` of the name's. The blend's 30 best
+are then ordered by a linear score (gateway/fusion.py: where in each tool the query's
+words are, whether it names the tool's service, whether the tool performs the query's
+verb, each score against the set's best). A query whose best
 cosine with any tool's text is under its threshold (``abstain_below``: higher for a
 short query) is answered with "nothing fits" and the closest few, marked weak; so is
 one that asks for an operation (gateway/actions.py: "delete ...") that none of the
@@ -37,22 +41,22 @@ threshold's two on the seen query sets so that none left out wrongly abstains on
 
 from __future__ import annotations
 
-import functools
 import heapq
 import math
-import re
 import threading
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-
-import snowballstemmer
 
 from skillop.gateway import abstain
 from skillop.gateway.abstain import ACTION_CANDIDATES
 from skillop.gateway.actions import ObjectsByView, named, phrase
+from skillop.gateway.fusion import CANDIDATES, Evidence, ToolTerms, features, reordered
+from skillop.gateway.lexical import K1, WORD, terms
+from skillop.gateway.lexical import Tables as _Tables
+from skillop.gateway.lexical import tables as _tables
 from skillop.gateway.products import mentioned, said_in
-from skillop.gateway.thesaurus import EXPANSION_WEIGHT, GROUPS
+from skillop.gateway.thesaurus import DEVELOPER_GROUPS, EXPANSION_WEIGHT, GROUPS
 from skillop.model.wording import count
 
 if TYPE_CHECKING:
@@ -61,11 +65,6 @@ if TYPE_CHECKING:
 
     from skillop.gateway.embedding import Matrix
 
-#: (field, weight): how much a word of each field counts (BM25F's field weights).
-FIELD_WEIGHTS = {"name": 3.0, "tags": 3.0, "title": 2.0, "description": 1.0, "skill": 1.0,
-                 "parameters": 0.5}
-K1 = 1.2
-B = 0.75
 #: The hybrid blend: how much the cosine counts, and the BM25 score that counts half.
 SEMANTIC_WEIGHT = 0.75
 BM25_HALF = 8.0
@@ -89,17 +88,6 @@ MAX_QUERY_CHARS = 1000
 #: "fifth round"); no extra pass of the model.
 LONG_QUERY_WORDS = 12
 
-_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
-_STOP = frozenset((
-    "a", "about", "an", "and", "any", "are", "as", "at", "be", "by", "can", "do", "does",
-    "for", "from", "get", "give", "has", "have", "how", "i", "if", "in", "into", "is", "it",
-    "its", "me", "my", "of", "on", "or", "our", "please", "so", "some", "that", "the", "their",
-    "them", "then", "there", "these", "this", "those", "to", "us", "use", "using", "want",
-    "we", "what", "when", "where", "which", "who", "will", "with", "without", "would", "you",
-    "your",
-))
-
-
 @dataclass(frozen=True, slots=True)
 class Document:
     """One tool as the index sees it: its key (bindingName) and its fields' text."""
@@ -116,7 +104,7 @@ class Document:
     def name_words(self) -> str:
         """The name split into lowercase words ("slack_post_message" -> "slack post
         message", "createIssue" -> "create issue")."""
-        return " ".join(_WORD.findall(self.name)).lower()
+        return " ".join(WORD.findall(self.name)).lower()
 
     def sentence(self) -> str:
         """What the sentence model reads: the skill, the name's words, the title and
@@ -150,31 +138,6 @@ class Found:
     confidence: float | None = None
 
 
-@functools.lru_cache(maxsize=1 << 16)
-def _term(word: str) -> str | None:
-    """A word as found (case kept) -> its index term, or None for a stop word: one
-    cached call per word of the text (a set of 5,000 tools has a few million words
-    but some thousands of distinct ones)."""
-    lower = word.lower()
-    if lower in _STOP:
-        return None
-    with _STEMMING:
-        stemmed: str = _STEMMER.stemWord(lower)
-    return stemmed
-
-
-_STEMMER = snowballstemmer.stemmer("english")
-#: The stemmer keeps the word it works on in itself, and words are stemmed from the
-#: vectors' thread (the tables) and from searches in worker threads at once.
-_STEMMING = threading.Lock()
-
-
-def terms(text: str) -> list[str]:
-    """``text``'s index terms: words split at punctuation and camelCase, lowercased,
-    stop words dropped, stemmed."""
-    return [term for word in _WORD.findall(text) if (term := _term(word)) is not None]
-
-
 def query_terms(query: str) -> dict[str, float]:
     """The query's terms, weight 1, and their synonyms (``thesaurus``), each at
     ``EXPANSION_WEIGHT`` unless the query has it itself."""
@@ -205,37 +168,11 @@ def abstain_below(query: str) -> float:
 def _synonyms() -> dict[str, frozenset[str]]:
     """Each stem of the thesaurus -> the stems of every group it is in, but itself."""
     out: dict[str, set[str]] = {}
-    for group in GROUPS:
+    for group in (*GROUPS, *DEVELOPER_GROUPS):
         stems = {term for word in group for term in terms(word)}
         for stem in stems:
             out.setdefault(stem, set()).update(stems - {stem})
     return {stem: frozenset(others) for stem, others in out.items()}
-
-
-@dataclass(frozen=True, slots=True)
-class _Tables:
-    """BM25's tables over a set of documents."""
-
-    #: term -> [(document number, weighted term frequency)]
-    postings: dict[str, list[tuple[int, float]]]
-    idf: dict[str, float]
-    #: BM25's length normalisation of each document, computed once.
-    norms: list[float]
-
-
-def _tables(documents: Sequence[Document]) -> _Tables:
-    lengths: list[float] = []
-    postings: dict[str, list[tuple[int, float]]] = {}
-    for number, doc in enumerate(documents):
-        bag = _weighted_bag(doc)
-        lengths.append(sum(bag.values()))
-        for term, weight in bag.items():
-            postings.setdefault(term, []).append((number, weight))
-    count = len(documents)
-    average = (sum(lengths) / count) if count else 0.0
-    idf = {term: math.log(1 + (count - len(posting) + 0.5) / (len(posting) + 0.5))
-           for term, posting in postings.items()}
-    return _Tables(postings, idf, [K1 * (1 - B + B * length / average) for length in lengths])
 
 
 class SearchIndex:
@@ -262,6 +199,7 @@ class SearchIndex:
         #: the numbers of the documents that name it.
         self._served: dict[tuple[str, ...], frozenset[int]] = {}
         self._objects = ObjectsByView(())  # hybrid: which name words name no object
+        self._words: list[ToolTerms] = []  # hybrid: each document's terms by field
 
     def build(self) -> None:
         """Build the tables now, if no search or attachment has yet."""
@@ -320,6 +258,7 @@ class SearchIndex:
                 served.setdefault(name, set()).add(number)
         self._served = {name: frozenset(numbers) for name, numbers in served.items()}
         self._objects = ObjectsByView([(doc.skill, doc.name_words()) for doc in self.documents])
+        self._words = [ToolTerms.of(doc) for doc in self.documents]
         self._names = names
         self._semantic = (vectors, encode)
 
@@ -336,37 +275,58 @@ class SearchIndex:
             return Found(matches, weak=not matches)
         import numpy as np
 
+        weighted = query_terms(query)
+        evidence, cosines = self._evidence(query, weighted)
+        blended = evidence.blended
+        gone = self._numbers(hidden)
+        if gone:
+            blended[gone] = -np.inf
+            cosines[gone] = -np.inf
+        count = min(max(limit, ACTION_CANDIDATES, CANDIDATES), len(self._keys) - len(gone))
+        if count == 0:
+            return Found((), weak=True, ranking="hybrid", confidence=0.0)
+        top = np.argpartition(-blended, count - 1)[:count]
+        closest = top[np.lexsort((top, -blended[top]))].tolist()
+        best = self.fused(query, weighted, evidence, closest)
+        matches = tuple((self._keys[i], float(blended[i])) for i in best[:limit])
+        confidence = float(cosines.max())
+        # The operation check reads the blend's closest, as it was calibrated.
+        weak = (confidence < abstain_below(query) or self.elsewhere(query, gone=gone)
+                or self._unable(query, closest[:ACTION_CANDIDATES], blended, gone))
+        return Found(matches, weak=weak, ranking="hybrid", confidence=confidence)
+
+    def _evidence(self, query: str, weighted: dict[str, float]) -> tuple[Evidence, Matrix]:
+        """The blend's scores of every document for ``query`` (``weighted``: its
+        terms), and the cosines of the documents' texts alone (the abstention's)."""
+        import numpy as np
+
+        assert self._semantic is not None
         vectors, encode = self._semantic
         idf = self._tables().idf
         wanted = encode(query[:MAX_QUERY_CHARS])
         cosines = vectors @ wanted
         ranked: Matrix = cosines
+        names = cosines if self._names is None else self._names @ wanted
         if self._names is not None:
-            ranked = np.float32(1 - NAME_WEIGHT) * cosines
-            ranked += np.float32(NAME_WEIGHT) * (self._names @ wanted)
+            ranked = np.float32(1 - NAME_WEIGHT) * cosines + np.float32(NAME_WEIGHT) * names
         bm25 = np.zeros(len(self._keys), dtype=np.float32)
-        for term, weight in query_terms(query).items():
+        for term, weight in weighted.items():
             posting = self._arrays.get(term)
             if posting is not None:
                 numbers, saturated = posting
                 bm25[numbers] += (weight * idf[term]) * saturated
         semantic = semantic_weight(query)
         blended = semantic * ranked + (1 - semantic) * bm25 / (bm25 + BM25_HALF)
-        gone = self._numbers(hidden)
-        if gone:
-            blended[gone] = -np.inf
-            cosines = cosines.copy()
-            cosines[gone] = -np.inf
-        count = min(max(limit, ACTION_CANDIDATES), len(self._keys) - len(gone))
-        if count == 0:
-            return Found((), weak=True, ranking="hybrid", confidence=0.0)
-        best = np.argpartition(-blended, count - 1)[:count]
-        best = best[np.lexsort((best, -blended[best]))].tolist()
-        matches = tuple((self._keys[i], float(blended[i])) for i in best[:limit])
-        confidence = float(cosines.max())
-        weak = (confidence < abstain_below(query) or self.elsewhere(query, gone=gone)
-                or self._unable(query, best[:ACTION_CANDIDATES], blended, gone))
-        return Found(matches, weak=weak, ranking="hybrid", confidence=confidence)
+        return Evidence(blended, ranked, names, bm25, vectors), cosines.copy()
+
+    def fused(self, query: str, weighted: dict[str, float], evidence: Evidence,
+              best: list[int]) -> list[int]:
+        """``best`` (the blend's order) with its first ``CANDIDATES`` ordered by the
+        linear score (gateway/fusion.py)."""
+        head = best[:CANDIDATES]
+        rows = features(query, weighted, self._tables().idf, evidence, head, self.documents,
+                        self._words, named(query, self._skills))
+        return [*reordered(head, rows), *best[CANDIDATES:]]
 
     def elsewhere(self, query: str, *, gone: Collection[int] = frozenset()) -> bool:
         """Whether ``query`` names well-known products or services (gateway/products.py)
@@ -419,19 +379,6 @@ class SearchIndex:
             for number, tf in tables.postings[term]:
                 scores[number] = scores.get(number, 0.0) + factor * tf / (tf + norms[number])
         return scores
-
-
-def _weighted_bag(doc: Document) -> dict[str, float]:
-    bag: dict[str, float] = {}
-    fields: Sequence[tuple[str, str]] = (
-        ("name", doc.name), ("tags", " ".join(doc.tags)), ("title", doc.title),
-        ("description", doc.description), ("skill", doc.skill),
-        ("parameters", doc.parameters))
-    for field, text in fields:
-        weight = FIELD_WEIGHTS[field]
-        for term in terms(text):
-            bag[term] = bag.get(term, 0.0) + weight
-    return bag
 
 
 _SYNONYMS = _synonyms()
