@@ -41,7 +41,7 @@ from skillop.gateway.tracing import (
 _PROPAGATORS: Final = frozenset({"tracecontext", "baggage"})
 _PROTOCOLS: Final = ("", "http/protobuf")
 #: A span's name, its attributes, and both encoded (``otlp.Encoder.shape``).
-_Shape = tuple[str, dict[str, str], tuple[bytes, bytes]]
+_Shape = tuple[str, dict[str, str], s.Encoded]
 #: Shapes kept (requests of a tool in a session, forwards of a tool) before a clear.
 _SHAPES: Final = 4096
 
@@ -164,7 +164,7 @@ class OwnTracing:
 
     def child(self, name: str, *, client: bool = False,
               attributes: Mapping[str, str] | None = None,
-              encoded: tuple[bytes, bytes] | None = None) -> s.Span | _Current:
+              encoded: s.Encoded | None = None) -> s.Span | _Current:
         """A span within the current one; none in a trace not sampled (the current
         one stays, and is the API's too: an upstream the MCP SDK's client calls in a
         session gets its context, as it would a child's). ``encoded``: ``attributes``

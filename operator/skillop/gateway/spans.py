@@ -16,11 +16,11 @@ Used only when the ``OTEL_*`` variables ask for nothing these do not cover
 from __future__ import annotations
 
 import re
-import time
 import traceback
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar, Token
 from random import getrandbits
+from time import time_ns
 from typing import Any, Final
 
 from opentelemetry import context as api_context
@@ -37,6 +37,9 @@ CLIENT: Final = 3
 #: ``flags`` of an OTLP span: whether its parent is remote is known (and is so).
 HAS_IS_REMOTE: Final = 0x100
 IS_REMOTE: Final = 0x200
+#: A span's name and attributes as OTLP writes them, and the size of both with the
+#: kind and times that go between them (``otlp.Encoder.shape``).
+Encoded = tuple[bytes, bytes, int]
 #: The W3C ``traceparent`` as the API's propagator reads it.
 _TRACEPARENT: Final = re.compile(
     r"^[ \t]*([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?[ \t]*$")
@@ -116,12 +119,13 @@ class Span(trace.Span):
 
     def __init__(self, tracer: Tracer, name: str, kind: int, attributes: dict[str, Any],
                  parent: Parent | Span | None, api: bool = False,
-                 encoded: tuple[bytes, bytes] | None = None) -> None:
+                 encoded: Encoded | None = None) -> None:
         """Started by ``tracer`` (``Tracer.start``, as it says; its callers on a call's
         path make one directly: a call a span less). ``encoded``: its name and
         ``attributes`` as OTLP writes them (``otlp.py``), made once for every span of
         the same shape; dropped when either changes (``attributes`` may then be
         shared: it is copied first)."""
+        # One store a statement: four targets at once build and unpack a tuple.
         if parent is None:
             trace_id = getrandbits(128) or _trace_id()
             self.state, self.state_header = _EMPTY_STATE, ""
@@ -134,14 +138,20 @@ class Span(trace.Span):
         if sampled is None:
             sampled = tracer._decide(parent, trace_id)
         self._ended = tracer._ended if sampled else None
-        self.name, self.kind, self.attributes, self.parent = name, kind, attributes, parent
-        self.trace_id, self.sampled, self._api, self.encoded = trace_id, sampled, api, encoded
+        self.name = name
+        self.kind = kind
+        self.attributes = attributes
+        self.parent = parent
+        self.trace_id = trace_id
+        self.sampled = sampled
+        self._api = api
+        self.encoded = encoded
         self.span_id = getrandbits(64) or _span_id()
         self.events: list[tuple[str, int, dict[str, Any]]] | tuple[()] = ()
         self.status_code = 0
         self.status_message: str | None = None
         self._context: SpanContext | None = None
-        self.start = time.time_ns()
+        self.start = time_ns()
 
     def __enter__(self) -> Span:
         """Current until its block ends (with ``api``, the API's current span too),
@@ -173,7 +183,7 @@ class Span(trace.Span):
             self.record_exception(exc)
             self.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
         self._ended = None  # as ``end()`` (one call a span less)
-        self.end_time = time.time_ns()
+        self.end_time = time_ns()
         ended(self)
 
     def traceparent(self) -> dict[str, str]:
@@ -198,7 +208,7 @@ class Span(trace.Span):
     def end(self, end_time: int | None = None) -> None:
         ended, self._ended = self._ended, None
         if ended is not None:
-            self.end_time = end_time if end_time is not None else time.time_ns()
+            self.end_time = end_time if end_time is not None else time_ns()
             ended(self)
 
     def set_attribute(self, key: str, value: Any) -> None:
@@ -234,7 +244,7 @@ class Span(trace.Span):
         if self._ended is not None:
             if not self.events:
                 self.events = []
-            self.events.append((name, timestamp if timestamp is not None else time.time_ns(),
+            self.events.append((name, timestamp if timestamp is not None else time_ns(),
                                 dict(attributes or {})))
 
     def record_exception(self, exception: BaseException,
@@ -317,6 +327,6 @@ class Tracer:
 
     def start(self, name: str, kind: int, attributes: dict[str, Any],
               parent: Parent | Span | None, *, api: bool = False,
-              encoded: tuple[bytes, bytes] | None = None) -> Span:
+              encoded: Encoded | None = None) -> Span:
         """A span of ``parent``'s trace (None: of a new one), sampled as decided."""
         return Span(self, name, kind, attributes, parent, api, encoded)
