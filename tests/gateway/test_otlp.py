@@ -295,3 +295,46 @@ def test_the_forward_span_is_the_apis_current_one_only_where_a_library_reads_it(
                                   "gen_ai.operation.name": "execute_tool",
                                   "gen_ai.tool.name": "echo"}
     assert not trace.get_current_span().get_span_context().is_valid
+
+
+@pytest.mark.parametrize("size", [0, 60, 61, 2000, 2100, 20000])
+def test_a_span_of_any_size_is_framed_as_the_sdk_exporter_writes_it(
+        own: OwnTracing, size: int) -> None:
+    """A span's head (its size) comes from a table up to 2 kB and is written beyond;
+    a child of a local parent, a root, and either with a failure's status."""
+    kept: list[s.Span] = []
+    own._tracer._ended = kept.append
+    with own.request("tools/call", "ping", brought={}, session_id="s" * size):
+        with own.upstream("up" + "u" * size, "ping"):
+            pass
+        own.failed("timeout")
+    resource = own.sdk._provider.resource
+    encoder = own.batches._encoder
+    theirs = encode_spans([_as_sdk(span, resource) for span in kept])
+    assert encoder.request(kept) == theirs.SerializePartialToString()
+    for span, their_span in zip(kept, theirs.resource_spans[0].scope_spans[0].spans,
+                                strict=True):
+        assert encoder.span(span) == their_span.SerializePartialToString()
+
+
+def test_a_batch_is_sent_when_its_last_span_ends_not_a_span_later(own: OwnTracing) -> None:
+    sent: list[bytes] = []
+    batches = otlp.Batches(own.batches._encoder, sent.append,
+                           {"OTEL_BSP_SCHEDULE_DELAY": "60000",
+                            "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "4"})
+    tracer = s.Tracer(lambda parent, trace_id: True, batches.ended)
+    try:
+        for n in range(3):
+            tracer.start(f"span {n}", s.INTERNAL, {}, None).end()
+        time.sleep(0.2)
+        assert sent == [] and len(batches._queue) == 3
+        tracer.start("span 3", s.INTERNAL, {}, None).end()
+        deadline = time.monotonic() + 10
+        while not sent and time.monotonic() < deadline:
+            time.sleep(0.01)
+        (body,) = sent
+        spans = ExportTraceServiceRequest.FromString(body).resource_spans[0].scope_spans[0].spans
+        assert [span.name for span in spans] == [f"span {n}" for n in range(4)]
+        assert not batches._queue
+    finally:
+        batches.shutdown()
