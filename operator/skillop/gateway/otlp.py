@@ -29,14 +29,13 @@ from typing import Any, Final
 from skillop.gateway.spans import HAS_IS_REMOTE, IS_REMOTE, Encoded, Span
 
 _log = logging.getLogger(__name__)
-#: The ids (fields 1, 2 and 4: bytes, big-endian; the trace's in two halves), and the
-#: kind with the start and end times (fields 6, 7 and 8: varint, fixed64), each
-#: written by one ``pack`` (a builtin's work, not one ``to_bytes`` an id).
-_IDS: Final = struct.Struct(">HQQHQ")
-_IDS_PARENT: Final = struct.Struct(">HQQHQHQ")
+#: The ids (fields 1, 2 and 4: bytes, big-endian; the trace's as its span keeps it),
+#: and the kind with the start and end times (fields 6, 7 and 8: varint, fixed64),
+#: each written by one ``pack`` (a builtin's work, not one ``to_bytes`` an id).
+_IDS: Final = struct.Struct(">H16sHQ")
+_IDS_PARENT: Final = struct.Struct(">H16sHQHQ")
 _PARENT: Final = struct.Struct(">HQ")
 _KIND_TIMES: Final = struct.Struct("<BBBQBQ")
-_LOW: Final = (1 << 64) - 1
 #: ``flags`` (field 16, fixed32): whether the parent is remote is known, and if so.
 _LOCAL_FLAGS: Final = b"\x85\x01" + struct.pack("<I", HAS_IS_REMOTE)
 _REMOTE_FLAGS: Final = b"\x85\x01" + struct.pack("<I", HAS_IS_REMOTE | IS_REMOTE)
@@ -121,20 +120,20 @@ class Encoder:
         ``Span`` message), ready to be joined with others into a request
         (``request_of``); in one Python call for the gateway's usual spans: every part
         a builtin's work or a cached one."""
-        parent, encoded, trace_id = span.parent, span.encoded, span.trace_id
+        parent, encoded, trace_bytes = span.parent, span.encoded, span.trace_bytes
         if encoded is None:
             encoded = self._encoded(span)
         if parent is None:
-            ids = _IDS.pack(0x0A10, trace_id >> 64, trace_id & _LOW, 0x1208, span.span_id)
+            ids = _IDS.pack(0x0A10, trace_bytes, 0x1208, span.span_id)
             tail = _LOCAL_TAIL  # (an empty status and the flags: one constant)
             size = encoded[2] + _ROOT_SIZE
         elif not span.state_header:
-            ids = _IDS_PARENT.pack(0x0A10, trace_id >> 64, trace_id & _LOW, 0x1208,
+            ids = _IDS_PARENT.pack(0x0A10, trace_bytes, 0x1208,
                                    span.span_id, 0x2208, parent.span_id)
             tail = _REMOTE_TAIL if parent.remote else _LOCAL_TAIL
             size = encoded[2] + _CHILD_SIZE
         else:  # the trace state goes between the span's id and its parent's
-            ids = (_IDS.pack(0x0A10, trace_id >> 64, trace_id & _LOW, 0x1208, span.span_id)
+            ids = (_IDS.pack(0x0A10, trace_bytes, 0x1208, span.span_id)
                    + field(0x1A, span.state_header.encode())
                    + _PARENT.pack(0x2208, parent.span_id))
             tail = _REMOTE_TAIL if parent.remote else _LOCAL_TAIL

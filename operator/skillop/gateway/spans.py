@@ -71,8 +71,8 @@ _API_CONTEXT: Final = _api_context()
 class Parent:
     """The context a span continues: the agent's (remote) or a span's of this process."""
 
-    __slots__ = ("remote", "sampled", "span_id", "state", "state_header", "trace_hex",
-                 "trace_id")
+    __slots__ = ("remote", "sampled", "span_id", "state", "state_header", "trace_bytes",
+                 "trace_hex", "trace_id")
 
     def __init__(self, trace_id: int, span_id: int, *, sampled: bool, remote: bool,
                  state: TraceState = _EMPTY_STATE, state_header: str | None = None,
@@ -80,7 +80,10 @@ class Parent:
         self.trace_id, self.span_id, self.sampled = trace_id, span_id, sampled
         self.remote, self.state = remote, state
         #: ``trace_id`` as 32 hex digits (the audit line's, the traceparent's).
-        self.trace_hex = trace_id.to_bytes(16).hex() if trace_hex is None else trace_hex
+        #: ``trace_id`` as 16 bytes, big-endian (OTLP's), and as 32 hex digits (the
+        #: audit line's, the traceparent's).
+        self.trace_bytes = trace_id.to_bytes(16)
+        self.trace_hex = self.trace_bytes.hex() if trace_hex is None else trace_hex
         #: ``state`` as a header (and in OTLP): "" when empty.
         self.state_header = state.to_header() if state_header is None else state_header
 
@@ -111,10 +114,11 @@ class Span(trace.Span):
     __slots__ = ("_api", "_api_token", "_context", "_ended", "_token", "attributes",
                  "encoded", "end_time", "events", "kind", "name", "parent", "sampled",
                  "span_id", "start", "state", "state_header", "status_code", "status_message",
-                 "trace_hex", "trace_id")
+                 "trace_bytes", "trace_hex", "trace_id")
     #: As a parent (a span of this process is one): not remote.
     remote: Final = False
     trace_id: int
+    trace_bytes: bytes
     trace_hex: str
 
     def __init__(self, tracer: Tracer, name: str, kind: int, attributes: dict[str, Any],
@@ -129,11 +133,13 @@ class Span(trace.Span):
         if parent is None:
             trace_id = getrandbits(128) or _trace_id()
             self.state, self.state_header = _EMPTY_STATE, ""
-            self.trace_hex = trace_id.to_bytes(16).hex()  # (``f"{:032x}"`` costs twice)
+            # (OTLP's bytes made once a trace; ``f"{:032x}"`` costs twice ``hex``)
+            self.trace_bytes = trace_bytes = trace_id.to_bytes(16)
+            self.trace_hex = trace_bytes.hex()
         else:
             trace_id = parent.trace_id
             self.state, self.state_header = parent.state, parent.state_header
-            self.trace_hex = parent.trace_hex
+            self.trace_bytes, self.trace_hex = parent.trace_bytes, parent.trace_hex
         sampled = tracer._always
         if sampled is None:
             sampled = tracer._decide(parent, trace_id)
