@@ -32,9 +32,9 @@ waited for before the counts are read). The counts are of every thread Python
 starts after the hook (the span exporter's too); ``--names`` writes another
 thread's calls under its name (``[skillop-otlp-spans] ...``).
 
-The upstream is listed again at most hourly (``SKILLOP_GATEWAY_RELIST_INTERVAL``).
-Either way the gateway's idle work in that time (its mount poll, once a second;
-slow under valgrind or the hook) is counted too, without calls for as long (at
+The upstream is listed again at most hourly (``SKILLOP_GATEWAY_RELIST_INTERVAL``),
+mounts are looked for at most hourly (``SKILLOP_GATEWAY_POLL``). Either way the
+gateway's idle work in that time is counted too, without calls for as long (at
 most ``IDLE_WINDOW``, scaled), and printed beside: ``net`` is the calls' count
 less it.
 
@@ -160,6 +160,11 @@ else:
 '''
 
 
+#: No periodic re-listing of the upstream in the counts (under valgrind, one costs as
+#: much as hundreds of calls, at times the load decides), and no look for new mounts
+#: (once a second, the idle work counted beside: what the correction for it moved
+#: the counts of a traced call by).
+QUIET = {"SKILLOP_GATEWAY_RELIST_INTERVAL": "3600", "SKILLOP_GATEWAY_POLL": "3600"}
 #: The longest the idle gateway is watched (then scaled to the calls' time): less
 #: than uvicorn's keep-alive (5 s), whose closing the connection is no idle work.
 IDLE_WINDOW = 3.0
@@ -292,9 +297,7 @@ def count_build(build: Path, upstream: str, tmp: Path, args: argparse.Namespace,
     work.mkdir()
     bench.SKILLOP = str(launcher(build, work, callgrind=args.callgrind))
     port_file = work / "count-port"
-    # No periodic re-listing of the upstream in the counts (under valgrind, one costs
-    # as much as hundreds of calls, at times the load decides).
-    env = {"SKILLOP_COUNT_PORT": str(port_file), "SKILLOP_GATEWAY_RELIST_INTERVAL": "3600"}
+    env = {"SKILLOP_COUNT_PORT": str(port_file), **QUIET}
     if args.names is not None:
         env["SKILLOP_COUNT_NAMES"] = str(work / "names.json")
     if args.bytecodes:
