@@ -338,3 +338,46 @@ def test_a_batch_is_sent_when_its_last_span_ends_not_a_span_later(own: OwnTracin
         assert not batches._queue
     finally:
         batches.shutdown()
+
+
+def test_within_a_forward_its_span_is_the_current_one_and_after_it_the_requests(
+        own: OwnTracing) -> None:
+    """The forward's span is current within its request's (``spans.WITHIN``): the
+    context passed on, a failure, a child span and a task started meanwhile see it;
+    an exception ends it failed; after it, the request's is current again."""
+    import asyncio
+
+    kept: list[s.Span] = []
+    own._tracer._ended = kept.append
+
+    def parent_id() -> str:
+        return own.context()["traceparent"].split("-")[2]
+
+    async def forwarding() -> None:
+        with own.observed("tools/call", "ping") as request:
+            with pytest.raises(OSError), own.upstream("up", "ping") as forward:
+                assert forward._api == s.WITHIN
+                assert parent_id() == f"{forward.span_id:016x}"
+                assert await asyncio.create_task(asyncio.sleep(0, parent_id())) == (
+                    f"{forward.span_id:016x}")
+                with own.child("inside") as inner:
+                    assert inner.parent is forward
+                    assert parent_id() == f"{inner.span_id:016x}"
+                assert parent_id() == f"{forward.span_id:016x}"
+                with own.upstream("up", "again") as again:
+                    assert again.parent is forward and parent_id() == f"{again.span_id:016x}"
+                own.failed("timeout")
+                raise OSError("gone")
+            assert parent_id() == f"{request.span_id:016x}"
+            assert own.trace_id() == request.trace_hex == forward.trace_hex
+
+    asyncio.run(forwarding())
+    inner, again, forward, request = kept
+    assert (inner.name, again.name, forward.name) == ("inside", "tools/call again",
+                                                      "tools/call ping")
+    assert forward.parent is request and forward.kind == s.CLIENT
+    assert forward.attributes["error.type"] == "timeout"
+    assert forward.status_code == 2 and forward.status_message == "OSError: gone"
+    assert [name for name, _, _ in forward.events] == ["exception"]
+    assert request.status_code == 0 and "error.type" not in request.attributes
+    assert s.current() is None

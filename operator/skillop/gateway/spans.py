@@ -37,6 +37,16 @@ CLIENT: Final = 3
 #: ``flags`` of an OTLP span: whether its parent is remote is known (and is so).
 HAS_IS_REMOTE: Final = 0x100
 IS_REMOTE: Final = 0x200
+#: How a span is current while its block runs (``Span``'s ``api``): the gateway's
+#: current span (the context variable's); the OpenTelemetry API's too (for others in
+#: the process to see); or its parent's ``inner`` (a span of the gateway's, a forward
+#: within its request), the gateway's current span without a context variable set
+#: and reset (about 1.5k instructions): the tasks the parent's block starts meanwhile
+#: see it too, and those that outlive a call run in a context of their own
+#: (``upstream.Pool``).
+OWN: Final = 0
+API: Final = 1
+WITHIN: Final = 2
 #: A span's name and attributes as OTLP writes them, and the size of both with the
 #: kind and times that go between them (``otlp.Encoder.shape``).
 Encoded = tuple[bytes, bytes, int]
@@ -112,7 +122,7 @@ class Span(trace.Span):
     writes it: ``status_code`` (0 unset, 1 ok, 2 error) and ``status_message``."""
 
     __slots__ = ("_api", "_api_token", "_context", "_ended", "_token", "attributes",
-                 "encoded", "end_time", "events", "kind", "name", "parent", "sampled",
+                 "encoded", "end_time", "events", "inner", "kind", "name", "parent", "sampled",
                  "span_id", "start", "state", "state_header", "status_code", "status_message",
                  "trace_bytes", "trace_hex", "trace_id")
     #: As a parent (a span of this process is one): not remote.
@@ -122,10 +132,11 @@ class Span(trace.Span):
     trace_hex: str
 
     def __init__(self, tracer: Tracer, name: str, kind: int, attributes: dict[str, Any],
-                 parent: Parent | Span | None, api: bool = False,
+                 parent: Parent | Span | None, api: int = OWN,
                  encoded: Encoded | None = None) -> None:
         """Started by ``tracer`` (``Tracer.start``, as it says; its callers on a call's
-        path make one directly: a call a span less). ``encoded``: its name and
+        path make one directly: a call a span less), current as ``api`` says (``OWN``,
+        ``API`` or ``WITHIN``: see there). ``encoded``: its name and
         ``attributes`` as OTLP writes them (``otlp.py``), made once for every span of
         the same shape; dropped when either changes (``attributes`` may then be
         shared: it is copied first)."""
@@ -157,14 +168,21 @@ class Span(trace.Span):
         self.status_code = 0
         self.status_message: str | None = None
         self._context: SpanContext | None = None
+        #: The span current within this one's block (``WITHIN``), if any.
+        self.inner: Span | None = None
         self.start = time_ns()
 
     def __enter__(self) -> Span:
-        """Current until its block ends (with ``api``, the API's current span too),
-        then ended; an exception marks it failed, as the SDK's
-        ``start_as_current_span`` does (without its two context managers a span)."""
-        self._token: Token[Span | None] = CURRENT.set(self)
-        if self._api:
+        """Current until its block ends (see ``OWN``, ``API`` and ``WITHIN``), then
+        ended; an exception marks it failed, as the SDK's ``start_as_current_span``
+        does (without its two context managers a span)."""
+        current = self._api
+        if not current:
+            self._token: Token[Span | None] = CURRENT.set(self)
+        elif current == WITHIN:
+            self.parent.inner = self  # type: ignore[union-attr]
+        else:
+            self._token = CURRENT.set(self)
             self._api_token: Token[Context] = (
                 _API_CONTEXT.set(Context({**_API_CONTEXT.get(), _SPAN_KEY: self}))
                 if _API_CONTEXT is not None
@@ -173,7 +191,12 @@ class Span(trace.Span):
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: Any) -> None:
-        if self._api:
+        current = self._api
+        if not current:
+            CURRENT.reset(self._token)
+        elif current == WITHIN:
+            self.parent.inner = None  # type: ignore[union-attr]
+        else:
             if _API_CONTEXT is None:
                 api_context.detach(self._api_token)
             else:
@@ -181,16 +204,20 @@ class Span(trace.Span):
                     _API_CONTEXT.reset(self._api_token)
                 except Exception:  # as the API's detach: logged (by it), not raised
                     api_context.detach(self._api_token)
-        CURRENT.reset(self._token)
+            CURRENT.reset(self._token)
         ended = self._ended
         if ended is None:
             return
         if exc is not None and isinstance(exc, Exception):
-            self.record_exception(exc)
-            self.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+            self._failed_by(exc)
         self._ended = None  # as ``end()`` (one call a span less)
         self.end_time = time_ns()
         ended(self)
+
+    def _failed_by(self, exc: Exception) -> None:
+        """The exception that ended its block recorded, and the span failed by it."""
+        self.record_exception(exc)
+        self.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
 
     def traceparent(self) -> dict[str, str]:
         """Its context as the W3C propagator injects it."""
@@ -268,6 +295,16 @@ class Span(trace.Span):
         self.add_event("exception", recorded, timestamp)
 
 
+def current() -> Span | None:
+    """The gateway's current span: the context variable's, or the one current within
+    it (``WITHIN``)."""
+    span = CURRENT.get()
+    if span is not None:
+        while span.inner is not None:
+            span = span.inner
+    return span
+
+
 def _span_id() -> int:
     """As the SDK's ``RandomIdGenerator``: 64 random bits, never 0."""
     while not (span_id := getrandbits(64)):
@@ -332,7 +369,7 @@ class Tracer:
         self._decide, self._ended, self._always = decide, ended, always
 
     def start(self, name: str, kind: int, attributes: dict[str, Any],
-              parent: Parent | Span | None, *, api: bool = False,
+              parent: Parent | Span | None, *, api: int = OWN,
               encoded: Encoded | None = None) -> Span:
         """A span of ``parent``'s trace (None: of a new one), sampled as decided."""
         return Span(self, name, kind, attributes, parent, api, encoded)
