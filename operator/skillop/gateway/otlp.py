@@ -30,12 +30,16 @@ from skillop.gateway.spans import HAS_IS_REMOTE, IS_REMOTE, Encoded, Span
 
 _log = logging.getLogger(__name__)
 #: The ids (fields 1, 2 and 4: bytes, big-endian; the trace's as its span keeps it),
-#: and the kind with the start and end times (fields 6, 7 and 8: varint, fixed64),
-#: each written by one ``pack`` (a builtin's work, not one ``to_bytes`` an id).
+#: and the start and end times (fields 7 and 8: fixed64; the start's tag ends the
+#: kind's bytes), each written by one ``pack`` (a builtin's work, not one
+#: ``to_bytes`` an id).
 _IDS: Final = struct.Struct(">H16sHQ")
 _IDS_PARENT: Final = struct.Struct(">H16sHQHQ")
 _PARENT: Final = struct.Struct(">HQ")
-_KIND_TIMES: Final = struct.Struct("<BBBQBQ")
+_TIMES: Final = struct.Struct("<QBQ")
+#: A span's kind (field 6, varint) and its start's tag, by kind: after its name, in
+#: its ``Encoded`` (made once a shape).
+_KINDS: Final = tuple(bytes((0x30, kind, 0x39)) for kind in range(6))
 #: ``flags`` (field 16, fixed32): whether the parent is remote is known, and if so.
 _LOCAL_FLAGS: Final = b"\x85\x01" + struct.pack("<I", HAS_IS_REMOTE)
 _REMOTE_FLAGS: Final = b"\x85\x01" + struct.pack("<I", HAS_IS_REMOTE | IS_REMOTE)
@@ -60,10 +64,10 @@ def field(tag: int, payload: bytes) -> bytes:
     return bytes((tag, size)) + payload if size < 0x80 else bytes((tag,)) + varint(size) + payload
 
 
-#: What a span's size adds to its name and attributes (``Encoded``'s third): the kind
-#: and times; and the ids and tail of a root span, of a child of a parent without
+#: What a span's size adds to its name, kind and attributes (``Encoded``'s third): the
+#: times; and the ids and tail of a root span, of a child of a parent without
 #: a trace state.
-_KIND_TIMES_SIZE: Final = _KIND_TIMES.size
+_TIMES_SIZE: Final = _TIMES.size
 _ROOT_SIZE: Final = _IDS.size + len(_LOCAL_TAIL)
 _CHILD_SIZE: Final = _IDS_PARENT.size + len(_LOCAL_TAIL)
 
@@ -101,9 +105,10 @@ class Encoder:
         scope_spans = self._scope + b"".join(framed) + self._scope_schema
         return field(0x0A, self._resource + field(0x12, scope_spans) + self._resource_schema)
 
-    def shape(self, name: str, attributes: dict[str, Any]) -> Encoded:
-        """A span's name and attributes encoded (``Span.encoded``: made once for many)."""
-        return _sized(self._names.get(name) or self._name(name),
+    def shape(self, name: str, attributes: dict[str, Any], kind: int) -> Encoded:
+        """A span's name, kind and attributes encoded (``Span.encoded``: made once for
+        many)."""
+        return _sized((self._names.get(name) or self._name(name)) + _KINDS[kind],
                       b"".join([self._attributes.get(item) or self._attribute(item)
                                 for item in attributes.items()]))
 
@@ -147,12 +152,12 @@ class Encoder:
             size += len(tail)
         return b"".join((
             _FRAMES[size] if size < _FRAMED else _frame(size), ids, encoded[0],
-            _KIND_TIMES.pack(0x30, span.kind, 0x39, span.start, 0x41, span.end_time),
+            _TIMES.pack(span.start, 0x41, span.end_time),
             encoded[1], tail))
 
     def _encoded(self, span: Span) -> Encoded:
         """The name and attributes of a span not made of a shape (``Span.encoded``)."""
-        name = self._names.get(span.name) or self._name(span.name)
+        name = (self._names.get(span.name) or self._name(span.name)) + _KINDS[span.kind]
         items = span.attributes.items()
         try:  # every attribute seen before (else a None: a TypeError)
             return _sized(name, b"".join(map(self._attributes.get, items)))  # type: ignore[arg-type]
@@ -178,8 +183,9 @@ class Encoder:
         return field(0x7A, text + bytes((0x18, code)))
 
 
-def _sized(name: bytes, attributes: bytes) -> Encoded:
-    return name, attributes, len(name) + _KIND_TIMES_SIZE + len(attributes)
+def _sized(named: bytes, attributes: bytes) -> Encoded:
+    """``named``: the name, the kind and the start's tag."""
+    return named, attributes, len(named) + _TIMES_SIZE + len(attributes)
 
 
 def _event(event: tuple[str, int, dict[str, Any]]) -> bytes:

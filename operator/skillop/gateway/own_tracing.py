@@ -145,7 +145,8 @@ class OwnTracing:
         key = (label, tool)
         shape = self._shapes.get(key)
         if shape is None:
-            shape = self._shaped(key, f"tools/call {tool}", upstream_attributes(label, tool))
+            shape = self._shaped(key, f"tools/call {tool}", upstream_attributes(label, tool),
+                                 s.CLIENT)
         ours = s.CURRENT.get()
         if ours is not None and ours.inner is not None:
             ours = s.current()
@@ -158,13 +159,13 @@ class OwnTracing:
         assert method is not None
         return self._shaped(key, f"{method} {tool}" if tool is not None else method,
                             request_attributes(method, tool, session_id=session_id,
-                                               protocol=protocol, enduser=enduser))
+                                               protocol=protocol, enduser=enduser), s.SERVER)
 
     def _shaped(self, key: tuple[str | None, ...], name: str,
-                attributes: dict[str, str]) -> _Shape:
+                attributes: dict[str, str], kind: int) -> _Shape:
         if len(self._shapes) >= _SHAPES:
             self._shapes.clear()
-        shape = self._shapes[key] = (name, attributes, self._shape(name, attributes))
+        shape = self._shapes[key] = (name, attributes, self._shape(name, attributes, kind))
         return shape
 
     def child(self, name: str, *, client: bool = False,
@@ -173,8 +174,8 @@ class OwnTracing:
         """A span within the current one; none in a trace not sampled (the current
         one stays, and is the API's too: an upstream the MCP SDK's client calls in a
         session gets its context, as it would a child's). ``encoded``: ``attributes``
-        (then shared, never changed: ``Span.set_attribute`` copies them) and the name
-        as OTLP writes them."""
+        (then shared, never changed: ``Span.set_attribute`` copies them), the name and
+        the kind ``client`` says as OTLP writes them."""
         ours = s.current()  # (``_current`` and ``_parent`` inline: a call each less)
         if ours is not None:
             if not ours.sampled:

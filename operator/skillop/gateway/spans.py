@@ -47,8 +47,8 @@ IS_REMOTE: Final = 0x200
 OWN: Final = 0
 API: Final = 1
 WITHIN: Final = 2
-#: A span's name and attributes as OTLP writes them, and the size of both with the
-#: kind and times that go between them (``otlp.Encoder.shape``).
+#: A span's name and kind, and its attributes, as OTLP writes them, and the size of
+#: both with the times that go between them (``otlp.Encoder.shape``).
 Encoded = tuple[bytes, bytes, int]
 #: The W3C ``traceparent`` as the API's propagator reads it.
 _TRACEPARENT: Final = re.compile(
@@ -136,7 +136,7 @@ class Span(trace.Span):
                  encoded: Encoded | None = None) -> None:
         """Started by ``tracer`` (``Tracer.start``, as it says; its callers on a call's
         path make one directly: a call a span less), current as ``api`` says (``OWN``,
-        ``API`` or ``WITHIN``: see there). ``encoded``: its name and
+        ``API`` or ``WITHIN``: see there). ``encoded``: its name, kind and
         ``attributes`` as OTLP writes them (``otlp.py``), made once for every span of
         the same shape; dropped when either changes (``attributes`` may then be
         shared: it is copied first)."""
