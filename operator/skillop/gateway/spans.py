@@ -41,7 +41,7 @@ IS_REMOTE: Final = 0x200
 #: current span (the context variable's); the OpenTelemetry API's too (for others in
 #: the process to see); or its parent's ``inner`` (a span of the gateway's, a forward
 #: within its request), the gateway's current span without a context variable set
-#: and reset (about 1.5k instructions): the tasks the parent's block starts meanwhile
+#: and reset (about 1k instructions a call less): the tasks the parent's block starts meanwhile
 #: see it too, and those that outlive a call run in a context of their own
 #: (``upstream.Pool``).
 OWN: Final = 0
