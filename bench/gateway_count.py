@@ -25,14 +25,23 @@ process) calls ``ping`` back to back, for each protocol era (``--eras``):
   bytecode is a dispatch (an indirect jump) and the objects it reads, dearer in
   CPU than its instructions say.
 
-The upstream is listed again at most hourly (``SKILLOP_GATEWAY_RELIST_INTERVAL``).
-Either way the gateway's idle work in that time (its mount poll, once a second;
-slow under valgrind or the hook) is counted too, without calls for as long (at
+``--observe``: what each gateway observes, as bench/gateway_observe.py's three
+(``plain``; ``metrics``: ``--metrics-listen``; ``traces``: metrics, and every call
+traced, its spans sent to an OTLP receiver in this process in whole batches,
+waited for before the counts are read). The counts are of every thread Python
+starts after the hook (the span exporter's too); ``--names`` writes another
+thread's calls under its name (``[skillop-otlp-spans] ...``).
+
+The upstream is listed again at most hourly (``SKILLOP_GATEWAY_RELIST_INTERVAL``),
+mounts are looked for at most hourly (``SKILLOP_GATEWAY_POLL``). Either way the
+gateway's idle work in that time is counted too, without calls for as long (at
 most ``IDLE_WINDOW``, scaled), and printed beside: ``net`` is the calls' count
 less it.
 
     .venv/bin/python bench/gateway_count.py --build /path/to/base --build . \\
         [--eras modern,handshake] [--calls 300] [--warmup 100] [--callgrind]
+    .venv/bin/python bench/gateway_count.py --build . --observe metrics,traces \\
+        --calls 512 --names /tmp/names
 """
 
 from __future__ import annotations
@@ -46,7 +55,9 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -97,16 +108,25 @@ def _trace(frame, event, arg):
     return _step
 
 
+_main = threading.main_thread().ident
+
+
+def _thread():
+    """"" in the event loop's thread, else "[its name] " (the span exporter's)."""
+    ident = threading.get_ident()
+    return "" if ident == _main else f"[{threading.current_thread().name}] "
+
+
 def _hook(frame, event, arg):
     if event == "call":
         _counts[0] += 1
         if _names is not None:
-            key = _key(frame)
+            key = _thread() + _key(frame)
             _names[key] = _names.get(key, 0) + 1
     elif event == "c_call":
         _counts[1] += 1
         if _names is not None:
-            key = f"builtin {getattr(arg, '__qualname__', arg)}"
+            key = f"{_thread()}builtin {getattr(arg, '__qualname__', arg)}"
             _names[key] = _names.get(key, 0) + 1
 
 
@@ -140,6 +160,11 @@ else:
 '''
 
 
+#: No periodic re-listing of the upstream in the counts (under valgrind, one costs as
+#: much as hundreds of calls, at times the load decides), and no look for new mounts
+#: (once a second, the idle work counted beside: what the correction for it moved
+#: the counts of a traced call by).
+QUIET = {"SKILLOP_GATEWAY_RELIST_INTERVAL": "3600", "SKILLOP_GATEWAY_POLL": "3600"}
 #: The longest the idle gateway is watched (then scaled to the calls' time): less
 #: than uvicorn's keep-alive (5 s), whose closing the connection is no idle work.
 IDLE_WINDOW = 3.0
@@ -235,46 +260,82 @@ def launcher(build: Path, work: Path, *, callgrind: bool) -> Path:
     return script
 
 
-def count_build(build: Path, upstream: str, tmp: Path, args: argparse.Namespace) -> None:
+def _observed(observe: str, sink: str | None) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The flags and environment of a gateway that observes as ``observe`` says
+    (bench/gateway_observe.py's three: plain, metrics, traces), its spans sent to
+    ``sink``; and with traces, full batches only (sent when 512 spans wait)."""
+    import gateway_observe as go
+
+    if observe == "plain":
+        return (), {}
+    flags = ("--metrics-listen", f"127.0.0.1:{go._free_port()}")
+    if observe == "metrics":
+        return flags, {}
+    assert sink is not None
+    return flags, {"OTEL_EXPORTER_OTLP_ENDPOINT": sink, **go._sampler(1.0),
+                   "OTEL_BSP_SCHEDULE_DELAY": "600000"}
+
+
+def _exported(observe: str, posts: int, calls: int) -> None:
+    """With traces, wait for the exports of the counted calls' spans (two a call, in
+    batches of 512: ``calls`` a multiple of 256 sends whole ones)."""
+    if observe == "traces":
+        import gateway_observe as go
+
+        bench_wait(lambda: go._Sink.posts >= posts + calls * 2 // 512, 300)
+
+
+def _posts() -> int:
+    import gateway_observe as go
+
+    return go._Sink.posts
+
+
+def count_build(build: Path, upstream: str, tmp: Path, args: argparse.Namespace, *,
+                observe: str = "plain", sink: str | None = None) -> None:
     work = tmp / f"build-{len(list(tmp.iterdir()))}"
     work.mkdir()
     bench.SKILLOP = str(launcher(build, work, callgrind=args.callgrind))
     port_file = work / "count-port"
-    # No periodic re-listing of the upstream in the counts (under valgrind, one costs
-    # as much as hundreds of calls, at times the load decides).
-    env = {"SKILLOP_COUNT_PORT": str(port_file), "SKILLOP_GATEWAY_RELIST_INTERVAL": "3600"}
+    env = {"SKILLOP_COUNT_PORT": str(port_file), **QUIET}
     if args.names is not None:
         env["SKILLOP_COUNT_NAMES"] = str(work / "names.json")
     if args.bytecodes:
         env["SKILLOP_COUNT_BYTECODES"] = "1"
-    proc, url = bench.start_gateway(upstream, work, env=env,
+    flags, observing = _observed(observe, sink)
+    proc, url = bench.start_gateway(upstream, work, extra=flags, env={**env, **observing},
                                     timeout=600 if args.callgrind else 60)
+    label = f"{build} {observe}" if args.observe != "plain" else str(build)
     try:
         for era in args.eras.split(","):
             client = RawClient(url, era)
             first_call(client)
             for n in range(args.warmup):
                 client.call(n)
+            if observe == "traces":
+                time.sleep(2)  # the warm-up's exports, if a batch was full
             if args.callgrind:
                 grind = Callgrind(proc.pid, work / "callgrind.out")
                 grind.zero()
-                start = time.monotonic()
+                posts, start = _posts(), time.monotonic()
                 for n in range(args.calls):
                     client.call(n)
+                _exported(observe, posts, args.calls)
                 took = time.monotonic() - start
                 busy = grind.read()
                 grind.zero()
                 time.sleep(window := min(took, IDLE_WINDOW))
                 idle = grind.read() * took / window
-                print(f"  {build} {era}: {busy / args.calls:,.0f} instructions a call"
+                print(f"  {label} {era}: {busy / args.calls:,.0f} instructions a call"
                       f" (idle for as long, {took:.1f} s: {idle / args.calls:,.0f} a call;"
                       f" net {(busy - idle) / args.calls:,.0f})", flush=True)
             else:
                 counter = Counter(port_file)
                 counter.zero()
-                start = time.monotonic()
+                posts, start = _posts(), time.monotonic()
                 for n in range(args.calls):
                     client.call(n)
+                _exported(observe, posts, args.calls)
                 took = time.monotonic() - start
                 calls, c_calls = counter.read()
                 if args.names is not None:
@@ -284,12 +345,12 @@ def count_build(build: Path, upstream: str, tmp: Path, args: argparse.Namespace)
                 idle = counter.read()[0] * took / window
                 counted = ("bytecodes a call" if args.bytecodes else
                            f"Python calls a call, {c_calls / args.calls:.1f} builtin calls")
-                print(f"  {build} {era}: {calls / args.calls:.1f} {counted} (idle in the same"
+                print(f"  {label} {era}: {calls / args.calls:.1f} {counted} (idle in the same"
                       f" {took:.1f} s: {idle / args.calls:.1f} a call; net"
                       f" {(calls - idle) / args.calls:.1f})", flush=True)
                 if args.names is not None:
                     by_name = json.loads((work / "names.json").read_text())
-                    out = args.names / f"{build.resolve().name}-{era}.txt"
+                    out = args.names / f"{build.resolve().name}-{observe}-{era}.txt"
                     out.write_text("".join(
                         f"{count / args.calls:8.2f} {name}\n" for name, count in
                         sorted(by_name.items(), key=lambda item: -item[1])))
@@ -315,20 +376,40 @@ def main() -> int:
     parser.add_argument("--keep", type=Path, default=None,
                         help="an empty folder: work there and keep what is made (the"
                              " callgrind dumps, for callgrind_annotate)")
+    parser.add_argument("--observe", default="plain",
+                        help="what each gateway observes, comma-separated: plain, metrics"
+                             " (--metrics-listen), traces (metrics, and every call traced"
+                             " to an OTLP receiver in this process: counts with the"
+                             " export thread's, --calls a multiple of 256)")
     args = parser.parse_args()
+    observes = args.observe.split(",")
+    if set(observes) - {"plain", "metrics", "traces"}:
+        parser.error(f"--observe {args.observe}: plain, metrics or traces")
+    if "traces" in observes and args.calls % 256:
+        parser.error("--observe traces: --calls a multiple of 256 (whole batches of spans)")
     what = ("instructions (callgrind)" if args.callgrind else "bytecodes (trace hook)"
             if args.bytecodes else "Python calls (profile hook)")
     print(f"{what} per tools/call of ping, {args.calls} counted after {args.warmup},"
           f" one raw client; load average {os.getloadavg()[0]:.2f}", flush=True)
     upstream = subprocess.Popen([sys.executable, str(ROOT / "bench" / "gateway.py"), "--upstream"],
                                 stdout=subprocess.PIPE, text=True)
+    sink = None
+    if "traces" in observes:
+        import gateway_observe as go
+
+        sink = ThreadingHTTPServer(("127.0.0.1", 0), go._Sink)
+        threading.Thread(target=sink.serve_forever, daemon=True).start()
     try:
         url = bench._read_line(upstream)
         with tempfile.TemporaryDirectory() as tmp:
             for build in args.build:
-                count_build(build, url, args.keep or Path(tmp), args)
+                for observe in observes:
+                    count_build(build, url, args.keep or Path(tmp), args, observe=observe,
+                                sink=sink and f"http://127.0.0.1:{sink.server_address[1]}")
     finally:
         bench.stop((upstream,))
+        if sink is not None:
+            sink.shutdown()
     return 0
 
 

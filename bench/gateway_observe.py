@@ -280,7 +280,8 @@ def _counted(upstream: str, traced: dict[str, str], tmp: Path, *, eras: list[str
     saved = bench.SKILLOP
     # No periodic re-listing of the upstream in the counts: under valgrind one costs
     # as much as hundreds of calls, and the slower traced gateway would meet more.
-    quiet = {"SKILLOP_GATEWAY_RELIST_INTERVAL": "3600"}
+    # No mount poll either (``gc.QUIET``).
+    quiet = gc.QUIET
     traced = {**traced, **quiet, "OTEL_BSP_SCHEDULE_DELAY": "600000"}  # full batches only
     if keep is not None:
         keep.mkdir(parents=True, exist_ok=True)

@@ -295,3 +295,89 @@ def test_the_forward_span_is_the_apis_current_one_only_where_a_library_reads_it(
                                   "gen_ai.operation.name": "execute_tool",
                                   "gen_ai.tool.name": "echo"}
     assert not trace.get_current_span().get_span_context().is_valid
+
+
+@pytest.mark.parametrize("size", [0, 60, 61, 2000, 2100, 20000])
+def test_a_span_of_any_size_is_framed_as_the_sdk_exporter_writes_it(
+        own: OwnTracing, size: int) -> None:
+    """A span's head (its size) comes from a table up to 2 kB and is written beyond;
+    a child of a local parent, a root, and either with a failure's status."""
+    kept: list[s.Span] = []
+    own._tracer._ended = kept.append
+    with own.request("tools/call", "ping", brought={}, session_id="s" * size):
+        with own.upstream("up" + "u" * size, "ping"):
+            pass
+        own.failed("timeout")
+    resource = own.sdk._provider.resource
+    encoder = own.batches._encoder
+    theirs = encode_spans([_as_sdk(span, resource) for span in kept])
+    assert encoder.request(kept) == theirs.SerializePartialToString()
+    for span, their_span in zip(kept, theirs.resource_spans[0].scope_spans[0].spans,
+                                strict=True):
+        assert encoder.span(span) == their_span.SerializePartialToString()
+
+
+def test_a_batch_is_sent_when_its_last_span_ends_not_a_span_later(own: OwnTracing) -> None:
+    sent: list[bytes] = []
+    batches = otlp.Batches(own.batches._encoder, sent.append,
+                           {"OTEL_BSP_SCHEDULE_DELAY": "60000",
+                            "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "4"})
+    tracer = s.Tracer(lambda parent, trace_id: True, batches.ended)
+    try:
+        for n in range(3):
+            tracer.start(f"span {n}", s.INTERNAL, {}, None).end()
+        time.sleep(0.2)
+        assert sent == [] and len(batches._queue) == 3
+        tracer.start("span 3", s.INTERNAL, {}, None).end()
+        deadline = time.monotonic() + 10
+        while not sent and time.monotonic() < deadline:
+            time.sleep(0.01)
+        (body,) = sent
+        spans = ExportTraceServiceRequest.FromString(body).resource_spans[0].scope_spans[0].spans
+        assert [span.name for span in spans] == [f"span {n}" for n in range(4)]
+        assert not batches._queue
+    finally:
+        batches.shutdown()
+
+
+def test_within_a_forward_its_span_is_the_current_one_and_after_it_the_requests(
+        own: OwnTracing) -> None:
+    """The forward's span is current within its request's (``spans.WITHIN``): the
+    context passed on, a failure, a child span and a task started meanwhile see it;
+    an exception ends it failed; after it, the request's is current again."""
+    import asyncio
+
+    kept: list[s.Span] = []
+    own._tracer._ended = kept.append
+
+    def parent_id() -> str:
+        return own.context()["traceparent"].split("-")[2]
+
+    async def forwarding() -> None:
+        with own.observed("tools/call", "ping") as request:
+            with pytest.raises(OSError), own.upstream("up", "ping") as forward:
+                assert forward._api == s.WITHIN
+                assert parent_id() == f"{forward.span_id:016x}"
+                assert await asyncio.create_task(asyncio.sleep(0, parent_id())) == (
+                    f"{forward.span_id:016x}")
+                with own.child("inside") as inner:
+                    assert inner.parent is forward
+                    assert parent_id() == f"{inner.span_id:016x}"
+                assert parent_id() == f"{forward.span_id:016x}"
+                with own.upstream("up", "again") as again:
+                    assert again.parent is forward and parent_id() == f"{again.span_id:016x}"
+                own.failed("timeout")
+                raise OSError("gone")
+            assert parent_id() == f"{request.span_id:016x}"
+            assert own.trace_id() == request.trace_hex == forward.trace_hex
+
+    asyncio.run(forwarding())
+    inner, again, forward, request = kept
+    assert (inner.name, again.name, forward.name) == ("inside", "tools/call again",
+                                                      "tools/call ping")
+    assert forward.parent is request and forward.kind == s.CLIENT
+    assert forward.attributes["error.type"] == "timeout"
+    assert forward.status_code == 2 and forward.status_message == "OSError: gone"
+    assert [name for name, _, _ in forward.events] == ["exception"]
+    assert request.status_code == 0 and "error.type" not in request.attributes
+    assert s.current() is None

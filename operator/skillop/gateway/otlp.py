@@ -23,19 +23,23 @@ import logging
 import struct
 import threading
 from collections.abc import Callable, Mapping
+from itertools import islice
 from typing import Any, Final
 
-from skillop.gateway.spans import HAS_IS_REMOTE, IS_REMOTE, Span
+from skillop.gateway.spans import HAS_IS_REMOTE, IS_REMOTE, Encoded, Span
 
 _log = logging.getLogger(__name__)
-#: The ids (fields 1, 2 and 4: bytes, big-endian; the trace's in two halves), and the
-#: kind with the start and end times (fields 6, 7 and 8: varint, fixed64), each
-#: written by one ``pack`` (a builtin's work, not one ``to_bytes`` an id).
-_IDS: Final = struct.Struct(">HQQHQ")
-_IDS_PARENT: Final = struct.Struct(">HQQHQHQ")
+#: The ids (fields 1, 2 and 4: bytes, big-endian; the trace's as its span keeps it),
+#: and the start and end times (fields 7 and 8: fixed64; the start's tag ends the
+#: kind's bytes), each written by one ``pack`` (a builtin's work, not one
+#: ``to_bytes`` an id).
+_IDS: Final = struct.Struct(">H16sHQ")
+_IDS_PARENT: Final = struct.Struct(">H16sHQHQ")
 _PARENT: Final = struct.Struct(">HQ")
-_KIND_TIMES: Final = struct.Struct("<BBBQBQ")
-_LOW: Final = (1 << 64) - 1
+_TIMES: Final = struct.Struct("<QBQ")
+#: A span's kind (field 6, varint) and its start's tag, by kind: after its name, in
+#: its ``Encoded`` (made once a shape).
+_KINDS: Final = tuple(bytes((0x30, kind, 0x39)) for kind in range(6))
 #: ``flags`` (field 16, fixed32): whether the parent is remote is known, and if so.
 _LOCAL_FLAGS: Final = b"\x85\x01" + struct.pack("<I", HAS_IS_REMOTE)
 _REMOTE_FLAGS: Final = b"\x85\x01" + struct.pack("<I", HAS_IS_REMOTE | IS_REMOTE)
@@ -60,6 +64,25 @@ def field(tag: int, payload: bytes) -> bytes:
     return bytes((tag, size)) + payload if size < 0x80 else bytes((tag,)) + varint(size) + payload
 
 
+#: What a span's size adds to its name, kind and attributes (``Encoded``'s third): the
+#: times; and the ids and tail of a root span, of a child of a parent without
+#: a trace state.
+_TIMES_SIZE: Final = _TIMES.size
+_ROOT_SIZE: Final = _IDS.size + len(_LOCAL_TAIL)
+_CHILD_SIZE: Final = _IDS_PARENT.size + len(_LOCAL_TAIL)
+
+
+def _frame(size: int) -> bytes:
+    """The head of a span of ``size`` bytes among its scope's spans (field 2)."""
+    return bytes((0x12,)) + varint(size)
+
+
+#: The heads of spans up to 2 kB (the gateway's are a few hundred bytes): one index
+#: instead of a ``bytes`` made of a tuple for every span.
+_FRAMED: Final = 2048
+_FRAMES: Final = tuple(_frame(size) for size in range(_FRAMED))
+
+
 class Encoder:
     """Spans to OTLP bytes, for one resource and scope (each encoded by the SDK's own
     encoder, once: ``resource`` and ``scope`` are their protobuf bytes)."""
@@ -82,11 +105,12 @@ class Encoder:
         scope_spans = self._scope + b"".join(framed) + self._scope_schema
         return field(0x0A, self._resource + field(0x12, scope_spans) + self._resource_schema)
 
-    def shape(self, name: str, attributes: dict[str, Any]) -> tuple[bytes, bytes]:
-        """A span's name and attributes encoded (``Span.encoded``: made once for many)."""
-        return (self._names.get(name) or self._name(name),
-                b"".join([self._attributes.get(item) or self._attribute(item)
-                          for item in attributes.items()]))
+    def shape(self, name: str, attributes: dict[str, Any], kind: int) -> Encoded:
+        """A span's name, kind and attributes encoded (``Span.encoded``: made once for
+        many)."""
+        return _sized((self._names.get(name) or self._name(name)) + _KINDS[kind],
+                      b"".join([self._attributes.get(item) or self._attribute(item)
+                                for item in attributes.items()]))
 
     def span(self, span: Span) -> bytes:
         """One ``Span`` message (the SDK's ``_encode_span``)."""
@@ -101,44 +125,44 @@ class Encoder:
         ``Span`` message), ready to be joined with others into a request
         (``request_of``); in one Python call for the gateway's usual spans: every part
         a builtin's work or a cached one."""
-        parent, encoded, trace_id = span.parent, span.encoded, span.trace_id
+        parent, encoded, trace_bytes = span.parent, span.encoded, span.trace_bytes
         if encoded is None:
             encoded = self._encoded(span)
         if parent is None:
-            ids = _IDS.pack(0x0A10, trace_id >> 64, trace_id & _LOW, 0x1208, span.span_id)
+            ids = _IDS.pack(0x0A10, trace_bytes, 0x1208, span.span_id)
             tail = _LOCAL_TAIL  # (an empty status and the flags: one constant)
-        else:
-            if not span.state_header:
-                ids = _IDS_PARENT.pack(0x0A10, trace_id >> 64, trace_id & _LOW, 0x1208,
-                                       span.span_id, 0x2208, parent.span_id)
-            else:  # the trace state goes between the span's id and its parent's
-                ids = (_IDS.pack(0x0A10, trace_id >> 64, trace_id & _LOW, 0x1208,
-                                 span.span_id)
-                       + field(0x1A, span.state_header.encode())
-                       + _PARENT.pack(0x2208, parent.span_id))
+            size = encoded[2] + _ROOT_SIZE
+        elif not span.state_header:
+            ids = _IDS_PARENT.pack(0x0A10, trace_bytes, 0x1208,
+                                   span.span_id, 0x2208, parent.span_id)
             tail = _REMOTE_TAIL if parent.remote else _LOCAL_TAIL
+            size = encoded[2] + _CHILD_SIZE
+        else:  # the trace state goes between the span's id and its parent's
+            ids = (_IDS.pack(0x0A10, trace_bytes, 0x1208, span.span_id)
+                   + field(0x1A, span.state_header.encode())
+                   + _PARENT.pack(0x2208, parent.span_id))
+            tail = _REMOTE_TAIL if parent.remote else _LOCAL_TAIL
+            size = encoded[2] + len(ids) + len(tail)
         if span.status_code or span.events:
+            size -= len(tail)
             tail = (b"".join(map(_event, span.events))
                     + (self._status(span.status_code, span.status_message)
                        if span.status_code else _UNSET)
                     + tail[len(_UNSET):])
-        body = b"".join((
-            ids, encoded[0],
-            _KIND_TIMES.pack(0x30, span.kind, 0x39, span.start, 0x41, span.end_time),
+            size += len(tail)
+        return b"".join((
+            _FRAMES[size] if size < _FRAMED else _frame(size), ids, encoded[0],
+            _TIMES.pack(span.start, 0x41, span.end_time),
             encoded[1], tail))
-        size = len(body)
-        return (bytes((0x12, size)) if size < 0x80 else
-                bytes((0x12, size & 0x7F | 0x80, size >> 7)) if size < 0x4000
-                else b"\x12" + varint(size)) + body
 
-    def _encoded(self, span: Span) -> tuple[bytes, bytes]:
+    def _encoded(self, span: Span) -> Encoded:
         """The name and attributes of a span not made of a shape (``Span.encoded``)."""
-        name = self._names.get(span.name) or self._name(span.name)
+        name = (self._names.get(span.name) or self._name(span.name)) + _KINDS[span.kind]
         items = span.attributes.items()
         try:  # every attribute seen before (else a None: a TypeError)
-            return name, b"".join(map(self._attributes.get, items))  # type: ignore[arg-type]
+            return _sized(name, b"".join(map(self._attributes.get, items)))  # type: ignore[arg-type]
         except TypeError:
-            return name, b"".join([self._attribute(item) for item in items])
+            return _sized(name, b"".join([self._attribute(item) for item in items]))
 
     def _name(self, name: str) -> bytes:
         encoded = field(0x2A, name.encode())
@@ -157,6 +181,11 @@ class Encoder:
     def _status(code: int, message: str | None) -> bytes:
         text = field(0x12, message.encode()) if code == 2 and message else b""
         return field(0x7A, text + bytes((0x18, code)))
+
+
+def _sized(named: bytes, attributes: bytes) -> Encoded:
+    """``named``: the name, the kind and the start's tag."""
+    return named, attributes, len(named) + _TIMES_SIZE + len(attributes)
 
 
 def _event(event: tuple[str, int, dict[str, Any]]) -> bytes:
@@ -196,6 +225,8 @@ class Batches:
         self._size = _positive(environ, "OTEL_BSP_MAX_QUEUE_SIZE", 2048)
         self._batch = min(self._size, _positive(environ, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512))
         self._delay = _positive(environ, "OTEL_BSP_SCHEDULE_DELAY", 5000) / 1000
+        #: Spans queued before the one that makes a batch.
+        self._last = self._batch - 1
         #: Spans encoded as they end (``Encoder.framed``): bytes keep nothing alive
         #: for the cyclic collector to walk (queued spans made it collect about every
         #: 60 calls), and a batch is one join.
@@ -213,10 +244,13 @@ class Batches:
         queue = self._queue
         if self._stopped:
             return
+        if len(queue) < self._last:  # no batch waiting, with this one or before
+            queue.append(self._framed(span))
+            return
         if len(queue) == self._size:
             self.dropped(1)
         queue.append(self._framed(span))
-        if len(queue) >= self._batch and not self._awake.is_set():
+        if not self._awake.is_set():
             self._awake.set()
 
     def _run(self) -> None:
@@ -231,7 +265,8 @@ class Batches:
         with self._lock:
             queue, batch = self._queue, self._batch
             while queue and (whole or len(queue) >= batch):
-                spans = [queue.popleft() for _ in range(min(batch, len(queue)))]
+                # (taken in C: ``popleft`` called by ``iter``, no bytecode a span)
+                spans = list(islice(iter(queue.popleft, None), min(batch, len(queue))))
                 try:
                     sent = self._send(self._encoder.request_of(spans))
                 except Exception:

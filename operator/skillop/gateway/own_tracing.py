@@ -41,7 +41,7 @@ from skillop.gateway.tracing import (
 _PROPAGATORS: Final = frozenset({"tracecontext", "baggage"})
 _PROTOCOLS: Final = ("", "http/protobuf")
 #: A span's name, its attributes, and both encoded (``otlp.Encoder.shape``).
-_Shape = tuple[str, dict[str, str], tuple[bytes, bytes]]
+_Shape = tuple[str, dict[str, str], s.Encoded]
 #: Shapes kept (requests of a tool in a session, forwards of a tool) before a clear.
 _SHAPES: Final = 4096
 
@@ -116,7 +116,7 @@ class OwnTracing:
         key = (method, tool, session_id, protocol, enduser)
         shape = self._shapes.get(key) or self._request_shape(key)
         return s.Span(self._tracer, shape[0], s.SERVER, shape[1],
-                      s.parent_of(brought) if brought else s.CURRENT.get(), False, shape[2])
+                      s.parent_of(brought) if brought else s.current(), s.OWN, shape[2])
 
     def observed(self, method: str, tool: str | None, meta: Any = None,
                  headers: Mapping[str, str] | None = None, protocol: str | None = None,
@@ -128,24 +128,30 @@ class OwnTracing:
         shape = self._shapes.get(key) or self._request_shape(key)
         if ((meta is None or (type(meta) is dict and "traceparent" not in meta))
                 and (headers is None or "traceparent" not in headers)):
-            parent: s.Parent | s.Span | None = s.CURRENT.get()
+            ours = s.CURRENT.get()  # (``s.current`` only if a span is within it: a call less)
+            parent: s.Parent | s.Span | None = (
+                ours if ours is None or ours.inner is None else s.current())
         else:
             brought = carrier(meta, headers)
-            parent = s.parent_of(brought) if brought else s.CURRENT.get()
-        return s.Span(self._tracer, shape[0], s.SERVER, shape[1], parent, False, shape[2])
+            parent = s.parent_of(brought) if brought else s.current()
+        return s.Span(self._tracer, shape[0], s.SERVER, shape[1], parent, s.OWN, shape[2])
 
     def upstream(self, label: str, tool: str) -> s.Span | _Current:
         """The forward's CLIENT span (``child``'s, its shape made once a tool), the
-        gateway's current span but not the API's: the gateway's own caller passes
+        gateway's current span within the request's (``spans.WITHIN``) but not the
+        API's: the gateway's own caller passes
         its context on itself, and a call through the MCP SDK's session makes it the
         API's for that call (``api_current``), a context copied less on every call."""
         key = (label, tool)
         shape = self._shapes.get(key)
         if shape is None:
-            shape = self._shaped(key, f"tools/call {tool}", upstream_attributes(label, tool))
+            shape = self._shaped(key, f"tools/call {tool}", upstream_attributes(label, tool),
+                                 s.CLIENT)
         ours = s.CURRENT.get()
+        if ours is not None and ours.inner is not None:
+            ours = s.current()
         if ours is not None and ours.sampled:  # (``child``'s usual case: a call less)
-            return s.Span(self._tracer, shape[0], s.CLIENT, shape[1], ours, False, shape[2])
+            return s.Span(self._tracer, shape[0], s.CLIENT, shape[1], ours, s.WITHIN, shape[2])
         return self.child(shape[0], client=True, attributes=shape[1], encoded=shape[2])
 
     def _request_shape(self, key: tuple[str | None, ...]) -> _Shape:
@@ -153,24 +159,24 @@ class OwnTracing:
         assert method is not None
         return self._shaped(key, f"{method} {tool}" if tool is not None else method,
                             request_attributes(method, tool, session_id=session_id,
-                                               protocol=protocol, enduser=enduser))
+                                               protocol=protocol, enduser=enduser), s.SERVER)
 
     def _shaped(self, key: tuple[str | None, ...], name: str,
-                attributes: dict[str, str]) -> _Shape:
+                attributes: dict[str, str], kind: int) -> _Shape:
         if len(self._shapes) >= _SHAPES:
             self._shapes.clear()
-        shape = self._shapes[key] = (name, attributes, self._shape(name, attributes))
+        shape = self._shapes[key] = (name, attributes, self._shape(name, attributes, kind))
         return shape
 
     def child(self, name: str, *, client: bool = False,
               attributes: Mapping[str, str] | None = None,
-              encoded: tuple[bytes, bytes] | None = None) -> s.Span | _Current:
+              encoded: s.Encoded | None = None) -> s.Span | _Current:
         """A span within the current one; none in a trace not sampled (the current
         one stays, and is the API's too: an upstream the MCP SDK's client calls in a
         session gets its context, as it would a child's). ``encoded``: ``attributes``
-        (then shared, never changed: ``Span.set_attribute`` copies them) and the name
-        as OTLP writes them."""
-        ours = s.CURRENT.get()  # (``_current`` and ``_parent`` inline: a call each less)
+        (then shared, never changed: ``Span.set_attribute`` copies them), the name and
+        the kind ``client`` says as OTLP writes them."""
+        ours = s.current()  # (``_current`` and ``_parent`` inline: a call each less)
         if ours is not None:
             if not ours.sampled:
                 return _Current(ours)
@@ -182,12 +188,12 @@ class OwnTracing:
                 return _Current(theirs)
         return s.Span(self._tracer, name, s.CLIENT if client else s.INTERNAL,
                       attributes if encoded is not None else dict(attributes or {}),  # type: ignore[arg-type]
-                      parent, True, encoded)
+                      parent, s.API, encoded)
 
     def api_current(self) -> _Current | nullcontext[None]:
         """The gateway's current span made the API's too, for the block (nothing if it
         is already, or there is none)."""
-        ours = s.CURRENT.get()
+        ours = s.current()
         if ours is None or trace.get_current_span() is ours:
             return nullcontext()
         return _Current(ours)
@@ -202,6 +208,8 @@ class OwnTracing:
         span = s.CURRENT.get()
         if span is None:
             return self.sdk.context()
+        while span.inner is not None:  # (``s.current``: a call less)
+            span = span.inner
         parent = (  # as ``Span.traceparent`` (one call less)
             f"00-{span.trace_hex}-{span.span_id.to_bytes(8).hex()}"
             f"{'-01' if span.sampled else '-00'}")
@@ -210,7 +218,7 @@ class OwnTracing:
         return FormedContext(traceparent=parent)
 
     def trace_id(self) -> str | None:
-        span = s.CURRENT.get()
+        span = s.CURRENT.get()  # (a span current within it is of its trace)
         return span.trace_hex if span is not None else self.sdk.trace_id()
 
     def shutdown(self) -> None:
@@ -247,7 +255,7 @@ def settle_environment(client: Any) -> None:
 
 def _current() -> Any:
     """The current span: the gateway's, else the API's (a span another made)."""
-    span = s.CURRENT.get()
+    span = s.current()
     return span if span is not None else trace.get_current_span()
 
 

@@ -16,11 +16,11 @@ Used only when the ``OTEL_*`` variables ask for nothing these do not cover
 from __future__ import annotations
 
 import re
-import time
 import traceback
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar, Token
 from random import getrandbits
+from time import time_ns
 from typing import Any, Final
 
 from opentelemetry import context as api_context
@@ -37,6 +37,19 @@ CLIENT: Final = 3
 #: ``flags`` of an OTLP span: whether its parent is remote is known (and is so).
 HAS_IS_REMOTE: Final = 0x100
 IS_REMOTE: Final = 0x200
+#: How a span is current while its block runs (``Span``'s ``api``): the gateway's
+#: current span (the context variable's); the OpenTelemetry API's too (for others in
+#: the process to see); or its parent's ``inner`` (a span of the gateway's, a forward
+#: within its request), the gateway's current span without a context variable set
+#: and reset (about 1k instructions a call less): the tasks the parent's block starts meanwhile
+#: see it too, and those that outlive a call run in a context of their own
+#: (``upstream.Pool``).
+OWN: Final = 0
+API: Final = 1
+WITHIN: Final = 2
+#: A span's name and kind, and its attributes, as OTLP writes them, and the size of
+#: both with the times that go between them (``otlp.Encoder.shape``).
+Encoded = tuple[bytes, bytes, int]
 #: The W3C ``traceparent`` as the API's propagator reads it.
 _TRACEPARENT: Final = re.compile(
     r"^[ \t]*([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?[ \t]*$")
@@ -68,8 +81,8 @@ _API_CONTEXT: Final = _api_context()
 class Parent:
     """The context a span continues: the agent's (remote) or a span's of this process."""
 
-    __slots__ = ("remote", "sampled", "span_id", "state", "state_header", "trace_hex",
-                 "trace_id")
+    __slots__ = ("remote", "sampled", "span_id", "state", "state_header", "trace_bytes",
+                 "trace_hex", "trace_id")
 
     def __init__(self, trace_id: int, span_id: int, *, sampled: bool, remote: bool,
                  state: TraceState = _EMPTY_STATE, state_header: str | None = None,
@@ -77,7 +90,10 @@ class Parent:
         self.trace_id, self.span_id, self.sampled = trace_id, span_id, sampled
         self.remote, self.state = remote, state
         #: ``trace_id`` as 32 hex digits (the audit line's, the traceparent's).
-        self.trace_hex = trace_id.to_bytes(16).hex() if trace_hex is None else trace_hex
+        #: ``trace_id`` as 16 bytes, big-endian (OTLP's), and as 32 hex digits (the
+        #: audit line's, the traceparent's).
+        self.trace_bytes = trace_id.to_bytes(16)
+        self.trace_hex = self.trace_bytes.hex() if trace_hex is None else trace_hex
         #: ``state`` as a header (and in OTLP): "" when empty.
         self.state_header = state.to_header() if state_header is None else state_header
 
@@ -106,49 +122,67 @@ class Span(trace.Span):
     writes it: ``status_code`` (0 unset, 1 ok, 2 error) and ``status_message``."""
 
     __slots__ = ("_api", "_api_token", "_context", "_ended", "_token", "attributes",
-                 "encoded", "end_time", "events", "kind", "name", "parent", "sampled",
+                 "encoded", "end_time", "events", "inner", "kind", "name", "parent", "sampled",
                  "span_id", "start", "state", "state_header", "status_code", "status_message",
-                 "trace_hex", "trace_id")
+                 "trace_bytes", "trace_hex", "trace_id")
     #: As a parent (a span of this process is one): not remote.
     remote: Final = False
     trace_id: int
+    trace_bytes: bytes
     trace_hex: str
 
     def __init__(self, tracer: Tracer, name: str, kind: int, attributes: dict[str, Any],
-                 parent: Parent | Span | None, api: bool = False,
-                 encoded: tuple[bytes, bytes] | None = None) -> None:
+                 parent: Parent | Span | None, api: int = OWN,
+                 encoded: Encoded | None = None) -> None:
         """Started by ``tracer`` (``Tracer.start``, as it says; its callers on a call's
-        path make one directly: a call a span less). ``encoded``: its name and
+        path make one directly: a call a span less), current as ``api`` says (``OWN``,
+        ``API`` or ``WITHIN``: see there). ``encoded``: its name, kind and
         ``attributes`` as OTLP writes them (``otlp.py``), made once for every span of
         the same shape; dropped when either changes (``attributes`` may then be
         shared: it is copied first)."""
+        # One store a statement: four targets at once build and unpack a tuple.
         if parent is None:
             trace_id = getrandbits(128) or _trace_id()
             self.state, self.state_header = _EMPTY_STATE, ""
-            self.trace_hex = trace_id.to_bytes(16).hex()  # (``f"{:032x}"`` costs twice)
+            # (OTLP's bytes made once a trace; ``f"{:032x}"`` costs twice ``hex``)
+            self.trace_bytes = trace_bytes = trace_id.to_bytes(16)
+            self.trace_hex = trace_bytes.hex()
         else:
             trace_id = parent.trace_id
             self.state, self.state_header = parent.state, parent.state_header
-            self.trace_hex = parent.trace_hex
+            self.trace_bytes, self.trace_hex = parent.trace_bytes, parent.trace_hex
         sampled = tracer._always
         if sampled is None:
             sampled = tracer._decide(parent, trace_id)
         self._ended = tracer._ended if sampled else None
-        self.name, self.kind, self.attributes, self.parent = name, kind, attributes, parent
-        self.trace_id, self.sampled, self._api, self.encoded = trace_id, sampled, api, encoded
+        self.name = name
+        self.kind = kind
+        self.attributes = attributes
+        self.parent = parent
+        self.trace_id = trace_id
+        self.sampled = sampled
+        self._api = api
+        self.encoded = encoded
         self.span_id = getrandbits(64) or _span_id()
         self.events: list[tuple[str, int, dict[str, Any]]] | tuple[()] = ()
         self.status_code = 0
         self.status_message: str | None = None
         self._context: SpanContext | None = None
-        self.start = time.time_ns()
+        #: The span current within this one's block (``WITHIN``), if any.
+        self.inner: Span | None = None
+        self.start = time_ns()
 
     def __enter__(self) -> Span:
-        """Current until its block ends (with ``api``, the API's current span too),
-        then ended; an exception marks it failed, as the SDK's
-        ``start_as_current_span`` does (without its two context managers a span)."""
-        self._token: Token[Span | None] = CURRENT.set(self)
-        if self._api:
+        """Current until its block ends (see ``OWN``, ``API`` and ``WITHIN``), then
+        ended; an exception marks it failed, as the SDK's ``start_as_current_span``
+        does (without its two context managers a span)."""
+        current = self._api
+        if not current:
+            self._token: Token[Span | None] = CURRENT.set(self)
+        elif current == WITHIN:
+            self.parent.inner = self  # type: ignore[union-attr]
+        else:
+            self._token = CURRENT.set(self)
             self._api_token: Token[Context] = (
                 _API_CONTEXT.set(Context({**_API_CONTEXT.get(), _SPAN_KEY: self}))
                 if _API_CONTEXT is not None
@@ -157,7 +191,12 @@ class Span(trace.Span):
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: Any) -> None:
-        if self._api:
+        current = self._api
+        if not current:
+            CURRENT.reset(self._token)
+        elif current == WITHIN:
+            self.parent.inner = None  # type: ignore[union-attr]
+        else:
             if _API_CONTEXT is None:
                 api_context.detach(self._api_token)
             else:
@@ -165,16 +204,20 @@ class Span(trace.Span):
                     _API_CONTEXT.reset(self._api_token)
                 except Exception:  # as the API's detach: logged (by it), not raised
                     api_context.detach(self._api_token)
-        CURRENT.reset(self._token)
+            CURRENT.reset(self._token)
         ended = self._ended
         if ended is None:
             return
         if exc is not None and isinstance(exc, Exception):
-            self.record_exception(exc)
-            self.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+            self._failed_by(exc)
         self._ended = None  # as ``end()`` (one call a span less)
-        self.end_time = time.time_ns()
+        self.end_time = time_ns()
         ended(self)
+
+    def _failed_by(self, exc: Exception) -> None:
+        """The exception that ended its block recorded, and the span failed by it."""
+        self.record_exception(exc)
+        self.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
 
     def traceparent(self) -> dict[str, str]:
         """Its context as the W3C propagator injects it."""
@@ -198,7 +241,7 @@ class Span(trace.Span):
     def end(self, end_time: int | None = None) -> None:
         ended, self._ended = self._ended, None
         if ended is not None:
-            self.end_time = end_time if end_time is not None else time.time_ns()
+            self.end_time = end_time if end_time is not None else time_ns()
             ended(self)
 
     def set_attribute(self, key: str, value: Any) -> None:
@@ -234,7 +277,7 @@ class Span(trace.Span):
         if self._ended is not None:
             if not self.events:
                 self.events = []
-            self.events.append((name, timestamp if timestamp is not None else time.time_ns(),
+            self.events.append((name, timestamp if timestamp is not None else time_ns(),
                                 dict(attributes or {})))
 
     def record_exception(self, exception: BaseException,
@@ -250,6 +293,16 @@ class Span(trace.Span):
             "exception.stacktrace": "".join(traceback.format_exception(exception)),
             "exception.escaped": str(escaped), **(attributes or {})}
         self.add_event("exception", recorded, timestamp)
+
+
+def current() -> Span | None:
+    """The gateway's current span: the context variable's, or the one current within
+    it (``WITHIN``)."""
+    span = CURRENT.get()
+    if span is not None:
+        while span.inner is not None:
+            span = span.inner
+    return span
 
 
 def _span_id() -> int:
@@ -316,7 +369,7 @@ class Tracer:
         self._decide, self._ended, self._always = decide, ended, always
 
     def start(self, name: str, kind: int, attributes: dict[str, Any],
-              parent: Parent | Span | None, *, api: bool = False,
-              encoded: tuple[bytes, bytes] | None = None) -> Span:
+              parent: Parent | Span | None, *, api: int = OWN,
+              encoded: Encoded | None = None) -> Span:
         """A span of ``parent``'s trace (None: of a new one), sampled as decided."""
         return Span(self, name, kind, attributes, parent, api, encoded)

@@ -28,6 +28,8 @@ class CallTemplate:
     tail: bytes
     #: The tail of a traced call, up to the trace context's members in ``_meta``.
     traced: bytes
+    #: The same up to the ``traceparent``'s value (the own span path's context).
+    traced_parent: bytes
     client_info: Mapping[str, Any] | None
     meta: dict[str, Any] | None
 
@@ -37,7 +39,8 @@ class CallTemplate:
         head = b',"method":"tools/call","params":{"name":' + _json(name) + b',"arguments":'
         tail = (b',"_meta":' + _json(meta) if meta is not None else b"") + b"}}"
         traced = b',"_meta":{' + (_json(meta)[1:-1] + b"," if meta else b"")
-        return cls(checked_lines(headers), head, tail, traced, client_info, meta)
+        return cls(checked_lines(headers), head, tail, traced, traced + b'"traceparent":"',
+                   client_info, meta)
 
     def body(self, request_id: int, arguments: Mapping[str, Any],
              trace: Mapping[str, str] | None = None) -> bytes:
@@ -47,7 +50,9 @@ class CallTemplate:
         if not trace:
             tail = self.tail
         elif type(trace) is FormedContext:  # hex digits and dashes: a JSON string as is
-            tail = self.traced + b'"traceparent":"' + trace["traceparent"].encode() + b'"}}}'
+            return b"".join((b'{"jsonrpc":"2.0","id":%d' % request_id, self.head,
+                             _json(arguments), self.traced_parent,
+                             trace["traceparent"].encode(), b'"}}}'))
         elif len(trace) == 1 and (parent := trace.get("traceparent")) is not None:
             tail = self.traced + b'"traceparent":' + _string(parent).encode() + b"}}}"
         else:
