@@ -16,3 +16,11 @@ for _name in [name for name in os.environ if name.startswith("SKILLOP_")]:
 # As the gateway sets it for itself (gateway/embedding.py), before any test imports
 # numpy: a fork while OpenBLAS's worker threads compute can hang the test process.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+# Hypothesis's per-example deadline measures the machine, not the code: on a loaded
+# two-core runner a first example that imports a library takes hundreds of ms.
+# Speed is measured in bench/, so no property test fails for being slow.
+from hypothesis import settings as _hypothesis_settings  # noqa: E402
+
+_hypothesis_settings.register_profile("skillop", deadline=None)
+_hypothesis_settings.load_profile("skillop")
