@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from skillop.gateway.actions import asked, performed, phrase
+from skillop.gateway.categories import asked_products, of_kind, service_terms
 from skillop.gateway.fusion_weights import WEIGHTS
 from skillop.gateway.lexical import WORD, terms
 
@@ -37,6 +38,7 @@ FEATURES = (
     "name_terms", "title_terms", "description_terms", "parameter_terms", "name_covered",
     "skill_named", "other_skill", "verb_agrees", "verb_differs", "reciprocal_rank",
     "feedback_cosine", "twin", "cover", "name_synonyms", "long_bm25_share", "long_cosine_gap",
+    "kind_named",
 )
 _AT = {name: column for column, name in enumerate(FEATURES)}
 #: The blend's best whose texts' mean vector is the query's feedback (``feedback_cosine``).
@@ -79,6 +81,8 @@ class ToolTerms:
     skill: str
     #: Every field's terms.
     every: frozenset[str]
+    #: The skill's and the name's terms (where a product's name is looked for).
+    service: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, tool: Tool) -> ToolTerms:
@@ -87,7 +91,7 @@ class ToolTerms:
         title, description = frozenset(terms(tool.title)), frozenset(terms(tool.description))
         parameters = frozenset(terms(tool.parameters))
         return cls(name, title, description, parameters, name - service, phrase(tool.skill),
-                   name | title | description | parameters)
+                   name | title | description | parameters, service_terms(tool.skill, tool.name))
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +142,7 @@ def features(query: str, weighted: Mapping[str, float], idf: Mapping[str, float]
         out[:, _AT["long_bm25_share"]] = out[:, _AT["bm25_share"]]
         out[:, _AT["long_cosine_gap"]] = out[:, _AT["cosine_gap"]]
     leaders = [words[n].own_name for n in candidates[:2]]
+    products = asked_products(query)
     for row, number in enumerate(candidates):
         out[row] += _matches(row, words[number], own, synonyms, weighted, idf, mass, leaders)
         if skills:
@@ -148,6 +153,8 @@ def features(query: str, weighted: Mapping[str, float], idf: Mapping[str, float]
             does = wanted & performed(tool.name_words(), tool.title, tool.description)
             out[row, _AT["verb_agrees" if does else "verb_differs"]] = 1.0
         out[row, _AT["reciprocal_rank"]] = 1.0 / (1 + row)
+        if products and of_kind(words[number].service, products):
+            out[row, _AT["kind_named"]] = 1.0
     return out
 
 
