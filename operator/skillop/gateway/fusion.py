@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from skillop.gateway.actions import asked, performed, phrase
+from skillop.gateway.actions import asked, objects, performed, phrase, sought, stems
 from skillop.gateway.categories import asked_products, of_kind, service_terms
 from skillop.gateway.fusion_weights import WEIGHTS
 from skillop.gateway.lexical import WORD, terms
@@ -38,7 +38,7 @@ FEATURES = (
     "name_terms", "title_terms", "description_terms", "parameter_terms", "name_covered",
     "skill_named", "other_skill", "verb_agrees", "verb_differs", "reciprocal_rank",
     "feedback_cosine", "twin", "cover", "name_synonyms", "long_bm25_share", "long_cosine_gap",
-    "kind_named",
+    "kind_named", "object_agrees", "object_differs",
 )
 _AT = {name: column for column, name in enumerate(FEATURES)}
 #: The blend's best whose texts' mean vector is the query's feedback (``feedback_cosine``).
@@ -143,6 +143,7 @@ def features(query: str, weighted: Mapping[str, float], idf: Mapping[str, float]
         out[:, _AT["long_cosine_gap"]] = out[:, _AT["cosine_gap"]]
     leaders = [words[n].own_name for n in candidates[:2]]
     products = asked_products(query)
+    acted_on = sought(objects(query))
     for row, number in enumerate(candidates):
         out[row] += _matches(row, words[number], own, synonyms, weighted, idf, mass, leaders)
         if skills:
@@ -155,6 +156,9 @@ def features(query: str, weighted: Mapping[str, float], idf: Mapping[str, float]
         out[row, _AT["reciprocal_rank"]] = 1.0 / (1 + row)
         if products and of_kind(words[number].service, products):
             out[row, _AT["kind_named"]] = 1.0
+        if acted_on:
+            agrees = acted_on & stems(tools[number].name_words().split())
+            out[row, _AT["object_agrees" if agrees else "object_differs"]] = 1.0
     return out
 
 
