@@ -4,8 +4,10 @@ The blend (gateway/search.py: the cosine with BM25 squashed) ranks every tool of
 set; the ``CANDIDATES`` best of it are then ordered by a linear score over evidence
 the blend does not weigh, or weighs by a constant: where in the tool the query's
 words are (its name says what it does; a description also says what it does not, or
-what to call next), whether the query names the tool's service or another, whether
-the query's leading operation verb is one the tool performs (gateway/actions.py),
+what to call next), whether the query names the tool's service or another, or its
+kind ("the team chat": gateway/categories.py), whether the query's leading operation
+verb is one the tool performs and what it acts on one the tool's name says
+(gateway/actions.py),
 how far the tool's cosine and BM25 score are from the set's best. Every feature means
 the same in a set of 10 tools as in one of 5,000: scores are taken relative to the
 set's best, word matches as shares of the query's words, never as counts or raw
@@ -83,6 +85,8 @@ class ToolTerms:
     every: frozenset[str]
     #: The skill's and the name's terms (where a product's name is looked for).
     service: frozenset[str] = frozenset()
+    #: The name's words as the operation check stems them (what the tool acts on).
+    acts_on: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, tool: Tool) -> ToolTerms:
@@ -91,7 +95,8 @@ class ToolTerms:
         title, description = frozenset(terms(tool.title)), frozenset(terms(tool.description))
         parameters = frozenset(terms(tool.parameters))
         return cls(name, title, description, parameters, name - service, phrase(tool.skill),
-                   name | title | description | parameters, service_terms(tool.skill, tool.name))
+                   name | title | description | parameters, service_terms(tool.skill, tool.name),
+                   stems(tool.name_words().split()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +162,7 @@ def features(query: str, weighted: Mapping[str, float], idf: Mapping[str, float]
         if products and of_kind(words[number].service, products):
             out[row, _AT["kind_named"]] = 1.0
         if acted_on:
-            agrees = acted_on & stems(tools[number].name_words().split())
+            agrees = acted_on & words[number].acts_on
             out[row, _AT["object_agrees" if agrees else "object_differs"]] = 1.0
     return out
 
