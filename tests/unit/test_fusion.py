@@ -118,3 +118,20 @@ def test_any_query_gives_finite_features_and_a_permutation(
     assert np.isfinite(np.asarray(rows)).all()
     assert sorted(reordered(order, rows)) == sorted(order)
     assert len(fusion.reordered(order[:2], np.asarray(rows)[:2])) == 2
+
+
+def test_a_query_naming_a_kind_marks_the_tools_of_its_products() -> None:
+    rows = rows_for("tell the team chat the build is green", [0, 1, 2, 3],
+                    [0.9, 0.8, 0.7, 0.1])
+    assert column(rows, "kind_named") == [0.0, 0.0, 0.0, 1.0]
+    rows = rows_for("create an issue", [0, 3], [0.9, 0.8, 0.7, 0.1])
+    assert column(rows, "kind_named") == [0.0, 0.0]
+
+
+def test_what_the_verb_acts_on_agrees_with_the_tools_named_for_it() -> None:
+    rows = rows_for("create an issue in the tracker", [0, 2, 3], [0.9, 0.8, 0.7, 0.1])
+    # create_issue and list_issues name issues; slack_post_message names messages.
+    assert column(rows, "object_agrees") == [1.0, 1.0, 0.0]
+    assert column(rows, "object_differs") == [0.0, 0.0, 1.0]
+    rows = rows_for("comment on it", [0, 3], [0.9, 0.8, 0.7, 0.1])
+    assert column(rows, "object_agrees") == column(rows, "object_differs") == [0.0, 0.0]

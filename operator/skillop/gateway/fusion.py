@@ -4,8 +4,10 @@ The blend (gateway/search.py: the cosine with BM25 squashed) ranks every tool of
 set; the ``CANDIDATES`` best of it are then ordered by a linear score over evidence
 the blend does not weigh, or weighs by a constant: where in the tool the query's
 words are (its name says what it does; a description also says what it does not, or
-what to call next), whether the query names the tool's service or another, whether
-the query's leading operation verb is one the tool performs (gateway/actions.py),
+what to call next), whether the query names the tool's service or another, or its
+kind ("the team chat": gateway/categories.py), whether the query's leading operation
+verb is one the tool performs and what it acts on one the tool's name says
+(gateway/actions.py),
 how far the tool's cosine and BM25 score are from the set's best. Every feature means
 the same in a set of 10 tools as in one of 5,000: scores are taken relative to the
 set's best, word matches as shares of the query's words, never as counts or raw
@@ -21,7 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from skillop.gateway.actions import asked, performed, phrase
+from skillop.gateway.actions import asked, objects, performed, phrase, sought, stems
+from skillop.gateway.categories import asked_products, of_kind, service_terms
 from skillop.gateway.fusion_weights import WEIGHTS
 from skillop.gateway.lexical import WORD, terms
 
@@ -37,6 +40,7 @@ FEATURES = (
     "name_terms", "title_terms", "description_terms", "parameter_terms", "name_covered",
     "skill_named", "other_skill", "verb_agrees", "verb_differs", "reciprocal_rank",
     "feedback_cosine", "twin", "cover", "name_synonyms", "long_bm25_share", "long_cosine_gap",
+    "kind_named", "object_agrees", "object_differs",
 )
 _AT = {name: column for column, name in enumerate(FEATURES)}
 #: The blend's best whose texts' mean vector is the query's feedback (``feedback_cosine``).
@@ -79,6 +83,10 @@ class ToolTerms:
     skill: str
     #: Every field's terms.
     every: frozenset[str]
+    #: The skill's and the name's terms (where a product's name is looked for).
+    service: frozenset[str] = frozenset()
+    #: The name's words as the operation check stems them (what the tool acts on).
+    acts_on: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, tool: Tool) -> ToolTerms:
@@ -87,7 +95,8 @@ class ToolTerms:
         title, description = frozenset(terms(tool.title)), frozenset(terms(tool.description))
         parameters = frozenset(terms(tool.parameters))
         return cls(name, title, description, parameters, name - service, phrase(tool.skill),
-                   name | title | description | parameters)
+                   name | title | description | parameters, service_terms(tool.skill, tool.name),
+                   stems(tool.name_words().split()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +147,8 @@ def features(query: str, weighted: Mapping[str, float], idf: Mapping[str, float]
         out[:, _AT["long_bm25_share"]] = out[:, _AT["bm25_share"]]
         out[:, _AT["long_cosine_gap"]] = out[:, _AT["cosine_gap"]]
     leaders = [words[n].own_name for n in candidates[:2]]
+    products = asked_products(query)
+    acted_on = sought(objects(query))
     for row, number in enumerate(candidates):
         out[row] += _matches(row, words[number], own, synonyms, weighted, idf, mass, leaders)
         if skills:
@@ -148,6 +159,11 @@ def features(query: str, weighted: Mapping[str, float], idf: Mapping[str, float]
             does = wanted & performed(tool.name_words(), tool.title, tool.description)
             out[row, _AT["verb_agrees" if does else "verb_differs"]] = 1.0
         out[row, _AT["reciprocal_rank"]] = 1.0 / (1 + row)
+        if products and of_kind(words[number].service, products):
+            out[row, _AT["kind_named"]] = 1.0
+        if acted_on:
+            agrees = acted_on & words[number].acts_on
+            out[row, _AT["object_agrees" if agrees else "object_differs"]] = 1.0
     return out
 
 
