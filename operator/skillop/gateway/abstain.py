@@ -19,7 +19,9 @@ Tools hidden from a caller count for nothing in either (their numbers are left o
 the closest, and a service's own words are the visible tools'), so whether a query
 gets "nothing fits" never tells a caller that a hidden tool exists.
 
-``SWITCHES`` names each check's switch, for bench/abstain_cv.py's ablation.
+``SWITCHES`` names each check's switch, for bench/abstain_cv.py's ablation (those of
+other modules as "module.NAME": the adverbs skipped before a request's verb, and
+self-hosted software read as a product, gateway/products.py).
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ OBJECT_WORDS = 12
 #: Each check runs while its switch is on (bench/abstain_cv.py turns each off in turn).
 OPERATION = True
 UNNAMED_OBJECT = True
-SWITCHES = ("OPERATION", "UNNAMED_OBJECT")
+SWITCHES = ("OPERATION", "UNNAMED_OBJECT", "actions.ADVERBS", "products.SELF_HOSTED_PRODUCTS")
 
 _LETTERS = re.compile(r"[a-z]+")
 #: An operation's word after the verb names what is said or made, or a kind of thing

@@ -137,9 +137,50 @@ CATEGORIES: dict[str, str] = {
         payroll""",
 }
 
+_WORD = re.compile(r"[a-z0-9]+")
+#: Software one installs and runs (the list's exclusion above), by category, written
+#: from general knowledge; names that are common English words are left out ("chef",
+#: "puppet", "vault", "bamboo", "apache"). Such a name counts only in a query that
+#: says nothing of where software runs (``_RUNS``): "get the key session:1 from
+#: Redis" asks Redis itself; "put redis on the cluster" asks the set's cluster tools.
+SELF_HOSTED: dict[str, str] = {
+    "databases, caches and queues": """
+        redis, mysql, mariadb, postgresql, cassandra, couchdb, couchbase, elasticsearch,
+        opensearch, memcached, clickhouse, influxdb, neo4j, kafka, rabbitmq, activemq,
+        zookeeper, minio""",
+    "monitoring and logging": """
+        prometheus, grafana, kibana, logstash, jaeger, zipkin, nagios, zabbix,
+        alertmanager""",
+    "ci, version control and delivery": """
+        jenkins, gitea, gogs, subversion, svn, teamcity, argocd, argo cd, spinnaker,
+        sonarqube, nexus repository""",
+    "infrastructure, servers and directories": """
+        terraform, ansible, pulumi, hashicorp vault, consul, nginx, haproxy, traefik,
+        tomcat, keycloak, active directory, ldap, openldap, airflow, metabase,
+        superset""",
+    "desktop applications": """
+        microsoft excel, excel, powerpoint, microsoft word, photoshop, adobe
+        illustrator, outlook desktop, libreoffice, keynote app""",
+}
+#: Words that say where software runs or how it is put there: a query with one asks
+#: the set's cluster or shell tools, not the software's own service.
+_RUNS = frozenset(_WORD.findall("""cluster clusters kubernetes k8s kubectl helm chart
+    charts release releases pod pods container containers docker image images namespace namespaces
+    deployment deployments deploy deployed install installed installing uninstall
+    statefulset daemonset service services node nodes replica replicas port forward
+    ingress volume configmap operator manifest manifests yaml shell terminal command
+    locally localhost vm host compose"""))
+#: Words that make software the topic of a question, not the thing acted on ("what
+#: do I know about kafka", "find docs on redis streams"): a search or memory tool
+#: may answer it.
+_TOPIC = frozenset(_WORD.findall("""about regarding related docs documentation tutorial
+    tutorials guide guides article articles paper papers notes news learn explain compare versus
+    vs research"""))
+#: Whether self-hosted software counts as a product (bench/abstain_cv.py's ablation).
+SELF_HOSTED_PRODUCTS = True
+
 #: The longest name, in words.
 _LONGEST = 3
-_WORD = re.compile(r"[a-z0-9]+")
 #: What in a query is not a name of a service: file names, paths, addresses, handles
 #: and channels ("report.xlsx", "src/app", "https://...", "@ana", "#releases"), and
 #: quoted text (a message's or a title's own words).
@@ -152,8 +193,15 @@ def _names() -> frozenset[tuple[str, ...]]:
                      for products in CATEGORIES.values() for name in products.split(","))
 
 
-#: Every product's name as a tuple of words.
-NAMES = _names() - {()}
+def _self_hosted() -> frozenset[tuple[str, ...]]:
+    return frozenset(tuple(_WORD.findall(name.lower()))
+                     for names in SELF_HOSTED.values() for name in names.split(","))
+
+
+#: The self-hosted software's names (``SELF_HOSTED``).
+SELF = _self_hosted() - {()}
+#: Every product's name as a tuple of words, the self-hosted software's among them.
+NAMES = (_names() - {()}) | SELF
 
 
 def _number(word: str) -> str | None:
@@ -212,4 +260,6 @@ def mentioned(query: str) -> list[tuple[str, ...]]:
         if at >= end:
             out.append(gram)
             end = at + len(gram)
-    return out
+    if SELF_HOSTED_PRODUCTS and not (_RUNS | _TOPIC).intersection(words):
+        return out
+    return [name for name in out if name not in SELF]
