@@ -26,6 +26,8 @@ committed alone. Left out on purpose, whatever their fame:
   bitnami chart"). This exclusion was made after the first version of the list (its
   own commit) was run on the seen query sets, where such names were asked of the
   Kubernetes tools; "contentful" was dropped then too ("largest contentful paint").
+  They are listed apart (``SELF_HOSTED``) and count only in a query that says
+  nothing of where software runs and does not make it a topic.
 
 A name is lowercase words ([a-z0-9]+), one to three of them.
 """
