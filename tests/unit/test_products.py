@@ -201,3 +201,28 @@ def test_self_hosted_software_a_tool_names_is_served_and_hidden_ones_count_nothi
     assert not index.find("trigger the Jenkins job nightly", limit=1).weak
     assert index.find("trigger the Jenkins job nightly", limit=1, hidden={"ci/jenkins"}).weak
     assert _index().find("trigger the Jenkins job nightly", limit=1).weak
+
+
+@pytest.mark.parametrize(("query", "names"), [
+    ("create a Linear issue for the bug", [("linear",)]),  # a capital inside a sentence
+    ("post it on Zoom chat", [("zoom",)]),
+    ("fit a linear regression", []),  # the word, not the product
+    ("Linear issues: list them", []),  # a sentence's first word
+    ("Create A Linear Issue", []),  # a title's words
+    ("it went wrong. Square up the totals", []),  # after a sentence's end
+])
+def test_a_product_named_by_a_common_word_counts_only_when_capitalised(
+        query: str, names: list[tuple[str, ...]]) -> None:
+    assert mentioned(query) == names
+
+
+def test_a_capitalised_product_switched_off_is_no_product(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(products, "CAPITALISED_PRODUCTS", False)
+    assert mentioned("create a Linear issue") == []
+
+
+def test_a_capitalised_product_a_visible_tool_names_is_served() -> None:
+    index = _index(Document("lin/issue", "create_issue", skill="tracker",
+                            description="Create an issue in Linear."))
+    assert not index.find("create a Linear issue", limit=1).weak
+    assert index.find("create a Linear issue", limit=1, hidden={"lin/issue"}).weak

@@ -64,7 +64,7 @@ OBJECT_WORDS = 12
 OPERATION = True
 UNNAMED_OBJECT = True
 SWITCHES = ("OPERATION", "UNNAMED_OBJECT", "ONE_STEP", "actions.ADVERBS",
-            "products.SELF_HOSTED_PRODUCTS")
+            "products.SELF_HOSTED_PRODUCTS", "products.CAPITALISED_PRODUCTS")
 
 #: A longer query that is one request (no second sentence, no "then") is checked too:
 #: its object is what is acted on, not the context of a later step.

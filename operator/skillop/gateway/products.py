@@ -34,6 +34,7 @@ A name is lowercase words ([a-z0-9]+), one to three of them.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator, Sequence
 
@@ -247,8 +248,11 @@ def _grams(words: Sequence[str]) -> Iterator[tuple[int, tuple[str, ...]]]:
 
 def said_in(text: str) -> frozenset[tuple[str, ...]]:
     """The names of the list that occur in ``text`` (a tool's text: what it serves),
-    as whole words, case ignored."""
-    return frozenset(gram for _, gram in _grams(_WORD.findall(text.lower())))
+    as whole words, case ignored (a ``CAPITALISED`` name in any case: a tool that
+    says the word may serve it)."""
+    words = _WORD.findall(text.lower())
+    return frozenset((*(gram for _, gram in _grams(words)),
+                      *((word,) for word in CAPITALISED.intersection(words))))
 
 
 def mentioned(query: str) -> list[tuple[str, ...]]:
@@ -262,6 +266,32 @@ def mentioned(query: str) -> list[tuple[str, ...]]:
         if at >= end:
             out.append(gram)
             end = at + len(gram)
+    out += _capitalised(_NOT_NAMES.sub(" ", query[:1000]))
     if SELF_HOSTED_PRODUCTS and not (_RUNS | _TOPIC).intersection(words):
         return out
     return [name for name in out if name not in SELF]
+
+
+#: Products whose names are common words (left out of ``CATEGORIES``), read only
+#: when capitalised inside a sentence of lowercase words ("create a Linear issue"),
+#: written from general knowledge.
+CAPITALISED = frozenset(_WORD.findall("""linear zoom box square height shortcut front
+    lever greenhouse signal teams"""))
+#: Whether ``CAPITALISED`` is read (bench/abstain_cv.py's ablation).
+CAPITALISED_PRODUCTS = True
+_TOKEN = re.compile(r"\S+")
+
+
+def _capitalised(text: str) -> list[tuple[str, ...]]:
+    """The ``CAPITALISED`` names written with a capital after a word in lowercase
+    (not a sentence's first word, nor a title's words)."""
+    if not CAPITALISED_PRODUCTS:
+        return []
+    tokens = _TOKEN.findall(text)
+    out: list[tuple[str, ...]] = []
+    for before, token in itertools.pairwise(tokens):
+        word = token.strip(",.;:!?()'\"")
+        if (word.lower() in CAPITALISED and word[:1].isupper() and word[1:].islower()
+                and before.islower() and not before.endswith((".", "!", "?", ":"))):
+            out.append((word.lower(),))
+    return out
