@@ -12,7 +12,9 @@ committed alone. Left out on purpose, whatever their fame:
 
 * names that are common English words, first names or surnames, or places ("Linear",
   "Box", "Square", "Zoom", "Teams", "Jenkins", "Ford", "Amazon", "Cypress"): only
-  their unambiguous phrases are listed ("microsoft teams", "travis ci");
+  their unambiguous phrases are listed ("microsoft teams", "travis ci"); the product
+  names among them count when capitalised inside a sentence (``CAPITALISED``), and
+  Jenkins as self-hosted software (``SELF_HOSTED``: a surname too, a known risk);
 * search engines, web browsers, public web sites and encyclopedias (Google, Bing,
   Chrome, Firefox, Wikipedia, Stack Overflow): a web search or fetch tool reaches
   them whatever its name;
