@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import pickle
 import random
 import sys
@@ -118,16 +119,19 @@ def checks_only() -> Iterator[None]:
 
 @contextlib.contextmanager
 def switched_off(name: str | None) -> Iterator[None]:
-    """The check ``name`` (one of ``CHECKS``) off, or nothing changed."""
+    """The check ``name`` (one of ``CHECKS``: an attribute of gateway/abstain.py, or
+    "module.ATTRIBUTE" of another gateway module) off, or nothing changed."""
     if name is None:
         yield
         return
-    saved = getattr(abstain_module, name)
-    setattr(abstain_module, name, False)
+    module, _, attribute = name.rpartition(".")
+    owner = importlib.import_module(f"skillop.gateway.{module}") if module else abstain_module
+    saved = getattr(owner, attribute)
+    setattr(owner, attribute, False)
     try:
         yield
     finally:
-        setattr(abstain_module, name, saved)
+        setattr(owner, attribute, saved)
 
 
 def verdicts(index: SearchIndex, labelled: Labelled,

@@ -63,6 +63,18 @@ def test_only_a_short_request_is_checked_for_what_it_acts_on() -> None:
     assert not _unable(long, _GITHUB, [1.0] * 5)
 
 
+@pytest.mark.parametrize(("query", "weak"), [
+    ("create a gist with the snippet so that everyone on the team can read it today", True),
+    ("create a gist with the snippet. Tell everyone on the team where to find it", False),
+    ("create a gist with the snippet, then tell everyone on the team where it is", False),
+    ("first task: create a gist with the snippet for everyone on the whole team", False),
+])
+def test_a_long_query_of_one_request_is_checked_for_what_it_acts_on(query: str,
+                                                                    weak: bool) -> None:
+    assert len(query.split()) > abstain.OBJECT_WORDS
+    assert _unable(query, _GITHUB, [1.0] * 5) is weak
+
+
 def test_only_the_closest_tools_are_read() -> None:
     far = [*_GITHUB, *_docs(*((f"other{n}", f"tool_{n}", "Do something else.")
                               for n in range(abstain.OBJECT_CANDIDATES))),
@@ -74,6 +86,9 @@ def test_only_the_closest_tools_are_read() -> None:
 
 
 def test_a_switched_off_check_does_not_abstain(monkeypatch: pytest.MonkeyPatch) -> None:
+    long = "create a gist with the snippet so that everyone on the team can read it today"
+    monkeypatch.setattr(abstain, "ONE_STEP", False)
+    assert not _unable(long, _GITHUB, [1.0] * 5)
     monkeypatch.setattr(abstain, "UNNAMED_OBJECT", False)
     assert not _unable("create a GitHub gist", _GITHUB, [1.0] * 5)
     monkeypatch.setattr(abstain, "OPERATION", False)
@@ -89,7 +104,8 @@ _TOOLS = st.lists(
 _QUERIES = st.builds(lambda verb, thing, where: f"{verb} a {thing} {where}",
                      st.sampled_from(["create", "delete", "push", "pin", "rename", "post"]),
                      st.sampled_from([*_WORDS, "gist status", "webhook"]),
-                     st.sampled_from(["", "in GitHub", "on Slack", "for me"]))
+                     st.sampled_from(["", "in GitHub", "on Slack", "for me",
+                                      "so that everyone on the team can see it in GitHub"]))
 
 
 @settings(max_examples=200, deadline=None)

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from skillop.gateway import actions
 from skillop.gateway.actions import (
     TRIGGERS,
     VERBS,
@@ -72,6 +73,21 @@ def test_a_tool_performs_what_its_name_title_and_first_sentence_say() -> None:
 def test_a_request_s_lead_is_skipped_and_operations_of_their_own_are_asked(
         query: str, classes: set[str]) -> None:
     assert asked(query) == classes
+
+
+@pytest.mark.parametrize(("query", "classes"), [
+    ("permanently delete the contact", {"delete"}),  # an adverb before the verb
+    ("please manually restart the job", {"start", "stop"}),
+    ("reply to the thread", {"send", "create"}),  # a verb in "-ly" is the verb
+    ("only list the pods", set()),  # the adverb skipped, the verb reads
+])
+def test_an_adverb_before_the_verb_is_skipped(query: str, classes: set[str]) -> None:
+    assert asked(query) == classes
+
+
+def test_the_adverbs_switched_off_ask_for_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(actions, "ADVERBS", False)
+    assert asked("permanently delete the contact") == frozenset()
 
 
 @pytest.mark.parametrize("query", [

@@ -10,7 +10,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from skillop.gateway.products import CATEGORIES, NAMES, mentioned, said_in
+from skillop.gateway import products
+from skillop.gateway.products import (
+    CATEGORIES,
+    NAMES,
+    SELF,
+    SELF_HOSTED,
+    mentioned,
+    said_in,
+)
 from skillop.gateway.search import Document, SearchIndex
 from skillop.gateway.vectors import SemanticRanker
 
@@ -45,8 +53,12 @@ def test_what_is_not_a_service_name_names_none(query: str) -> None:
 def test_the_list_is_several_hundred_names_of_one_to_three_words() -> None:
     written = [" ".join(name.split()) for products in CATEGORIES.values()
                for name in products.split(",")]
-    assert len(written) == len(set(written)) == len(NAMES) >= 300
-    assert all(re.fullmatch(r"[a-z0-9]+( [a-z0-9]+){0,2}", name) for name in written)
+    hosted = [" ".join(name.split()) for names in SELF_HOSTED.values()
+              for name in names.split(",")]
+    assert len(written) == len(set(written)) == len(NAMES - SELF) >= 300
+    assert len(hosted) == len(set(hosted)) == len(SELF) and not set(written) & set(hosted)
+    assert all(re.fullmatch(r"[a-z0-9]+( [a-z0-9]+){0,2}", name)
+               for name in [*written, *hosted])
 
 
 def test_a_tool_serves_the_names_its_text_says() -> None:
@@ -159,3 +171,58 @@ def test_a_name_in_the_other_number_is_served_by_a_tool_saying_it() -> None:
                             description="Append a row to a Google Sheets spreadsheet."))
     assert not index.find("add a row to my Google Sheet", limit=1).weak
     assert _index().find("add a row to my Google Sheet", limit=1).weak
+
+
+@pytest.mark.parametrize(("query", "names"), [
+    ("trigger the Jenkins job nightly-build", [("jenkins",)]),
+    ("get the value of key session:1 from Redis", [("redis",)]),
+    ("create a user in Active Directory", [("active", "directory")]),
+    ("put redis on the cluster from the bitnami chart", []),  # where it runs
+    ("remove the grafana release", []),
+    ("install mysql locally", []),
+    ("what do I know about kafka", []),  # a topic, not the thing acted on
+    ("find docs on redis streams", []),
+])
+def test_self_hosted_software_is_a_product_unless_the_query_says_where_it_runs(
+        query: str, names: list[tuple[str, ...]]) -> None:
+    assert mentioned(query) == names
+
+
+def test_self_hosted_software_switched_off_is_no_product(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(products, "SELF_HOSTED_PRODUCTS", False)
+    assert mentioned("trigger the Jenkins job") == []
+    assert mentioned("trigger the Jenkins job on Discord") == [("discord",)]
+
+
+def test_self_hosted_software_a_tool_names_is_served_and_hidden_ones_count_nothing() -> None:
+    assert SELF <= NAMES
+    index = _index(Document("ci/jenkins", "build_job", skill="ci",
+                            description="Start a build of a Jenkins job."))
+    assert not index.find("trigger the Jenkins job nightly", limit=1).weak
+    assert index.find("trigger the Jenkins job nightly", limit=1, hidden={"ci/jenkins"}).weak
+    assert _index().find("trigger the Jenkins job nightly", limit=1).weak
+
+
+@pytest.mark.parametrize(("query", "names"), [
+    ("create a Linear issue for the bug", [("linear",)]),  # a capital inside a sentence
+    ("post it on Zoom chat", [("zoom",)]),
+    ("fit a linear regression", []),  # the word, not the product
+    ("Linear issues: list them", []),  # a sentence's first word
+    ("Create A Linear Issue", []),  # a title's words
+    ("it went wrong. Square up the totals", []),  # after a sentence's end
+])
+def test_a_product_named_by_a_common_word_counts_only_when_capitalised(
+        query: str, names: list[tuple[str, ...]]) -> None:
+    assert mentioned(query) == names
+
+
+def test_a_capitalised_product_switched_off_is_no_product(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(products, "CAPITALISED_PRODUCTS", False)
+    assert mentioned("create a Linear issue") == []
+
+
+def test_a_capitalised_product_a_visible_tool_names_is_served() -> None:
+    index = _index(Document("lin/issue", "create_issue", skill="tracker",
+                            description="Create an issue in Linear."))
+    assert not index.find("create a Linear issue", limit=1).weak
+    assert index.find("create a Linear issue", limit=1, hidden={"lin/issue"}).weak

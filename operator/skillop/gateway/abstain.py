@@ -12,14 +12,17 @@ Two checks, neither with a threshold nor anything that grows with the set's size
   ("create a gist", "set my status", "add an environment variable") that no text of
   the ``OBJECT_CANDIDATES`` closest tools names at all, in its words or the
   thesaurus's: the set's tools near the purpose do not know the thing. Only a short
-  request (at most ``OBJECT_WORDS`` words): in a longer task the first clause's
-  object is often context for a later step.
+  request (at most ``OBJECT_WORDS`` words) or a longer one of a single step (no
+  second sentence, no "then"): in a task of several steps the first clause's object
+  is often context for a later step.
 
 Tools hidden from a caller count for nothing in either (their numbers are left out of
 the closest, and a service's own words are the visible tools'), so whether a query
 gets "nothing fits" never tells a caller that a hidden tool exists.
 
-``SWITCHES`` names each check's switch, for bench/abstain_cv.py's ablation.
+``SWITCHES`` names each check's switch, for bench/abstain_cv.py's ablation (those of
+other modules as "module.NAME": the adverbs skipped before a request's verb, and
+self-hosted software read as a product, gateway/products.py).
 """
 
 from __future__ import annotations
@@ -60,8 +63,13 @@ OBJECT_WORDS = 12
 #: Each check runs while its switch is on (bench/abstain_cv.py turns each off in turn).
 OPERATION = True
 UNNAMED_OBJECT = True
-SWITCHES = ("OPERATION", "UNNAMED_OBJECT")
+SWITCHES = ("OPERATION", "UNNAMED_OBJECT", "ONE_STEP", "actions.ADVERBS",
+            "products.SELF_HOSTED_PRODUCTS", "products.CAPITALISED_PRODUCTS")
 
+#: A longer query that is one request (no second sentence, no "then") is checked too:
+#: its object is what is acted on, not the context of a later step.
+ONE_STEP = True
+_STEPS = re.compile(r"[.:;!?]\s|\bthen\b", re.IGNORECASE)
 _LETTERS = re.compile(r"[a-z]+")
 #: An operation's word after the verb names what is said or made, or a kind of thing
 #: by what is done to it, not a kind a tool must name ("post an update", "a merge
@@ -110,9 +118,9 @@ def _no_operation(query: str, wanted: frozenset[str], documents: Sequence[Docume
 
 
 def _unnamed(query: str, documents: Sequence[Document], scores: Matrix, view: Objects) -> bool:
-    """Whether ``query`` (short) names what it acts on, and no text of the
+    """Whether ``query`` (short, or one step) names what it acts on, and no text of the
     ``OBJECT_CANDIDATES`` best-scored visible documents names it."""
-    if len(query.split()) > OBJECT_WORDS:
+    if len(query.split()) > OBJECT_WORDS and (not ONE_STEP or _STEPS.search(query.strip())):
         return False
     said = objects(query) - view.services
     if not said or said & _OPERATIONS:

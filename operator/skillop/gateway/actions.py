@@ -159,6 +159,9 @@ _QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|`[^`]*`")
 _LETTERS = re.compile(r"[a-z]+")
 _NAME_WORD = re.compile(r"[a-z0-9]+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s|\n")
+#: Whether an adverb before the verb ("permanently delete", "manually run") is
+#: skipped like the words of ``_LEAD`` (bench/abstain_cv.py's ablation).
+ADVERBS = True
 _STEMMER = snowballstemmer.stemmer("english")
 #: A stemmer keeps the word it works on in itself: searches run in worker threads.
 _STEMMING = threading.Lock()
@@ -185,11 +188,12 @@ _BY_TERM = _stemmed()
 
 def _request(query: str) -> tuple[str, list[str]]:
     """The query's leading word after the words that lead a request ("please", "can
-    you", "how do I"), its hyphens dropped ("re-run", "cherry-pick"), and the words
-    after it (lowercased, split at hyphens); ("", []) when there is none."""
+    you", "how do I") and adverbs ("permanently"), its hyphens dropped ("re-run",
+    "cherry-pick"), and the words after it (lowercased, split at hyphens); ("", [])
+    when there is none."""
     tokens = _WORD.findall(_QUOTED.sub(" ", query[:200]))
-    start = next((i for i, token in enumerate(tokens) if token.lower() not in _LEAD),
-                 len(tokens))
+    start = next((i for i, token in enumerate(tokens)
+                  if token.lower() not in _LEAD and not _adverb(token.lower())), len(tokens))
     if start < len(tokens) - 1 and tokens[start].lower() in _COMMANDS:
         start += 1  # "git push ...": the command's own verb
     if start == len(tokens):
@@ -198,6 +202,12 @@ def _request(query: str) -> tuple[str, list[str]]:
     if rest[:2] in (["for", "me"], ["for", "us"]):
         rest = rest[2:]  # "make for me a new channel"
     return tokens[start].lower().replace("-", ""), rest
+
+
+def _adverb(word: str) -> bool:
+    """Whether ``word`` is an adverb in "-ly" ("permanently", "manually"), not a verb
+    ("reply", "apply")."""
+    return ADVERBS and len(word) > 4 and word.endswith("ly") and word not in VERBS
 
 
 def asked(query: str) -> frozenset[str]:

@@ -12,7 +12,9 @@ committed alone. Left out on purpose, whatever their fame:
 
 * names that are common English words, first names or surnames, or places ("Linear",
   "Box", "Square", "Zoom", "Teams", "Jenkins", "Ford", "Amazon", "Cypress"): only
-  their unambiguous phrases are listed ("microsoft teams", "travis ci");
+  their unambiguous phrases are listed ("microsoft teams", "travis ci"); the product
+  names among them count when capitalised inside a sentence (``CAPITALISED``), and
+  Jenkins as self-hosted software (``SELF_HOSTED``: a surname too, a known risk);
 * search engines, web browsers, public web sites and encyclopedias (Google, Bing,
   Chrome, Firefox, Wikipedia, Stack Overflow): a web search or fetch tool reaches
   them whatever its name;
@@ -26,12 +28,15 @@ committed alone. Left out on purpose, whatever their fame:
   bitnami chart"). This exclusion was made after the first version of the list (its
   own commit) was run on the seen query sets, where such names were asked of the
   Kubernetes tools; "contentful" was dropped then too ("largest contentful paint").
+  They are listed apart (``SELF_HOSTED``) and count only in a query that says
+  nothing of where software runs and does not make it a topic.
 
 A name is lowercase words ([a-z0-9]+), one to three of them.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator, Sequence
 
@@ -137,9 +142,50 @@ CATEGORIES: dict[str, str] = {
         payroll""",
 }
 
+_WORD = re.compile(r"[a-z0-9]+")
+#: Software one installs and runs (the list's exclusion above), by category, written
+#: from general knowledge; names that are common English words are left out ("chef",
+#: "puppet", "vault", "bamboo", "apache"). Such a name counts only in a query that
+#: says nothing of where software runs (``_RUNS``): "get the key session:1 from
+#: Redis" asks Redis itself; "put redis on the cluster" asks the set's cluster tools.
+SELF_HOSTED: dict[str, str] = {
+    "databases, caches and queues": """
+        redis, mysql, mariadb, postgresql, cassandra, couchdb, couchbase, elasticsearch,
+        opensearch, memcached, clickhouse, influxdb, neo4j, kafka, rabbitmq, activemq,
+        zookeeper, minio""",
+    "monitoring and logging": """
+        prometheus, grafana, kibana, logstash, jaeger, zipkin, nagios, zabbix,
+        alertmanager""",
+    "ci, version control and delivery": """
+        jenkins, gitea, gogs, subversion, svn, teamcity, argocd, argo cd, spinnaker,
+        sonarqube, nexus repository""",
+    "infrastructure, servers and directories": """
+        terraform, ansible, pulumi, hashicorp vault, consul, nginx, haproxy, traefik,
+        tomcat, keycloak, active directory, ldap, openldap, airflow, metabase,
+        superset""",
+    "desktop applications": """
+        microsoft excel, excel, powerpoint, microsoft word, photoshop, adobe
+        illustrator, outlook desktop, libreoffice, keynote app""",
+}
+#: Words that say where software runs or how it is put there: a query with one asks
+#: the set's cluster or shell tools, not the software's own service.
+_RUNS = frozenset(_WORD.findall("""cluster clusters kubernetes k8s kubectl helm chart
+    charts release releases pod pods container containers docker image images namespace namespaces
+    deployment deployments deploy deployed install installed installing uninstall
+    statefulset daemonset service services node nodes replica replicas port forward
+    ingress volume configmap operator manifest manifests yaml shell terminal command
+    locally localhost vm host compose"""))
+#: Words that make software the topic of a question, not the thing acted on ("what
+#: do I know about kafka", "find docs on redis streams"): a search or memory tool
+#: may answer it.
+_TOPIC = frozenset(_WORD.findall("""about regarding related docs documentation tutorial
+    tutorials guide guides article articles paper papers notes news learn explain compare versus
+    vs research"""))
+#: Whether self-hosted software counts as a product (bench/abstain_cv.py's ablation).
+SELF_HOSTED_PRODUCTS = True
+
 #: The longest name, in words.
 _LONGEST = 3
-_WORD = re.compile(r"[a-z0-9]+")
 #: What in a query is not a name of a service: file names, paths, addresses, handles
 #: and channels ("report.xlsx", "src/app", "https://...", "@ana", "#releases"), and
 #: quoted text (a message's or a title's own words).
@@ -152,8 +198,15 @@ def _names() -> frozenset[tuple[str, ...]]:
                      for products in CATEGORIES.values() for name in products.split(","))
 
 
-#: Every product's name as a tuple of words.
-NAMES = _names() - {()}
+def _self_hosted() -> frozenset[tuple[str, ...]]:
+    return frozenset(tuple(_WORD.findall(name.lower()))
+                     for names in SELF_HOSTED.values() for name in names.split(","))
+
+
+#: The self-hosted software's names (``SELF_HOSTED``).
+SELF = _self_hosted() - {()}
+#: Every product's name as a tuple of words, the self-hosted software's among them.
+NAMES = (_names() - {()}) | SELF
 
 
 def _number(word: str) -> str | None:
@@ -197,8 +250,11 @@ def _grams(words: Sequence[str]) -> Iterator[tuple[int, tuple[str, ...]]]:
 
 def said_in(text: str) -> frozenset[tuple[str, ...]]:
     """The names of the list that occur in ``text`` (a tool's text: what it serves),
-    as whole words, case ignored."""
-    return frozenset(gram for _, gram in _grams(_WORD.findall(text.lower())))
+    as whole words, case ignored (a ``CAPITALISED`` name in any case: a tool that
+    says the word may serve it)."""
+    words = _WORD.findall(text.lower())
+    return frozenset((*(gram for _, gram in _grams(words)),
+                      *((word,) for word in CAPITALISED.intersection(words))))
 
 
 def mentioned(query: str) -> list[tuple[str, ...]]:
@@ -212,4 +268,32 @@ def mentioned(query: str) -> list[tuple[str, ...]]:
         if at >= end:
             out.append(gram)
             end = at + len(gram)
+    out += _capitalised(_NOT_NAMES.sub(" ", query[:1000]))
+    if SELF_HOSTED_PRODUCTS and not (_RUNS | _TOPIC).intersection(words):
+        return out
+    return [name for name in out if name not in SELF]
+
+
+#: Products whose names are common words (left out of ``CATEGORIES``), read only
+#: when capitalised inside a sentence of lowercase words ("create a Linear issue"),
+#: written from general knowledge.
+CAPITALISED = frozenset(_WORD.findall("""linear zoom box square height shortcut front
+    lever greenhouse signal teams"""))
+#: Whether ``CAPITALISED`` is read (bench/abstain_cv.py's ablation).
+CAPITALISED_PRODUCTS = True
+_TOKEN = re.compile(r"\S+")
+
+
+def _capitalised(text: str) -> list[tuple[str, ...]]:
+    """The ``CAPITALISED`` names written with a capital after a word in lowercase
+    (not a sentence's first word, nor a title's words)."""
+    if not CAPITALISED_PRODUCTS:
+        return []
+    tokens = _TOKEN.findall(text)
+    out: list[tuple[str, ...]] = []
+    for before, token in itertools.pairwise(tokens):
+        word = token.strip(",.;:!?()'\"")
+        if (word.lower() in CAPITALISED and word[:1].isupper() and word[1:].islower()
+                and before.islower() and not before.endswith((".", "!", "?", ":"))):
+            out.append((word.lower(),))
     return out
