@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import pickle
 import random
 import sys
@@ -117,21 +116,9 @@ def checks_only() -> Iterator[None]:
         search_module.ABSTAIN_BELOW = saved
 
 
-@contextlib.contextmanager
-def switched_off(name: str | None) -> Iterator[None]:
-    """The check ``name`` (one of ``CHECKS``: an attribute of gateway/abstain.py, or
-    "module.ATTRIBUTE" of another gateway module) off, or nothing changed."""
-    if name is None:
-        yield
-        return
-    module, _, attribute = name.rpartition(".")
-    owner = importlib.import_module(f"skillop.gateway.{module}") if module else abstain_module
-    saved = getattr(owner, attribute)
-    setattr(owner, attribute, False)
-    try:
-        yield
-    finally:
-        setattr(owner, attribute, saved)
+def switched_off(name: str | None) -> contextlib.AbstractContextManager[None]:
+    """The check ``name`` (one of ``CHECKS``) off, or nothing changed."""
+    return disclosure.switched_off(*(() if name is None else (name,)))
 
 
 def verdicts(index: SearchIndex, labelled: Labelled,

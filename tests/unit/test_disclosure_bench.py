@@ -72,3 +72,22 @@ def test_each_frozen_set_is_scored_alone_when_named_and_covers_every_kind() -> N
     assert {k for k, _, _ in fifth} == {*bench.KINDS, "none"}
     assert sum(1 for _, _, r in fifth if not r) >= 50 and len(fifth) >= 300
     assert len({q for _, q, _ in fifth}) == len(fifth)
+
+
+def test_the_abstentions_checks_switched_off_are_restored_whatever_module_holds_them() -> None:
+    import importlib
+
+    from skillop.gateway import abstain
+
+    bench = bench_module("disclosure")
+
+    def owner_and_attribute(name: str) -> tuple[object, str]:
+        module, _, attribute = name.rpartition(".")
+        return importlib.import_module(f"skillop.gateway.{module or 'abstain'}"), attribute
+
+    places = [owner_and_attribute(name) for name in abstain.SWITCHES]
+    assert any(owner is not abstain for owner, _ in places)
+    before = [getattr(owner, attribute) for owner, attribute in places]
+    with bench.switched_off(*abstain.SWITCHES):
+        assert all(getattr(owner, attribute) is False for owner, attribute in places)
+    assert [getattr(owner, attribute) for owner, attribute in places] == before
