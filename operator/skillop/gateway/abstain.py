@@ -30,12 +30,11 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from skillop.gateway.actions import (
     VERBS,
     Objects,
-    Tool,
     asked,
     named,
     objects,
@@ -43,6 +42,7 @@ from skillop.gateway.actions import (
     sought,
     stems,
 )
+from skillop.gateway.lexical import ToolText
 
 if TYPE_CHECKING:
     import numpy as np
@@ -77,19 +77,13 @@ _LETTERS = re.compile(r"[a-z]+")
 _OPERATIONS = stems(VERBS)
 
 
-class Document(Tool, Protocol):
-    """What the checks read of a tool (gateway/search.py's ``Document``)."""
-
-    def texts(self) -> tuple[str, ...]: ...
-
-
 @functools.lru_cache(maxsize=1 << 14)
 def _said(texts: tuple[str, ...]) -> frozenset[str]:
     """The stems of every word of a tool's texts."""
     return stems(_LETTERS.findall(" ".join(texts).lower()))
 
 
-def unable(query: str, documents: Sequence[Document], closest: list[int], scores: Matrix, *,
+def unable(query: str, documents: Sequence[ToolText], closest: list[int], scores: Matrix, *,
            skills: Mapping[str, npt.NDArray[np.intp]], view: Objects) -> bool:
     """Whether the set cannot do what ``query`` asks: ``closest`` are the numbers of
     its best-ranked documents, ``scores`` every document's score (``-inf`` for those
@@ -104,7 +98,7 @@ def unable(query: str, documents: Sequence[Document], closest: list[int], scores
     return UNNAMED_OBJECT and _unnamed(query, documents, scores, view)
 
 
-def _no_operation(query: str, wanted: frozenset[str], documents: Sequence[Document],
+def _no_operation(query: str, wanted: frozenset[str], documents: Sequence[ToolText],
                   closest: list[int], scores: Matrix, *,
                   skills: Mapping[str, npt.NDArray[np.intp]], view: Objects) -> bool:
     import numpy as np
@@ -117,7 +111,7 @@ def _no_operation(query: str, wanted: frozenset[str], documents: Sequence[Docume
     return view.unable(query, wanted, [documents[n] for n in closest])
 
 
-def _unnamed(query: str, documents: Sequence[Document], scores: Matrix, view: Objects) -> bool:
+def _unnamed(query: str, documents: Sequence[ToolText], scores: Matrix, view: Objects) -> bool:
     """Whether ``query`` (short, or one step) names what it acts on, and no text of the
     ``OBJECT_CANDIDATES`` best-scored visible documents names it."""
     if len(query.split()) > OBJECT_WORDS and (not ONE_STEP or _STEPS.search(query.strip())):

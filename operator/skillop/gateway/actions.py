@@ -36,10 +36,10 @@ import threading
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 import snowballstemmer
 
+from skillop.gateway.lexical import ToolText
 from skillop.gateway.thesaurus import GROUPS
 
 _CLASSES: Mapping[str, str] = {
@@ -315,21 +315,6 @@ def objects(query: str) -> frozenset[str]:
     return stems(full for word in said for full in _SHORT.get(word, (word,)))
 
 
-class Tool(Protocol):
-    """What ``Objects`` reads of a tool (gateway/search.py's ``Document``)."""
-
-    @property
-    def skill(self) -> str: ...
-
-    @property
-    def title(self) -> str: ...
-
-    @property
-    def description(self) -> str: ...
-
-    def name_words(self) -> str: ...
-
-
 @dataclass(frozen=True, slots=True)
 class Objects:
     """The words of a set's tool names that name no object: each service's own
@@ -352,20 +337,20 @@ class Objects:
         return cls(shared, frozenset().union(*(stems(_LETTERS.findall(skill.lower()))
                                                for skill in counts)))
 
-    def named_by(self, tool: Tool) -> frozenset[str]:
+    def named_by(self, tool: ToolText) -> frozenset[str]:
         """The objects ``tool``'s name says it acts on (its verb among them)."""
         own = self.shared.get(tool.skill, frozenset())
         service = stems(_LETTERS.findall(tool.skill.lower()))
         return stems(tool.name_words().split()) - service - own
 
-    def unable(self, query: str, wanted: frozenset[str], closest: Sequence[Tool]) -> bool:
+    def unable(self, query: str, wanted: frozenset[str], closest: Sequence[ToolText]) -> bool:
         """Whether none of the ``closest`` tools performs a class ``wanted`` (on what
         ``query`` acts on: ``missed``)."""
         return (not any(wanted & performed(tool.name_words(), tool.title, tool.description)
                         for tool in closest)
                 or self.missed(query, wanted, closest))
 
-    def missed(self, query: str, wanted: frozenset[str], closest: Sequence[Tool]) -> bool:
+    def missed(self, query: str, wanted: frozenset[str], closest: Sequence[ToolText]) -> bool:
         """Whether the ``closest`` tools name what ``query`` acts on, yet none that
         performs a class ``wanted`` acts on it."""
         wanted_objects = sought(objects(query) - self.services)

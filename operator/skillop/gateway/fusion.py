@@ -21,12 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from skillop.gateway.actions import asked, objects, performed, phrase, sought, stems
 from skillop.gateway.categories import asked_products, of_kind, service_terms
 from skillop.gateway.fusion_weights import WEIGHTS
-from skillop.gateway.lexical import WORD, terms
+from skillop.gateway.lexical import WORD, ToolText, terms
 
 if TYPE_CHECKING:
     from skillop.gateway.embedding import Matrix
@@ -49,27 +49,6 @@ FEEDBACK = 3
 LONG_WORDS = 12
 
 
-class Tool(Protocol):
-    """What the features read of a tool (gateway/search.py's ``Document``)."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def skill(self) -> str: ...
-
-    @property
-    def title(self) -> str: ...
-
-    @property
-    def description(self) -> str: ...
-
-    @property
-    def parameters(self) -> str: ...
-
-    def name_words(self) -> str: ...
-
-
 @dataclass(frozen=True, slots=True)
 class ToolTerms:
     """A tool's index terms by field, read once when the vectors attach."""
@@ -89,7 +68,7 @@ class ToolTerms:
     acts_on: frozenset[str] = frozenset()
 
     @classmethod
-    def of(cls, tool: Tool) -> ToolTerms:
+    def of(cls, tool: ToolText) -> ToolTerms:
         name = frozenset(terms(tool.name))
         service = frozenset(terms(" ".join(WORD.findall(tool.skill))))
         title, description = frozenset(terms(tool.title)), frozenset(terms(tool.description))
@@ -114,7 +93,7 @@ class Evidence:
 
 
 def features(query: str, weighted: Mapping[str, float], idf: Mapping[str, float],
-             evidence: Evidence, candidates: Sequence[int], tools: Sequence[Tool],
+             evidence: Evidence, candidates: Sequence[int], tools: Sequence[ToolText],
              words: Sequence[ToolTerms], skills: Sequence[str]) -> Matrix:
     """One row per candidate (in ``FEATURES`` order): ``weighted`` is the query's
     terms with their weights (1 its own, less a synonym's), ``skills`` the skills of

@@ -63,8 +63,10 @@ def terms(text: str) -> list[str]:
     return [term for word in WORD.findall(text) if (term := _term(word)) is not None]
 
 
-class Fields(Protocol):
-    """What the tables read of a tool (gateway/search.py's ``Document``)."""
+class ToolText(Protocol):
+    """A tool's texts as the search's modules read them (gateway/search.py's
+    ``Document``): the tables here, gateway/fusion.py's features, gateway/actions.py's
+    objects and gateway/abstain.py's checks."""
 
     @property
     def name(self) -> str: ...
@@ -84,6 +86,10 @@ class Fields(Protocol):
     @property
     def parameters(self) -> str: ...
 
+    def name_words(self) -> str: ...
+
+    def texts(self) -> tuple[str, ...]: ...
+
 
 @dataclass(frozen=True, slots=True)
 class Tables:
@@ -96,7 +102,7 @@ class Tables:
     norms: list[float]
 
 
-def tables(documents: Sequence[Fields]) -> Tables:
+def tables(documents: Sequence[ToolText]) -> Tables:
     """BM25's tables over ``documents``, their fields weighted (``FIELD_WEIGHTS``)."""
     lengths: list[float] = []
     postings: dict[str, list[tuple[int, float]]] = {}
@@ -112,7 +118,7 @@ def tables(documents: Sequence[Fields]) -> Tables:
     return Tables(postings, idf, [K1 * (1 - B + B * length / average) for length in lengths])
 
 
-def weighted_bag(doc: Fields) -> dict[str, float]:
+def weighted_bag(doc: ToolText) -> dict[str, float]:
     """Each term of ``doc`` -> its count, each field's words weighted."""
     bag: dict[str, float] = {}
     fields: Sequence[tuple[str, str]] = (
