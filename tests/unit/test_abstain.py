@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from searchkit import documents
 
 from skillop.gateway import abstain
 from skillop.gateway.actions import Objects, ObjectsByView, phrase
@@ -15,12 +16,7 @@ from skillop.gateway.search import Document
 np = pytest.importorskip("numpy")
 
 
-def _docs(*specs: tuple[str, str, str]) -> list[Document]:
-    return [Document(f"{skill}/{name}", name, skill=skill, description=text)
-            for skill, name, text in specs]
-
-
-_GITHUB = _docs(("github", "create_repository", "Create a new GitHub repository."),
+_GITHUB = documents(("github", "create_repository", "Create a new GitHub repository."),
                 ("github", "create_issue", "Create a new issue in a repository."),
                 ("github", "create_branch", "Create a new branch in a repository."),
                 ("github", "push_files", "Push several files to a repository in one commit."),
@@ -76,9 +72,9 @@ def test_a_long_query_of_one_request_is_checked_for_what_it_acts_on(query: str,
 
 
 def test_only_the_closest_tools_are_read() -> None:
-    far = [*_GITHUB, *_docs(*((f"other{n}", f"tool_{n}", "Do something else.")
+    far = [*_GITHUB, *documents(*((f"other{n}", f"tool_{n}", "Do something else.")
                               for n in range(abstain.OBJECT_CANDIDATES))),
-           *_docs(("github", "create_gist", "Create a gist."))]
+           *documents(("github", "create_gist", "Create a gist."))]
     close = [0.1] * len(_GITHUB) + [0.9] * abstain.OBJECT_CANDIDATES + [0.5]
     assert _unable("create a gist", far, close)  # create_gist is the eleventh
     close[-1] = 0.95

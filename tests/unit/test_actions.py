@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from searchkit import documents
 
 from skillop.gateway import actions
 from skillop.gateway.actions import (
@@ -201,12 +202,7 @@ def test_objects_reads_any_text_and_only_when_an_operation_is_asked(query: str) 
     assert all(stem and stem.isascii() for stem in said)
 
 
-def _docs(*specs: tuple[str, str, str]) -> list[Document]:
-    return [Document(f"{skill}/{name}", name, skill=skill, description=text)
-            for skill, name, text in specs]
-
-
-_SLACK = _docs(("slack", "slack_post_message", "Post a new message to a Slack channel."),
+_SLACK = documents(("slack", "slack_post_message", "Post a new message to a Slack channel."),
                ("slack", "slack_list_channels", "List the channels of the workspace."),
                ("slack", "slack_add_reaction", "Add a reaction emoji to a message."),
                ("slack", "slack_get_users", "Get the users of the workspace."))
@@ -228,7 +224,7 @@ def test_an_operation_must_be_performed_on_what_the_query_names(query: str,
 
 
 def test_a_word_most_of_a_service_s_names_share_names_no_object() -> None:
-    docs = _docs(*(("kubernetes", f"kubectl_{verb}", f"{verb.title()} resources.")
+    docs = documents(*(("kubernetes", f"kubectl_{verb}", f"{verb.title()} resources.")
                    for verb in ("get", "delete", "describe", "logs")),
                  ("kubernetes", "exec_in_pod", "Run a command in a pod."))
     reader = Objects.of((doc.skill, doc.name_words()) for doc in docs)
