@@ -41,8 +41,7 @@ FEATURES = (
     "name_terms", "title_terms", "description_terms", "parameter_terms", "name_covered",
     "skill_named", "other_skill", "verb_agrees", "verb_differs", "reciprocal_rank",
     "feedback_cosine", "twin", "cover", "name_synonyms", "long_bm25_share", "long_cosine_gap",
-    "kind_named", "object_agrees", "object_differs", "clause_cover", "clause_best",
-    "main_cover", "main_verb_agrees", "main_verb_differs", "step_verb_agrees", "context_share",
+    "kind_named", "object_agrees", "object_differs", "main_verb_agrees", "main_verb_differs",
 )
 _AT = {name: column for column, name in enumerate(FEATURES)}
 #: The blend's best whose texts' mean vector is the query's feedback (``feedback_cosine``).
@@ -147,47 +146,21 @@ def features(query: str, weighted: Mapping[str, float], idf: Mapping[str, float]
             out[row, _AT["object_agrees" if agrees else "object_differs"]] = 1.0
     said = clauses(query)
     if len(said) > 1:
-        _steps(out, said, own, idf, [tools[n] for n in candidates],
-               [words[n].every for n in candidates])
+        _main_verb(out, said, [tools[n] for n in candidates])
     return out
 
 
-def _steps(out: Matrix, said: tuple[Clause, ...], own: frozenset[str],
-           idf: Mapping[str, float], tools: Sequence[ToolText],
-           every: Sequence[frozenset[str]]) -> None:
-    """The clause features of a query of several clauses (gateway/clauses.py), into
-    ``out``: how much of its best clause and of its main one a candidate's words
-    cover (shares of the clause's idf), whether it is the best match of some step,
-    whether it performs the main clause's verb, or any step's, and how much of what
-    it matches is said only in context ("I'm on call", "so that I can ...")."""
-    import numpy as np
-
-    first = main(said)
-    parts = [frozenset(terms(clause.text)) & own for clause in said]
-    steps = [i for i, clause in enumerate(said) if i == first
-             or (clause.imperative and not clause.subordinate)]
-    context = own - frozenset().union(*(parts[i] for i in steps))
-
-    def mass(found: frozenset[str]) -> float:
-        return sum(idf.get(term, 0.0) for term in found)
-
-    covers = np.asarray([[mass(part & found) / max(mass(part), 1e-9) for part in parts]
-                         for found in every], dtype=np.float32)
-    out[:, _AT["clause_cover"]] = covers.max(axis=1)
-    out[:, _AT["main_cover"]] = covers[:, first]
-    best = covers[:, steps].max(axis=0)
-    out[:, _AT["clause_best"]] = ((covers[:, steps] >= best - 1e-6) & (best > 0)).any(axis=1)
-    total = mass(own)
-    if total and context:
-        out[:, _AT["context_share"]] = [mass(context & found) / total for found in every]
-    wanted = asked(said[first].text)
-    each = frozenset().union(*(asked(said[i].text) for i in steps))
+def _main_verb(out: Matrix, said: tuple[Clause, ...], tools: Sequence[ToolText]) -> None:
+    """Whether each candidate performs the operation of the query's main clause
+    (gateway/clauses.py: its first step, past the context and the "so that I can"),
+    into ``out``: a long task's leading verb is often the context's ("the deploy
+    failed; roll it back"), or none ("I'm about to refactor ...; look at ...")."""
+    wanted = asked(said[main(said)].text)
+    if not wanted:
+        return
     for row, tool in enumerate(tools):
-        does = performed(tool.name_words(), tool.title, tool.description)
-        if wanted:
-            out[row, _AT["main_verb_agrees" if does & wanted else "main_verb_differs"]] = 1.0
-        if does & each:
-            out[row, _AT["step_verb_agrees"]] = 1.0
+        does = wanted & performed(tool.name_words(), tool.title, tool.description)
+        out[row, _AT["main_verb_agrees" if does else "main_verb_differs"]] = 1.0
 
 
 def _matches(row: int, found: ToolTerms, own: frozenset[str], synonyms: frozenset[str],
