@@ -7,7 +7,8 @@ words are (its name says what it does; a description also says what it does not,
 what to call next), whether the query names the tool's service or another, or its
 kind ("the team chat": gateway/categories.py), whether the query's leading operation
 verb is one the tool performs and what it acts on one the tool's name says
-(gateway/actions.py),
+(gateway/actions.py), whether it performs the verb of the request's main clause when the
+query has several (gateway/clauses.py: a long task's first step past its context),
 how far the tool's cosine and BM25 score are from the set's best. Every feature means
 the same in a set of 10 tools as in one of 5,000: scores are taken relative to the
 set's best, word matches as shares of the query's words, never as counts or raw
