@@ -19,7 +19,6 @@ query's words, in order. Only general English is read here, no set's words.
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass
 
@@ -59,7 +58,6 @@ class Clause:
     imperative: bool
 
 
-@functools.lru_cache(maxsize=1 << 10)
 def clauses(query: str) -> tuple[Clause, ...]:
     """``query``'s clauses, in order (none for a query without words)."""
     tokens = [(m.start(), m.group()) for m in _TOKEN.finditer(query[:_MAX_CHARS])]
