@@ -59,6 +59,17 @@ def test_a_leading_verb_agrees_with_the_tools_that_perform_it() -> None:
     assert column(rows, "verb_differs") == [0.0, 1.0, 0.0]
 
 
+def test_the_main_clauses_verb_agrees_where_the_leading_word_says_nothing() -> None:
+    rows = rows_for("our tracker moved. Please create an issue on GitHub", [0, 2, 3],
+                    [0.9, 0.8, 0.7, 0.1])
+    assert column(rows, "verb_agrees") == column(rows, "verb_differs") == [0.0, 0.0, 0.0]
+    assert column(rows, "main_verb_agrees") == [1.0, 0.0, 1.0]
+    assert column(rows, "main_verb_differs") == [0.0, 1.0, 0.0]
+    # A query of one clause has its verb read once, by ``verb_agrees``.
+    rows = rows_for("create an issue on GitHub", [0, 2, 3], [0.9, 0.8, 0.7, 0.1])
+    assert column(rows, "main_verb_agrees") == [0.0, 0.0, 0.0]
+
+
 def test_word_matches_are_shares_of_the_query_words_by_field() -> None:
     rows = rows_for("create issue", [0, 3], [0.9, 0.8, 0.7, 0.1])
     assert column(rows, "name_terms") == [1.0, 0.0]

@@ -210,6 +210,12 @@ def _adverb(word: str) -> bool:
     return ADVERBS and len(word) > 4 and word.endswith("ly") and word not in VERBS
 
 
+def leading(query: str) -> str:
+    """The word that leads ``query``'s request (after "please", "I need to", ...):
+    its verb when it is an imperative; "" when there is none."""
+    return _request(query)[0]
+
+
 def asked(query: str) -> frozenset[str]:
     """The classes of the operation ``query`` asks for: its leading verb's, when it
     is one of the ``TRIGGERS`` in its base form; else none (the query asks to find

@@ -7,7 +7,8 @@ words are (its name says what it does; a description also says what it does not,
 what to call next), whether the query names the tool's service or another, or its
 kind ("the team chat": gateway/categories.py), whether the query's leading operation
 verb is one the tool performs and what it acts on one the tool's name says
-(gateway/actions.py),
+(gateway/actions.py), whether it performs the verb of the request's main clause when the
+query has several (gateway/clauses.py: a long task's first step past its context),
 how far the tool's cosine and BM25 score are from the set's best. Every feature means
 the same in a set of 10 tools as in one of 5,000: scores are taken relative to the
 set's best, word matches as shares of the query's words, never as counts or raw
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from skillop.gateway.actions import asked, objects, performed, phrase, sought, stems
 from skillop.gateway.categories import asked_products, of_kind, service_terms
+from skillop.gateway.clauses import Clause, clauses, main
 from skillop.gateway.fusion_weights import WEIGHTS
 from skillop.gateway.lexical import WORD, ToolText, terms
 
@@ -40,7 +42,7 @@ FEATURES = (
     "name_terms", "title_terms", "description_terms", "parameter_terms", "name_covered",
     "skill_named", "other_skill", "verb_agrees", "verb_differs", "reciprocal_rank",
     "feedback_cosine", "twin", "cover", "name_synonyms", "long_bm25_share", "long_cosine_gap",
-    "kind_named", "object_agrees", "object_differs",
+    "kind_named", "object_agrees", "object_differs", "main_verb_agrees", "main_verb_differs",
 )
 _AT = {name: column for column, name in enumerate(FEATURES)}
 #: The blend's best whose texts' mean vector is the query's feedback (``feedback_cosine``).
@@ -143,7 +145,23 @@ def features(query: str, weighted: Mapping[str, float], idf: Mapping[str, float]
         if acted_on:
             agrees = acted_on & words[number].acts_on
             out[row, _AT["object_agrees" if agrees else "object_differs"]] = 1.0
+    said = clauses(query)
+    if len(said) > 1:
+        _main_verb(out, said, [tools[n] for n in candidates])
     return out
+
+
+def _main_verb(out: Matrix, said: tuple[Clause, ...], tools: Sequence[ToolText]) -> None:
+    """Whether each candidate performs the operation of the query's main clause
+    (gateway/clauses.py: its first step, past the context and the "so that I can"),
+    into ``out``: a long task's leading verb is often the context's ("the deploy
+    failed; roll it back"), or none ("I'm about to refactor ...; look at ...")."""
+    wanted = asked(said[main(said)].text)
+    if not wanted:
+        return
+    for row, tool in enumerate(tools):
+        does = wanted & performed(tool.name_words(), tool.title, tool.description)
+        out[row, _AT["main_verb_agrees" if does else "main_verb_differs"]] = 1.0
 
 
 def _matches(row: int, found: ToolTerms, own: frozenset[str], synonyms: frozenset[str],
