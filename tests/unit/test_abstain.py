@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from searchkit import documents
 
 from skillop.gateway import abstain
-from skillop.gateway.actions import Objects, ObjectsByView, phrase
+from skillop.gateway.actions import Objects, ObjectsByView, named, phrase, telling
 from skillop.gateway.search import Document
 
 np = pytest.importorskip("numpy")
@@ -33,9 +33,10 @@ def _unable(query: str, docs: list[Document], scores: list[float]) -> bool:
         skills.setdefault(phrase(doc.skill), []).append(number)
     hidden = [n for n in range(len(docs)) if not np.isfinite(ranked[n])]
     view = ObjectsByView([(doc.skill, doc.name_words()) for doc in docs]).without(hidden)
+    service = [n for skill in named(query, skills) if telling(skill) for n in skills[skill]]
     return abstain.unable(query, docs, visible[:abstain.ACTION_CANDIDATES], ranked,
                           skills={k: np.asarray(v, dtype=np.intp) for k, v in skills.items()},
-                          view=view)
+                          view=view, service=service)
 
 
 @pytest.mark.parametrize(("query", "weak"), [
@@ -86,9 +87,58 @@ def test_a_switched_off_check_does_not_abstain(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(abstain, "ONE_STEP", False)
     assert not _unable(long, _GITHUB, [1.0] * 5)
     monkeypatch.setattr(abstain, "UNNAMED_OBJECT", False)
+    assert _unable("create a GitHub gist", _GITHUB, [1.0] * 5)  # the service's tools
+    monkeypatch.setattr(abstain, "SERVICE_OBJECT", False)
     assert not _unable("create a GitHub gist", _GITHUB, [1.0] * 5)
     monkeypatch.setattr(abstain, "OPERATION", False)
     assert not _unable("delete the repository", _GITHUB, [1.0] * 5)
+
+
+_SERVICES = documents(
+    ("slack", "slack_post_message", "Post a new message to a Slack channel."),
+    ("slack", "slack_add_reaction", "Add a reaction emoji to a message."),
+    ("slack", "slack_list_channels", "List the channels of the workspace."),
+    ("airtable", "list_bases", "List the bases you can reach."),
+    ("airtable", "create_table", "Create a table in a base."),
+    ("profile", "set_user_status", "Set the status text of a user profile."))
+
+
+@pytest.mark.parametrize(("query", "weak"), [
+    # another service's tool names a status: the Slack tools do not
+    ("set my Slack status to away", True),
+    ("set my status to away", False),  # no service named: any close tool's words
+    ("add a reaction to the message in Slack", False),
+    ("post my status in Slack", False),  # what is posted, not a kind
+    ("create a new Airtable base", True),  # its tools name bases, none creates one
+    ("create a table in Airtable", False),
+])
+def test_a_named_service_whose_closest_tools_cannot_do_it_fits_nothing(query: str,
+                                                                       weak: bool) -> None:
+    assert _unable(query, _SERVICES, [1.0] * len(_SERVICES)) is weak
+
+
+def test_the_service_checks_switched_off_do_not_abstain(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(abstain, "UNNAMED_OBJECT", False)
+    monkeypatch.setattr(abstain, "OPERATION", False)
+    assert _unable("set my Slack status to away", _SERVICES, [1.0] * 6)
+    assert _unable("create a new Airtable base", _SERVICES, [1.0] * 6)
+    monkeypatch.setattr(abstain, "SERVICE_OBJECT", False)
+    assert not _unable("set my Slack status to away", _SERVICES, [1.0] * 6)
+    monkeypatch.setattr(abstain, "SERVICE_OPERATION", False)
+    assert not _unable("create a new Airtable base", _SERVICES, [1.0] * 6)
+
+
+def test_a_capitalised_word_names_one_thing_not_a_kind() -> None:
+    docs = documents(("memory", "delete_entities", "Delete entities from the graph."))
+    assert not _unable("erase Carol from the memory", docs, [1.0])
+    assert _unable("erase the carol from the memory", docs, [1.0])
+
+
+def test_a_skill_named_by_a_word_that_names_nothing_is_not_a_service() -> None:
+    docs = documents(("everything", "echo", "Echo the input back."),
+                     ("browser", "record_video", "Record a video of the tab."))
+    assert not telling("everything")
+    assert not _unable("make a video of everything in the tab", docs, [0.5, 1.0])
 
 
 _WORDS = ["gist", "issue", "branch", "status", "message", "channel", "repository", "file"]
@@ -100,7 +150,7 @@ _TOOLS = st.lists(
 _QUERIES = st.builds(lambda verb, thing, where: f"{verb} a {thing} {where}",
                      st.sampled_from(["create", "delete", "push", "pin", "rename", "post"]),
                      st.sampled_from([*_WORDS, "gist status", "webhook"]),
-                     st.sampled_from(["", "in GitHub", "on Slack", "for me",
+                     st.sampled_from(["", "in GitHub", "on Slack", "for me", "in git",
                                       "so that everyone on the team can see it in GitHub"]))
 
 

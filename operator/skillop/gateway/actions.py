@@ -76,7 +76,9 @@ _CLASSES: Mapping[str, str] = {
     "play": "start",
     # telling someone
     "send": "send", "post": "send create", "publish": "send create", "notify": "send",
-    "reply": "send create", "comment": "send create", "email": "send", "message": "send",
+    # a reply or comment adds to what it is on (an update of it, as adding is)
+    "reply": "send create update", "comment": "send create update", "email": "send",
+    "message": "send",
     "share": "send update", "announce": "send", "respond": "send create", "forward": "send",
     # moving or copying
     "move": "move update", "copy": "move create", "clone": "move create",
@@ -312,7 +314,19 @@ def objects(query: str) -> frozenset[str]:
     if not rest or rest[0] in _ENDS or rest[0].endswith("ing"):
         return frozenset()
     said = itertools.takewhile(lambda word: word not in _ENDS, rest)
-    return stems(full for word in said for full in _SHORT.get(word, (word,)))
+    return stems(full for word in said if not _adverb(word)
+                 for full in _SHORT.get(word, (word,)))
+
+
+def telling(skill: str) -> bool:
+    """Whether a skill's name (a ``phrase``) tells the skill in a query: not when its
+    words name nothing ("everything", "all")."""
+    return bool(stems(skill.split()))
+
+
+def verb(query: str) -> str:
+    """The word that leads ``query``'s request (``_request``), "" when none."""
+    return _request(query)[0]
 
 
 @dataclass(frozen=True, slots=True)
