@@ -90,6 +90,10 @@ SERVICE_OBJECT_CANDIDATES = 10
 #: names ("post that the release is out", "run SELECT count(*) ...").
 CONTENT_VERBS = frozenset(("write", "post", "send", "publish", "reply", "comment", "respond",
                            "announce", "notify", "email", "message", "run", "execute"))
+#: A reply or comment adds to what it is on: an update of it too, as adding is
+#: (gateway/actions.py reads these verbs as sending or creating alone).
+_ADDING = frozenset(("reply", "comment", "respond"))
+_ADDS_TO = frozenset(("update",))
 #: Each check runs while its switch is on (bench/abstain_cv.py turns each off in turn).
 OPERATION = True
 UNNAMED_OBJECT = True
@@ -127,7 +131,7 @@ def unable(query: str, documents: Sequence[ToolText], closest: list[int], scores
     ``view`` the ``Objects`` of the documents the caller may see, ``service`` the
     numbers of the documents of the skills the query names, ``saying`` those whose
     texts name a product it names."""
-    wanted = asked(query)
+    wanted = asked(query) | (_ADDS_TO if verb(query) in _ADDING else frozenset())
     if not wanted:
         return False
     if OPERATION and _no_operation(query, wanted, documents, closest[:ACTION_CANDIDATES],
@@ -172,7 +176,7 @@ def _service_unnamed(query: str, tools: Sequence[ToolText], view: Objects) -> bo
     title or description of ``tools`` (a named service's closest) names."""
     if verb(query) in CONTENT_VERBS:
         return False
-    said = objects(query) - view.services - _names(query)
+    said = objects(query, adverbs=False) - view.services - _names(query)
     said -= stems(word for name in mentioned(query) for word in name)
     if not said or said & _OPERATIONS:
         return False
@@ -199,7 +203,7 @@ def _unnamed(query: str, documents: Sequence[ToolText], scores: Matrix, view: Ob
     ``OBJECT_CANDIDATES`` best-scored visible documents names it."""
     if not _one_step(query):
         return False
-    said = objects(query) - view.services - _names(query)
+    said = objects(query, adverbs=False) - view.services - _names(query)
     if not said or said & _OPERATIONS:
         return False
     wanted = sought(said)
