@@ -94,6 +94,20 @@ CONTENT_VERBS = frozenset(("write", "post", "send", "publish", "reply", "comment
 #: (gateway/actions.py reads these verbs as sending or creating alone).
 _ADDING = frozenset(("reply", "comment", "respond"))
 _ADDS_TO = frozenset(("update",))
+#: What "make" asks for when it makes a thing so ("make the service reachable on my
+#: laptop", "make lookups faster"): an outcome, which tools of any operation reach
+#: (forwarding a port, adding an index), not the making of the thing.
+_OUTCOMES = frozenset((
+    "public", "private", "visible", "hidden", "available", "accessible", "reachable",
+    "executable", "readable", "writable", "faster", "slower", "smaller", "bigger", "larger",
+    "shorter", "longer", "quicker", "cheaper", "safer"))
+
+
+def _outcome(query: str) -> bool:
+    """Whether ``query`` asks "make" something so (an outcome word among its words)."""
+    return verb(query) == "make" and not _OUTCOMES.isdisjoint(_LETTERS.findall(query.lower()))
+
+
 #: Each check runs while its switch is on (bench/abstain_cv.py turns each off in turn).
 OPERATION = True
 UNNAMED_OBJECT = True
@@ -132,7 +146,7 @@ def unable(query: str, documents: Sequence[ToolText], closest: list[int], scores
     numbers of the documents of the skills the query names, ``saying`` those whose
     texts name a product it names."""
     wanted = asked(query) | (_ADDS_TO if verb(query) in _ADDING else frozenset())
-    if not wanted:
+    if not wanted or _outcome(query):
         return False
     if OPERATION and _no_operation(query, wanted, documents, closest[:ACTION_CANDIDATES],
                                    scores, skills=skills, view=view):
