@@ -282,3 +282,21 @@ def test_views_made_by_many_threads_at_once_stay_whole() -> None:
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         assert all(pool.map(made, hidden_sets))
+
+
+@pytest.mark.parametrize(("description", "classes"), [
+    ("Starts a crawl job and polls until it reaches a terminal state.", {"start", "create"}),
+    ("Stopped jobs are restarted and the stopping ones copied.",
+     {"stop", "start", "move", "create"}),
+    ("Made a new copy and undid the rest.", {"create", "update", "move", "restore"}),
+    ("General statistics of the database.", set()),  # "general" is no "generate"
+])
+def test_the_abstention_reads_a_tool_verb_by_its_forms_not_its_stem(
+        description: str, classes: set[str]) -> None:
+    assert performed("", "", description, forms=True) == classes
+
+
+def test_the_ranking_reads_a_tool_verb_by_its_stem() -> None:
+    assert "stop" in performed("", "", "Polls until it reaches a terminal state.")
+    assert "stop" not in performed("", "", "Polls until it reaches a terminal state.",
+                                   forms=True)

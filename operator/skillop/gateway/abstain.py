@@ -114,7 +114,7 @@ UNNAMED_OBJECT = True
 SERVICE_OPERATION = True
 SERVICE_OBJECT = True
 SWITCHES = ("OPERATION", "UNNAMED_OBJECT", "ONE_STEP", "SERVICE_OPERATION", "SERVICE_OBJECT",
-            "actions.ADVERBS",
+            "actions.ADVERBS", "actions.FORMS",
             "products.SELF_HOSTED_PRODUCTS", "products.CAPITALISED_PRODUCTS")
 
 #: A longer query that is one request (no second sentence, no "then") is checked too:
