@@ -117,6 +117,15 @@ def test_a_named_service_whose_closest_tools_cannot_do_it_fits_nothing(query: st
     assert _unable(query, _SERVICES, [1.0] * len(_SERVICES)) is weak
 
 
+def test_a_named_service_must_merge_or_restore_itself_not_only_update() -> None:
+    docs = documents(("crm", "update_contacts", "Update contacts in a batch."),
+                     ("crm", "list_contacts", "List the contacts."),
+                     ("other", "merge_records", "Merge two records into one."))
+    assert _unable("merge two duplicate contacts in the crm", docs, [1.0, 0.9, 0.5])
+    assert not _unable("merge two duplicate contacts", docs, [1.0, 0.9, 0.5])
+    assert not _unable("update two contacts in the crm", docs, [1.0, 0.9, 0.5])
+
+
 def test_the_service_checks_switched_off_do_not_abstain(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(abstain, "UNNAMED_OBJECT", False)
     monkeypatch.setattr(abstain, "OPERATION", False)

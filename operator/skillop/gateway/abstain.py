@@ -108,6 +108,7 @@ def _outcome(query: str) -> bool:
     return verb(query) == "make" and not _OUTCOMES.isdisjoint(_LETTERS.findall(query.lower()))
 
 
+_SPECIFIC = frozenset(("merge", "restore"))
 #: Each check runs while its switch is on (bench/abstain_cv.py turns each off in turn).
 OPERATION = True
 UNNAMED_OBJECT = True
@@ -156,13 +157,23 @@ def unable(query: str, documents: Sequence[ToolText], closest: list[int], scores
     if not _one_step(query):
         return False
     own = _best(service, scores, SERVICE_OPERATION_CANDIDATES)
-    if SERVICE_OPERATION and own and view.unable(query, wanted, [documents[n] for n in own]):
+    if SERVICE_OPERATION and own and view.unable(query, _specific(wanted),
+                                                 [documents[n] for n in own]):
         return True
     # A tool that names a product may serve only a part of it ("import issues from
     # Jira"): what it does is not the product's whole, but the words it knows are.
     own = _best({*service, *saying}, scores, SERVICE_OBJECT_CANDIDATES)
     return SERVICE_OBJECT and bool(own) and _service_unnamed(
         query, [documents[n] for n in own], view)
+
+
+def _specific(wanted: frozenset[str]) -> frozenset[str]:
+    """The classes a named service's own tool must perform: a merge or a restore
+    alone when the verb asks for one (its tools that only update or create do
+    something else to the same object: "merge two contacts" is no batch update),
+    else every class asked."""
+    own = wanted & _SPECIFIC
+    return own or wanted
 
 
 def _best(numbers: Collection[int], scores: Matrix, count: int) -> list[int]:
