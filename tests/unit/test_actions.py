@@ -300,3 +300,15 @@ def test_the_ranking_reads_a_tool_verb_by_its_stem() -> None:
     assert "stop" in performed("", "", "Polls until it reaches a terminal state.")
     assert "stop" not in performed("", "", "Polls until it reaches a terminal state.",
                                    forms=True)
+
+
+@given(st.sampled_from(sorted(VERBS)), st.sampled_from(["", "s", "ed", "ing"]))
+def test_every_regular_form_of_a_verb_reads_as_the_verb(verb: str, ending: str) -> None:
+    word = verb + ending
+    if ending and verb.endswith("e"):
+        word = verb[:-1] + ending if ending in ("ed", "ing") else word
+    if ending == "s" and verb.endswith(("s", "x", "z", "sh", "ch")):
+        word = f"{verb}es"
+    if ending in ("s", "ed") and verb.endswith("y") and verb[-2] not in "aeiou":
+        word = verb[:-1] + ("ies" if ending == "s" else "ied")
+    assert performed("", "", f"It {word} the thing.", forms=True) >= VERBS[verb]
