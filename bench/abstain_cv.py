@@ -21,7 +21,13 @@ its two old sets; never ``FROZEN_FILES``):
   with the search's own constants: a rule whose evidence depends on the set's size
   would abstain wrongly much more often on a small set.
 
+* **what is left** (``--misses``): each left-out set's unanswerable queries that do not
+  abstain (with the closest three tools), and its answerable ones wrongly abstained
+  on, with what fired (the threshold, or each check whose switch alone, turned off,
+  undoes it; "together" when none alone does).
+
     python bench/numpy_only.py bench/abstain_cv.py [--sizes 60 200] [--draws 3] [--ablate]
+        [--misses]
 """
 
 from __future__ import annotations
@@ -139,22 +145,56 @@ def verdicts(index: SearchIndex, labelled: Labelled,
     return np.array(level), np.array(checked), np.array(answerable)
 
 
+def chosen_levels(level: np.ndarray, ok: np.ndarray, sets: np.ndarray) -> dict[str, float]:
+    """Each seen set -> the threshold's level chosen on the other sets."""
+    import numpy as np
+
+    out = {}
+    for name in dict.fromkeys(sets.tolist()):
+        train = np.sort(level[(sets != name) & ok])
+        out[name] = float(train[int(disclosure.CALIBRATED_WRONG * len(train))])
+    return out
+
+
 def left_out(level: np.ndarray, checked: np.ndarray, ok: np.ndarray,
              sets: np.ndarray) -> list[tuple[str, float, float, int, int]]:
     """One seen set left out at a time: (set, abstained, wrongly, unanswerable,
     answerable), the threshold's level chosen on the others."""
-    import numpy as np
-
     out = []
-    for name in dict.fromkeys(sets.tolist()):
+    for name, chosen in chosen_levels(level, ok, sets).items():
         held = sets == name
-        train = np.sort(level[~held & ok])
-        chosen = train[int(disclosure.CALIBRATED_WRONG * len(train))]
         weak = (level[held] < chosen) | checked[held]
         none, some = weak[~ok[held]], weak[ok[held]]
         out.append((name, float(none.mean()) if len(none) else float("nan"),
                     float(some.mean()), len(none), len(some)))
     return out
+
+
+def fired(index: SearchIndex, query: str) -> str:
+    """Which checks make ``query`` abstain: each whose switch alone, turned off,
+    undoes it, or "together" when none alone does."""
+    with checks_only():
+        alone = []
+        for name in CHECKS:
+            with switched_off(name):
+                if not index.find(query, limit=3).weak:
+                    alone.append(name)
+    return ", ".join(alone) or "together"
+
+
+def print_misses(index: SearchIndex, labelled: Labelled, level: np.ndarray,
+                 checked: np.ndarray, ok: np.ndarray, sets: np.ndarray) -> None:
+    """Each left-out set's unanswerable queries not abstained on (the closest three),
+    and its answerable ones abstained on (what fired)."""
+    chosen = chosen_levels(level, ok, sets)
+    for n, (name, kind, query, _) in enumerate(labelled):
+        under = bool(level[n] < chosen[name])
+        if not ok[n] and not under and not checked[n]:
+            top = [key for key, _ in index.find(query, limit=3).matches]
+            print(f"  answered   {short(name)} {kind} | {query} | {' '.join(top)}")
+        elif ok[n] and (under or checked[n]):
+            why = "threshold" if under else fired(index, query)
+            print(f"  abstained  {short(name)} {kind} | {query} | {why}")
 
 
 def short(name: str) -> str:
@@ -208,6 +248,8 @@ def main() -> int:
     parser.add_argument("--draws", type=int, default=3)
     parser.add_argument("--ablate", action="store_true",
                         help="each check of abstain.SWITCHES turned off in turn")
+    parser.add_argument("--misses", action="store_true",
+                        help="list the left-out queries abstention gets wrong")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/skillop-bench-vectors"))
     parser.add_argument("--query-vectors", type=Path,
                         default=Path("/tmp/skillop-bench-query-vectors.pkl"))
@@ -226,6 +268,8 @@ def main() -> int:
     print_folds("one set left out, everything", left_out(level, checked, ok, sets))
     print(f"  the checks alone: abstained {checked[~ok].mean():.1%}, wrongly"
           f" {checked[ok].mean():.2%}")
+    if args.misses:
+        print_misses(index, labelled, level, checked, ok, sets)
     for name in CHECKS if args.ablate else ():
         with switched_off(name):
             level, checked, ok = verdicts(index, labelled)

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from searchkit import documents
 
 from skillop.gateway import abstain
-from skillop.gateway.actions import Objects, ObjectsByView, phrase
+from skillop.gateway.actions import Objects, ObjectsByView, named, phrase, telling
+from skillop.gateway.products import mentioned, said_in
 from skillop.gateway.search import Document
 
 np = pytest.importorskip("numpy")
@@ -33,9 +34,13 @@ def _unable(query: str, docs: list[Document], scores: list[float]) -> bool:
         skills.setdefault(phrase(doc.skill), []).append(number)
     hidden = [n for n in range(len(docs)) if not np.isfinite(ranked[n])]
     view = ObjectsByView([(doc.skill, doc.name_words()) for doc in docs]).without(hidden)
+    service = [n for skill in named(query, skills) if telling(skill) for n in skills[skill]]
+    products = set(mentioned(query))
+    saying = [n for n, doc in enumerate(docs)
+              if any(products & said_in(text) for text in doc.texts())]
     return abstain.unable(query, docs, visible[:abstain.ACTION_CANDIDATES], ranked,
                           skills={k: np.asarray(v, dtype=np.intp) for k, v in skills.items()},
-                          view=view)
+                          view=view, service=service, saying=saying)
 
 
 @pytest.mark.parametrize(("query", "weak"), [
@@ -86,34 +91,109 @@ def test_a_switched_off_check_does_not_abstain(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(abstain, "ONE_STEP", False)
     assert not _unable(long, _GITHUB, [1.0] * 5)
     monkeypatch.setattr(abstain, "UNNAMED_OBJECT", False)
+    assert _unable("create a GitHub gist", _GITHUB, [1.0] * 5)  # the service's tools
+    monkeypatch.setattr(abstain, "SERVICE_OBJECT", False)
     assert not _unable("create a GitHub gist", _GITHUB, [1.0] * 5)
     monkeypatch.setattr(abstain, "OPERATION", False)
     assert not _unable("delete the repository", _GITHUB, [1.0] * 5)
 
 
+_SERVICES = documents(
+    ("slack", "slack_post_message", "Post a new message to a Slack channel."),
+    ("slack", "slack_add_reaction", "Add a reaction emoji to a message."),
+    ("slack", "slack_list_channels", "List the channels of the workspace."),
+    ("airtable", "list_bases", "List the bases you can reach."),
+    ("airtable", "create_table", "Create a table in a base."),
+    ("profile", "set_user_status", "Set the status text of a user profile."))
+
+
+@pytest.mark.parametrize(("query", "weak"), [
+    # another service's tool names a status: the Slack tools do not
+    ("set my Slack status to away", True),
+    ("set my status to away", False),  # no service named: any close tool's words
+    ("add a reaction to the message in Slack", False),
+    ("post my status in Slack", False),  # what is posted, not a kind
+    ("create a new Airtable base", True),  # its tools name bases, none creates one
+    ("create a table in Airtable", False),
+])
+def test_a_named_service_whose_closest_tools_cannot_do_it_fits_nothing(query: str,
+                                                                       weak: bool) -> None:
+    assert _unable(query, _SERVICES, [1.0] * len(_SERVICES)) is weak
+
+
+def test_a_named_service_must_merge_or_restore_itself_not_only_update() -> None:
+    docs = documents(("crm", "update_contacts", "Update contacts in a batch."),
+                     ("crm", "list_contacts", "List the contacts."),
+                     ("other", "merge_records", "Merge two records into one."))
+    assert _unable("merge two duplicate contacts in the crm", docs, [1.0, 0.9, 0.5])
+    assert not _unable("merge two duplicate contacts", docs, [1.0, 0.9, 0.5])
+    assert not _unable("update two contacts in the crm", docs, [1.0, 0.9, 0.5])
+
+
+@pytest.mark.parametrize(("query", "hidden"), [
+    ("set my Slack status to away", documents(("slack", "slack_set_status",
+                                               "Set the status of the user."))),
+    ("create a new Airtable base", documents(("airtable", "create_base",
+                                              "Create a new base."))),
+])
+def test_a_named_service_tool_hidden_from_the_caller_counts_for_nothing(
+        query: str, hidden: list[Document]) -> None:
+    docs = [*_SERVICES, *hidden]
+    assert _unable(query, _SERVICES, [1.0] * len(_SERVICES))
+    assert _unable(query, docs, [1.0] * len(_SERVICES) + [float("-inf")])
+    assert not _unable(query, docs, [1.0] * len(docs))  # seen, it does it
+
+
+def test_the_service_checks_switched_off_do_not_abstain(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(abstain, "UNNAMED_OBJECT", False)
+    monkeypatch.setattr(abstain, "OPERATION", False)
+    assert _unable("set my Slack status to away", _SERVICES, [1.0] * 6)
+    assert _unable("create a new Airtable base", _SERVICES, [1.0] * 6)
+    monkeypatch.setattr(abstain, "SERVICE_OBJECT", False)
+    assert not _unable("set my Slack status to away", _SERVICES, [1.0] * 6)
+    monkeypatch.setattr(abstain, "SERVICE_OPERATION", False)
+    assert not _unable("create a new Airtable base", _SERVICES, [1.0] * 6)
+
+
+def test_a_capitalised_word_names_one_thing_not_a_kind() -> None:
+    docs = documents(("memory", "delete_entities", "Delete entities from the graph."))
+    assert not _unable("erase Carol from the memory", docs, [1.0])
+    assert _unable("erase the carol from the memory", docs, [1.0])
+
+
+def test_a_skill_named_by_a_word_that_names_nothing_is_not_a_service() -> None:
+    docs = documents(("everything", "echo", "Echo the input back."),
+                     ("browser", "record_video", "Record a video of the tab."))
+    assert not telling("everything")
+    assert not _unable("make a video of everything in the tab", docs, [0.5, 1.0])
+
+
 _WORDS = ["gist", "issue", "branch", "status", "message", "channel", "repository", "file"]
 _TOOLS = st.lists(
     st.tuples(st.sampled_from(["github", "slack", "git"]),
-              st.sampled_from(["create", "delete", "list", "push", "post", "get"]),
-              st.sampled_from(_WORDS), st.sampled_from([0.0, 0.5, 1.0]) | st.floats(0, 1)),
+              st.sampled_from(["create", "delete", "list", "push", "post", "get", "merge"]),
+              st.sampled_from(_WORDS), st.sampled_from([0.0, 0.5, 1.0]) | st.floats(0, 1),
+              st.sampled_from(["", " in Jira"])),
     min_size=1, max_size=16)
 _QUERIES = st.builds(lambda verb, thing, where: f"{verb} a {thing} {where}",
-                     st.sampled_from(["create", "delete", "push", "pin", "rename", "post"]),
+                     st.sampled_from(["create", "delete", "push", "pin", "rename", "post",
+                                      "merge", "restore"]),
                      st.sampled_from([*_WORDS, "gist status", "webhook"]),
-                     st.sampled_from(["", "in GitHub", "on Slack", "for me",
+                     st.sampled_from(["", "in GitHub", "on Slack", "for me", "in git", "in Jira",
                                       "so that everyone on the team can see it in GitHub"]))
 
 
 @settings(max_examples=200, deadline=None)
 @given(_TOOLS, _QUERIES, st.data())
 def test_tools_hidden_from_a_caller_never_change_the_answer(
-        tools: list[tuple[str, str, str, float]], query: str, data: st.DataObject) -> None:
+        tools: list[tuple[str, str, str, float, str]], query: str,
+        data: st.DataObject) -> None:
     """The answer with some tools hidden is the answer of a set without them, however
-    close the hidden ones are and whatever they name."""
+    close the hidden ones are, whatever they name and whichever service or product."""
     docs = [Document(f"{skill}/{n}", f"{verb}_{thing}", skill=skill,
-                     description=f"{verb.title()} a {thing}.")
-            for n, (skill, verb, thing, _) in enumerate(tools)]
-    scores = [score for *_, score in tools]
+                     description=f"{verb.title()} a {thing}{where}.")
+            for n, (skill, verb, thing, _, where) in enumerate(tools)]
+    scores = [score for _, _, _, score, _ in tools]
     hidden = data.draw(st.sets(st.integers(0, len(docs) - 1), max_size=len(docs) - 1))
     shown = [n for n in range(len(docs)) if n not in hidden]
     with_hidden = [float("-inf") if n in hidden else s for n, s in enumerate(scores)]

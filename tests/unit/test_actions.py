@@ -282,3 +282,33 @@ def test_views_made_by_many_threads_at_once_stay_whole() -> None:
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         assert all(pool.map(made, hidden_sets))
+
+
+@pytest.mark.parametrize(("description", "classes"), [
+    ("Starts a crawl job and polls until it reaches a terminal state.", {"start", "create"}),
+    ("Stopped jobs are restarted and the stopping ones copied.",
+     {"stop", "start", "move", "create"}),
+    ("Made a new copy and undid the rest.", {"create", "update", "move", "restore"}),
+    ("General statistics of the database.", set()),  # "general" is no "generate"
+])
+def test_the_abstention_reads_a_tool_verb_by_its_forms_not_its_stem(
+        description: str, classes: set[str]) -> None:
+    assert performed("", "", description, forms=True) == classes
+
+
+def test_the_ranking_reads_a_tool_verb_by_its_stem() -> None:
+    assert "stop" in performed("", "", "Polls until it reaches a terminal state.")
+    assert "stop" not in performed("", "", "Polls until it reaches a terminal state.",
+                                   forms=True)
+
+
+@given(st.sampled_from(sorted(VERBS)), st.sampled_from(["", "s", "ed", "ing"]))
+def test_every_regular_form_of_a_verb_reads_as_the_verb(verb: str, ending: str) -> None:
+    word = verb + ending
+    if ending and verb.endswith("e"):
+        word = verb[:-1] + ending if ending in ("ed", "ing") else word
+    if ending == "s" and verb.endswith(("s", "x", "z", "sh", "ch")):
+        word = f"{verb}es"
+    if ending in ("s", "ed") and verb.endswith("y") and verb[-2] not in "aeiou":
+        word = verb[:-1] + ("ies" if ending == "s" else "ied")
+    assert performed("", "", f"It {word} the thing.", forms=True) >= VERBS[verb]

@@ -226,3 +226,16 @@ def test_a_capitalised_product_a_visible_tool_names_is_served() -> None:
                             description="Create an issue in Linear."))
     assert not index.find("create a Linear issue", limit=1).weak
     assert index.find("create a Linear issue", limit=1, hidden={"lin/issue"}).weak
+
+
+def test_a_named_skill_tool_hidden_from_the_caller_never_changes_the_answer() -> None:
+    # The search end to end: the skill's own tools that the caller may not see count
+    # for nothing in the named service's checks.
+    profile = Document("profile/status", "set_user_status", skill="profile",
+                       description="Set the status text of a user profile.")
+    status = Document("slack/status", "slack_set_status", skill="slack",
+                      description="Set the status of the user.")
+    index = _index(profile, status)
+    assert not index.find("set my Slack status to away", limit=1).weak
+    assert index.find("set my Slack status to away", limit=1, hidden={"slack/status"}).weak
+    assert _index(profile).find("set my Slack status to away", limit=1).weak

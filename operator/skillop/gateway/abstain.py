@@ -16,7 +16,22 @@ Two checks, neither with a threshold nor anything that grows with the set's size
   second sentence, no "then"): in a task of several steps the first clause's object
   is often context for a later step.
 
-Tools hidden from a caller count for nothing in either (their numbers are left out of
+When the query names a service of the set (a skill's name, or a well-known product
+some tools' texts name: gateway/products.py), that service's own closest tools are
+read too, in a request of one step: "set my Slack status", "create a MongoDB user"
+are near the service's other tools, yet the service does not do them.
+
+* **the service's operation**: none of its ``SERVICE_OPERATION_CANDIDATES`` best-scored
+  tools performs the operation on what the query names (``Objects.unable``, as
+  above: "create a new Airtable base" where its tools only list bases);
+* **the service's object**: no name, title or description of its
+  ``SERVICE_OBJECT_CANDIDATES`` best-scored tools names what the query acts on, in
+  its words or the thesaurus's (the parameters, which name what a tool reads or
+  filters by, not what it acts on, are not read). Not for verbs whose object is
+  what is written or run (``CONTENT_VERBS``: "post the release notes", "run SELECT
+  ..."): no tool names it.
+
+Tools hidden from a caller count for nothing in any (their numbers are left out of
 the closest, and a service's own words are the visible tools'), so whether a query
 gets "nothing fits" never tells a caller that a hidden tool exists.
 
@@ -28,8 +43,9 @@ self-hosted software read as a product, gateway/products.py).
 from __future__ import annotations
 
 import functools
+import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from skillop.gateway.actions import (
@@ -41,8 +57,11 @@ from skillop.gateway.actions import (
     phrase,
     sought,
     stems,
+    telling,
+    verb,
 )
 from skillop.gateway.lexical import ToolText
+from skillop.gateway.products import mentioned
 
 if TYPE_CHECKING:
     import numpy as np
@@ -60,10 +79,43 @@ OBJECT_CANDIDATES = 10
 #: The longest query (in words) whose object is checked against them: the length at
 #: which the search leans on BM25 too (gateway/search.py's ``LONG_QUERY_WORDS``).
 OBJECT_WORDS = 12
+#: How many of a named service's best-scored tools must all fail to perform the
+#: operation: more than ``ACTION_CANDIDATES``, as the service's tools are fewer and all
+#: near; a count that means the same whatever the set's size.
+SERVICE_OPERATION_CANDIDATES = 5
+#: How many of them must all fail to name what the query acts on (as
+#: ``OBJECT_CANDIDATES``).
+SERVICE_OBJECT_CANDIDATES = 10
+#: Verbs whose object is what is written, said or run, not a kind of thing a tool
+#: names ("post that the release is out", "run SELECT count(*) ...").
+CONTENT_VERBS = frozenset(("write", "post", "send", "publish", "reply", "comment", "respond",
+                           "announce", "notify", "email", "message", "run", "execute"))
+#: A reply or comment adds to what it is on: an update of it too, as adding is
+#: (gateway/actions.py reads these verbs as sending or creating alone).
+_ADDING = frozenset(("reply", "comment", "respond"))
+_ADDS_TO = frozenset(("update",))
+#: What "make" asks for when it makes a thing so ("make the service reachable on my
+#: laptop", "make lookups faster"): an outcome, which tools of any operation reach
+#: (forwarding a port, adding an index), not the making of the thing.
+_OUTCOMES = frozenset((
+    "public", "private", "visible", "hidden", "available", "accessible", "reachable",
+    "executable", "readable", "writable", "faster", "slower", "smaller", "bigger", "larger",
+    "shorter", "longer", "quicker", "cheaper", "safer"))
+
+
+def _outcome(query: str) -> bool:
+    """Whether ``query`` asks "make" something so (an outcome word among its words)."""
+    return verb(query) == "make" and not _OUTCOMES.isdisjoint(_LETTERS.findall(query.lower()))
+
+
+_SPECIFIC = frozenset(("merge", "restore"))
 #: Each check runs while its switch is on (bench/abstain_cv.py turns each off in turn).
 OPERATION = True
 UNNAMED_OBJECT = True
-SWITCHES = ("OPERATION", "UNNAMED_OBJECT", "ONE_STEP", "actions.ADVERBS",
+SERVICE_OPERATION = True
+SERVICE_OBJECT = True
+SWITCHES = ("OPERATION", "UNNAMED_OBJECT", "ONE_STEP", "SERVICE_OPERATION", "SERVICE_OBJECT",
+            "actions.ADVERBS", "actions.FORMS",
             "products.SELF_HOSTED_PRODUCTS", "products.CAPITALISED_PRODUCTS")
 
 #: A longer query that is one request (no second sentence, no "then") is checked too:
@@ -71,6 +123,8 @@ SWITCHES = ("OPERATION", "UNNAMED_OBJECT", "ONE_STEP", "actions.ADVERBS",
 ONE_STEP = True
 _STEPS = re.compile(r"[.:;!?]\s|\bthen\b", re.IGNORECASE)
 _LETTERS = re.compile(r"[a-z]+")
+#: A capitalised word inside a sentence names one thing ("Carol", "Budget").
+_NAME = re.compile(r"(?<=[a-z0-9,;] )[A-Z][a-z]+\b")
 #: An operation's word after the verb names what is said or made, or a kind of thing
 #: by what is done to it, not a kind a tool must name ("post an update", "a merge
 #: request"): such an object is not checked.
@@ -84,18 +138,76 @@ def _said(texts: tuple[str, ...]) -> frozenset[str]:
 
 
 def unable(query: str, documents: Sequence[ToolText], closest: list[int], scores: Matrix, *,
-           skills: Mapping[str, npt.NDArray[np.intp]], view: Objects) -> bool:
+           skills: Mapping[str, npt.NDArray[np.intp]], view: Objects,
+           service: Collection[int] = (), saying: Collection[int] = ()) -> bool:
     """Whether the set cannot do what ``query`` asks: ``closest`` are the numbers of
     its best-ranked documents, ``scores`` every document's score (``-inf`` for those
     hidden from the caller), ``skills`` each skill's (``phrase``) document numbers,
-    ``view`` the ``Objects`` of the documents the caller may see."""
-    wanted = asked(query)
-    if not wanted:
+    ``view`` the ``Objects`` of the documents the caller may see, ``service`` the
+    numbers of the documents of the skills the query names, ``saying`` those whose
+    texts name a product it names."""
+    wanted = asked(query) | (_ADDS_TO if verb(query) in _ADDING else frozenset())
+    if not wanted or _outcome(query):
         return False
     if OPERATION and _no_operation(query, wanted, documents, closest[:ACTION_CANDIDATES],
                                    scores, skills=skills, view=view):
         return True
-    return UNNAMED_OBJECT and _unnamed(query, documents, scores, view)
+    if UNNAMED_OBJECT and _unnamed(query, documents, scores, view):
+        return True
+    if not _one_step(query):
+        return False
+    own = _best(service, scores, SERVICE_OPERATION_CANDIDATES)
+    if SERVICE_OPERATION and own and view.unable(query, _specific(wanted),
+                                                 [documents[n] for n in own]):
+        return True
+    # A tool that names a product may serve only a part of it ("import issues from
+    # Jira"): what it does is not the product's whole, but the words it knows are.
+    own = _best({*service, *saying}, scores, SERVICE_OBJECT_CANDIDATES)
+    return SERVICE_OBJECT and bool(own) and _service_unnamed(
+        query, [documents[n] for n in own], view)
+
+
+def _specific(wanted: frozenset[str]) -> frozenset[str]:
+    """The classes a named service's own tool must perform: a merge or a restore
+    alone when the verb asks for one (its tools that only update or create do
+    something else to the same object: "merge two contacts" is no batch update),
+    else every class asked."""
+    own = wanted & _SPECIFIC
+    return own or wanted
+
+
+def _best(numbers: Collection[int], scores: Matrix, count: int) -> list[int]:
+    """The ``count`` best-scored of ``numbers`` that the caller may see (a finite
+    score), best first, ties by number: the same whatever else is hidden."""
+    visible = [n for n in numbers if scores[n] > -math.inf]
+    return sorted(visible, key=lambda n: (-float(scores[n]), n))[:count]
+
+
+def _one_step(query: str) -> bool:
+    """Whether ``query`` is short (at most ``OBJECT_WORDS`` words) or one request (no
+    second sentence, no "then")."""
+    return (len(query.split()) <= OBJECT_WORDS
+            or (ONE_STEP and not _STEPS.search(query.strip())))
+
+
+def _names(query: str) -> frozenset[str]:
+    """The stems of the words ``query`` capitalises inside a sentence: each names one
+    thing ("erase Carol", "the Budget field"), not a kind a tool would name."""
+    return stems(word.lower() for word in _NAME.findall(query))
+
+
+def _service_unnamed(query: str, tools: Sequence[ToolText], view: Objects) -> bool:
+    """Whether ``query`` acts on something (not what is written or run) that no name,
+    title or description of ``tools`` (a named service's closest) names."""
+    if verb(query) in CONTENT_VERBS:
+        return False
+    said = objects(query, adverbs=False) - view.services - _names(query)
+    said -= stems(word for name in mentioned(query) for word in name)
+    if not said or said & _OPERATIONS:
+        return False
+    wanted = sought(said)
+    return not any(wanted & _said((tool.name_words(), tool.title, tool.description))
+                   for tool in tools)
 
 
 def _no_operation(query: str, wanted: frozenset[str], documents: Sequence[ToolText],
@@ -103,7 +215,7 @@ def _no_operation(query: str, wanted: frozenset[str], documents: Sequence[ToolTe
                   skills: Mapping[str, npt.NDArray[np.intp]], view: Objects) -> bool:
     import numpy as np
 
-    said = named(query, skills)
+    said = [skill for skill in named(query, skills) if telling(skill)]
     if said and any(phrase(documents[n].skill) in said for n in closest):
         numbers = np.concatenate([skills[name] for name in said])
         numbers = numbers[np.isfinite(scores[numbers])]  # not the hidden
@@ -114,9 +226,9 @@ def _no_operation(query: str, wanted: frozenset[str], documents: Sequence[ToolTe
 def _unnamed(query: str, documents: Sequence[ToolText], scores: Matrix, view: Objects) -> bool:
     """Whether ``query`` (short, or one step) names what it acts on, and no text of the
     ``OBJECT_CANDIDATES`` best-scored visible documents names it."""
-    if len(query.split()) > OBJECT_WORDS and (not ONE_STEP or _STEPS.search(query.strip())):
+    if not _one_step(query):
         return False
-    said = objects(query) - view.services
+    said = objects(query, adverbs=False) - view.services - _names(query)
     if not said or said & _OPERATIONS:
         return False
     wanted = sought(said)

@@ -41,6 +41,7 @@ import snowballstemmer
 
 from skillop.gateway.lexical import ToolText
 from skillop.gateway.thesaurus import GROUPS
+from skillop.gateway.verbforms import inflected
 
 _CLASSES: Mapping[str, str] = {
     # making something
@@ -162,6 +163,9 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s|\n")
 #: Whether an adverb before the verb ("permanently delete", "manually run") is
 #: skipped like the words of ``_LEAD`` (bench/abstain_cv.py's ablation).
 ADVERBS = True
+#: Whether the abstention reads a tool's verbs by their forms, not their stems
+#: (``performed``; bench/abstain_cv.py's ablation).
+FORMS = True
 _STEMMER = snowballstemmer.stemmer("english")
 #: A stemmer keeps the word it works on in itself: searches run in worker threads.
 _STEMMING = threading.Lock()
@@ -184,6 +188,9 @@ def _stemmed() -> dict[str, frozenset[str]]:
 
 
 _BY_TERM = _stemmed()
+
+#: Each form of each verb -> its classes (gateway/verbforms.py).
+_BY_FORM = inflected({**VERBS, **dict.fromkeys(_ANY, frozenset().union(*VERBS.values()))})
 
 
 def _request(query: str) -> tuple[str, list[str]]:
@@ -225,14 +232,18 @@ def asked(query: str) -> frozenset[str]:
 
 
 @functools.lru_cache(maxsize=1 << 14)
-def performed(name_words: str, title: str, description: str) -> frozenset[str]:
+def performed(name_words: str, title: str, description: str, *,
+              forms: bool = False) -> frozenset[str]:
     """The classes of the operations a tool performs, as its name (split into words),
     its title and the first sentence of its description say (the rest of a
-    description often names what the tool does not do, or what to call next)."""
+    description often names what the tool does not do, or what to call next). With
+    ``forms``, a word counts only as one of a verb's forms (the abstention's
+    reading), else by its stem (the ranking's)."""
     first = _SENTENCE_END.split(description.strip(), maxsplit=1)[0]
     found: set[str] = set()
     for word in _LETTERS.findall(f"{name_words} {title} {first}".lower()):
-        found |= _BY_TERM.get(_stem(word), frozenset())
+        found |= (_BY_FORM.get(word, frozenset()) if forms
+                  else _BY_TERM.get(_stem(word), frozenset()))
     return frozenset(found)
 
 
@@ -307,10 +318,12 @@ def sought(said: frozenset[str]) -> frozenset[str]:
     return frozenset().union(said, *(_SAME.get(stem, ()) for stem in said))
 
 
-def objects(query: str) -> frozenset[str]:
+def objects(query: str, *, adverbs: bool = True) -> frozenset[str]:
     """The stems of what ``query``'s leading operation verb acts on: the words after
     it, up to the first preposition or conjunction; none when the verb has no direct
-    object ("comment on ...") or acts on an activity ("stop placing ...")."""
+    object ("comment on ...") or acts on an activity ("stop placing ..."). Without
+    ``adverbs``, the words in "-ly" ("erase Carol completely") are left out: the
+    abstention's reading (the ranking's features keep them)."""
     verb, after = _request(query)
     if verb not in TRIGGERS:
         return frozenset()
@@ -318,7 +331,19 @@ def objects(query: str) -> frozenset[str]:
     if not rest or rest[0] in _ENDS or rest[0].endswith("ing"):
         return frozenset()
     said = itertools.takewhile(lambda word: word not in _ENDS, rest)
-    return stems(full for word in said for full in _SHORT.get(word, (word,)))
+    return stems(full for word in said if adverbs or not _adverb(word)
+                 for full in _SHORT.get(word, (word,)))
+
+
+def telling(skill: str) -> bool:
+    """Whether a skill's name (a ``phrase``) tells the skill in a query: not when its
+    words name nothing ("everything", "all")."""
+    return bool(stems(skill.split()))
+
+
+def verb(query: str) -> str:
+    """The word that leads ``query``'s request (``_request``), "" when none."""
+    return _request(query)[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -352,19 +377,20 @@ class Objects:
     def unable(self, query: str, wanted: frozenset[str], closest: Sequence[ToolText]) -> bool:
         """Whether none of the ``closest`` tools performs a class ``wanted`` (on what
         ``query`` acts on: ``missed``)."""
-        return (not any(wanted & performed(tool.name_words(), tool.title, tool.description)
+        return (not any(wanted & performed(tool.name_words(), tool.title, tool.description,
+                                           forms=FORMS)
                         for tool in closest)
                 or self.missed(query, wanted, closest))
 
     def missed(self, query: str, wanted: frozenset[str], closest: Sequence[ToolText]) -> bool:
         """Whether the ``closest`` tools name what ``query`` acts on, yet none that
         performs a class ``wanted`` acts on it."""
-        wanted_objects = sought(objects(query) - self.services)
+        wanted_objects = sought(objects(query, adverbs=False) - self.services)
         names = [self.named_by(tool) for tool in closest]
         if not any(name & wanted_objects for name in names):
             return False
         for tool, name in zip(closest, names, strict=True):
-            does = performed(tool.name_words(), tool.title, tool.description)
+            does = performed(tool.name_words(), tool.title, tool.description, forms=FORMS)
             if does & wanted and (name & wanted_objects
                                   or (len(name) <= 1 and name <= _BY_TERM.keys())):
                 return False

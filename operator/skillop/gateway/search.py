@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING
 
 from skillop.gateway import abstain
 from skillop.gateway.abstain import ACTION_CANDIDATES
-from skillop.gateway.actions import ObjectsByView, named, phrase
+from skillop.gateway.actions import ObjectsByView, asked, named, phrase, telling
 from skillop.gateway.fusion import CANDIDATES, Evidence, ToolTerms, features, reordered
 from skillop.gateway.lexical import K1, WORD, terms
 from skillop.gateway.lexical import Tables as _Tables
@@ -345,8 +345,24 @@ class SearchIndex:
         """Whether the closest documents cannot do what ``query`` asks (the operation,
         or what it acts on: gateway/abstain.py); the hidden (``gone``, their scores
         ``-inf``) count for nothing: the answer must not tell that they exist."""
+        if not asked(query):
+            return False  # no operation asked: no check reads the services named
         return abstain.unable(query, self.documents, closest, blended, skills=self._skills,
-                              view=self._objects.without(gone))
+                              view=self._objects.without(gone), service=self._service(query),
+                              saying=self._saying(query))
+
+    def _service(self, query: str) -> set[int]:
+        """The numbers of the documents of the skills ``query`` names (the hidden among
+        them too: ``abstain.unable`` leaves them out by their score)."""
+        numbers: set[int] = set()
+        for skill in named(query, self._skills):
+            if telling(skill):
+                numbers.update(self._skills[skill].tolist())
+        return numbers
+
+    def _saying(self, query: str) -> set[int]:
+        """The numbers of the documents whose texts name a product ``query`` names."""
+        return set().union(*(self._served.get(name, ()) for name in mentioned(query)))
 
     def __len__(self) -> int:
         return len(self._keys)
