@@ -1,0 +1,259 @@
+"""Benchmark: a learned query adapter for the hybrid search's sentence vectors.
+
+A user's request and a tool's description are written in different styles; the
+adapter is a low-rank linear map applied to the query's vector only (no tool is
+re-embedded): q' = normalize(q + B(Aq)), A: 384 -> r, B: r -> 384. It is fitted
+in numpy on the seen query sets of bench/disclosure.py (never a frozen one) by a
+softmax loss of each query's cosine (the one the blend ranks: the text's and the
+name's, mixed as gateway/search.py mixes them) against every tool of the set, its
+labelled tools positive, with an L2 penalty on A and B (towards the identity).
+
+Every choice is judged two ways, the fused order (gateway/fusion.py's weights refitted
+in each fold, without and with the adapter) scored over the whole set of 551 tools:
+
+* (a) one seen set left out at a time: adapter and fusion fitted on the others;
+* (b) servers left out: the 25 servers in ``GROUPS`` groups; the adapter and the
+  fusion fitted on the queries whose labelled tools all lie outside the held-out
+  group, scored on those whose labelled tools all lie inside it. Only this shows
+  whether the adapter learnt how requests are written rather than the bench's tools.
+
+    python bench/numpy_only.py bench/adapter_cv.py [--rank 32] [--penalty 0.01]
+        [--temperature 20] [--steps 300] [--cache DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from disclosure import SERVERS, document, load
+from disclosure_cv import BLEND, Query, collected, fit, remembered, report, scored, seen_sets
+
+from skillop.gateway import fusion
+from skillop.gateway.search import NAME_WEIGHT, Document, SearchIndex
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Array = npt.NDArray[np.float64]
+
+#: How many groups the servers are split into for (b), round-robin in SERVERS' order.
+GROUPS = 5
+Labelled = dict[str, list[tuple[str, str, set[str]]]]
+Scores = dict[str, list[tuple[str, tuple[float, float, float]]]]
+
+
+@dataclass(frozen=True)
+class Settings:
+    rank: int
+    penalty: float
+    temperature: float
+    steps: int
+    rate: float = 0.01
+
+
+def fit_adapter(queries_: Array, positive: Array, tools: Array, settings: Settings,
+                ) -> tuple[Array, Array]:
+    """A (r x 384) and B (384 x r) minimising the mean over queries of -log of the
+    softmax share of each labelled tool (averaged over a query's labelled tools), by
+    Adam, full batch. ``queries_``: unit rows; ``positive``: queries x tools, 0/1;
+    ``tools``: the tools' vectors the query's cosine is taken with."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    width = queries_.shape[1]
+    a = rng.normal(0.0, 1.0 / np.sqrt(width), (settings.rank, width))
+    b = np.zeros((width, settings.rank))
+    raw = queries_ @ tools.T  # queries x tools
+    share = positive / positive.sum(axis=1, keepdims=True)
+    tau, n = settings.temperature, len(queries_)
+    state = [(np.zeros_like(a), np.zeros_like(a)), (np.zeros_like(b), np.zeros_like(b))]
+    for step in range(1, settings.steps + 1):
+        u = queries_ @ a.T  # n x r
+        mb = tools @ b  # tools x r
+        d = u @ b.T  # n x width
+        norm = np.sqrt(1.0 + 2.0 * (queries_ * d).sum(axis=1) + (d * d).sum(axis=1))[:, None]
+        s = tau * (raw + u @ mb.T) / norm
+        p = np.exp(s - s.max(axis=1, keepdims=True))
+        p /= p.sum(axis=1, keepdims=True)
+        ds = (p - share) / n  # d loss / d s
+        along = (ds * s).sum(axis=1, keepdims=True)  # dq'.q' (tau folded in)
+        # d loss / d z = (tau ds M - q' along) / |z|, with q' = z / |z|, z = q + d
+        dz_tools = tau * ds / norm  # n x tools: the part through M
+        z = queries_ + d
+        dz_self = along / norm ** 2  # times z: the normalisation's part
+        db = (tools.T @ (dz_tools.T @ u)) - (z * dz_self).T @ u
+        du = dz_tools @ mb - (z * dz_self) @ b
+        da = du.T @ queries_
+        for k, (param, grad) in enumerate(((a, da), (b, db))):
+            grad = grad + 2 * settings.penalty * param
+            m, v = state[k]
+            m *= 0.9
+            m += 0.1 * grad
+            v *= 0.999
+            v += 0.001 * grad ** 2
+            param -= settings.rate * (m / (1 - 0.9 ** step)) / (
+                np.sqrt(v / (1 - 0.999 ** step)) + 1e-8)
+    return a, b
+
+
+def adapted(vector: Any, a: Array, b: Array) -> Any:
+    import numpy as np
+
+    z = vector + b @ (a @ vector)
+    return (z / max(float(np.linalg.norm(z)), 1e-12)).astype(np.float32)
+
+
+def training(index: SearchIndex, raw: Callable[[str], Any], labelled: Labelled,
+             keys: Sequence[str]) -> tuple[Array, Array]:
+    """The queries' raw vectors and their labelled tools, as arrays."""
+    import numpy as np
+
+    number = {key: n for n, key in enumerate(keys)}
+    rows = [(raw(text), relevant) for part in labelled.values() for _, text, relevant in part]
+    vectors = np.stack([v for v, _ in rows]).astype(np.float64)
+    positive = np.zeros((len(rows), len(keys)))
+    for i, (_, relevant) in enumerate(rows):
+        positive[i, [number[k] for k in relevant]] = 1.0
+    return vectors, positive
+
+
+Split = tuple[Callable[[str, frozenset[str]], bool], Callable[[str, frozenset[str]], bool]]
+
+
+def fold(index: SearchIndex, raw: Callable[[str], Any], parts: Labelled, split: Split,
+         keys: Sequence[str], settings: Settings | None, tools: Array,
+         plain: Sequence[Query]) -> tuple[Scores, Scores]:
+    """The test queries' figures by the blend and by the fused order, the adapter
+    (when ``settings``) and the fusion fitted on the training ones (``split``: which
+    (set, labelled tools) train and which are judged); ``plain``: every query
+    collected without an adapter."""
+    import numpy as np
+
+    learns, judges = split
+    every = plain
+    if settings is not None:
+        train = {p: [q for q in qs if learns(p, frozenset(q[2]))] for p, qs in parts.items()}
+        a, b = fit_adapter(*training(index, raw, train, keys), tools, settings)
+        a, b = a.astype(np.float16).astype(np.float64), b.astype(np.float16).astype(np.float64)
+
+        def encode(text: str) -> Any:
+            return adapted(raw(text).astype(np.float64), a, b)
+        assert index._semantic is not None
+        index._semantic = (index._semantic[0], encode)
+        try:
+            every = collected(index, parts)
+        finally:
+            index._semantic = (index._semantic[0], raw)
+    learn = [q for q in every if learns(q.part, q.relevant)]
+    judged = [q for q in every if judges(q.part, q.relevant)]
+    weights = fit(learn, keys, list(fusion.FEATURES))
+    return scored(judged, keys, lambda q: BLEND), scored(judged, keys, lambda q: weights)
+
+
+def merged(into: Scores, more: Scores, name: str | None = None) -> None:
+    for part, rows in more.items():
+        into.setdefault(name or part, []).extend(rows)
+
+
+def by_sets(parts: Labelled) -> list[tuple[str, Split]]:
+    """One split per seen set left out."""
+    return [(out, (lambda p, r, out=out: p != out, lambda p, r, out=out: p == out))
+            for out in parts]
+
+
+def by_servers() -> list[tuple[str, Split]]:
+    """One split per group of servers held out (round-robin in SERVERS' order):
+    trained on the queries whose labelled tools all lie outside it, judged on those
+    whose labelled tools all lie inside it."""
+    shorts = list(SERVERS)
+    out: list[tuple[str, Split]] = []
+    for g in range(GROUPS):
+        group = frozenset(shorts[g::GROUPS])
+
+        def inside(p: str, relevant: frozenset[str], group: frozenset[str] = group) -> bool:
+            return all(k.split("/")[0] in group for k in relevant)
+
+        def outside(p: str, relevant: frozenset[str], group: frozenset[str] = group) -> bool:
+            return not any(k.split("/")[0] in group for k in relevant)
+
+        out.append(("+".join(sorted(group)), (outside, inside)))
+    return out
+
+
+def evaluate(index: SearchIndex, raw: Callable[[str], Any], parts: Labelled,
+             keys: Sequence[str], settings: Settings, tools: Array, *, mode: str) -> None:
+    splits = by_sets(parts) if mode == "sets" else by_servers()
+    fused: dict[str, Scores] = {"without": {}, "with": {}}
+    blend: dict[str, Scores] = {"without": {}, "with": {}}
+    started = time.process_time()
+    plain = collected(index, parts)
+    for name, split in splits:
+        for label, chosen in (("without", None), ("with", settings)):
+            b, f = fold(index, raw, parts, split, keys, chosen, tools, plain)
+            print(f"  fold {name} {label}: {time.process_time() - started:.0f} s CPU",
+                  file=sys.stderr, flush=True)
+            merged(blend[label], b, None if mode == "sets" else name)
+            merged(fused[label], f, None if mode == "sets" else name)
+    title = "(a) one seen set left out" if mode == "sets" else "(b) servers left out"
+    sys.stdout.flush()
+    print(f"{title} ({time.process_time() - started:.0f} s CPU); blend, without -> with"
+          " the adapter:")
+    report(blend["without"], blend["with"])
+    print(f"{title}; fused (fusion refitted per fold), without -> with the adapter:")
+    report(fused["without"], fused["with"])
+    sys.stdout.flush()
+
+
+def setup(cache: Path) -> tuple[SearchIndex, list[str], Callable[[str], Any], Any]:
+    from skillop.gateway.embedding import Unavailable, shared_encoder
+    from skillop.gateway.vectors import SemanticRanker
+
+    encoder = shared_encoder()
+    if isinstance(encoder, Unavailable):
+        raise SystemExit(f"no sentence model: {encoder.reason}")
+    docs: list[Document] = [document(short, SERVERS[short], t) for short in SERVERS
+                            for t in load(SERVERS[short])]
+    index = SearchIndex(docs)
+    SemanticRanker(cache, lambda _: None, loader=lambda: encoder).prepare(index)
+    model = hashlib.sha256(encoder.identity.encode()).hexdigest()[:16]
+    remembered(index, cache / f"cv-queries-{model}.npz")
+    assert index._semantic is not None and index._names is not None
+    vectors, raw = index._semantic
+    tools = ((1 - NAME_WEIGHT) * vectors.astype("float64")
+             + NAME_WEIGHT * index._names.astype("float64"))
+    return index, [d.key for d in docs], raw, tools
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rank", type=int, default=32)
+    parser.add_argument("--penalty", type=float, default=0.01)
+    parser.add_argument("--temperature", type=float, default=20.0)
+    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--mode", choices=("sets", "servers", "both"), default="both")
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/skillop-bench-vectors"))
+    args = parser.parse_args()
+    settings = Settings(args.rank, args.penalty, args.temperature, args.steps)
+    index, keys, raw, tools = setup(args.cache)
+    parts = seen_sets()
+    print(f"set: {len(keys)} tools; {sum(map(len, parts.values()))} answerable queries of"
+          f" {len(parts)} seen sets; adapter rank {settings.rank}, penalty {settings.penalty},"
+          f" temperature {settings.temperature}, {settings.steps} steps")
+    for mode in ("sets", "servers") if args.mode == "both" else (args.mode,):
+        evaluate(index, raw, parts, keys, settings, tools, mode=mode)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+
+__all__ = ["Query", "Mapping", "fit_adapter", "adapted"]
