@@ -27,11 +27,11 @@ import argparse
 import hashlib
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from adapter_fit import Settings, adapted, fit_adapter, server_splits
 from disclosure import SERVERS, document, load
 from disclosure_cv import BLEND, Query, collected, fit, remembered, report, scored, seen_sets
 
@@ -44,71 +44,10 @@ if TYPE_CHECKING:
 
     Array = npt.NDArray[np.float64]
 
-#: How many groups the servers are split into for (b), round-robin in SERVERS' order.
+#: How many groups the servers are split into for (b) (``server_splits``).
 GROUPS = 5
 Labelled = dict[str, list[tuple[str, str, set[str]]]]
 Scores = dict[str, list[tuple[str, tuple[float, float, float]]]]
-
-
-@dataclass(frozen=True)
-class Settings:
-    rank: int
-    penalty: float
-    temperature: float
-    steps: int
-    rate: float = 0.01
-
-
-def fit_adapter(queries_: Array, positive: Array, tools: Array, settings: Settings,
-                ) -> tuple[Array, Array]:
-    """A (r x 384) and B (384 x r) minimising the mean over queries of -log of the
-    softmax share of each labelled tool (averaged over a query's labelled tools), by
-    Adam, full batch. ``queries_``: unit rows; ``positive``: queries x tools, 0/1;
-    ``tools``: the tools' vectors the query's cosine is taken with."""
-    import numpy as np
-
-    rng = np.random.default_rng(0)
-    width = queries_.shape[1]
-    a = rng.normal(0.0, 1.0 / np.sqrt(width), (settings.rank, width))
-    b = np.zeros((width, settings.rank))
-    raw = queries_ @ tools.T  # queries x tools
-    share = positive / positive.sum(axis=1, keepdims=True)
-    tau, n = settings.temperature, len(queries_)
-    state = [(np.zeros_like(a), np.zeros_like(a)), (np.zeros_like(b), np.zeros_like(b))]
-    for step in range(1, settings.steps + 1):
-        u = queries_ @ a.T  # n x r
-        mb = tools @ b  # tools x r
-        d = u @ b.T  # n x width
-        norm = np.sqrt(1.0 + 2.0 * (queries_ * d).sum(axis=1) + (d * d).sum(axis=1))[:, None]
-        s = tau * (raw + u @ mb.T) / norm
-        p = np.exp(s - s.max(axis=1, keepdims=True))
-        p /= p.sum(axis=1, keepdims=True)
-        ds = (p - share) / n  # d loss / d s
-        along = (ds * s).sum(axis=1, keepdims=True)  # dq'.q' (tau folded in)
-        # d loss / d z = (tau ds M - q' along) / |z|, with q' = z / |z|, z = q + d
-        dz_tools = tau * ds / norm  # n x tools: the part through M
-        z = queries_ + d
-        dz_self = along / norm ** 2  # times z: the normalisation's part
-        db = (tools.T @ (dz_tools.T @ u)) - (z * dz_self).T @ u
-        du = dz_tools @ mb - (z * dz_self) @ b
-        da = du.T @ queries_
-        for k, (param, grad) in enumerate(((a, da), (b, db))):
-            grad = grad + 2 * settings.penalty * param
-            m, v = state[k]
-            m *= 0.9
-            m += 0.1 * grad
-            v *= 0.999
-            v += 0.001 * grad ** 2
-            param -= settings.rate * (m / (1 - 0.9 ** step)) / (
-                np.sqrt(v / (1 - 0.999 ** step)) + 1e-8)
-    return a, b
-
-
-def adapted(vector: Any, a: Array, b: Array) -> Any:
-    import numpy as np
-
-    z = vector + b @ (a @ vector)
-    return (z / max(float(np.linalg.norm(z)), 1e-12)).astype(np.float32)
 
 
 def training(index: SearchIndex, raw: Callable[[str], Any], labelled: Labelled,
@@ -125,7 +64,10 @@ def training(index: SearchIndex, raw: Callable[[str], Any], labelled: Labelled,
     return vectors, positive
 
 
-Split = tuple[Callable[[str, frozenset[str]], bool], Callable[[str, frozenset[str]], bool]]
+#: Which queries (by set and labelled tools) the adapter and fusion are fitted on, which
+#: are judged, and which tools the adapter's fit sees (its softmax's candidates).
+Split = tuple[Callable[[str, frozenset[str]], bool], Callable[[str, frozenset[str]], bool],
+              Callable[[str], bool]]
 
 
 def fold(index: SearchIndex, raw: Callable[[str], Any], parts: Labelled, split: Split,
@@ -135,23 +77,25 @@ def fold(index: SearchIndex, raw: Callable[[str], Any], parts: Labelled, split: 
     (when ``settings``) and the fusion fitted on the training ones (``split``: which
     (set, labelled tools) train and which are judged); ``plain``: every query
     collected without an adapter."""
-    import numpy as np
 
-    learns, judges = split
+    learns, judges, sees = split
     every = plain
     if settings is not None:
         train = {p: [q for q in qs if learns(p, frozenset(q[2]))] for p, qs in parts.items()}
-        a, b = fit_adapter(*training(index, raw, train, keys), tools, settings)
-        a, b = a.astype(np.float16).astype(np.float64), b.astype(np.float16).astype(np.float64)
-
-        def encode(text: str) -> Any:
-            return adapted(raw(text).astype(np.float64), a, b)
+        # A held-out server's tools are not among the fit's candidates: a fleet's
+        # adapter never saw another fleet's tools (as negatives, it would learn to
+        # push every query away from them).
+        seen = [n for n, key in enumerate(keys) if sees(key)]
+        queries_, positive = training(index, raw, train, keys)
+        a, b = fit_adapter(queries_, positive[:, seen], tools[seen], settings)
         assert index._semantic is not None
-        index._semantic = (index._semantic[0], encode)
+        vectors = index._semantic[0]
+        # The abstention's cosine moves too: only the ranking is scored here.
+        index._semantic = (vectors, lambda text: adapted(raw(text), a, b))
         try:
             every = collected(index, parts)
         finally:
-            index._semantic = (index._semantic[0], raw)
+            index._semantic = (vectors, raw)
     learn = [q for q in every if learns(q.part, q.relevant)]
     judged = [q for q in every if judges(q.part, q.relevant)]
     weights = fit(learn, keys, list(fusion.FEATURES))
@@ -165,27 +109,15 @@ def merged(into: Scores, more: Scores, name: str | None = None) -> None:
 
 def by_sets(parts: Labelled) -> list[tuple[str, Split]]:
     """One split per seen set left out."""
-    return [(out, (lambda p, r, out=out: p != out, lambda p, r, out=out: p == out))
-            for out in parts]
+    return [(out, (lambda p, r, out=out: p != out, lambda p, r, out=out: p == out,
+                   lambda key: True)) for out in parts]
 
 
 def by_servers() -> list[tuple[str, Split]]:
-    """One split per group of servers held out (round-robin in SERVERS' order):
-    trained on the queries whose labelled tools all lie outside it, judged on those
-    whose labelled tools all lie inside it."""
-    shorts = list(SERVERS)
-    out: list[tuple[str, Split]] = []
-    for g in range(GROUPS):
-        group = frozenset(shorts[g::GROUPS])
-
-        def inside(p: str, relevant: frozenset[str], group: frozenset[str] = group) -> bool:
-            return all(k.split("/")[0] in group for k in relevant)
-
-        def outside(p: str, relevant: frozenset[str], group: frozenset[str] = group) -> bool:
-            return not any(k.split("/")[0] in group for k in relevant)
-
-        out.append(("+".join(sorted(group)), (outside, inside)))
-    return out
+    """One split per group of servers held out (``server_splits``)."""
+    return [(name, (lambda p, r, f=outside: f(r), lambda p, r, f=inside: f(r),
+                    lambda key, f=outside: f(frozenset({key}))))
+            for name, (outside, inside) in server_splits(list(SERVERS), GROUPS)]
 
 
 def evaluate(index: SearchIndex, raw: Callable[[str], Any], parts: Labelled,
@@ -255,5 +187,3 @@ def main() -> int:
 if __name__ == "__main__":
     sys.exit(main())
 
-
-__all__ = ["Query", "Mapping", "fit_adapter", "adapted"]
