@@ -17,8 +17,12 @@ in each fold, without and with the adapter) scored over the whole set of 551 too
   group, scored on those whose labelled tools all lie inside it. Only this shows
   whether the adapter learnt how requests are written rather than the bench's tools.
 
+``--write``: fit on every seen set (every tool a candidate) and write
+operator/skillop/gateway/adapter_weights.py (the gateway's fusion weights stay fitted
+on the model's own cosines: bench/disclosure_cv.py).
+
     python bench/numpy_only.py bench/adapter_cv.py [--rank 32] [--penalty 0.01]
-        [--temperature 20] [--steps 300] [--cache DIR]
+        [--temperature 20] [--steps 300] [--mode sets|servers|both] [--write] [--cache DIR]
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from disclosure import SERVERS, document, load
 from disclosure_cv import BLEND, Query, collected, fit, remembered, report, scored, seen_sets
 
 from skillop.gateway import fusion
+from skillop.gateway.adapter import encoded
 from skillop.gateway.search import NAME_WEIGHT, Document, SearchIndex
 
 if TYPE_CHECKING:
@@ -44,6 +49,8 @@ if TYPE_CHECKING:
 
     Array = npt.NDArray[np.float64]
 
+WEIGHTS_FILE = (Path(__file__).resolve().parent.parent / "operator" / "skillop" / "gateway"
+                / "adapter_weights.py")
 #: How many groups the servers are split into for (b) (``server_splits``).
 GROUPS = 5
 Labelled = dict[str, list[tuple[str, str, set[str]]]]
@@ -72,11 +79,14 @@ Split = tuple[Callable[[str, frozenset[str]], bool], Callable[[str, frozenset[st
 
 def fold(index: SearchIndex, raw: Callable[[str], Any], parts: Labelled, split: Split,
          keys: Sequence[str], settings: Settings | None, tools: Array,
-         plain: Sequence[Query]) -> tuple[Scores, Scores]:
-    """The test queries' figures by the blend and by the fused order, the adapter
+         plain: Sequence[Query]) -> tuple[Scores, Scores, Scores]:
+    """The test queries' figures by the blend, by the fused order and by the fused
+    order with the fusion fitted on ``plain``, the adapter
     (when ``settings``) and the fusion fitted on the training ones (``split``: which
     (set, labelled tools) train and which are judged); ``plain``: every query
-    collected without an adapter."""
+    collected without an adapter (the training queries' cosines unadapted: adapted,
+    they are in-sample, better than the judged queries' will be, and the fusion's fit
+    learns to trust them too much)."""
 
     learns, judges, sees = split
     every = plain
@@ -96,10 +106,13 @@ def fold(index: SearchIndex, raw: Callable[[str], Any], parts: Labelled, split: 
             every = collected(index, parts)
         finally:
             index._semantic = (vectors, raw)
-    learn = [q for q in every if learns(q.part, q.relevant)]
     judged = [q for q in every if judges(q.part, q.relevant)]
-    weights = fit(learn, keys, list(fusion.FEATURES))
-    return scored(judged, keys, lambda q: BLEND), scored(judged, keys, lambda q: weights)
+    weights = fit([q for q in every if learns(q.part, q.relevant)], keys, list(fusion.FEATURES))
+    unadapted = (weights if every is plain else
+                 fit([q for q in plain if learns(q.part, q.relevant)], keys,
+                     list(fusion.FEATURES)))
+    return (scored(judged, keys, lambda q: BLEND), scored(judged, keys, lambda q: weights),
+            scored(judged, keys, lambda q: unadapted))
 
 
 def merged(into: Scores, more: Scores, name: str | None = None) -> None:
@@ -123,17 +136,19 @@ def by_servers() -> list[tuple[str, Split]]:
 def evaluate(index: SearchIndex, raw: Callable[[str], Any], parts: Labelled,
              keys: Sequence[str], settings: Settings, tools: Array, *, mode: str) -> None:
     splits = by_sets(parts) if mode == "sets" else by_servers()
-    fused: dict[str, Scores] = {"without": {}, "with": {}}
+    fused: dict[str, Scores] = {"without": {}, "with": {}, "raw fusion": {}}
     blend: dict[str, Scores] = {"without": {}, "with": {}}
     started = time.process_time()
     plain = collected(index, parts)
     for name, split in splits:
         for label, chosen in (("without", None), ("with", settings)):
-            b, f = fold(index, raw, parts, split, keys, chosen, tools, plain)
+            b, f, u = fold(index, raw, parts, split, keys, chosen, tools, plain)
             print(f"  fold {name} {label}: {time.process_time() - started:.0f} s CPU",
                   file=sys.stderr, flush=True)
             merged(blend[label], b, None if mode == "sets" else name)
             merged(fused[label], f, None if mode == "sets" else name)
+            if chosen is not None:
+                merged(fused["raw fusion"], u, None if mode == "sets" else name)
     title = "(a) one seen set left out" if mode == "sets" else "(b) servers left out"
     sys.stdout.flush()
     print(f"{title} ({time.process_time() - started:.0f} s CPU); blend, without -> with"
@@ -141,6 +156,9 @@ def evaluate(index: SearchIndex, raw: Callable[[str], Any], parts: Labelled,
     report(blend["without"], blend["with"])
     print(f"{title}; fused (fusion refitted per fold), without -> with the adapter:")
     report(fused["without"], fused["with"])
+    print(f"{title}; fused, without -> with the adapter, the fusion fitted on the training"
+          " queries' unadapted cosines:")
+    report(fused["without"], fused["raw fusion"])
     sys.stdout.flush()
 
 
@@ -171,6 +189,8 @@ def main() -> int:
     parser.add_argument("--temperature", type=float, default=20.0)
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--mode", choices=("sets", "servers", "both"), default="both")
+    parser.add_argument("--write", action="store_true",
+                        help="fit on every seen set and write gateway/adapter_weights.py")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/skillop-bench-vectors"))
     args = parser.parse_args()
     settings = Settings(args.rank, args.penalty, args.temperature, args.steps)
@@ -179,9 +199,26 @@ def main() -> int:
     print(f"set: {len(keys)} tools; {sum(map(len, parts.values()))} answerable queries of"
           f" {len(parts)} seen sets; adapter rank {settings.rank}, penalty {settings.penalty},"
           f" temperature {settings.temperature}, {settings.steps} steps")
+    if args.write:
+        a, b = fit_adapter(*training(index, raw, parts, keys), tools, settings)
+        write(a.astype("float32"), b.astype("float32"))
+        return 0
     for mode in ("sets", "servers") if args.mode == "both" else (args.mode,):
         evaluate(index, raw, parts, keys, settings, tools, mode=mode)
     return 0
+
+
+def write(a: Any, b: Any) -> None:
+    """The module gateway/adapter.py reads: the weights in base64 lines of 88."""
+    text = WEIGHTS_FILE.read_text()
+    body = [f"RANK = {a.shape[0]}", f"WIDTH = {a.shape[1]}"]
+    for name, matrix in (("A", a), ("B", b)):
+        data = encoded(matrix)
+        lines = [f'    "{data[i:i + 88]}"' for i in range(0, len(data), 88)]
+        body.append(f"{name} = (\n" + "\n".join(lines) + "\n)")
+    WEIGHTS_FILE.write_text(text[:text.index("RANK = ")] + "\n".join(body) + "\n")
+    digest = hashlib.sha256(WEIGHTS_FILE.read_bytes()).hexdigest()[:16]
+    print(f"wrote {WEIGHTS_FILE} (rank {a.shape[0]}, sha256 {digest})")
 
 
 if __name__ == "__main__":
