@@ -24,7 +24,9 @@ scores rather than of ranks: a weak lexical match should not pull a tool up as f
 a strong one); for a query of more than ``LONG_QUERY_WORDS`` words the cosine counts
 less (``semantic_weight``: the model reads only a query's first tokens). A tool has
 two vectors, its text's (``Document.sentence``) and its name's (``Document.label``);
-the cosine ranked is their mix, ``NAME_WEIGHT`` of the name's. The blend's 30 best
+the cosine ranked is their mix, ``NAME_WEIGHT`` of the name's, each with the query's
+vector moved by the learned adapter (gateway/adapter.py; the abstention's cosine
+reads the query's own vector). The blend's 30 best
 are then ordered by a linear score (gateway/fusion.py: where in each tool the query's
 words are, whether it names the tool's service, whether the tool performs the query's
 verb, each score against the set's best). A query whose best
