@@ -8,14 +8,17 @@ softmax loss of each query's cosine (the one the blend ranks: the text's and the
 name's, mixed as gateway/search.py mixes them) against every tool of the set, its
 labelled tools positive, with an L2 penalty on A and B (towards the identity).
 
-Every choice is judged two ways, the fused order (gateway/fusion.py's weights refitted
-in each fold, without and with the adapter) scored over the whole set of 551 tools:
+Every choice is judged two ways, over the whole set of 551 tools: the blend, and the
+fused order (gateway/fusion.py's weights refitted in each fold on the training
+queries' adapted cosines, and on their unadapted ones: the gateway's), without and
+with the adapter:
 
 * (a) one seen set left out at a time: adapter and fusion fitted on the others;
 * (b) servers left out: the 25 servers in ``GROUPS`` groups; the adapter and the
   fusion fitted on the queries whose labelled tools all lie outside the held-out
-  group, scored on those whose labelled tools all lie inside it. Only this shows
-  whether the adapter learnt how requests are written rather than the bench's tools.
+  group (the adapter's softmax over those tools only), scored on those whose
+  labelled tools all lie inside it. Only this shows whether the adapter learnt how
+  requests are written rather than the bench's tools.
 
 ``--write``: fit on every seen set (every tool a candidate) and write
 operator/skillop/gateway/adapter_weights.py (the gateway's fusion weights stay fitted
