@@ -39,6 +39,7 @@ from disclosure import QUERY_FILES, SEEN, SERVERS, document, kinded_queries, loa
 
 from skillop.gateway import fusion
 from skillop.gateway.actions import named
+from skillop.gateway.adapter import unadapted
 from skillop.gateway.search import Document, SearchIndex, query_terms
 
 if TYPE_CHECKING:
@@ -208,7 +209,7 @@ def subset_index(index: SearchIndex, keep: Sequence[int]) -> SearchIndex:
     assert index._semantic is not None and index._names is not None
     vectors, encode = index._semantic
     sub = SearchIndex([index.documents[n] for n in keep])
-    sub.attach_vectors(vectors[keep], encode, names=index._names[keep])
+    sub.attach_vectors(vectors[keep], encode, names=index._names[keep], adapt=index._adapt)
     return sub
 
 
@@ -239,7 +240,10 @@ def remembered(index: SearchIndex, path: Path) -> None:
             np.savez(path, texts=np.array(list(known)), vectors=np.stack(list(known.values())))
 
     atexit.register(save)
-    index.attach_vectors(vectors, cached, names=index._names)
+    # The model's own query vectors: the fusion is fitted and judged on them (the
+    # adapter's in-sample cosines would teach it to trust the cosine too much;
+    # bench/adapter_cv.py judges the adapter with these weights).
+    index.attach_vectors(vectors, cached, names=index._names, adapt=unadapted)
 
 
 Scores = dict[str, list[tuple[str, tuple[float, float, float]]]]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from skillop.gateway import search
+from skillop.gateway.adapter import adapted, unadapted
 from skillop.gateway.embedding import QUERY_TOKENS, Encoder, NumpyEncoder, model_directory
 from skillop.gateway.embedding_onnx import load_onnx_encoder
 from skillop.gateway.search import Document, SearchIndex
@@ -114,6 +115,10 @@ def test_what_a_tool_is_called_counts_beside_its_description(
         without_names: str) -> None:
     index = SearchIndex(TWINS)
     assert SemanticRanker(None, lambda _: None, loader=lambda: encoder).prepare(index)
+    # The model's own query vectors: the adapter (gateway/adapter.py) also ranks both
+    # named tools first by the text's vector alone, and this is about the name's.
+    assert index._semantic is not None
+    index.attach_vectors(*index._semantic, names=index._names, adapt=unadapted)
     lead = _lead(index, query, tool, without_names)
     # "kubectl get pods" is a knife edge: the named tool leads by 0.0008 with numpy's
     # vectors, and the int8 model's rounding leaves it 0.002 behind; the name's vector
@@ -130,3 +135,19 @@ def _lead(index: SearchIndex, query: str, tool: str, twin: str) -> float:
     """How far ``tool`` scores above ``twin`` for ``query``."""
     scores = dict(index.find(query, limit=len(TWINS)).matches)
     return scores[tool] - scores[twin]
+
+
+def test_either_runtime_ranks_by_the_adapted_query_and_abstains_by_its_own(
+        index: SearchIndex, encoder: Encoder) -> None:
+    import numpy as np
+
+    query = "what is inside this folder"
+    own = encoder.encode([query], tokens=QUERY_TOKENS)[0]
+    assert index._semantic is not None and index._names is not None
+    vectors, names = index._semantic[0], index._names
+    evidence, cosines = index._evidence(query, {})
+    moved = adapted(own)
+    assert float(moved @ own) < 0.9999  # the packaged adapter moves it
+    assert np.allclose(cosines, vectors @ own, atol=1e-5)
+    mixed = (1 - search.NAME_WEIGHT) * (vectors @ moved) + search.NAME_WEIGHT * (names @ moved)
+    assert np.allclose(evidence.ranked, mixed, atol=1e-5)

@@ -24,7 +24,9 @@ scores rather than of ranks: a weak lexical match should not pull a tool up as f
 a strong one); for a query of more than ``LONG_QUERY_WORDS`` words the cosine counts
 less (``semantic_weight``: the model reads only a query's first tokens). A tool has
 two vectors, its text's (``Document.sentence``) and its name's (``Document.label``);
-the cosine ranked is their mix, ``NAME_WEIGHT`` of the name's. The blend's 30 best
+the cosine ranked is their mix, ``NAME_WEIGHT`` of the name's, each with the query's
+vector moved by the learned adapter (gateway/adapter.py; the abstention's cosine
+reads the query's own vector). The blend's 30 best
 are then ordered by a linear score (gateway/fusion.py: where in each tool the query's
 words are, whether it names the tool's service, whether the tool performs the query's
 verb, each score against the set's best). A query whose best
@@ -51,6 +53,7 @@ from typing import TYPE_CHECKING
 from skillop.gateway import abstain
 from skillop.gateway.abstain import ACTION_CANDIDATES
 from skillop.gateway.actions import ObjectsByView, asked, named, phrase, telling
+from skillop.gateway.adapter import adapted
 from skillop.gateway.fusion import CANDIDATES, Evidence, ToolTerms, features, reordered
 from skillop.gateway.lexical import K1, WORD, terms
 from skillop.gateway.lexical import Tables as _Tables
@@ -200,6 +203,8 @@ class SearchIndex:
         self._served: dict[tuple[str, ...], frozenset[int]] = {}
         self._objects = ObjectsByView(())  # hybrid: which name words name no object
         self._words: list[ToolTerms] = []  # hybrid: each document's terms by field
+        #: Hybrid: the query's vector as the ranking reads it (gateway/adapter.py).
+        self._adapt: Callable[[Matrix], Matrix] = adapted
 
     def build(self) -> None:
         """Build the tables now, if no search or attachment has yet."""
@@ -220,11 +225,13 @@ class SearchIndex:
         return tables
 
     def attach_vectors(self, vectors: Matrix, encode: Callable[[str], Matrix], *,
-                       names: Matrix | None = None) -> None:
+                       names: Matrix | None = None,
+                       adapt: Callable[[Matrix], Matrix] = adapted) -> None:
         """Rank with the sentence model from now on: ``vectors`` holds one unit row
         per document (its ``sentence``), in order, ``names`` likewise of its
         ``label`` (without them the text's cosine alone ranks); ``encode(query)``
-        gives the query's unit vector."""
+        gives the query's unit vector, ``adapt`` the vector the ranking reads from
+        it (by default the packaged adapter's: gateway/adapter.py)."""
         for rows in (vectors, names):
             if rows is not None and len(rows) != len(self._keys):
                 raise ValueError(f"{count(len(rows), 'vector')} for"
@@ -260,6 +267,7 @@ class SearchIndex:
         self._objects = ObjectsByView([(doc.skill, doc.name_words()) for doc in self.documents])
         self._words = [ToolTerms.of(doc) for doc in self.documents]
         self._names = names
+        self._adapt = adapt
         self._semantic = (vectors, encode)
 
     @property
@@ -304,11 +312,16 @@ class SearchIndex:
         vectors, encode = self._semantic
         idf = self._tables().idf
         wanted = encode(query[:MAX_QUERY_CHARS])
-        cosines = vectors @ wanted
-        ranked: Matrix = cosines
-        names = cosines if self._names is None else self._names @ wanted
+        moved = self._adapt(wanted)
+        if moved is wanted:
+            cosines = text = vectors @ wanted
+        else:  # both cosines in one pass over the vectors
+            both = vectors @ np.stack((wanted, moved), axis=1)
+            cosines, text = both[:, 0], both[:, 1]
+        ranked: Matrix = text
+        names = text if self._names is None else self._names @ moved
         if self._names is not None:
-            ranked = np.float32(1 - NAME_WEIGHT) * cosines + np.float32(NAME_WEIGHT) * names
+            ranked = np.float32(1 - NAME_WEIGHT) * text + np.float32(NAME_WEIGHT) * names
         bm25 = np.zeros(len(self._keys), dtype=np.float32)
         for term, weight in weighted.items():
             posting = self._arrays.get(term)
