@@ -9,7 +9,8 @@ first ``--k``, each read as "skill: name words. sentence" unless ``--plain``):
 
 * ``sentence_gap``: the candidate's best sentence cosine (its text's when its
   description has no sentence of three words) minus the set's best, a fusion
-  feature; ``first_gap`` likewise of the first sentence alone;
+  feature; ``first_gap`` likewise of the first sentence alone; ``sentence_lift`` the
+  best sentence's cosine minus the tool's text's (how much better one sentence fits);
 * ``--mix W``: W of the ranked cosine's text part replaced by the best sentence's
   (the blend's order changes, so do the candidates).
 
@@ -40,7 +41,7 @@ from skillop.gateway.search import MAX_QUERY_CHARS, Document, SearchIndex, seman
 
 #: A description's sentences: cut after . ! ? and at line ends.
 SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
-EXTRA = ("sentence_gap", "first_gap")
+EXTRA = ("sentence_gap", "first_gap", "sentence_lift")
 
 
 def sentences(doc: Document, k: int, *, plain: bool) -> list[str]:
@@ -98,7 +99,7 @@ def patch(extra: Sentences) -> None:
     def evidence(self: SearchIndex, query: str, weighted: dict[str, float]) -> Any:
         found, cosines = original_evidence(self, query, weighted)
         best, first = extra.scores(self, query, cosines)
-        extra.last = {"best": best, "first": first}
+        extra.last = {"best": best, "first": first, "lift": best - cosines}
         if extra.mix:
             ranked = found.ranked + np.float32(extra.mix) * (best - cosines)
             blended = found.blended + np.float32(semantic_weight(query)) * (ranked - found.ranked)
@@ -115,6 +116,7 @@ def patch(extra: Sentences) -> None:
             for name, values in (("sentence_gap", extra.last["best"]),
                                  ("first_gap", extra.last["first"])):
                 out[:, fusion.FEATURES.index(name)] = values[chosen] - values[visible].max()
+            out[:, fusion.FEATURES.index("sentence_lift")] = extra.last["lift"][chosen]
         return out
 
     SearchIndex._evidence = evidence  # type: ignore[method-assign]
