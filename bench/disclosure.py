@@ -72,6 +72,7 @@ from pathlib import Path
 
 from skillop.gateway import abstain as abstain_module
 from skillop.gateway import search as search_module
+from skillop.gateway.adapter import adapted, unadapted
 from skillop.gateway.search import Document, Found, SearchIndex
 from skillop.gateway.served import (
     CALL_TOOL_DEFINITION,
@@ -415,6 +416,16 @@ def hybrid_main(args: argparse.Namespace) -> int:
                 print_figures(part, evaluate(index, parts[part]))
     finally:
         SearchIndex.elsewhere = elsewhere  # type: ignore[method-assign]
+    # The adapter was fitted on the seen sets' queries about these very tools, so on
+    # another set about them it knows the tools as well as the style of requests:
+    # without it, the figures show what a fleet of other servers can expect less.
+    print("hybrid without the query adapter (gateway/adapter.py):")
+    index._adapt = unadapted
+    try:
+        for part in shown:
+            print_figures(part, evaluate(index, parts[part]))
+    finally:
+        index._adapt = adapted
     calibrate(index, [(name, *q) for name, _ in SEEN for q in kinded_queries(name)]
               + [(name, *q) for name, labelled in old.items() for q in labelled])
     if args.no_costs:
