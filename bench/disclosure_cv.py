@@ -50,7 +50,7 @@ GATEWAY = Path(__file__).resolve().parent.parent / "operator" / "skillop" / "gat
 WEIGHTS_FILE, TREES_FILE = GATEWAY / "fusion_weights.py", GATEWAY / "fusion_trees.py"
 #: How many trees of what depth go on top of the linear score (bench/fusion_boost.py),
 #: chosen by the same folds.
-TREES, TREE_DEPTH = 0, 3
+TREES, TREE_DEPTH = 200, 3
 
 
 NO_TREES = ranker.Forest()
