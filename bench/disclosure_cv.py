@@ -8,7 +8,9 @@ at a time**: the weights fitted on the other sets order the one left out, and it
 recall@1 / recall@5 / MRR are printed beside the blend's own (weight 1 on "blend"),
 per set, per kind and pooled. The fit: a listwise logistic loss (each relevant tool
 against the query's other candidates, softmax), L2-penalised, on standardised
-features, by Adam; the file keeps the weights of the raw features.
+features, by Adam; the file keeps the weights of the raw features. Then ``TREES``
+regression trees on top of the linear score (bench/fusion_boost.py, gateway/ranker.py),
+fitted in each fold after its weights.
 
 * ``--features a,b``: fit only those (the rest weigh nothing), to compare sets of
   features by the same cross-validation;
@@ -17,10 +19,13 @@ features, by Adam; the file keeps the weights of the raw features.
   meant something only at 551 tools would show there;
 * ``--misses``: the left-out queries whose relevant tools the fused order still puts
   past 5, and those it moved out of the first 5;
-* ``--write``: fit on every seen set and write operator/skillop/gateway/fusion_weights.py.
+* ``--trees N``: N trees on top of the linear score (0: the linear score alone);
+  ``--linear`` also prints the same folds' linear order -> with their trees;
+* ``--write``: fit on every seen set and write operator/skillop/gateway/fusion_weights.py
+  and fusion_trees.py.
 
     python bench/numpy_only.py bench/disclosure_cv.py [--features ...] [--subsets 60 200]
-        [--misses] [--write]
+        [--misses] [--trees N] [--linear] [--write]
 """
 
 from __future__ import annotations
