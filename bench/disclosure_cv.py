@@ -22,16 +22,17 @@ fitted in each fold after its weights.
 * ``--trees N``: N trees on top of the linear score (0: the linear score alone);
   ``--linear`` also prints the same folds' linear order -> with their trees;
 * ``--write``: fit on every seen set and write operator/skillop/gateway/fusion_weights.py
-  and fusion_trees.py.
+  and fusion_trees.py (with ``PYTHONHASHSEED=0``, so that they reproduce exactly).
 
-    python bench/numpy_only.py bench/disclosure_cv.py [--features ...] [--subsets 60 200]
-        [--misses] [--trees N] [--linear] [--write]
+    [PYTHONHASHSEED=0] python bench/numpy_only.py bench/disclosure_cv.py [--features ...]
+        [--subsets 60 200] [--misses] [--trees N] [--linear] [--write]
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import statistics
 import sys
 import time
@@ -335,6 +336,10 @@ def main() -> int:
     parser.add_argument("--linear", action="store_true",
                         help="with --trees: also print the linear folds -> the trees' folds")
     args = parser.parse_args()
+    if args.write and os.environ.get("PYTHONHASHSEED") != "0":
+        # A query's terms come from a set: their order, and with it BM25's last bits
+        # and which of two equal splits a tree takes, changes with the hash seed.
+        raise SystemExit("--write: run with PYTHONHASHSEED=0, so the files reproduce")
     fusion.CANDIDATES = min(args.candidates, DEPTH)
     from skillop.gateway.embedding import Unavailable, shared_encoder
     from skillop.gateway.vectors import SemanticRanker
