@@ -8,7 +8,9 @@ at a time**: the weights fitted on the other sets order the one left out, and it
 recall@1 / recall@5 / MRR are printed beside the blend's own (weight 1 on "blend"),
 per set, per kind and pooled. The fit: a listwise logistic loss (each relevant tool
 against the query's other candidates, softmax), L2-penalised, on standardised
-features, by Adam; the file keeps the weights of the raw features.
+features, by Adam; the file keeps the weights of the raw features. Then ``TREES``
+regression trees on top of the linear score (bench/fusion_boost.py, gateway/ranker.py),
+fitted in each fold after its weights.
 
 * ``--features a,b``: fit only those (the rest weigh nothing), to compare sets of
   features by the same cross-validation;
@@ -17,16 +19,20 @@ features, by Adam; the file keeps the weights of the raw features.
   meant something only at 551 tools would show there;
 * ``--misses``: the left-out queries whose relevant tools the fused order still puts
   past 5, and those it moved out of the first 5;
-* ``--write``: fit on every seen set and write operator/skillop/gateway/fusion_weights.py.
+* ``--trees N``: N trees on top of the linear score (0: the linear score alone);
+  ``--linear`` also prints the same folds' linear order -> with their trees;
+* ``--write``: fit on every seen set and write operator/skillop/gateway/fusion_weights.py
+  and fusion_trees.py (with ``PYTHONHASHSEED=0``, so that they reproduce exactly).
 
-    python bench/numpy_only.py bench/disclosure_cv.py [--features ...] [--subsets 60 200]
-        [--misses] [--write]
+    [PYTHONHASHSEED=0] python bench/numpy_only.py bench/disclosure_cv.py [--features ...]
+        [--subsets 60 200] [--misses] [--trees N] [--linear] [--write]
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import statistics
 import sys
 import time
@@ -36,8 +42,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from disclosure import QUERY_FILES, SEEN, SERVERS, document, kinded_queries, load, queries
+from fusion_boost import boosted
 
-from skillop.gateway import fusion
+from skillop.gateway import fusion, ranker
 from skillop.gateway.actions import named
 from skillop.gateway.adapter import unadapted
 from skillop.gateway.search import Document, SearchIndex, query_terms
@@ -46,10 +53,26 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-WEIGHTS_FILE = (Path(__file__).resolve().parent.parent / "operator" / "skillop" / "gateway"
-                / "fusion_weights.py")
+GATEWAY = Path(__file__).resolve().parent.parent / "operator" / "skillop" / "gateway"
+WEIGHTS_FILE, TREES_FILE = GATEWAY / "fusion_weights.py", GATEWAY / "fusion_trees.py"
+#: How many trees of what depth go on top of the linear score (bench/fusion_boost.py),
+#: chosen by the same folds.
+TREES, TREE_DEPTH = 200, 3
+
+
+NO_TREES = ranker.Forest()
+
+
+@dataclass(frozen=True)
+class Model:
+    """A fused order: the linear weights and the trees on top of them."""
+
+    weights: Mapping[str, float]
+    forest: ranker.Forest = NO_TREES
+
+
 #: The blend's own order: what the fusion is measured against.
-BLEND = {"blend": 1.0}
+BLEND = Model({"blend": 1.0})
 #: The fit's L2 penalty, steps and rate, chosen by the same folds (pooled recall@1 /
 #: @5 left out: penalty 0 or 0.001 0.679 / 0.860, 0.01 0.677 / 0.857, 0.1 0.669 / 0.856;
 #: 1,000 steps as 400).
@@ -100,9 +123,10 @@ def collected(index: SearchIndex, parts: Mapping[str, list[tuple[str, str, set[s
     return out
 
 
-def order(query: Query, weights: Mapping[str, float]) -> list[int]:
+def order(query: Query, model: Model) -> list[int]:
     head = query.ranked[:fusion.CANDIDATES]
-    return [*fusion.reordered(head, query.rows, weights), *query.ranked[fusion.CANDIDATES:]]
+    return [*ranker.reordered(head, query.rows, weights=model.weights, forest=model.forest),
+            *query.ranked[fusion.CANDIDATES:]]
 
 
 def figures(found: list[str], relevant: frozenset[str]) -> tuple[float, float, float]:
@@ -161,7 +185,7 @@ def _gradient(z: npt.NDArray[np.float64], positive: npt.NDArray[np.float64],
 
 
 def scored(queries_: Sequence[Query], keys: Sequence[str],
-           weights_for: Callable[[Query], Mapping[str, float]],
+           weights_for: Callable[[Query], Model],
            ) -> dict[str, list[tuple[str, tuple[float, float, float]]]]:
     """Each set's (kind, figures) per query under the weights ``weights_for`` gives."""
     out: dict[str, list[tuple[str, tuple[float, float, float]]]] = {}
@@ -196,12 +220,27 @@ def report(before: Mapping[str, list[tuple[str, tuple[float, float, float]]]],
           f"{down[1]}, at 5: {up[5]}/{down[5]}")
 
 
-def left_out(collected_: Sequence[Query], keys: Sequence[str], names: Sequence[str],
-             ) -> dict[str, dict[str, float]]:
-    """The weights fitted with each seen set left out, by that set."""
+def left_out(collected_: Sequence[Query], keys: Sequence[str], names: Sequence[str], *,
+             trees: int) -> dict[str, Model]:
+    """The model fitted with each seen set left out, by that set."""
     parts = list(dict.fromkeys(q.part for q in collected_))
-    return {part: fit([q for q in collected_ if q.part != part], keys, names)
+    return {part: fitted([q for q in collected_ if q.part != part], keys, names, trees=trees)
             for part in parts}
+
+
+def fitted(train: Sequence[Query], keys: Sequence[str], names: Sequence[str], *,
+           trees: int) -> Model:
+    """The linear weights fitted on ``train``, then ``trees`` trees on top of them."""
+    import numpy as np
+
+    weights = fit(train, keys, names)
+    if not trees:
+        return Model(weights)
+    rows = np.stack([q.rows for q in train])
+    positive = np.array([[keys[n] in q.relevant for n in q.ranked[:fusion.CANDIDATES]]
+                         for q in train])
+    base = np.stack([fusion.scored(q.rows, weights) for q in train]).astype(np.float64)
+    return Model(weights, boosted(rows, positive, base, trees=trees, depth=TREE_DEPTH))
 
 
 def subset_index(index: SearchIndex, keep: Sequence[int]) -> SearchIndex:
@@ -250,17 +289,18 @@ Scores = dict[str, list[tuple[str, tuple[float, float, float]]]]
 
 
 def subsets(index: SearchIndex, parts: Mapping[str, list[tuple[str, str, set[str]]]],
-            size: int, folds: Mapping[str, Mapping[str, float]]) -> tuple[Scores, Scores]:
-    """Each set's figures with the blend and with its fold's weights, on random
-    subsets of ``size`` tools: its queries taken in turn into groups whose labelled
-    tools are at most a third of ``size``, each group's subset those tools and others
-    drawn at random (seeded)."""
+            size: int, folds: Mapping[str, Model]) -> tuple[Scores, Scores, Scores]:
+    """Each set's figures with the blend, with its fold's weights alone and with its
+    fold's weights and trees, on random subsets of ``size`` tools: its queries taken in
+    turn into groups whose labelled tools are at most a third of ``size``, each group's
+    subset those tools and others drawn at random (seeded)."""
     import numpy as np
 
     rng = np.random.default_rng(size)
     keys = [d.key for d in index.documents]
     number = {key: n for n, key in enumerate(keys)}
     before: Scores = {}
+    linear: Scores = {}
     after: Scores = {}
     for part, labelled in parts.items():
         groups: list[list[tuple[str, str, set[str]]]] = [[]]
@@ -276,10 +316,11 @@ def subsets(index: SearchIndex, parts: Mapping[str, list[tuple[str, str, set[str
             keep = sorted(wanted | set(drawn))
             small = collected(subset_index(index, keep), {part: group})
             small_keys = [keys[n] for n in keep]
-            for out, weights in ((before, BLEND), (after, folds[part])):
+            for out, weights in ((before, BLEND), (linear, Model(folds[part].weights)),
+                                 (after, folds[part])):
                 out.setdefault(part, []).extend(
                     scored(small, small_keys, lambda q, w=weights: w)[part])
-    return before, after
+    return before, linear, after
 
 
 def main() -> int:
@@ -294,7 +335,15 @@ def main() -> int:
     parser.add_argument("--write", action="store_true",
                         help="fit on every seen set and write gateway/fusion_weights.py")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/skillop-bench-vectors"))
+    parser.add_argument("--trees", type=int, default=TREES,
+                        help="this many trees on top of the linear score (0: none)")
+    parser.add_argument("--linear", action="store_true",
+                        help="with --trees: also print the linear folds -> the trees' folds")
     args = parser.parse_args()
+    if args.write and os.environ.get("PYTHONHASHSEED") != "0":
+        # A query's terms come from a set: their order, and with it BM25's last bits
+        # and which of two equal splits a tree takes, changes with the hash seed.
+        raise SystemExit("--write: run with PYTHONHASHSEED=0, so the files reproduce")
     fusion.CANDIDATES = min(args.candidates, DEPTH)
     from skillop.gateway.embedding import Unavailable, shared_encoder
     from skillop.gateway.vectors import SemanticRanker
@@ -318,9 +367,15 @@ def main() -> int:
     every = collected(index, parts)
     print(f"set: {len(docs)} tools; {len(every)} answerable queries of {len(parts)} seen"
           f" sets; features {', '.join(names)} ({time.process_time() - started:.1f} s CPU)")
-    folds = left_out(every, keys, names)
-    print("one seen set left out at a time (blend -> fused, the fold's weights):")
+    folds = left_out(every, keys, names, trees=args.trees)
+    print(f"one seen set left out at a time (blend -> fused, the fold's weights and"
+          f" {args.trees} trees of depth {TREE_DEPTH}):")
     report(scored(every, keys, lambda q: BLEND), scored(every, keys, lambda q: folds[q.part]))
+    if args.trees and args.linear:
+        print("the same folds, linear alone -> with the trees:")
+        linear = {part: Model(model.weights) for part, model in folds.items()}
+        report(scored(every, keys, lambda q: linear[q.part]),
+               scored(every, keys, lambda q: folds[q.part]))
     if args.misses:
         for query in every:
             before = [keys[n] for n in order(query, BLEND)][:5]
@@ -335,13 +390,18 @@ def main() -> int:
         print(f"subsets of {size} tools (the queries in groups whose labelled tools are at"
               f" most a third of it, each group its own subset; blend -> fused, the fold's"
               f" weights):")
-        before, after = subsets(index, parts, size, folds)
+        before, linear_, after = subsets(index, parts, size, folds)
         report(before, after)
+        if args.trees and args.linear:
+            print("  the same subsets, linear alone -> with the trees:")
+            report(linear_, after)
     if args.write:
-        weights = fit(every, keys, names)
+        model = fitted(every, keys, names, trees=args.trees)
         print("fitted on every seen set: " + ", ".join(f"{k} {v:+.4f}" for k, v in
-                                                       weights.items()))
-        write(weights)
+                                                       model.weights.items())
+              + f"; {len(model.forest.splits)} trees")
+        write(model.weights)
+        write_trees(model.forest)
     return 0
 
 
@@ -351,6 +411,22 @@ def write(weights: Mapping[str, float]) -> None:
     head = text[:text.index("WEIGHTS: dict[str, float] = ")]
     WEIGHTS_FILE.write_text(f"{head}WEIGHTS: dict[str, float] = {{\n{body},\n}}\n")
     print(f"wrote {WEIGHTS_FILE}")
+
+
+def write_trees(forest: ranker.Forest) -> None:
+    text = TREES_FILE.read_text()
+    head = text[:text.index("SPLITS: ")]
+    import numpy as np
+
+    def threshold(value: float) -> str:  # the shortest text the float32 compared reads back
+        return np.format_float_positional(np.float32(value), unique=True, trim="0")
+
+    splits = "".join(f"    ({', '.join(f'({n!r}, {threshold(t)})' for n, t in tree)},),\n"
+                     for tree in forest.splits)
+    leaves = "".join(f"    ({', '.join(f'{v:.6f}' for v in tree)},),\n" for tree in forest.leaves)
+    TREES_FILE.write_text(f"{head}SPLITS: tuple[tuple[tuple[str, float], ...], ...] = (\n"
+                          f"{splits})\n\nLEAVES: tuple[tuple[float, ...], ...] = (\n{leaves})\n")
+    print(f"wrote {TREES_FILE}")
 
 
 if __name__ == "__main__":

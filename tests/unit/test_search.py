@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from skillkit import actor, parse_problems
 
-from skillop.gateway import fusion
+from skillop.gateway import fusion, ranker
 from skillop.gateway import search as search_module
 from skillop.gateway.search import Document, SearchIndex, terms
 
@@ -150,6 +150,7 @@ def test_a_long_query_s_words_count_more_but_its_abstention_is_the_cosine_s(
     np = pytest.importorskip("numpy")
     # The blend's own order: the fusion after it weighs word matches too (test_fusion.py).
     monkeypatch.setattr(fusion, "WEIGHTS", {"blend": 1.0})
+    monkeypatch.setattr(ranker, "FOREST", ranker.Forest())
     # a is closer to the query's vector; b shares the query's later words.
     docs = [Document("a", "first_tool"), Document("b", "second_tool",
                                                   description="rerun the failed workflow")]

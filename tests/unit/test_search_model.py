@@ -125,9 +125,10 @@ def test_what_a_tool_is_called_counts_beside_its_description(
     # raises it by 0.02 with both (0.014 in the second pair).
     if isinstance(encoder, NumpyEncoder) or "kubectl" not in query:
         assert lead > 0
-    # The text's vector alone ranks the twin first.
+    # The text's vector alone scores the twin higher (the trees of the learned order
+    # may still put the named tool first: gateway/ranker.py).
     monkeypatch.setattr(search, "NAME_WEIGHT", 0.0)
-    assert index.find(query, limit=2).matches[0][0] == without_names
+    assert _lead(index, query, tool, without_names) < 0
     assert lead > _lead(index, query, tool, without_names) + 0.01
 
 

@@ -54,11 +54,12 @@ from skillop.gateway import abstain
 from skillop.gateway.abstain import ACTION_CANDIDATES
 from skillop.gateway.actions import ObjectsByView, asked, named, phrase, telling
 from skillop.gateway.adapter import adapted
-from skillop.gateway.fusion import CANDIDATES, Evidence, ToolTerms, features, reordered
+from skillop.gateway.fusion import CANDIDATES, Evidence, ToolTerms, features
 from skillop.gateway.lexical import K1, WORD, terms
 from skillop.gateway.lexical import Tables as _Tables
 from skillop.gateway.lexical import tables as _tables
 from skillop.gateway.products import mentioned, said_in
+from skillop.gateway.ranker import reordered
 from skillop.gateway.thesaurus import DEVELOPER_GROUPS, EXPANSION_WEIGHT, GROUPS
 from skillop.model.wording import count
 
@@ -335,7 +336,7 @@ class SearchIndex:
     def fused(self, query: str, weighted: dict[str, float], evidence: Evidence,
               best: list[int]) -> list[int]:
         """``best`` (the blend's order) with its first ``CANDIDATES`` ordered by the
-        linear score (gateway/fusion.py)."""
+        linear score (gateway/fusion.py) and the trees on top of it (gateway/ranker.py)."""
         head = best[:CANDIDATES]
         rows = features(query, weighted, self._tables().idf, evidence, head, self.documents,
                         self._words, named(query, self._skills))
