@@ -39,12 +39,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from adapter_fit import Settings, adapted, fit_adapter, server_splits
-from disclosure import SERVERS, document, load
-from disclosure_cv import BLEND, Query, collected, fit, remembered, report, scored, seen_sets
+from disclosure import SERVERS
+from disclosure_cv import (
+    BLEND,
+    Query,
+    collected,
+    fit,
+    prepared_index,
+    report,
+    scored,
+    seen_sets,
+)
 
 from skillop.gateway import fusion
 from skillop.gateway.adapter import encoded
-from skillop.gateway.search import NAME_WEIGHT, Document, SearchIndex
+from skillop.gateway.search import NAME_WEIGHT, SearchIndex
 
 if TYPE_CHECKING:
     import numpy as np
@@ -166,18 +175,7 @@ def evaluate(index: SearchIndex, raw: Callable[[str], Any], parts: Labelled,
 
 
 def setup(cache: Path) -> tuple[SearchIndex, list[str], Callable[[str], Any], Any]:
-    from skillop.gateway.embedding import Unavailable, shared_encoder
-    from skillop.gateway.vectors import SemanticRanker
-
-    encoder = shared_encoder()
-    if isinstance(encoder, Unavailable):
-        raise SystemExit(f"no sentence model: {encoder.reason}")
-    docs: list[Document] = [document(short, SERVERS[short], t) for short in SERVERS
-                            for t in load(SERVERS[short])]
-    index = SearchIndex(docs)
-    SemanticRanker(cache, lambda _: None, loader=lambda: encoder).prepare(index)
-    model = hashlib.sha256(encoder.identity.encode()).hexdigest()[:16]
-    remembered(index, cache / f"cv-queries-{model}.npz")
+    index, docs = prepared_index(cache)
     assert index._semantic is not None and index._names is not None
     vectors, raw = index._semantic
     tools = ((1 - NAME_WEIGHT) * vectors.astype("float64")

@@ -323,6 +323,24 @@ def subsets(index: SearchIndex, parts: Mapping[str, list[tuple[str, str, set[str
     return before, linear, after
 
 
+def prepared_index(cache: Path) -> tuple[SearchIndex, list[Document]]:
+    """The 551 tools' index with their vectors (from ``cache``), every seen query's
+    vector remembered beside them; and the tools' documents."""
+    from skillop.gateway.embedding import Unavailable, shared_encoder
+    from skillop.gateway.vectors import SemanticRanker
+
+    encoder = shared_encoder()
+    if isinstance(encoder, Unavailable):
+        raise SystemExit(f"no sentence model: {encoder.reason}")
+    docs: list[Document] = [document(short, SERVERS[short], t) for short in SERVERS
+                            for t in load(SERVERS[short])]
+    index = SearchIndex(docs)
+    SemanticRanker(cache, lambda _: None, loader=lambda: encoder).prepare(index)
+    model = hashlib.sha256(encoder.identity.encode()).hexdigest()[:16]
+    remembered(index, cache / f"cv-queries-{model}.npz")
+    return index, docs
+
+
 def main() -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -345,18 +363,7 @@ def main() -> int:
         # and which of two equal splits a tree takes, changes with the hash seed.
         raise SystemExit("--write: run with PYTHONHASHSEED=0, so the files reproduce")
     fusion.CANDIDATES = min(args.candidates, DEPTH)
-    from skillop.gateway.embedding import Unavailable, shared_encoder
-    from skillop.gateway.vectors import SemanticRanker
-
-    encoder = shared_encoder()
-    if isinstance(encoder, Unavailable):
-        raise SystemExit(f"no sentence model: {encoder.reason}")
-    docs: list[Document] = [document(short, SERVERS[short], t) for short in SERVERS
-                            for t in load(SERVERS[short])]
-    index = SearchIndex(docs)
-    SemanticRanker(args.cache, lambda _: None, loader=lambda: encoder).prepare(index)
-    model = hashlib.sha256(encoder.identity.encode()).hexdigest()[:16]
-    remembered(index, args.cache / f"cv-queries-{model}.npz")
+    index, docs = prepared_index(args.cache)
     keys = [d.key for d in docs]
     names = args.features.split(",") if args.features else list(fusion.FEATURES)
     unknown = set(names) - set(fusion.FEATURES)
