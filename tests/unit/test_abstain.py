@@ -131,9 +131,12 @@ def test_granting_access_or_sharding_needs_a_tool_that_does_it(query: str, weak:
     assert _unable(query, _GITHUB, [1.0] * len(_GITHUB)) is weak
 
 
-def test_a_hidden_granting_tool_counts_for_nothing() -> None:
-    hidden = documents(("github", "add_collaborator",
-                        "Grant a user access to a repository as a collaborator."))
+@pytest.mark.parametrize("description", [
+    "Grant a user access to a repository as a collaborator.",
+    "Add a user to a repository as a collaborator.",  # adding is an update too
+])
+def test_a_hidden_granting_tool_counts_for_nothing(description: str) -> None:
+    hidden = documents(("github", "add_collaborator", description))
     docs = [*_GITHUB, *hidden]
     query = "give @kim write access to my GitHub repo"
     assert _unable(query, docs, [1.0] * len(_GITHUB) + [float("-inf")])

@@ -111,8 +111,9 @@ _OWN: Mapping[str, str] = {
     "star": "star", "unstar": "star", "pin": "pin", "unpin": "pin", "mute": "mute",
     "unmute": "mute", "snooze": "mute", "lock": "lock", "unlock": "lock", "protect": "lock",
     "unprotect": "lock",
-    # people and their rights
-    "invite": "invite", "enroll": "invite", "grant": "grant", "revoke": "grant",
+    # people and their rights (granting one is also an update of who may do what:
+    # a tool that adds a collaborator does it)
+    "invite": "invite", "enroll": "invite", "grant": "grant update", "revoke": "grant update",
     # data spread over servers
     "shard": "shard", "reshard": "shard",
     # time
