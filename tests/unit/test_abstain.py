@@ -121,6 +121,28 @@ def test_a_named_service_whose_closest_tools_cannot_do_it_fits_nothing(query: st
     assert _unable(query, _SERVICES, [1.0] * len(_SERVICES)) is weak
 
 
+@pytest.mark.parametrize(("query", "weak"), [
+    ("give @kim write access to my GitHub repo", True),  # no close tool grants
+    ("grant the intern the admin role on the repo", True),
+    ("give me the issues of the repository", False),  # "give me" reads: no operation
+    ("shard the issues across two repositories", True),
+])
+def test_granting_access_or_sharding_needs_a_tool_that_does_it(query: str, weak: bool) -> None:
+    assert _unable(query, _GITHUB, [1.0] * len(_GITHUB)) is weak
+
+
+@pytest.mark.parametrize("description", [
+    "Grant a user access to a repository as a collaborator.",
+    "Add a user to a repository as a collaborator.",  # adding is an update too
+])
+def test_a_hidden_granting_tool_counts_for_nothing(description: str) -> None:
+    hidden = documents(("github", "add_collaborator", description))
+    docs = [*_GITHUB, *hidden]
+    query = "give @kim write access to my GitHub repo"
+    assert _unable(query, docs, [1.0] * len(_GITHUB) + [float("-inf")])
+    assert not _unable(query, docs, [1.0] * len(_GITHUB) + [2.0])  # seen, it does it
+
+
 def test_a_named_service_must_merge_or_restore_itself_not_only_update() -> None:
     docs = documents(("crm", "update_contacts", "Update contacts in a batch."),
                      ("crm", "list_contacts", "List the contacts."),

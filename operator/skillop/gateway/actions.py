@@ -111,8 +111,11 @@ _OWN: Mapping[str, str] = {
     "star": "star", "unstar": "star", "pin": "pin", "unpin": "pin", "mute": "mute",
     "unmute": "mute", "snooze": "mute", "lock": "lock", "unlock": "lock", "protect": "lock",
     "unprotect": "lock",
-    # people
-    "invite": "invite", "enroll": "invite",
+    # people and their rights (granting one is also an update of who may do what:
+    # a tool that adds a collaborator does it)
+    "invite": "invite", "enroll": "invite", "grant": "grant update", "revoke": "grant update",
+    # data spread over servers
+    "shard": "shard", "reshard": "shard",
     # time
     "schedule": "schedule", "reschedule": "schedule", "book": "book", "reserve": "book",
     # files and their forms
@@ -145,6 +148,11 @@ TRIGGERS = _words("""
     duplicate transfer fork merge approve accept reject unapprove close archive resolve
     reopen restore undo revert rollback reset recover unarchive
     rebase tag install email provision fix""") | _OWN.keys()
+#: "give" someone access (rights, a role, a permission) grants it, when one of these
+#: words is among the few after the verb ("give @kim read access to ..."); "give me a
+#: summary" still reads.
+_RIGHTS = frozenset(("access", "permission", "permissions", "rights", "role", "roles"))
+_RIGHTS_WITHIN = 5
 #: Words before the verb of a request ("please", "can you", "I want to", "let's", "how
 #: do I", "is there a way to"): skipped, so a question asking how to do it asks for it.
 _LEAD = _words("""please pls plz kindly can could would you i we need want to like let
@@ -227,7 +235,9 @@ def asked(query: str) -> frozenset[str]:
     """The classes of the operation ``query`` asks for: its leading verb's, when it
     is one of the ``TRIGGERS`` in its base form; else none (the query asks to find
     or read, or its verb says nothing sure)."""
-    verb, _ = _request(query)
+    verb, rest = _request(query)
+    if verb == "give" and not _RIGHTS.isdisjoint(rest[:_RIGHTS_WITHIN]):
+        return VERBS["grant"]
     return VERBS[verb] if verb in TRIGGERS else frozenset()
 
 
