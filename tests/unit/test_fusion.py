@@ -5,25 +5,16 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from searchkit import FOUR_TOOLS
 
 from skillop.gateway import fusion
 from skillop.gateway.fusion import FEATURES, Evidence, ToolTerms, features, reordered, scored
 from skillop.gateway.fusion_weights import WEIGHTS
-from skillop.gateway.search import Document, query_terms
+from skillop.gateway.search import query_terms
 
 np = pytest.importorskip("numpy")
 
-TOOLS = [
-    Document("gh/create_issue", "create_issue", skill="github",
-             description="Create a new issue in a GitHub repository.",
-             parameters="owner repo title body"),
-    Document("gl/create_issue", "create_issue", skill="gitlab",
-             description="Create a new issue in a GitLab project."),
-    Document("gh/list_issues", "list_issues", skill="github",
-             description="List issues in a GitHub repository."),
-    Document("slack/post", "slack_post_message", skill="slack",
-             description="Post a new message to a Slack channel."),
-]
+TOOLS = FOUR_TOOLS
 WORDS = [ToolTerms.of(tool) for tool in TOOLS]
 SKILLS = ["github", "gitlab", "slack"]
 

@@ -12,12 +12,13 @@ from types import ModuleType
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from searchkit import FOUR_TOOLS
 from tests.benchload import BENCH, bench_module
 
 from skillop.gateway import fusion_trees
 from skillop.gateway.fusion import FEATURES, Evidence, ToolTerms, features, scored
 from skillop.gateway.ranker import FOREST, Forest, ranked_scores, reordered
-from skillop.gateway.search import Document, query_terms
+from skillop.gateway.search import query_terms
 
 np = pytest.importorskip("numpy")
 
@@ -143,14 +144,7 @@ def test_the_fit_is_deterministic_and_learns_an_interaction() -> None:
     assert positive[np.arange(len(best)), best][has].all()
 
 
-TOOLS = [Document("gh/create_issue", "create_issue", skill="github",
-                  description="Create a new issue in a GitHub repository."),
-         Document("gl/create_issue", "create_issue", skill="gitlab",
-                  description="Create a new issue in a GitLab project."),
-         Document("gh/list_issues", "list_issues", skill="github",
-                  description="List issues in a GitHub repository."),
-         Document("slack/post", "slack_post_message", skill="slack",
-                  description="Post a new message to a Slack channel.")]
+TOOLS = FOUR_TOOLS
 
 
 @settings(max_examples=100, deadline=None)
