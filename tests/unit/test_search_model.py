@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from skillop.gateway import search
+from skillop.gateway import fusion, ranker, search
 from skillop.gateway.adapter import adapted, unadapted
 from skillop.gateway.embedding import QUERY_TOKENS, Encoder, NumpyEncoder, model_directory
 from skillop.gateway.embedding_onnx import load_onnx_encoder
@@ -119,14 +119,17 @@ def test_what_a_tool_is_called_counts_beside_its_description(
     # named tools first by the text's vector alone, and this is about the name's.
     assert index._semantic is not None
     index.attach_vectors(*index._semantic, names=index._names, adapt=unadapted)
+    # The blend's own scores: the learned order after it may re-order the two, and an
+    # answer then caps the lower-placed tool's score (test_search.py).
+    monkeypatch.setattr(fusion, "WEIGHTS", {"blend": 1.0})
+    monkeypatch.setattr(ranker, "FOREST", ranker.Forest())
     lead = _lead(index, query, tool, without_names)
     # "kubectl get pods" is a knife edge: the named tool leads by 0.0008 with numpy's
     # vectors, and the int8 model's rounding leaves it 0.002 behind; the name's vector
     # raises it by 0.02 with both (0.014 in the second pair).
     if isinstance(encoder, NumpyEncoder) or "kubectl" not in query:
         assert lead > 0
-    # The text's vector alone scores the twin higher (the trees of the learned order
-    # may still put the named tool first: gateway/ranker.py).
+    # The text's vector alone scores the twin higher.
     monkeypatch.setattr(search, "NAME_WEIGHT", 0.0)
     assert _lead(index, query, tool, without_names) < 0
     assert lead > _lead(index, query, tool, without_names) + 0.01

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from skillop.gateway.embedding import Unavailable
@@ -222,6 +222,7 @@ def test_a_tool_s_name_vector_ranks_beside_its_text_s_but_does_not_decide_absten
 
 @settings(max_examples=200, deadline=None)
 @given(query=st.text(max_size=1200), limit=st.integers(min_value=1, max_value=20))
+@example(query="Generat", limit=3)  # the learned order lifts a tool the blend scores lower
 def test_any_query_is_answered_within_the_limit(query: str, limit: int) -> None:
     found = _HYBRID.find(query, limit=limit)
     assert len(found.matches) == min(limit, len(DOCS))

@@ -132,7 +132,9 @@ class Document:
 @dataclass(frozen=True, slots=True)
 class Found:
     """A search's answer: the matches, best first, and whether they are weak (the
-    best is under the abstention threshold: nothing in the set fits)."""
+    best is under the abstention threshold: nothing in the set fits). Hybrid, a
+    match's score is the blend's, capped at the score of the match before it (the
+    learned order may re-order the blend's best)."""
 
     matches: tuple[tuple[str, float], ...]
     weak: bool = False
@@ -297,7 +299,12 @@ class SearchIndex:
         top = np.argpartition(-blended, count - 1)[:count]
         closest = top[np.lexsort((top, -blended[top]))].tolist()
         best = self.fused(query, weighted, evidence, closest)
-        matches = tuple((self._keys[i], float(blended[i])) for i in best[:limit])
+        shown = best[:limit]
+        # The learned order may place a tool above one the blend scores higher; each
+        # match shows the blend's score, never above the score shown before it, so an
+        # answer's scores read best first as its order does.
+        capped = np.minimum.accumulate(blended[shown]).tolist() if shown else []
+        matches = tuple(zip((self._keys[i] for i in shown), map(float, capped), strict=True))
         confidence = float(cosines.max())
         # The operation check reads the blend's closest, as it was calibrated.
         weak = (confidence < abstain_below(query) or self.elsewhere(query, gone=gone)
