@@ -177,6 +177,52 @@ def test_the_service_checks_switched_off_do_not_abstain(monkeypatch: pytest.Monk
     assert not _unable("create a new Airtable base", _SERVICES, [1.0] * 6)
 
 
+_TABLES = documents(("base", "update_field", "Update a field's name or description."),
+                   ("base", "update_table", "Update a table's name or description."),
+                   ("base", "delete_records", "Delete records from a table."))
+
+
+@pytest.mark.parametrize(("query", "weak"), [
+    ("remove the Fax field from the Contacts table", True),  # renaming a field is no removal
+    ("remove the Fax record from the Contacts table", False),  # a tool deletes records
+    ("rename the Fax field of the Contacts table", False),
+])
+def test_taking_a_thing_away_from_another_needs_a_tool_that_deletes_it(query: str,
+                                                                      weak: bool) -> None:
+    assert _unable(query, _TABLES, [1.0, 0.9, 0.8]) is weak
+
+
+def test_a_hidden_tool_that_deletes_the_thing_counts_for_nothing() -> None:
+    docs = [*_TABLES, *documents(("base", "delete_field", "Delete a field from a table."))]
+    query = "remove the Fax field from the Contacts table"
+    assert _unable(query, docs, [1.0, 0.9, 0.8, float("-inf")])
+    assert not _unable(query, docs, [1.0, 0.9, 0.8, 2.0])  # seen, it does it
+
+
+def test_removing_from_switched_off_reads_an_update_as_before(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(abstain, "REMOVED_FROM", False)
+    assert not _unable("remove the Fax field from the Contacts table", _TABLES, [1.0, 0.9, 0.8])
+
+
+def test_a_tool_whose_first_sentence_reads_does_not_do_what_it_names() -> None:
+    docs = documents(("crm", "get_workflow",
+                      "Purpose:\n  1. This tool retrieves a workflow by its id."),
+                     ("crm", "create_property", "Create a property."),
+                     ("crm", "create_note", "Create a note."))
+    assert _unable("create a new crm workflow that emails leads", docs, [1.0, 0.9, 0.8])
+    computing = documents(("calc", "get_sum", "Returns the sum of two numbers."),
+                          ("memory", "add_observations", "Add observations to an entity."))
+    assert not _unable("add two numbers", computing, [1.0, 0.9])  # "get" alone may compute
+
+
+def test_of_that_names_what_the_request_acts_on() -> None:
+    docs = documents(("ci", "rerun_workflow", "Rerun a workflow from the failed job."),
+                     ("ci", "get_job_results", "This tool retrieves the results of a job."))
+    assert not _unable("rerun the failed jobs of that workflow", docs, [1.0, 0.9])
+    assert _unable("rerun the failed jobs", docs, [1.0, 0.9])
+
+
 def test_a_capitalised_word_names_one_thing_not_a_kind() -> None:
     docs = documents(("memory", "delete_entities", "Delete entities from the graph."))
     assert not _unable("erase Carol from the memory", docs, [1.0])

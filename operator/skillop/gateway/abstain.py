@@ -52,6 +52,7 @@ from skillop.gateway.actions import (
     VERBS,
     Objects,
     asked,
+    ending,
     named,
     objects,
     phrase,
@@ -114,7 +115,10 @@ OPERATION = True
 UNNAMED_OBJECT = True
 SERVICE_OPERATION = True
 SERVICE_OBJECT = True
+#: Whether a tool that names what is removed from something must delete it (``_taken``).
+REMOVED_FROM = True
 SWITCHES = ("OPERATION", "UNNAMED_OBJECT", "ONE_STEP", "SERVICE_OPERATION", "SERVICE_OBJECT",
+            "REMOVED_FROM",
             "actions.ADVERBS", "actions.FORMS",
             "products.SELF_HOSTED_PRODUCTS", "products.CAPITALISED_PRODUCTS")
 
@@ -149,8 +153,9 @@ def unable(query: str, documents: Sequence[ToolText], closest: list[int], scores
     wanted = asked(query) | (_ADDS_TO if verb(query) in _ADDING else frozenset())
     if not wanted or _outcome(query):
         return False
+    naming = _taken(query, wanted)
     if OPERATION and _no_operation(query, wanted, documents, closest[:ACTION_CANDIDATES],
-                                   scores, skills=skills, view=view):
+                                   scores, skills=skills, view=view, naming=naming):
         return True
     if UNNAMED_OBJECT and _unnamed(query, documents, scores, view):
         return True
@@ -158,13 +163,23 @@ def unable(query: str, documents: Sequence[ToolText], closest: list[int], scores
         return False
     own = _best(service, scores, SERVICE_OPERATION_CANDIDATES)
     if SERVICE_OPERATION and own and view.unable(query, _specific(wanted),
-                                                 [documents[n] for n in own]):
+                                                 [documents[n] for n in own], naming=naming):
         return True
     # A tool that names a product may serve only a part of it ("import issues from
     # Jira"): what it does is not the product's whole, but the words it knows are.
     own = _best({*service, *saying}, scores, SERVICE_OBJECT_CANDIDATES)
     return SERVICE_OBJECT and bool(own) and _service_unnamed(
         query, [documents[n] for n in own], view)
+
+
+def _taken(query: str, wanted: frozenset[str]) -> frozenset[str] | None:
+    """The classes a tool that names what ``query`` acts on must perform: deleting,
+    when the query takes it away from something ("remove the Fax field from the
+    table"): such a removal updates the table, and a tool that updates the field
+    (renames it) does not remove it; else those ``wanted`` (None)."""
+    if not REMOVED_FROM or "delete" not in wanted:
+        return None
+    return frozenset(("delete",)) if ending(query) == "from" else None
 
 
 def _specific(wanted: frozenset[str]) -> frozenset[str]:
@@ -212,7 +227,8 @@ def _service_unnamed(query: str, tools: Sequence[ToolText], view: Objects) -> bo
 
 def _no_operation(query: str, wanted: frozenset[str], documents: Sequence[ToolText],
                   closest: list[int], scores: Matrix, *,
-                  skills: Mapping[str, npt.NDArray[np.intp]], view: Objects) -> bool:
+                  skills: Mapping[str, npt.NDArray[np.intp]], view: Objects,
+                  naming: frozenset[str] | None) -> bool:
     import numpy as np
 
     said = [skill for skill in named(query, skills) if telling(skill)]
@@ -220,7 +236,7 @@ def _no_operation(query: str, wanted: frozenset[str], documents: Sequence[ToolTe
         numbers = np.concatenate([skills[name] for name in said])
         numbers = numbers[np.isfinite(scores[numbers])]  # not the hidden
         closest = numbers[np.argsort(-scores[numbers], kind="stable")][:len(closest)].tolist()
-    return view.unable(query, wanted, [documents[n] for n in closest])
+    return view.unable(query, wanted, [documents[n] for n in closest], naming=naming)
 
 
 def _unnamed(query: str, documents: Sequence[ToolText], scores: Matrix, view: Objects) -> bool:

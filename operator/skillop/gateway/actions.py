@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import snowballstemmer
 
 from skillop.gateway.lexical import ToolText
-from skillop.gateway.thesaurus import GROUPS
+from skillop.gateway.thesaurus import GROUPS, SHORT_FORMS
 from skillop.gateway.verbforms import inflected
 
 _CLASSES: Mapping[str, str] = {
@@ -281,27 +281,14 @@ _PARTICLES = _words("out up off down back away")
 _DETERMINERS = _words("""a an the my our your his her its their this that these those
     some any all every each me us it i you them there of new get whole entire anyone
     anybody anything everything everyone someone something nobody nothing both""")
-#: A tool's name word that reads: with no class, the tool does not act on its object.
+#: A word of a tool's name or first sentence that reads: with no class, the tool does
+#: not act on its object.
 _READS = frozenset(map(_stem, _words("""list retrieve read describe search find
     show fetch view check count query lookup look inspect""")))
 #: A word is the service's own, not an object, when at least this share of the
 #: service's tool names (of at least ``_SERVICE_TOOLS``) has it ("kubectl", "browser").
 _SHARED = 0.5
 _SERVICE_TOOLS = 4
-
-
-#: Short forms of what a query acts on, read as the words a tool says them with (a
-#: branch named "main" is a branch).
-_SHORT: Mapping[str, tuple[str, ...]] = {
-    short: tuple(full.split()) for short, full in {
-        "pr": "pr pull request", "prs": "pr pull request", "mr": "mr merge request",
-        "mrs": "mr merge request", "repo": "repo repository", "repos": "repo repository",
-        "db": "db database", "dbs": "db database", "env": "env environment",
-        "msg": "msg message", "dm": "dm direct message", "dir": "dir directory",
-        "config": "config configuration", "doc": "doc document", "docs": "docs document",
-        "var": "var variable", "vars": "var variable", "k8s": "kubernetes",
-        "ns": "ns namespace", "svc": "svc service", "img": "img image", "pic": "picture",
-        "main": "main branch", "master": "master branch"}.items()}
 
 
 def stems(words: Iterable[str]) -> frozenset[str]:
@@ -340,9 +327,25 @@ def objects(query: str, *, adverbs: bool = True) -> frozenset[str]:
     rest = list(itertools.dropwhile(_PARTICLES.__contains__, after))
     if not rest or rest[0] in _ENDS or rest[0].endswith("ing"):
         return frozenset()
+    if not adverbs:  # the abstention's: "of that X" names X ("that" no conjunction)
+        rest = [w for n, w in enumerate(rest) if not (n and rest[n - 1] == "of" and w == "that")]
     said = itertools.takewhile(lambda word: word not in _ENDS, rest)
     return stems(full for word in said if adverbs or not _adverb(word)
-                 for full in _SHORT.get(word, (word,)))
+                 for full in SHORT_FORMS.get(word, (word,)))
+
+
+def _reading(tool: ToolText) -> bool:
+    """Whether ``tool``'s name or the first sentence of its description (of three words
+    or more: a heading is none) says it reads ("This tool retrieves ... a specific
+    workflow": ``hubspot-get-workflow``; "get" alone may compute: "get-sum")."""
+    sentences = (_LETTERS.findall(part.lower()) for part in _SENTENCE_END.split(tool.description))
+    first = next((words for words in sentences if len(words) > 2), [])  # not "Purpose: 1."
+    return not _READS.isdisjoint(map(_stem, [*tool.name_words().split(), *first]))
+
+
+def ending(query: str) -> str:
+    """The preposition that ends ``query``'s object ("remove it *from* ..."), or ""."""
+    return next((word for word in _request(query)[1] if word in _ENDS), "")
 
 
 def telling(skill: str) -> bool:
@@ -351,9 +354,8 @@ def telling(skill: str) -> bool:
     return bool(stems(skill.split()))
 
 
-def verb(query: str) -> str:
-    """The word that leads ``query``'s request (``_request``), "" when none."""
-    return _request(query)[0]
+#: The word that leads a query's request, "" when none (the abstention's name for it).
+verb = leading
 
 
 @dataclass(frozen=True, slots=True)
@@ -384,28 +386,29 @@ class Objects:
         service = stems(_LETTERS.findall(tool.skill.lower()))
         return stems(tool.name_words().split()) - service - own
 
-    def unable(self, query: str, wanted: frozenset[str], closest: Sequence[ToolText]) -> bool:
+    def unable(self, query: str, wanted: frozenset[str], closest: Sequence[ToolText], *,
+               naming: frozenset[str] | None = None) -> bool:
         """Whether none of the ``closest`` tools performs a class ``wanted`` (on what
         ``query`` acts on: ``missed``)."""
         return (not any(wanted & performed(tool.name_words(), tool.title, tool.description,
                                            forms=FORMS)
                         for tool in closest)
-                or self.missed(query, wanted, closest))
+                or self.missed(query, wanted, closest, naming=naming))
 
-    def missed(self, query: str, wanted: frozenset[str], closest: Sequence[ToolText]) -> bool:
+    def missed(self, query: str, wanted: frozenset[str], closest: Sequence[ToolText], *,
+               naming: frozenset[str] | None = None) -> bool:
         """Whether the ``closest`` tools name what ``query`` acts on, yet none that
-        performs a class ``wanted`` acts on it."""
+        performs a class ``wanted`` (``naming`` if given, as they name it) acts on it."""
         wanted_objects = sought(objects(query, adverbs=False) - self.services)
         names = [self.named_by(tool) for tool in closest]
         if not any(name & wanted_objects for name in names):
             return False
         for tool, name in zip(closest, names, strict=True):
             does = performed(tool.name_words(), tool.title, tool.description, forms=FORMS)
-            if does & wanted and (name & wanted_objects
-                                  or (len(name) <= 1 and name <= _BY_TERM.keys())):
+            if ((does & (wanted if naming is None else naming) and name & wanted_objects)
+                    or (does & wanted and len(name) <= 1 and name <= _BY_TERM.keys())):
                 return False
-            if (name & wanted_objects and not does
-                    and not stems(tool.name_words().split()) & _READS):
+            if name & wanted_objects and not does and not _reading(tool):
                 return False
         return True
 

@@ -145,3 +145,16 @@ DEVELOPER_GROUPS: tuple[tuple[str, ...], ...] = (
     ("geocode", "location", "lat", "lng", "coordinates"),
     ("event", "events", "happened", "timeline"),
 )
+
+#: Short forms of what a query acts on, read as the words a tool says them with (a
+#: branch named "main" is a branch).
+SHORT_FORMS: dict[str, tuple[str, ...]] = {
+    short: tuple(full.split()) for short, full in {
+        "pr": "pr pull request", "prs": "pr pull request", "mr": "mr merge request",
+        "mrs": "mr merge request", "repo": "repo repository", "repos": "repo repository",
+        "db": "db database", "dbs": "db database", "env": "env environment",
+        "msg": "msg message", "dm": "dm direct message", "dir": "dir directory",
+        "config": "config configuration", "doc": "doc document", "docs": "docs document",
+        "var": "var variable", "vars": "var variable", "k8s": "kubernetes",
+        "ns": "ns namespace", "svc": "svc service", "img": "img image", "pic": "picture",
+        "main": "main branch", "master": "master branch"}.items()}
