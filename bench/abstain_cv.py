@@ -61,6 +61,10 @@ try:
     CHECKS: tuple[str, ...] = abstain_module.SWITCHES
 except ImportError:  # a build before gateway/abstain.py
     CHECKS = ()
+try:
+    from skillop.gateway import abstain_model as learned
+except ImportError:  # a build before the learned model
+    learned = None  # type: ignore[assignment]
 
 
 def seen() -> Labelled:
@@ -116,10 +120,26 @@ def checks_only() -> Iterator[None]:
     cosine), so that the level can be chosen apart on each fold."""
     saved = search_module.ABSTAIN_BELOW
     search_module.ABSTAIN_BELOW = -2.0
+    with threshold():
+        try:
+            yield
+        finally:
+            search_module.ABSTAIN_BELOW = saved
+
+
+@contextlib.contextmanager
+def threshold() -> Iterator[None]:
+    """The cosine's threshold in the learned model's place (gateway/abstain_model.py),
+    when the build has one."""
+    if learned is None:
+        yield
+        return
+    saved = learned.LEARNED
+    learned.LEARNED = False
     try:
         yield
     finally:
-        search_module.ABSTAIN_BELOW = saved
+        learned.LEARNED = saved
 
 
 def switched_off(name: str | None) -> contextlib.AbstractContextManager[None]:
