@@ -208,11 +208,30 @@ def decide(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, *, vari
         cut = point(model.score(x_train), np.zeros_like(ok), ok, target)
         return model.score(x_test) > cut
     keep = [n for n, name in enumerate(FEATURES[:x_train.shape[1]]) if name not in RULES]
-    model = Logistic(x_train[~rules][:, keep], y_train[~rules], l2=l2)
+    below, inside = banded(x_train)
+    below_test, inside_test = banded(x_test)
+    fitted = ~rules & inside
+    model = Logistic(x_train[fitted][:, keep], y_train[fitted], l2=l2)
     scores = np.full(len(x_train), -np.inf)
-    scores[~rules] = model.score(x_train[~rules][:, keep])
-    cut = point(scores, rules, ok, target)
-    return rules_test | (model.score(x_test[:, keep]) > cut)
+    scores[fitted] = model.score(x_train[fitted][:, keep])
+    cut = point(scores, rules | below, ok, target)
+    return rules_test | below_test | (inside_test & (model.score(x_test[:, keep]) > cut))
+
+
+#: The model decides only where the best cosine is within this of the length's
+#: threshold (``--band``; None: everywhere); under it, the query abstains, over it,
+#: it is answered, as the threshold decided.
+BAND: float | None = None
+
+
+def banded(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Whether each row's best cosine is under the band, and whether within it."""
+    import numpy as np
+
+    margin = x[:, FEATURES.index("margin")]
+    if BAND is None:
+        return np.zeros(len(x), dtype=bool), np.ones(len(x), dtype=bool)
+    return margin < -BAND, np.abs(margin) <= BAND
 
 
 def today_folds(x: np.ndarray, ok: np.ndarray, sets: np.ndarray) -> np.ndarray:
@@ -303,6 +322,9 @@ def main() -> int:
     parser.add_argument("--write", action="store_true",
                         help="fit checks-or-model on every seen set at the first --target"
                              " and write gateway/abstain_weights.py")
+    parser.add_argument("--band", type=float, default=abstain_model.BAND,
+                        help="the model decides only within this of the cosine's threshold"
+                             " (0: everywhere; default: gateway/abstain_model.py's)")
     parser.add_argument("--drop", default="",
                         help="comma-separated features left out (their column zeroed)")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/skillop-bench-vectors"))
@@ -316,6 +338,8 @@ def main() -> int:
         raise SystemExit("--write: run with PYTHONHASHSEED=0, so the file reproduces")
     import numpy as np
 
+    global BAND
+    BAND = args.band or None
     labelled = abstain_cv.seen()
     sets = np.array([name for name, *_ in labelled])
     ok = np.array([bool(r) for *_, r in labelled])
@@ -368,8 +392,9 @@ _HEAD = '''"""The weights of gateway/abstain_model.py's logistic score, one per 
 operating point folded into the bias (the model says nothing fits above 0).
 
 Written by ``PYTHONHASHSEED=0 python bench/numpy_only.py bench/abstain_learned.py
---sizes --target {target} --write``, which fits them on the seen query sets whose
-queries no check abstains on ({rows} queries, {none} of them unanswerable), the point
+--sizes --target {target} --write``, which fits them on the seen queries no check
+abstains on whose best cosine is within ``abstain_model.BAND`` of the length's
+threshold ({rows} queries, {none} of them unanswerable), the point
 leaving {target:.1%} of the seen sets' answerable queries wrongly abstained on with the
 checks; do not edit by hand.
 """
@@ -382,16 +407,18 @@ def write(x: np.ndarray, ok: np.ndarray, *, target: float, l2: float) -> None:
     import numpy as np
 
     rules = x[:, columns(RULES)].max(axis=1) > 0
+    below, inside = banded(x)
+    fitted = ~rules & inside
     keep = [FEATURES.index(name) for name in abstain_model.FEATURES]
-    train = x[~rules][:, keep]
-    y = (~ok[~rules]).astype(float)
+    train = x[fitted][:, keep]
+    y = (~ok[fitted]).astype(float)
     model = Logistic(train, y, l2=l2)
     scores = np.full(len(x), -np.inf)
-    scores[~rules] = model.score(train)
-    cut = point(scores, rules, ok, target)
+    scores[fitted] = model.score(train)
+    cut = point(scores, rules | below, ok, target)
     weights = model.w[1:] / model.scale
     bias = float(model.w[0] - (model.w[1:] * model.mean / model.scale).sum() - cut)
-    body = "".join(f"    {name!r}: {float(w):.9g},\n"
+    body = "".join(f"    \"{name}\": {float(w):.9g},\n"
                    for name, w in zip(abstain_model.FEATURES, weights, strict=True))
     WEIGHTS_FILE.write_text(
         _HEAD.format(target=target, rows=len(train), none=int(y.sum()))

@@ -94,3 +94,24 @@ def test_a_much_closer_best_tool_never_makes_a_request_abstain() -> None:
     near = _row("bake a cake", [(*tools[0][:3], 0.9, 0.0), tools[1]], set())
     assert abstain_model.score(near) < abstain_model.score(far)
     assert abstain_model.nothing_fits(far) and not abstain_model.nothing_fits(near)
+
+
+@pytest.mark.parametrize(("cosine", "says", "weak"), [
+    (0.95, True, False),  # far over the threshold: answered whatever the model says
+    (0.01, False, True),  # far under it: nothing fits whatever the model says
+    (0.4, True, True),  # near it: the model decides
+    (0.4, False, False),
+])
+def test_the_model_decides_only_near_the_threshold(
+        monkeypatch: pytest.MonkeyPatch, cosine: float, says: bool, weak: bool) -> None:
+    from skillop.gateway.search import SearchIndex, abstain_below
+
+    monkeypatch.setattr(abstain_model, "nothing_fits", lambda values: says)
+    query = "show the first tool"
+    assert abs(abstain_below(query) - 0.4) < abstain_model.BAND
+    docs = [Document("a", "first_tool"), Document("b", "second_tool")]
+    texts = np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32)
+    wanted = np.array([cosine, -(1 - cosine**2) ** 0.5], dtype=np.float32)
+    index = SearchIndex(docs)
+    index.attach_vectors(texts, lambda text: wanted)
+    assert index.find(query, limit=2).weak is weak

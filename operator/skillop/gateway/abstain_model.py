@@ -35,6 +35,12 @@ from skillop.gateway.products import mentioned
 if TYPE_CHECKING:
     from skillop.gateway.embedding import Matrix
 
+#: The model decides only where the best cosine is within this of the length's
+#: threshold (gateway/search.py's ``abstain_below``): farther under it, nothing fits;
+#: farther over it, something does, as the threshold alone decided. Outside the band
+#: a linear score would extrapolate (a tool whose text is the query's, cosine 1, is
+#: never refused for its gaps); chosen on the seen sets, each left out in turn.
+BAND = 0.3
 #: Whether the model decides (bench/abstain_cv.py and bench/abstain_learned.py turn it
 #: off to score the cosine's threshold in its place).
 LEARNED = True

@@ -353,18 +353,19 @@ class SearchIndex:
     def _unlikely(self, query: str, weighted: dict[str, float], evidence: Evidence,
                   cosines: Matrix, gone: list[int]) -> bool:
         """Whether the learned model says nothing fits (gateway/abstain_model.py), from
-        what the caller may see (``gone``: the hidden, at minus infinity); with the
-        model off, the best cosine under the length's threshold."""
-        if not abstain_model.LEARNED:
-            return float(cosines.max()) < abstain_below(query)
+        what the caller may see (``gone``: the hidden, at minus infinity), where the
+        best cosine is near the length's threshold; elsewhere, or with the model off,
+        whether the best cosine is under that threshold."""
+        below = abstain_below(query)
+        margin = float(cosines.max()) - below
+        if not abstain_model.LEARNED or abs(margin) > abstain_model.BAND:
+            return margin < 0.0
         plain = evidence.plain or evidence
         if gone:
             plain.blended[gone] = -math.inf
-        values = abstain_model.row(query, cosines, plain, below=abstain_below(query),
-                                   weighted=weighted, idf=self._tables().idf,
-                                   tools=self.documents, words=self._words,
-                                   skills=named(query, self._skills))
-        return abstain_model.nothing_fits(values)
+        return abstain_model.nothing_fits(abstain_model.row(
+            query, cosines, plain, below=below, weighted=weighted, idf=self._tables().idf,
+            tools=self.documents, words=self._words, skills=named(query, self._skills)))
 
     def fused(self, query: str, weighted: dict[str, float], evidence: Evidence,
               best: list[int]) -> list[int]:
