@@ -14,6 +14,10 @@ its two old sets; never ``FROZEN_FILES``):
   answerable queries under it, by length), the checks added as they are; the set
   left out is counted: its share of unanswerable queries abstained on, and of
   answerable ones wrongly. Pooled over the left-out sets, and the worst set.
+  The folds score the cosine's threshold with the checks: the learned model that
+  stands in the threshold's place near it (gateway/abstain_model.py) is off there,
+  and is scored by bench/abstain_learned.py; the smaller sets and the last line
+  score the search as it ships, the model on.
 * **the checks one by one** (``--ablate``): each of this module's ``CHECKS`` turned
   off in turn, so that what each adds is printed beside the whole.
 * **smaller sets** (``--sizes``): every query against random subsets of the 551 tools
