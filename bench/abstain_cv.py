@@ -14,6 +14,10 @@ its two old sets; never ``FROZEN_FILES``):
   answerable queries under it, by length), the checks added as they are; the set
   left out is counted: its share of unanswerable queries abstained on, and of
   answerable ones wrongly. Pooled over the left-out sets, and the worst set.
+  The folds score the cosine's threshold with the checks: the learned model that
+  stands in the threshold's place near it (gateway/abstain_model.py) is off there,
+  and is scored by bench/abstain_learned.py; the smaller sets and the last line
+  score the search as it ships, the model on.
 * **the checks one by one** (``--ablate``): each of this module's ``CHECKS`` turned
   off in turn, so that what each adds is printed beside the whole.
 * **smaller sets** (``--sizes``): every query against random subsets of the 551 tools
@@ -61,6 +65,10 @@ try:
     CHECKS: tuple[str, ...] = abstain_module.SWITCHES
 except ImportError:  # a build before gateway/abstain.py
     CHECKS = ()
+try:
+    from skillop.gateway import abstain_model as learned
+except ImportError:  # a build before the learned model
+    learned = None  # type: ignore[assignment]
 
 
 def seen() -> Labelled:
@@ -116,10 +124,26 @@ def checks_only() -> Iterator[None]:
     cosine), so that the level can be chosen apart on each fold."""
     saved = search_module.ABSTAIN_BELOW
     search_module.ABSTAIN_BELOW = -2.0
+    with threshold():
+        try:
+            yield
+        finally:
+            search_module.ABSTAIN_BELOW = saved
+
+
+@contextlib.contextmanager
+def threshold() -> Iterator[None]:
+    """The cosine's threshold in the learned model's place (gateway/abstain_model.py),
+    when the build has one."""
+    if learned is None:
+        yield
+        return
+    saved = learned.LEARNED
+    learned.LEARNED = False
     try:
         yield
     finally:
-        search_module.ABSTAIN_BELOW = saved
+        learned.LEARNED = saved
 
 
 def switched_off(name: str | None) -> contextlib.AbstractContextManager[None]:

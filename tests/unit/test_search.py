@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from skillkit import actor, parse_problems
 
-from skillop.gateway import fusion, ranker
+from skillop.gateway import abstain_model, fusion, ranker
 from skillop.gateway import search as search_module
 from skillop.gateway.search import Document, SearchIndex, terms
 
@@ -131,8 +131,11 @@ def test_a_longer_query_never_has_a_higher_threshold(query: str, more: str) -> N
     assert search_module.ABSTAIN_BELOW <= below(f"{query} {more}") <= below(query) <= top
 
 
-def test_a_long_query_is_answered_at_a_cosine_that_a_short_one_abstains_at() -> None:
+def test_a_long_query_is_answered_at_a_cosine_that_a_short_one_abstains_at(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     np = pytest.importorskip("numpy")
+    # The threshold by length, which decides in the learned model's place when it is off.
+    monkeypatch.setattr(abstain_model, "LEARNED", False)
     docs = [Document("a", "first_tool"), Document("b", "second_tool")]
     texts = np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32)
     cosine = search_module.ABSTAIN_BELOW + search_module.ABSTAIN_PER_WORD / 2

@@ -92,6 +92,9 @@ class Evidence:
     bm25: Matrix
     #: The set's text vectors (one unit row a tool).
     vectors: Matrix
+    #: The same blend from the model's own query vector, when the ranking's was moved
+    #: by the learned adapter (gateway/adapter.py); None: this one is.
+    plain: Evidence | None = None
 
 
 def features(query: str, weighted: Mapping[str, float], idf: Mapping[str, float],

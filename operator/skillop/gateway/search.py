@@ -50,7 +50,7 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from skillop.gateway import abstain
+from skillop.gateway import abstain, abstain_model
 from skillop.gateway.abstain import ACTION_CANDIDATES
 from skillop.gateway.actions import ObjectsByView, asked, named, phrase, telling
 from skillop.gateway.adapter import adapted
@@ -307,7 +307,8 @@ class SearchIndex:
         matches = tuple(zip((self._keys[i] for i in shown), map(float, capped), strict=True))
         confidence = float(cosines.max())
         # The operation check reads the blend's closest, as it was calibrated.
-        weak = (confidence < abstain_below(query) or self.elsewhere(query, gone=gone)
+        weak = (self._unlikely(query, weighted, evidence, cosines, gone)
+                or self.elsewhere(query, gone=gone)
                 or self._unable(query, closest[:ACTION_CANDIDATES], blended, gone))
         return Found(matches, weak=weak, ranking="hybrid", confidence=confidence)
 
@@ -326,10 +327,7 @@ class SearchIndex:
         else:  # both cosines in one pass over the vectors
             both = vectors @ np.stack((wanted, moved), axis=1)
             cosines, text = both[:, 0], both[:, 1]
-        ranked: Matrix = text
         names = text if self._names is None else self._names @ moved
-        if self._names is not None:
-            ranked = np.float32(1 - NAME_WEIGHT) * text + np.float32(NAME_WEIGHT) * names
         bm25 = np.zeros(len(self._keys), dtype=np.float32)
         for term, weight in weighted.items():
             posting = self._arrays.get(term)
@@ -337,8 +335,37 @@ class SearchIndex:
                 numbers, saturated = posting
                 bm25[numbers] += (weight * idf[term]) * saturated
         semantic = semantic_weight(query)
-        blended = semantic * ranked + (1 - semantic) * bm25 / (bm25 + BM25_HALF)
-        return Evidence(blended, ranked, names, bm25, vectors), cosines.copy()
+        squashed: Matrix = (1 - semantic) * bm25 / (bm25 + BM25_HALF)
+
+        def evidence(text: Matrix, names: Matrix, plain: Evidence | None = None) -> Evidence:
+            ranked: Matrix = text if self._names is None else (
+                np.float32(1 - NAME_WEIGHT) * text + np.float32(NAME_WEIGHT) * names)
+            blended: Matrix = semantic * ranked + squashed
+            return Evidence(blended, ranked, names, bm25, vectors, plain)
+
+        # The abstention reads the blend of the model's own vector (gateway/abstain_model.py).
+        plain = None
+        if moved is not wanted:
+            own = cosines if self._names is None else self._names @ wanted
+            plain = evidence(cosines.copy(), own)
+        return evidence(text, names, plain), cosines.copy()
+
+    def _unlikely(self, query: str, weighted: dict[str, float], evidence: Evidence,
+                  cosines: Matrix, gone: list[int]) -> bool:
+        """Whether the learned model says nothing fits (gateway/abstain_model.py), from
+        what the caller may see (``gone``: the hidden, at minus infinity), where the
+        best cosine is near the length's threshold; elsewhere, or with the model off,
+        whether the best cosine is under that threshold."""
+        below = abstain_below(query)
+        margin = float(cosines.max()) - below
+        if not abstain_model.LEARNED or abs(margin) > abstain_model.BAND:
+            return margin < 0.0
+        plain = evidence.plain or evidence
+        if gone:
+            plain.blended[gone] = -math.inf
+        return abstain_model.nothing_fits(abstain_model.row(
+            query, cosines, plain, below=below, weighted=weighted, idf=self._tables().idf,
+            tools=self.documents, words=self._words, skills=named(query, self._skills)))
 
     def fused(self, query: str, weighted: dict[str, float], evidence: Evidence,
               best: list[int]) -> list[int]:
