@@ -93,12 +93,13 @@ def built(docs: list[Document], vectors: Matrix, names: Matrix,
 
 def fold_adapters(docs: list[Document], vectors: Matrix, names: Matrix,
                   encode: Callable[[str], Matrix], labelled: Labelled, kept: Path, *,
-                  reverse: bool = False) -> dict[str, Adapt]:
-    """Each seen set -> the adapter fitted on the other sets' answerable queries, every
-    tool a candidate (bench/adapter_cv.py's fold (a)); each fold's weights are kept in
-    ``kept`` (a directory) and read back from there (keyed by the training queries'
-    digest), so that a second process may fit the folds from the other end
-    (``reverse``)."""
+                  groups: int, reverse: bool = False) -> dict[str, Adapt]:
+    """Each seen set -> the adapter fitted on the answerable queries of the sets outside
+    its group (the sets in their order dealt into ``groups``; as many as sets: each
+    set alone), every tool a candidate (bench/adapter_cv.py's fold (a)); each fold's
+    weights are kept in ``kept`` (a directory) and read back from there (keyed by the
+    training queries' digest), so that a second process may fit the folds from the
+    other end (``reverse``)."""
     import numpy as np
 
     keys = {doc.key: n for n, doc in enumerate(docs)}
@@ -107,9 +108,10 @@ def fold_adapters(docs: list[Document], vectors: Matrix, names: Matrix,
     out: dict[str, Adapt] = {}
     started = time.process_time()
     kept.mkdir(parents=True, exist_ok=True)
-    folds = list(dict.fromkeys(s for s, *_ in labelled))
-    for name in reversed(folds) if reverse else folds:
-        train = [(q, r) for s, _, q, r in labelled if s != name and r]
+    every = list(dict.fromkeys(s for s, *_ in labelled))
+    folds = [every[g::groups] for g in range(min(groups, len(every)))]
+    for group in reversed(folds) if reverse else folds:
+        train = [(q, r) for s, _, q, r in labelled if s not in group and r]
         digest = hashlib.sha256(repr((SETTINGS, [(q, sorted(r)) for q, r in train])).encode())
         path = kept / f"{digest.hexdigest()[:16]}.npz"
         if path.exists():
@@ -124,8 +126,9 @@ def fold_adapters(docs: list[Document], vectors: Matrix, names: Matrix,
             a, b = fit_adapter(queries_, positive, tools, SETTINGS)
             np.savez(path.with_suffix(".tmp.npz"), a=a, b=b)
             path.with_suffix(".tmp.npz").replace(path)
-        out[name] = lambda v, a=a, b=b: adapted(v, a, b)
-        print(f"  adapter without {name}: {len(train)} queries,"
+        for name in group:
+            out[name] = lambda v, a=a, b=b: adapted(v, a, b)
+        print(f"  adapter without {', '.join(group)}: {len(train)} queries,"
               f" {time.process_time() - started:.0f} s CPU", flush=True)
     return out
 
@@ -242,11 +245,13 @@ def subsets(docs: list[Document], vectors: Matrix, names: Matrix,
 
 def compare(docs: list[Document], vectors: Matrix, names: Matrix,
             encode: Callable[[str], Matrix], labelled: Labelled, sizes: list[int],
-            draws: int, kept: Path, *, fit_only: bool = False, full: bool = True) -> None:
+            draws: int, kept: Path, *, groups: int, fit_only: bool = False,
+            full: bool = True) -> None:
     """bench/abstain_cv.py ``--adapter-folds``: every variant, the full set (unless not
     ``full``) and the subsets (``fit_only``: the folds' adapters fitted and kept, from
     the last fold, nothing scored)."""
-    adapters = fold_adapters(docs, vectors, names, encode, labelled, kept, reverse=fit_only)
+    adapters = fold_adapters(docs, vectors, names, encode, labelled, kept, groups=groups,
+                             reverse=fit_only)
     if fit_only:
         return
     if full:

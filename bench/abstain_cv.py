@@ -262,6 +262,9 @@ def main() -> int:
     parser.add_argument("--fit-only", action="store_true",
                         help="--adapter-folds: fit and keep the folds' adapters only, the"
                         " last first (a second process's share)")
+    parser.add_argument("--adapter-groups", type=int, default=18,
+                        help="--adapter-folds: the seen sets dealt into this many groups,"
+                        " each group's adapter fitted without it (18: each set alone)")
     parser.add_argument("--subsets-only", action="store_true",
                         help="--adapter-folds: the --sizes subsets only, not the whole set")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/skillop-bench-vectors"))
@@ -280,7 +283,8 @@ def main() -> int:
         import abstain_adapter
 
         abstain_adapter.compare(docs, vectors, names, encode, labelled, args.sizes,
-                                args.draws, args.adapter_folds_kept, fit_only=args.fit_only,
+                                args.draws, args.adapter_folds_kept, groups=args.adapter_groups,
+                                fit_only=args.fit_only,
                                 full=not args.subsets_only)
         return 0
     index = indexed(docs, vectors, names, encode, list(range(len(docs))))
