@@ -29,9 +29,12 @@ its two old sets; never ``FROZEN_FILES``):
   abstain (with the closest three tools), and its answerable ones wrongly abstained
   on, with what fired (the threshold, or each check whose switch alone, turned off,
   undoes it; "together" when none alone does).
+* **which ranking the checks read** (``--adapter-folds``): the adapted one or the
+  model's own, each left-out set searched with an adapter fitted without it
+  (bench/abstain_adapter.py).
 
     python bench/numpy_only.py bench/abstain_cv.py [--sizes 60 200] [--draws 3] [--ablate]
-        [--misses]
+        [--misses] [--adapter-folds [--fit-only | --subsets-only]]
 """
 
 from __future__ import annotations
@@ -274,6 +277,20 @@ def main() -> int:
                         help="each check of abstain.SWITCHES turned off in turn")
     parser.add_argument("--misses", action="store_true",
                         help="list the left-out queries abstention gets wrong")
+    parser.add_argument("--adapter-folds", action="store_true",
+                        help="the checks on the adapted ranking or the raw one, each set's"
+                        " queries with an adapter fitted without it (bench/abstain_adapter.py)")
+    parser.add_argument("--adapter-folds-kept", type=Path,
+                        default=Path("/tmp/skillop-bench-adapter-folds"),
+                        help="where --adapter-folds keeps each fold's adapter")
+    parser.add_argument("--fit-only", action="store_true",
+                        help="--adapter-folds: fit and keep the folds' adapters only, the"
+                        " last first (a second process's share)")
+    parser.add_argument("--adapter-groups", type=int, default=18,
+                        help="--adapter-folds: the seen sets dealt into this many groups,"
+                        " each group's adapter fitted without it (18: each set alone)")
+    parser.add_argument("--subsets-only", action="store_true",
+                        help="--adapter-folds: the --sizes subsets only, not the whole set")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/skillop-bench-vectors"))
     parser.add_argument("--query-vectors", type=Path,
                         default=Path("/tmp/skillop-bench-query-vectors.pkl"))
@@ -283,11 +300,19 @@ def main() -> int:
     labelled = seen()
     docs, vectors, names, encode = model_index(args.cache, args.query_vectors,
                                                [q for _, _, q, _ in labelled])
-    index = indexed(docs, vectors, names, encode, list(range(len(docs))))
-    sets = np.array([name for name, *_ in labelled])
     print(f"set: {len(docs)} tools; {len(labelled)} seen queries,"
           f" {sum(1 for *_, r in labelled if not r)} unanswerable; threshold chosen at"
           f" <= {disclosure.CALIBRATED_WRONG:.0%} wrong on the sets not left out")
+    if args.adapter_folds:
+        import abstain_adapter
+
+        abstain_adapter.compare(docs, vectors, names, encode, labelled, args.sizes,
+                                args.draws, args.adapter_folds_kept, groups=args.adapter_groups,
+                                fit_only=args.fit_only,
+                                full=not args.subsets_only)
+        return 0
+    index = indexed(docs, vectors, names, encode, list(range(len(docs))))
+    sets = np.array([name for name, *_ in labelled])
     level, checked, ok = verdicts(index, labelled)
     print_folds("one set left out, everything", left_out(level, checked, ok, sets))
     print(f"  the checks alone: abstained {checked[~ok].mean():.1%}, wrongly"
