@@ -12,6 +12,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from skillop.gateway.abstain_model import BAND
 from skillop.gateway.embedding import Unavailable
 from skillop.gateway.search import (
     NAME_WEIGHT,
@@ -223,11 +224,18 @@ def test_a_tool_s_name_vector_ranks_beside_its_text_s_but_does_not_decide_absten
 @settings(max_examples=200, deadline=None)
 @given(query=st.text(max_size=1200), limit=st.integers(min_value=1, max_value=20))
 @example(query="Generat", limit=3)  # the learned order lifts a tool the blend scores lower
+@example(query="Mapping", limit=1)  # a name's word matched, its cosine in the model's band
 def test_any_query_is_answered_within_the_limit(query: str, limit: int) -> None:
     found = _HYBRID.find(query, limit=limit)
     assert len(found.matches) == min(limit, len(DOCS))
-    assert found.weak == (found.confidence is not None
-                          and found.confidence < abstain_below(query))
+    assert found.confidence is not None
+    # Far from the length's threshold it decides; near it, the learned model does
+    # (gateway/abstain_model.py, tested in test_abstain_model.py).
+    margin = found.confidence - abstain_below(query)
+    if margin < -BAND:
+        assert found.weak
+    elif margin > BAND:
+        assert not found.weak
     assert [s for _, s in found.matches] == sorted((s for _, s in found.matches), reverse=True)
 
 
