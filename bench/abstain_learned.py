@@ -16,7 +16,7 @@ model over evidence the search already computes per query decides better:
   it asks an operation, names a product or a skill, and each check as 0/1 (a product
   served elsewhere, the operation, the unnamed object, the named service's operation
   and object). No tool name, no query word.
-* **one seen set left out at a time** (18 folds, bench/disclosure.py's ``SEEN`` and
+* **one seen set left out at a time** (a fold each of bench/disclosure.py's ``SEEN`` and
   its two old sets; never ``FROZEN_FILES``): the model is fitted on the other sets
   (L2-regularised logistic regression, numpy, standardised features), its operating
   point chosen on them so that their answerable queries are wrongly abstained on at
@@ -362,7 +362,7 @@ def main() -> int:
     width = len(FEATURES) if args.learned_ranking else len(PLAIN)
     x = dropped(x[:, :width], args.drop)
     print(f"{len(labelled)} seen queries, {(~ok).sum()} unanswerable, {width} features;"
-          f" 18 folds (one seen set left out)")
+          f" {len(set(sets.tolist()))} folds (one seen set left out)")
     print(f"today's constants, all 551 tools (not left out): {share(today_const, ok)}")
     today = today_folds(x, ok, sets)
     abstain_cv.print_folds("today (threshold per fold + checks)", rows_of(today, ok, sets))

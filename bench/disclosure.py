@@ -282,7 +282,7 @@ LATENCY_SETS = SEEN[:3]
 #: A set scored once joins ``SEEN`` with the next refit, so that the shipped weights
 #: stay what ``--write`` reproduces from ``SEEN``.
 FROZEN_FILES = ("queries-v17-frozen.txt", "queries-v18-frozen.txt", "queries-v19-frozen.txt",
-                "queries-v20-frozen.txt")
+                "queries-v20-frozen.txt", "queries-v21-frozen.txt")
 KINDS = ("para", "task", "kw", "pick")
 TARGET_R5, TARGET_R1, TARGET_ABSTAIN, TARGET_WRONG = 0.90, 0.65, 0.80, 0.05
 #: The share of the seen sets' answerable queries the search's threshold leaves under
