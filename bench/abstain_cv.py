@@ -240,15 +240,14 @@ def print_folds(label: str, rows: list[tuple[str, float, float, int, int]]) -> N
                            for n, a, w, m, _ in rows))
 
 
-def subsets(docs: list[Document], vectors: Matrix, names: Matrix,
-            encode: Callable[[str], Matrix], labelled: Labelled, size: int, draws: int,
-            ) -> tuple[float, float, float]:
-    """Abstained, wrongly, and the checks' wrong share, with the search's constants,
-    on ``draws`` random subsets of ``size`` tools (an answerable query's keeps its
-    labelled tools)."""
+def drawn(docs: list[Document], vectors: Matrix, names: Matrix,
+          encode: Callable[[str], Matrix], labelled: Labelled, size: int, draws: int,
+          ) -> Iterator[tuple[SearchIndex, str, frozenset[str]]]:
+    """Each query of ``labelled`` with the index of its random subset of ``size`` tools,
+    ``draws`` times (an answerable query's subset keeps its labelled tools; the same
+    draws for every caller of a size)."""
     keys = {doc.key: n for n, doc in enumerate(docs)}
     rng = random.Random(size)
-    none_weak, some_weak, checks_weak = [], [], []
     for _ in range(draws):
         base = rng.sample(range(len(docs)), size)
         built: dict[frozenset[str], SearchIndex] = {}
@@ -258,13 +257,23 @@ def subsets(docs: list[Document], vectors: Matrix, names: Matrix,
             if index is None:
                 numbers = sorted(set(base[:size - len(labels)]) | {keys[k] for k in labels})
                 index = built[labels] = indexed(docs, vectors, names, encode, numbers)
-            found = index.find(query, limit=3)
-            if relevant:
-                some_weak.append(found.weak)
-                with checks_only():
-                    checks_weak.append(index.find(query, limit=3).weak)
-            else:
-                none_weak.append(found.weak)
+            yield index, query, labels
+
+
+def subsets(docs: list[Document], vectors: Matrix, names: Matrix,
+            encode: Callable[[str], Matrix], labelled: Labelled, size: int, draws: int,
+            ) -> tuple[float, float, float]:
+    """Abstained, wrongly, and the checks' wrong share, with the search's constants,
+    on ``draws`` random subsets of ``size`` tools (``drawn``)."""
+    none_weak, some_weak, checks_weak = [], [], []
+    for index, query, relevant in drawn(docs, vectors, names, encode, labelled, size, draws):
+        found = index.find(query, limit=3)
+        if relevant:
+            some_weak.append(found.weak)
+            with checks_only():
+                checks_weak.append(index.find(query, limit=3).weak)
+        else:
+            none_weak.append(found.weak)
     return (sum(none_weak) / len(none_weak), sum(some_weak) / len(some_weak),
             sum(checks_weak) / len(checks_weak))
 

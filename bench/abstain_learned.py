@@ -41,7 +41,6 @@ import argparse
 import contextlib
 import os
 import pickle
-import random
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -277,22 +276,13 @@ def subset_tables(docs: Any, vectors: Any, names: Any, encode: Any, labelled: An
     tools (drawn as bench/abstain_cv.py draws them)."""
     import numpy as np
 
-    keys = {doc.key: n for n, doc in enumerate(docs)}
-    rng = random.Random(size)
     rows, today, ok = [], [], []
-    for _ in range(draws):
-        base = rng.sample(range(len(docs)), size)
-        built: dict[frozenset[str], SearchIndex] = {}
-        for _, _, query, relevant in labelled:
-            labels = frozenset(relevant)
-            index = built.get(labels)
-            if index is None:
-                numbers = sorted(set(base[:size - len(labels)]) | {keys[k] for k in labels})
-                index = built[labels] = abstain_cv.indexed(docs, vectors, names, encode, numbers)
-            rows.append(evidence(index, query))
-            with abstain_cv.threshold():
-                today.append(index.find(query, limit=3).weak)
-            ok.append(bool(relevant))
+    for index, query, relevant in abstain_cv.drawn(docs, vectors, names, encode, labelled,
+                                                   size, draws):
+        rows.append(evidence(index, query))
+        with abstain_cv.threshold():
+            today.append(index.find(query, limit=3).weak)
+        ok.append(bool(relevant))
     return np.array(rows), np.array(today), np.array(ok)
 
 
