@@ -283,7 +283,7 @@ LATENCY_SETS = SEEN[:3]
 #: at the end (the one written after the search was last changed is the honest figure).
 #: A set scored once joins ``SEEN`` with the next refit, so that the shipped weights
 #: stay what ``--write`` reproduces from ``SEEN``.
-FROZEN_FILES = ("queries-v21-frozen.txt", "queries-v23-frozen.txt")
+FROZEN_FILES = ("queries-v21-frozen.txt", "queries-v22-frozen.txt", "queries-v23-frozen.txt")
 KINDS = ("para", "task", "kw", "pick")
 TARGET_R5, TARGET_R1, TARGET_ABSTAIN, TARGET_WRONG = 0.90, 0.65, 0.80, 0.05
 #: The share of the seen sets' answerable queries the search's threshold leaves under
