@@ -18,9 +18,10 @@ here makes the search refuse a request a tool could do, a word too many only let
 one through. Generic verbs that any tool may be said to do ("make", "do", "check",
 "see", "handle", "run", "use", "set", "get", "open", "create", "update", ...) are
 not listed: what they ask for is the class that gateway/actions.py reads, or nothing
-sure. Nor are verbs that read as often as they act ("pull", "watch", "follow",
-"fetch", "track", "log", "print", "dump", "verify") or that mean another thing as often
-("leave a comment", "join two tables", "call an API", "sign in", "link to a page").
+sure. Nor are verbs that read or wait as often as they act ("pull", "watch", "follow",
+"fetch", "track", "log", "print", "dump", "verify", "block" until done) or that mean
+another thing as often ("leave a comment", "join two tables", "call an API", "sign
+in", "link to a page").
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ like unlike: like favorite favourite star react reaction upvote
 invite uninvite: invite invitation member collaborator join share enroll onboard access attendee
 kick: kick ban remove member expel
 ban unban: ban block kick suspend remove member
-block unblock: block ban mute spam filter
+unblock: block unblock ban mute spam filter
 mute unmute silence: mute silence snooze notification notifications quiet
 snooze: snooze mute remind reminder defer later
 archive unarchive: archive close hide deactivate disable
