@@ -1,7 +1,7 @@
 """Whether the closest tools of a set cannot do what a query asks (gateway/search.py's
 "nothing fits", beside the cosine's threshold and the product check).
 
-Two checks, neither with a threshold nor anything that grows with the set's size:
+Three checks, none with a threshold nor anything that grows with the set's size:
 
 * **the operation** (gateway/actions.py): the query leads with an operation verb
   ("delete ...") that none of the ``ACTION_CANDIDATES`` closest tools performs on what
@@ -14,7 +14,14 @@ Two checks, neither with a threshold nor anything that grows with the set's size
   thesaurus's: the set's tools near the purpose do not know the thing. Only a short
   request (at most ``OBJECT_WORDS`` words) or a longer one of a single step (no
   second sentence, no "then"): in a task of several steps the first clause's object
-  is often context for a later step.
+  is often context for a later step;
+* **the operation no close tool says**: the query leads with an operation of its own
+  (gateway/operations.py: "rebase", "archive", "invite", "cancel") that no text of
+  the ``OBJECT_CANDIDATES`` closest tools (nor of the named service's) says in any
+  word of its family: the class gateway/actions.py reads is broader than it.
+
+A leading label ("slack: delete the message") names the request's service: the checks
+read "delete the message on slack" (``unlabelled``).
 
 When the query names a service of the set (a skill's name, or a well-known product
 some tools' texts name: gateway/products.py), that service's own closest tools are
@@ -318,12 +325,18 @@ def _unsaid(query: str, documents: Sequence[ToolText], scores: Matrix,
     """Whether ``query`` (short, or one step) leads with an operation of its own
     (gateway/operations.py: "rebase", "archive", "invite") that no text of the
     ``OBJECT_CANDIDATES`` best-scored visible documents, nor of the named service's
-    best (``service``), says in any of its words' forms."""
+    best (``service``), says in any of its words' forms (``_acting``)."""
     words = _own(query)
     if words is None:
         return False
     best = {*_top(scores, OBJECT_CANDIDATES), *_best(service, scores, OBJECT_CANDIDATES)}
-    return bool(best) and not any(words & _joined(documents[n].texts()) for n in best)
+    return bool(best) and not any(words & _joined(_acting(documents[n])) for n in best)
+
+
+def _acting(tool: ToolText) -> tuple[str, ...]:
+    """The texts that say what ``tool`` does: not its parameters, which name what it
+    reads or filters by ("owner" of a repository)."""
+    return (tool.skill, tool.name_words(), tool.title, tool.description, " ".join(tool.tags))
 
 
 @functools.lru_cache(maxsize=1 << 14)

@@ -38,7 +38,7 @@ rebase: rebase
 stash unstash: stash shelve
 cherrypick: cherry-pick backport
 squash: squash merge
-tag untag retag: tag label release version categorize category keyword
+tag untag retag: tag label release version categorize category keyword update edit modify
 checkout: checkout switch branch
 bisect: bisect
 blame: blame annotate history
@@ -67,11 +67,11 @@ book: book booking reserve reservation schedule appointment calendar event order
     purchase ticket
 remind: remind reminder schedule notify notification alert later todo task
 decline: decline reject respond rsvp attendee invitation cancel
-assign reassign unassign: assign assignee owner delegate allocate
-escalate: escalate escalation priority urgent page severity assign
-triage: triage label priority assign categorize
-prioritize: priority prioritize rank order
-transition: transition status state move workflow
+assign reassign unassign: assign assignee owner delegate allocate update edit modify
+escalate: escalate escalation priority urgent page severity assign update edit
+triage: triage label priority assign categorize update edit
+prioritize: priority prioritize rank order update edit modify
+transition: transition status state move workflow update edit
 lock unlock: lock protect freeze restrict readonly permission
 transfer: transfer move migrate assign owner ownership
 cancel: cancel abort stop terminate kill halt interrupt delete remove end
