@@ -297,6 +297,17 @@ def test_a_labelled_request_is_checked_as_the_request_on_its_service(
     assert not _unable("slack: set my status to away", _SERVICES, [1.0] * len(_SERVICES))
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab: \n.-_")), max_size=40)
+       | st.builds("{}: {}".format, st.text(max_size=12), st.text(max_size=20)))
+def test_a_label_moved_keeps_every_word_of_the_query(query: str) -> None:
+    """Whatever the text, reading a label moves words, never drops or makes one (but
+    the "on" before the label)."""
+    moved = abstain.unlabelled(query)
+    words = sorted(query.replace(":", " ").split())
+    assert moved == query or sorted(moved.replace(":", " ").split()) == sorted([*words, "on"])
+
+
 _LABELS = st.sampled_from(["slack", "github", "git", "my crm", "notion"])
 _REQUESTS = st.sampled_from(["delete a message", "rebase the branch", "create a gist",
                              "archive the channel", "list the issues", "pin the message"])
