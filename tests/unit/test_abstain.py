@@ -236,16 +236,105 @@ def test_a_skill_named_by_a_word_that_names_nothing_is_not_a_service() -> None:
     assert not _unable("make a video of everything in the tab", docs, [0.5, 1.0])
 
 
+_GIT = documents(("git", "git_commit", "Record changes to the repository."),
+                 ("git", "git_log", "Show the commit logs."),
+                 ("git", "git_checkout", "Switch branches."),
+                 ("git", "git_create_branch", "Create a new branch from another one."),
+                 ("slack", "slack_post_message", "Post a new message to a Slack channel."))
+
+
+@pytest.mark.parametrize(("query", "weak"), [
+    ("rebase my feature branch onto main", True),  # no close tool says it rebases
+    ("stash my local changes", True),
+    ("please archive the channel", True),  # a Slack tool posts: none archives
+    ("git cherry-pick the fix onto the release branch", True),
+    ("switch to the release branch", False),  # no operation of its own: the class reads
+    ("kick off a build of the branch", False),  # "kick off": a phrasal verb, not "kick"
+])
+def test_an_operation_of_its_own_no_close_tool_says_fits_nothing(query: str,
+                                                                 weak: bool) -> None:
+    assert _unable(query, _GIT, [1.0] * len(_GIT)) is weak
+
+
+@pytest.mark.parametrize(("query", "tool"), [
+    ("git cherry-pick the fix onto the release branch",
+     ("git", "git_cherry_pick", "Apply the changes of some commits.")),  # "cherry pick"
+    ("rebase my feature branch onto main",
+     ("git", "git_rebase", "Reapply commits on top of another base.")),
+    ("please archive the channel",
+     ("slack", "slack_archive_channel", "Archives a channel.")),  # a form of the verb
+    ("please archive the channel",
+     ("slack", "slack_close_channel", "Close a channel for good.")),  # a near-synonym
+])
+def test_a_close_tool_that_says_the_operation_fits_and_hidden_counts_for_nothing(
+        query: str, tool: tuple[str, str, str]) -> None:
+    docs = [*_GIT, *documents(tool)]
+    assert not _unable(query, docs, [1.0] * len(_GIT) + [2.0])
+    assert _unable(query, docs, [1.0] * len(_GIT) + [float("-inf")])
+
+
+def test_the_operations_of_their_own_switched_off_do_not_abstain(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(abstain, "UNSAID_OPERATION", False)
+    assert not _unable("rebase my feature branch onto main", _GIT, [1.0] * len(_GIT))
+
+
+@pytest.mark.parametrize(("labelled", "plain"), [
+    ("slack: set my status to away", "set my status to away on slack"),
+    ("knowledge graph: rename Jon", "rename Jon on knowledge graph"),
+    ("rename the channel: launch", "rename the channel: launch"),  # a request, no label
+])
+def test_a_leading_label_names_the_service_of_the_request(labelled: str, plain: str) -> None:
+    assert abstain.unlabelled(labelled) == plain
+
+
+def test_a_labelled_request_is_checked_as_the_request_on_its_service(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _unable("slack: set my status to away", _SERVICES, [1.0] * len(_SERVICES))
+    assert not _unable("slack: post a message to the channel", _SERVICES,
+                       [1.0] * len(_SERVICES))
+    monkeypatch.setattr(abstain, "LABELS", False)
+    assert not _unable("slack: set my status to away", _SERVICES, [1.0] * len(_SERVICES))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab: \n.-_")), max_size=40)
+       | st.builds("{}: {}".format, st.text(max_size=12), st.text(max_size=20)))
+def test_a_label_moved_keeps_every_word_of_the_query(query: str) -> None:
+    """Whatever the text, reading a label moves words, never drops or makes one (but
+    the "on" before the label)."""
+    moved = abstain.unlabelled(query)
+    words = sorted(query.replace(":", " ").split())
+    assert moved == query or sorted(moved.replace(":", " ").split()) == sorted([*words, "on"])
+
+
+_LABELS = st.sampled_from(["slack", "github", "git", "my crm", "notion"])
+_REQUESTS = st.sampled_from(["delete a message", "rebase the branch", "create a gist",
+                             "archive the channel", "list the issues", "pin the message"])
+
+
+@settings(max_examples=100, deadline=None)
+@given(_LABELS, _REQUESTS, st.lists(st.floats(0, 1), min_size=5, max_size=5))
+def test_a_label_reads_as_the_service_named_after_the_request(
+        label: str, request: str, scores: list[float]) -> None:
+    """ "<label>: <request>" gets the answer of "<request> on <label>", whatever the
+    closest tools."""
+    assert _unable(f"{label}: {request}", _GIT, scores) == _unable(
+        f"{request} on {label}", _GIT, scores)
+
+
 _WORDS = ["gist", "issue", "branch", "status", "message", "channel", "repository", "file"]
 _TOOLS = st.lists(
     st.tuples(st.sampled_from(["github", "slack", "git"]),
-              st.sampled_from(["create", "delete", "list", "push", "post", "get", "merge"]),
+              st.sampled_from(["create", "delete", "list", "push", "post", "get", "merge",
+                               "archive", "rebase"]),
               st.sampled_from(_WORDS), st.sampled_from([0.0, 0.5, 1.0]) | st.floats(0, 1),
               st.sampled_from(["", " in Jira"])),
     min_size=1, max_size=16)
 _QUERIES = st.builds(lambda verb, thing, where: f"{verb} a {thing} {where}",
                      st.sampled_from(["create", "delete", "push", "pin", "rename", "post",
-                                      "merge", "restore"]),
+                                      "merge", "restore", "archive", "rebase", "slack: cancel",
+                                      "github: stash"]),
                      st.sampled_from([*_WORDS, "gist status", "webhook"]),
                      st.sampled_from(["", "in GitHub", "on Slack", "for me", "in git", "in Jira",
                                       "so that everyone on the team can see it in GitHub"]))

@@ -1,7 +1,7 @@
 """Whether the closest tools of a set cannot do what a query asks (gateway/search.py's
 "nothing fits", beside the cosine's threshold and the product check).
 
-Two checks, neither with a threshold nor anything that grows with the set's size:
+Three checks, none with a threshold nor anything that grows with the set's size:
 
 * **the operation** (gateway/actions.py): the query leads with an operation verb
   ("delete ...") that none of the ``ACTION_CANDIDATES`` closest tools performs on what
@@ -14,7 +14,14 @@ Two checks, neither with a threshold nor anything that grows with the set's size
   thesaurus's: the set's tools near the purpose do not know the thing. Only a short
   request (at most ``OBJECT_WORDS`` words) or a longer one of a single step (no
   second sentence, no "then"): in a task of several steps the first clause's object
-  is often context for a later step.
+  is often context for a later step;
+* **the operation no close tool says**: the query leads with an operation of its own
+  (gateway/operations.py: "rebase", "archive", "invite", "cancel") that no text of
+  the ``OBJECT_CANDIDATES`` closest tools (nor of the named service's) says in any
+  word of its family: the class gateway/actions.py reads is broader than it.
+
+A leading label ("slack: delete the message") names the request's service: the checks
+read "delete the message on slack" (``unlabelled``).
 
 When the query names a service of the set (a skill's name, or a well-known product
 some tools' texts name: gateway/products.py), that service's own closest tools are
@@ -43,6 +50,7 @@ self-hosted software read as a product, gateway/products.py).
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import re
 from collections.abc import Collection, Mapping, Sequence
@@ -62,6 +70,7 @@ from skillop.gateway.actions import (
     verb,
 )
 from skillop.gateway.lexical import ToolText
+from skillop.gateway.operations import SAID
 from skillop.gateway.products import mentioned
 
 if TYPE_CHECKING:
@@ -115,10 +124,16 @@ OPERATION = True
 UNNAMED_OBJECT = True
 SERVICE_OPERATION = True
 SERVICE_OBJECT = True
+UNSAID_OPERATION = True
+#: Whether a leading label ("github: ...") is read as naming the service (``unlabelled``).
+LABELS = True
+#: A label before a colon: one to three words, then the request.
+_LABEL = re.compile(r"^\s*([A-Za-z][\w.-]*(?: [\w.-]+){0,2}):\s+(\S.*)$", re.DOTALL)
+_PARTICLES = frozenset(("off", "up", "out", "down", "back", "away", "over", "until", "through"))
 #: Whether a tool that names what is removed from something must delete it (``_taken``).
 REMOVED_FROM = True
-SWITCHES = ("OPERATION", "UNNAMED_OBJECT", "ONE_STEP", "SERVICE_OPERATION", "SERVICE_OBJECT",
-            "REMOVED_FROM",
+SWITCHES = ("OPERATION", "UNSAID_OPERATION", "UNNAMED_OBJECT", "ONE_STEP",
+            "SERVICE_OPERATION", "SERVICE_OBJECT", "REMOVED_FROM", "LABELS",
             "actions.ADVERBS", "actions.FORMS",
             "products.SELF_HOSTED_PRODUCTS", "products.CAPITALISED_PRODUCTS")
 
@@ -150,16 +165,23 @@ def unable(query: str, documents: Sequence[ToolText], closest: list[int], scores
     ``view`` the ``Objects`` of the documents the caller may see, ``service`` the
     numbers of the documents of the skills the query names, ``saying`` those whose
     texts name a product it names."""
+    # A label's colon still ends a sentence: "x: a, then b" is no more one step unlabelled.
+    single = _one_step(query)
+    query = unlabelled(query)
     wanted = asked(query) | (_ADDS_TO if verb(query) in _ADDING else frozenset())
-    if not wanted or _outcome(query):
+    if _outcome(query):
+        return False
+    if UNSAID_OPERATION and single and _unsaid(query, documents, scores, service):
+        return True
+    if not wanted:
         return False
     naming = _taken(query, wanted)
     if OPERATION and _no_operation(query, wanted, documents, closest[:ACTION_CANDIDATES],
                                    scores, skills=skills, view=view, naming=naming):
         return True
-    if UNNAMED_OBJECT and _unnamed(query, documents, scores, view):
+    if UNNAMED_OBJECT and single and _unnamed(query, documents, scores, view):
         return True
-    if not _one_step(query):
+    if not single:
         return False
     own = _best(service, scores, SERVICE_OPERATION_CANDIDATES)
     if SERVICE_OPERATION and own and view.unable(query, _specific(wanted),
@@ -242,22 +264,84 @@ def _no_operation(query: str, wanted: frozenset[str], documents: Sequence[ToolTe
 def _unnamed(query: str, documents: Sequence[ToolText], scores: Matrix, view: Objects) -> bool:
     """Whether ``query`` (short, or one step) names what it acts on, and no text of the
     ``OBJECT_CANDIDATES`` best-scored visible documents names it."""
-    if not _one_step(query):
-        return False
     said = objects(query, adverbs=False) - view.services - _names(query)
     if not said or said & _OPERATIONS:
         return False
     wanted = sought(said)
     if not wanted:
         return False
+    best = _top(scores, OBJECT_CANDIDATES)
+    return bool(best) and not any(wanted & _said(documents[n].texts()) for n in best)
+
+
+def _top(scores: Matrix, count: int) -> list[int]:
+    """Every visible document scored at least the ``count``-th best visible one, ties
+    included: the same documents whatever else is hidden, and whatever order ties
+    come in (none when none is visible)."""
     import numpy as np
 
-    visible = int(np.isfinite(scores).sum())
-    count = min(OBJECT_CANDIDATES, visible)
+    count = min(count, int(np.isfinite(scores).sum()))
     if count == 0:
-        return False
-    # Every document scored at least the count-th best visible one, ties included: the
-    # same documents whatever else is hidden, and whatever order ties come in.
+        return []
     least = np.partition(scores, len(scores) - count)[len(scores) - count]
-    best = np.flatnonzero(scores >= least).tolist()
-    return not any(wanted & _said(documents[n].texts()) for n in best)
+    return np.flatnonzero(scores >= least).tolist()
+
+
+def asks(query: str) -> bool:
+    """Whether ``query`` leads with an operation (gateway/actions.py's, or one of
+    gateway/operations.py's), after a label (``unlabelled``): else no check reads it."""
+    query = unlabelled(query)
+    return bool(asked(query)) or _own(query) is not None
+
+
+def unlabelled(query: str) -> str:
+    """``query`` with a leading label ("circleci: cancel the workflow", "knowledge
+    graph: rename ...") moved to its end ("cancel the workflow on circleci"): the
+    request is what follows the label, and the service it names is still named."""
+    match = _LABEL.match(query) if LABELS else None
+    if match is None or asked(match[1]) or verb(match[1]) in SAID:
+        return query  # "rename it: ..." is a request, not a label
+    return f"{match[2].strip()} on {match[1]}"
+
+
+def _own(query: str) -> frozenset[str] | None:
+    """The words a tool says when it performs the operation of its own that leads
+    ``query`` (gateway/operations.py), or None: none leads it, or the verb is one of a
+    phrasal verb ("kick off", "back up": another meaning)."""
+    words = SAID.get(verb(query))
+    return None if words is None or _phrasal(query) else words
+
+
+def _phrasal(query: str) -> bool:
+    """Whether the word after ``query``'s leading verb is a particle ("kick *off*")."""
+    tokens = _LETTERS.findall(query.lower())
+    lead = verb(query)
+    after = next((tokens[n + 1] for n, word in enumerate(tokens[:-1]) if word == lead), "")
+    return after in _PARTICLES
+
+
+def _unsaid(query: str, documents: Sequence[ToolText], scores: Matrix,
+            service: Collection[int]) -> bool:
+    """Whether ``query`` (short, or one step) leads with an operation of its own
+    (gateway/operations.py: "rebase", "archive", "invite") that no text of the
+    ``OBJECT_CANDIDATES`` best-scored visible documents, nor of the named service's
+    best (``service``), says in any of its words' forms (``_acting``)."""
+    words = _own(query)
+    if words is None:
+        return False
+    best = {*_top(scores, OBJECT_CANDIDATES), *_best(service, scores, OBJECT_CANDIDATES)}
+    return bool(best) and not any(words & _joined(_acting(documents[n])) for n in best)
+
+
+def _acting(tool: ToolText) -> tuple[str, ...]:
+    """The texts that say what ``tool`` does: not its parameters, which name what it
+    reads or filters by ("owner" of a repository)."""
+    return (tool.skill, tool.name_words(), tool.title, tool.description, " ".join(tool.tags))
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _joined(texts: tuple[str, ...]) -> frozenset[str]:
+    """The words of a tool's texts, lowercased, and each two in a row joined ("cherry
+    pick": "cherrypick")."""
+    words = _LETTERS.findall(" ".join(texts).lower())
+    return frozenset((*words, *map("".join, itertools.pairwise(words))))

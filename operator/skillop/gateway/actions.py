@@ -247,11 +247,12 @@ def performed(name_words: str, title: str, description: str, *,
     """The classes of the operations a tool performs, as its name (split into words),
     its title and the first sentence of its description say (the rest of a
     description often names what the tool does not do, or what to call next). With
-    ``forms``, a word counts only as one of a verb's forms (the abstention's
-    reading), else by its stem (the ranking's)."""
+    ``forms``, a word counts only as one of a verb's forms, two in a row joined too
+    ("cherry pick"): the abstention's reading; else by its stem (the ranking's)."""
     first = _SENTENCE_END.split(description.strip(), maxsplit=1)[0]
     found: set[str] = set()
-    for word in _LETTERS.findall(f"{name_words} {title} {first}".lower()):
+    words = _LETTERS.findall(f"{name_words} {title} {first}".lower())
+    for word in [*words, *map("".join, itertools.pairwise(words))] if forms else words:
         found |= (_BY_FORM.get(word, frozenset()) if forms
                   else _BY_TERM.get(_stem(word), frozenset()))
     return frozenset(found)

@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING
 
 from skillop.gateway import abstain, abstain_model
 from skillop.gateway.abstain import ACTION_CANDIDATES
-from skillop.gateway.actions import ObjectsByView, asked, named, phrase, telling
+from skillop.gateway.actions import ObjectsByView, named, phrase, telling
 from skillop.gateway.adapter import adapted
 from skillop.gateway.fusion import CANDIDATES, Evidence, ToolTerms, features
 from skillop.gateway.lexical import K1, WORD, terms
@@ -393,7 +393,7 @@ class SearchIndex:
         """Whether the closest documents cannot do what ``query`` asks (the operation,
         or what it acts on: gateway/abstain.py); the hidden (``gone``, their scores
         ``-inf``) count for nothing: the answer must not tell that they exist."""
-        if not asked(query):
+        if not abstain.asks(query):
             return False  # no operation asked: no check reads the services named
         return abstain.unable(query, self.documents, closest, blended, skills=self._skills,
                               view=self._objects.without(gone), service=self._service(query),
