@@ -201,28 +201,36 @@ _BY_TERM = _stemmed()
 _BY_FORM = inflected({**VERBS, **dict.fromkeys(_ANY, frozenset().union(*VERBS.values()))})
 
 
-def _request(query: str) -> tuple[str, list[str]]:
+def _request(query: str) -> tuple[str, tuple[str, ...]]:
     """The query's leading word after the words that lead a request ("please", "can
     you", "how do I") and adverbs ("permanently"), its hyphens dropped ("re-run",
-    "cherry-pick"), and the words after it (lowercased, split at hyphens); ("", [])
+    "cherry-pick"), and the words after it (lowercased, split at hyphens); ("", ())
     when there is none."""
-    tokens = _WORD.findall(_QUOTED.sub(" ", query[:200]))
-    start = next((i for i, token in enumerate(tokens)
-                  if token.lower() not in _LEAD and not _adverb(token.lower())), len(tokens))
+    # A search reads it several times (the ranking's features, the abstention's
+    # checks): read once per query, and again when the ablation's switch is turned.
+    return _read_request(query[:200], adverbs=ADVERBS)
+
+
+@functools.lru_cache(maxsize=256)
+def _read_request(query: str, *, adverbs: bool) -> tuple[str, tuple[str, ...]]:
+    tokens = _WORD.findall(_QUOTED.sub(" ", query))
+    start = next((i for i, token in enumerate(tokens) if token.lower() not in _LEAD
+                  and not _adverb(token.lower(), adverbs=adverbs)), len(tokens))
     if start < len(tokens) - 1 and tokens[start].lower() in _COMMANDS:
         start += 1  # "git push ...": the command's own verb
     if start == len(tokens):
-        return "", []
+        return "", ()
     rest = [word.lower() for token in tokens[start + 1:] for word in token.split("-")]
     if rest[:2] in (["for", "me"], ["for", "us"]):
         rest = rest[2:]  # "make for me a new channel"
-    return tokens[start].lower().replace("-", ""), rest
+    return tokens[start].lower().replace("-", ""), tuple(rest)
 
 
-def _adverb(word: str) -> bool:
+def _adverb(word: str, *, adverbs: bool | None = None) -> bool:
     """Whether ``word`` is an adverb in "-ly" ("permanently", "manually"), not a verb
-    ("reply", "apply")."""
-    return ADVERBS and len(word) > 4 and word.endswith("ly") and word not in VERBS
+    ("reply", "apply"); ``adverbs`` (by default ``ADVERBS``) False: never."""
+    return ((ADVERBS if adverbs is None else adverbs) and len(word) > 4
+            and word.endswith("ly") and word not in VERBS)
 
 
 def leading(query: str) -> str:
