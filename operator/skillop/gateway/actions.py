@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import snowballstemmer
 
 from skillop.gateway.lexical import ToolText
+from skillop.gateway.memo import per_query
 from skillop.gateway.thesaurus import GROUPS, SHORT_FORMS
 from skillop.gateway.verbforms import inflected
 
@@ -201,21 +202,15 @@ _BY_TERM = _stemmed()
 _BY_FORM = inflected({**VERBS, **dict.fromkeys(_ANY, frozenset().union(*VERBS.values()))})
 
 
+@per_query(lambda: ADVERBS, chars=200)
 def _request(query: str) -> tuple[str, tuple[str, ...]]:
     """The query's leading word after the words that lead a request ("please", "can
     you", "how do I") and adverbs ("permanently"), its hyphens dropped ("re-run",
     "cherry-pick"), and the words after it (lowercased, split at hyphens); ("", ())
     when there is none."""
-    # A search reads it several times (the ranking's features, the abstention's
-    # checks): read once per query, and again when the ablation's switch is turned.
-    return _read_request(query[:200], adverbs=ADVERBS)
-
-
-@functools.lru_cache(maxsize=256)
-def _read_request(query: str, *, adverbs: bool) -> tuple[str, tuple[str, ...]]:
-    tokens = _WORD.findall(_QUOTED.sub(" ", query))
-    start = next((i for i, token in enumerate(tokens) if token.lower() not in _LEAD
-                  and not _adverb(token.lower(), adverbs=adverbs)), len(tokens))
+    tokens = _WORD.findall(_QUOTED.sub(" ", query[:200]))
+    start = next((i for i, token in enumerate(tokens)
+                  if token.lower() not in _LEAD and not _adverb(token.lower())), len(tokens))
     if start < len(tokens) - 1 and tokens[start].lower() in _COMMANDS:
         start += 1  # "git push ...": the command's own verb
     if start == len(tokens):
@@ -226,11 +221,10 @@ def _read_request(query: str, *, adverbs: bool) -> tuple[str, tuple[str, ...]]:
     return tokens[start].lower().replace("-", ""), tuple(rest)
 
 
-def _adverb(word: str, *, adverbs: bool | None = None) -> bool:
+def _adverb(word: str) -> bool:
     """Whether ``word`` is an adverb in "-ly" ("permanently", "manually"), not a verb
-    ("reply", "apply"); ``adverbs`` (by default ``ADVERBS``) False: never."""
-    return ((ADVERBS if adverbs is None else adverbs) and len(word) > 4
-            and word.endswith("ly") and word not in VERBS)
+    ("reply", "apply")."""
+    return ADVERBS and len(word) > 4 and word.endswith("ly") and word not in VERBS
 
 
 def leading(query: str) -> str:
