@@ -142,8 +142,11 @@ def features(query: str, weighted: Mapping[str, float], idf: Mapping[str, float]
     leaders = [words[n].own_name for n in candidates[:2]]
     products = asked_products(query)
     acted_on = sought(objects(query))
+    # The word features of every candidate in one addition: a row at a time, the list's
+    # conversion costs more than the features themselves.
+    out += np.asarray([_matches(row, words[number], own, synonyms, weighted, idf, mass, leaders)
+                       for row, number in enumerate(candidates)])
     for row, number in enumerate(candidates):
-        out[row] += _matches(row, words[number], own, synonyms, weighted, idf, mass, leaders)
         if skills:
             named = words[number].skill in skills
             out[row, _AT["skill_named" if named else "other_skill"]] = 1.0
