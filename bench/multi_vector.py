@@ -96,8 +96,8 @@ def patch(extra: Sentences) -> None:
     original_evidence = SearchIndex._evidence
     original_features = fusion.features
 
-    def evidence(self: SearchIndex, query: str, weighted: dict[str, float]) -> Any:
-        found, cosines = original_evidence(self, query, weighted)
+    def evidence(self: SearchIndex, query: str, weighted: dict[str, float], **hidden: Any) -> Any:
+        found, cosines = original_evidence(self, query, weighted, **hidden)
         best, first = extra.scores(self, query, cosines)
         extra.last = {"best": best, "first": first, "lift": best - cosines}
         if extra.mix:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from skillop.gateway import fusion, ranker, search
+from skillop.gateway import abstain_model, fusion, ranker, search
 from skillop.gateway.adapter import adapted, unadapted
 from skillop.gateway.embedding import QUERY_TOKENS, Encoder, NumpyEncoder, model_directory
 from skillop.gateway.embedding_onnx import load_onnx_encoder
@@ -64,6 +64,28 @@ def test_a_paraphrase_of_a_tool_finds_it_and_does_not_abstain(
     found = index.find(query, limit=3)
     assert found.ranking == "hybrid" and not found.weak
     assert found.matches[0][0] == tool
+
+
+def test_where_the_abstentions_model_decides_it_reads_no_hidden_tool(
+        index: SearchIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The blend the model reads (the model's own query vector's, made only when the
+    model decides) has the tools hidden from the caller at minus infinity, so whether
+    nothing fits never tells that they exist."""
+    import numpy as np
+
+    read: list[tuple[object, object]] = []
+
+    def row(query: str, cosines: object, plain: fusion.Evidence, **_: object) -> list[float]:
+        read.append((cosines, plain.blended.copy()))
+        return [0.0] * len(abstain_model.FEATURES)
+
+    monkeypatch.setattr(abstain_model, "row", row)
+    monkeypatch.setattr(abstain_model, "BAND", 2.0)  # the model decides every query
+    index.find("post an update to the team's chat channel", limit=3, hidden={"slack/post"})
+    ((cosines, blended),) = read
+    hidden = [doc.key for doc in TOOLS].index("slack/post")
+    assert cosines[hidden] == blended[hidden] == -np.inf  # type: ignore[index]
+    assert np.isfinite(np.delete(blended, hidden)).all()  # type: ignore[call-overload]
 
 
 @pytest.mark.parametrize("query", [

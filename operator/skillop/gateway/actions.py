@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import snowballstemmer
 
 from skillop.gateway.lexical import ToolText
+from skillop.gateway.memo import per_query
 from skillop.gateway.thesaurus import GROUPS, SHORT_FORMS
 from skillop.gateway.verbforms import inflected
 
@@ -201,10 +202,11 @@ _BY_TERM = _stemmed()
 _BY_FORM = inflected({**VERBS, **dict.fromkeys(_ANY, frozenset().union(*VERBS.values()))})
 
 
-def _request(query: str) -> tuple[str, list[str]]:
+@per_query(lambda: ADVERBS, chars=200)
+def _request(query: str) -> tuple[str, tuple[str, ...]]:
     """The query's leading word after the words that lead a request ("please", "can
     you", "how do I") and adverbs ("permanently"), its hyphens dropped ("re-run",
-    "cherry-pick"), and the words after it (lowercased, split at hyphens); ("", [])
+    "cherry-pick"), and the words after it (lowercased, split at hyphens); ("", ())
     when there is none."""
     tokens = _WORD.findall(_QUOTED.sub(" ", query[:200]))
     start = next((i for i, token in enumerate(tokens)
@@ -212,11 +214,11 @@ def _request(query: str) -> tuple[str, list[str]]:
     if start < len(tokens) - 1 and tokens[start].lower() in _COMMANDS:
         start += 1  # "git push ...": the command's own verb
     if start == len(tokens):
-        return "", []
+        return "", ()
     rest = [word.lower() for token in tokens[start + 1:] for word in token.split("-")]
     if rest[:2] in (["for", "me"], ["for", "us"]):
         rest = rest[2:]  # "make for me a new channel"
-    return tokens[start].lower().replace("-", ""), rest
+    return tokens[start].lower().replace("-", ""), tuple(rest)
 
 
 def _adverb(word: str) -> bool:

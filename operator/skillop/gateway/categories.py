@@ -108,10 +108,15 @@ _KINDS: tuple[tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, ...], ...]], .
     (_phrases(words), _phrases(products)) for words, products in KINDS.values())
 
 
-def _says(run: Sequence[str], phrase: Sequence[str]) -> bool:
-    """Whether ``phrase`` is a contiguous part of ``run``."""
-    width = len(phrase)
-    return any(tuple(run[i:i + width]) == tuple(phrase) for i in range(len(run) - width + 1))
+#: The most terms of a kind's phrase.
+_WIDEST = max(len(phrase) for words, _ in _KINDS for phrase in words)
+
+
+def _parts(run: Sequence[str]) -> frozenset[tuple[str, ...]]:
+    """Every contiguous part of ``run`` as long as a kind's phrase may be: a phrase is
+    looked up, not slid along a long query (a task of a hundred words)."""
+    return frozenset(tuple(run[i:i + width]) for width in range(1, _WIDEST + 1)
+                     for i in range(len(run) - width + 1))
 
 
 def asked_products(query: str) -> frozenset[tuple[str, ...]]:
@@ -119,8 +124,9 @@ def asked_products(query: str) -> frozenset[tuple[str, ...]]:
     run = terms(query)
     if not run:
         return frozenset()
+    said = _parts(run)
     return frozenset(product for words, products in _KINDS
-                     if any(_says(run, phrase) for phrase in words) for product in products)
+                     if not said.isdisjoint(words) for product in products)
 
 
 def service_terms(skill: str, name: str) -> frozenset[str]:

@@ -22,7 +22,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from skillop.gateway import actions
 from skillop.gateway.actions import VERBS, leading
+from skillop.gateway.memo import per_query
 
 #: Words that open a clause of their own, wherever they stand.
 _OPENERS = frozenset(("then", "before", "after", "once", "so", "if", "when", "whenever",
@@ -58,6 +60,7 @@ class Clause:
     imperative: bool
 
 
+@per_query(lambda: actions.ADVERBS, chars=_MAX_CHARS)
 def clauses(query: str) -> tuple[Clause, ...]:
     """``query``'s clauses, in order (none for a query without words)."""
     tokens = [(m.start(), m.group()) for m in _TOKEN.finditer(query[:_MAX_CHARS])]

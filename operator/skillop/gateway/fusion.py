@@ -20,8 +20,8 @@ counts for nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from skillop.gateway.actions import asked, objects, performed, phrase, sought, stems
@@ -92,9 +92,18 @@ class Evidence:
     bm25: Matrix
     #: The set's text vectors (one unit row a tool).
     vectors: Matrix
-    #: The same blend from the model's own query vector, when the ranking's was moved
-    #: by the learned adapter (gateway/adapter.py); None: this one is.
-    plain: Evidence | None = None
+    #: Makes the same blend from the model's own query vector, when the ranking's was
+    #: moved by the learned adapter (gateway/adapter.py); None: this one is. Made when
+    #: ``plain`` is first read: only the abstention's model reads it, near its threshold.
+    unmoved: Callable[[], Evidence] | None = field(default=None, repr=False, compare=False)
+    _plain: Evidence | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def plain(self) -> Evidence | None:
+        """The blend from the model's own query vector (None: this one is)."""
+        if self._plain is None and self.unmoved is not None:
+            object.__setattr__(self, "_plain", self.unmoved())
+        return self._plain
 
 
 def features(query: str, weighted: Mapping[str, float], idf: Mapping[str, float],
@@ -133,8 +142,11 @@ def features(query: str, weighted: Mapping[str, float], idf: Mapping[str, float]
     leaders = [words[n].own_name for n in candidates[:2]]
     products = asked_products(query)
     acted_on = sought(objects(query))
+    # The word features of every candidate in one addition: a row at a time, the list's
+    # conversion costs more than the features themselves.
+    out += np.asarray([_matches(row, words[number], own, synonyms, weighted, idf, mass, leaders)
+                       for row, number in enumerate(candidates)])
     for row, number in enumerate(candidates):
-        out[row] += _matches(row, words[number], own, synonyms, weighted, idf, mass, leaders)
         if skills:
             named = words[number].skill in skills
             out[row, _AT["skill_named" if named else "other_skill"]] = 1.0

@@ -26,27 +26,27 @@ less (``semantic_weight``: the model reads only a query's first tokens). A tool 
 two vectors, its text's (``Document.sentence``) and its name's (``Document.label``);
 the cosine ranked is their mix, ``NAME_WEIGHT`` of the name's, each with the query's
 vector moved by the learned adapter (gateway/adapter.py; the abstention's cosine
-reads the query's own vector). The blend's 30 best
-are then ordered by a linear score (gateway/fusion.py: where in each tool the query's
-words are, whether it names the tool's service, whether the tool performs the query's
-verb, each score against the set's best). A query whose best
-cosine with any tool's text is under its threshold (``abstain_below``: higher for a
-short query) is answered with "nothing fits" and the closest few, marked weak; so is
-one that asks for an operation (gateway/actions.py: "delete ...") that none of the
-``ACTION_CANDIDATES`` best-ranked tools performs on what it names (or, when it names a
-skill of the set, none of that skill's best), or on a thing no text of the closest ten
-names (gateway/abstain.py), and one naming a well-known product no
-text of the set names (gateway/products.py: "create a Jira ticket"; ``elsewhere``).
-The blend's two constants were fitted on bench/mcp_tools/queries-v2-tuning.txt, the
-threshold's two on the seen query sets so that none left out wrongly abstains on over
-5% of its answerable queries (bench/disclosure.py --hybrid, docs/benchmarks.md)."""
+reads the query's own vector). The blend's 30 best are then ordered by a linear
+score (gateway/fusion.py: where in each tool the query's words are, whether it names
+the tool's service, whether the tool performs the query's verb, each score against
+the set's best). A query whose best cosine with any tool's text is under its threshold
+(``abstain_below``: higher for a short query) is answered with "nothing fits" and the
+closest few, marked weak; so is one that asks for an operation (gateway/actions.py:
+"delete ...") that none of the ``ACTION_CANDIDATES`` best-ranked tools performs on what
+it names (or, when it names a skill of the set, none of that skill's best), or on a
+thing no text of the closest ten names (gateway/abstain.py), and one naming a well-known
+product no text of the set names (gateway/products.py: "create a Jira ticket";
+``elsewhere``). The blend's two constants were fitted on
+bench/mcp_tools/queries-v2-tuning.txt, the threshold's two on the seen query sets so
+that none left out wrongly abstains on over 5% of its answerable queries
+(bench/disclosure.py --hybrid, docs/benchmarks.md)."""
 
 from __future__ import annotations
 
 import heapq
 import math
 import threading
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -287,12 +287,9 @@ class SearchIndex:
         import numpy as np
 
         weighted = query_terms(query)
-        evidence, cosines = self._evidence(query, weighted)
-        blended = evidence.blended
         gone = self._numbers(hidden)
-        if gone:
-            blended[gone] = -np.inf
-            cosines[gone] = -np.inf
+        evidence, cosines = self._evidence(query, weighted, gone=gone)
+        blended = evidence.blended
         count = min(max(limit, ACTION_CANDIDATES, CANDIDATES), len(self._keys) - len(gone))
         if count == 0:
             return Found((), weak=True, ranking="hybrid", confidence=0.0)
@@ -307,14 +304,16 @@ class SearchIndex:
         matches = tuple(zip((self._keys[i] for i in shown), map(float, capped), strict=True))
         confidence = float(cosines.max())
         # The operation check reads the blend's closest, as it was calibrated.
-        weak = (self._unlikely(query, weighted, evidence, cosines, gone)
+        weak = (self._unlikely(query, weighted, evidence, cosines)
                 or self.elsewhere(query, gone=gone)
                 or self._unable(query, closest[:ACTION_CANDIDATES], blended, gone))
         return Found(matches, weak=weak, ranking="hybrid", confidence=confidence)
 
-    def _evidence(self, query: str, weighted: dict[str, float]) -> tuple[Evidence, Matrix]:
-        """The blend's scores of every document for ``query`` (``weighted``: its
-        terms), and the cosines of the documents' texts alone (the abstention's)."""
+    def _evidence(self, query: str, weighted: dict[str, float], *,
+                  gone: Sequence[int] = ()) -> tuple[Evidence, Matrix]:
+        """The blend's scores of every document for ``query`` (``weighted``: its terms)
+        and the cosines of their texts alone (the abstention's), those numbered ``gone``
+        (hidden from the caller) at minus infinity in both and in ``Evidence.plain``."""
         import numpy as np
 
         assert self._semantic is not None
@@ -337,35 +336,37 @@ class SearchIndex:
         semantic = semantic_weight(query)
         squashed: Matrix = (1 - semantic) * bm25 / (bm25 + BM25_HALF)
 
-        def evidence(text: Matrix, names: Matrix, plain: Evidence | None = None) -> Evidence:
+        def hidden(values: Matrix) -> Matrix:  # those ``gone`` at minus infinity
+            if gone:
+                values[gone] = -np.inf
+            return values
+
+        def evidence(text: Matrix, names: Matrix,
+                     unmoved: Callable[[], Evidence] | None = None) -> Evidence:
             ranked: Matrix = text if self._names is None else (
                 np.float32(1 - NAME_WEIGHT) * text + np.float32(NAME_WEIGHT) * names)
-            blended: Matrix = semantic * ranked + squashed
-            return Evidence(blended, ranked, names, bm25, vectors, plain)
+            blended = hidden(semantic * ranked + squashed)
+            return Evidence(blended, ranked, names, bm25, vectors, unmoved)
 
-        # The abstention reads the blend of the model's own vector (gateway/abstain_model.py).
-        plain = None
-        if moved is not wanted:
+        def plain() -> Evidence:  # the blend of the model's own vector (gateway/abstain_model.py)
             own = cosines if self._names is None else self._names @ wanted
-            plain = evidence(cosines.copy(), own)
-        return evidence(text, names, plain), cosines.copy()
+            return evidence(cosines.copy(), own)
+
+        return evidence(text, names, None if moved is wanted else plain), hidden(cosines.copy())
 
     def _unlikely(self, query: str, weighted: dict[str, float], evidence: Evidence,
-                  cosines: Matrix, gone: list[int]) -> bool:
-        """Whether the learned model says nothing fits (gateway/abstain_model.py), from
-        what the caller may see (``gone``: the hidden, at minus infinity), where the
-        best cosine is near the length's threshold; elsewhere, or with the model off,
-        whether the best cosine is under that threshold."""
+                  cosines: Matrix) -> bool:
+        """Whether nothing fits: the learned model's say (gateway/abstain_model.py, from
+        what the caller may see: the hidden at minus infinity) where the best cosine is
+        near the length's threshold; elsewhere, or with the model off, whether it is under."""
         below = abstain_below(query)
         margin = float(cosines.max()) - below
         if not abstain_model.LEARNED or abs(margin) > abstain_model.BAND:
             return margin < 0.0
-        plain = evidence.plain or evidence
-        if gone:
-            plain.blended[gone] = -math.inf
         return abstain_model.nothing_fits(abstain_model.row(
-            query, cosines, plain, below=below, weighted=weighted, idf=self._tables().idf,
-            tools=self.documents, words=self._words, skills=named(query, self._skills)))
+            query, cosines, evidence.plain or evidence, below=below, weighted=weighted,
+            idf=self._tables().idf, tools=self.documents, words=self._words,
+            skills=named(query, self._skills)))
 
     def fused(self, query: str, weighted: dict[str, float], evidence: Evidence,
               best: list[int]) -> list[int]:
