@@ -81,6 +81,17 @@ def test_a_set_whose_every_tool_is_hidden_leaves_nothing_to_read() -> None:
     assert all(math.isfinite(v) for v in _row("create an issue", tools, {0}))
 
 
+@settings(max_examples=100, deadline=None)
+@given(_TOOLS, st.data())
+def test_the_sets_size_is_the_count_of_the_tools_a_caller_may_see(
+        tools: list[tuple[str, str, str, float, float]], data: st.DataObject) -> None:
+    """A set of 11 tools is read as 11 whatever else the server holds for others."""
+    hidden = data.draw(st.sets(st.integers(0, len(tools) - 1), max_size=len(tools) - 1))
+    values = _row("create an issue", tools, hidden)
+    size = values[abstain_model.FEATURES.index("tools")]
+    assert size == pytest.approx(math.log(len(tools) - len(hidden)))
+
+
 def test_the_shipped_weights_cover_every_feature_and_nothing_else() -> None:
     assert set(abstain_weights.WEIGHTS) == set(abstain_model.FEATURES)
     assert math.isfinite(abstain_weights.BIAS)

@@ -49,7 +49,7 @@ FEATURES = (
     "cosine", "margin", "cosine_gap2", "cosine_gap5", "blend", "blend_gap2", "blend_gap5",
     "bm25_squashed", "bm25_share", "idf_cover", "cover", "name_covered", "verb_agrees",
     "verb_differs", "object_agrees", "object_differs", "words", "long", "asks", "mentions",
-    "names_skill",
+    "names_skill", "tools",
 )
 #: The blend's best tool's evidence read from gateway/fusion.py's features.
 _TOOL = ("bm25_share", "idf_cover", "cover", "name_covered", "verb_agrees", "verb_differs",
@@ -101,7 +101,8 @@ def row(query: str, cosines: Matrix, plain: Evidence, *, below: float,
     return [cosine[0], cosine[0] - below, *cosine[1:], *blend,
             best_bm25 / (best_bm25 + BM25_HALF), *tool,
             min(count, 2 * LONG_WORDS) / LONG_WORDS, float(count > LONG_WORDS),
-            float(bool(asked(query))), float(bool(mentioned(query))), float(bool(skills))]
+            float(bool(asked(query))), float(bool(mentioned(query))), float(bool(skills)),
+            float(np.log(visible.sum())) if visible.any() else 0.0]
 
 
 def score(values: Sequence[float]) -> float:
