@@ -92,6 +92,13 @@ def test_the_sets_size_is_the_count_of_the_tools_a_caller_may_see(
     assert size == pytest.approx(math.log(len(tools) - len(hidden)))
 
 
+def test_a_set_larger_than_any_fitted_is_read_as_the_largest() -> None:
+    tools = [("github", "create", "issue", 0.1, 1.0)] * (abstain_model.LARGEST_FITTED + 100)
+    values = _row("create an issue", tools, set())
+    size = values[abstain_model.FEATURES.index("tools")]
+    assert size == pytest.approx(math.log(abstain_model.LARGEST_FITTED))
+
+
 def test_the_shipped_weights_cover_every_feature_and_nothing_else() -> None:
     assert set(abstain_weights.WEIGHTS) == set(abstain_model.FEATURES)
     assert math.isfinite(abstain_weights.BIAS)
