@@ -360,7 +360,7 @@ def write(fitted: list[Pool], *, target: float, l2: float, sized: bool, mixed: b
     WEIGHTS_FILE.write_text(_HEAD.format(
         target=target, sizes=sizes, rows=int(inside.sum()), none=none,
         naming=" and by one neutral name" if mixed else "",
-        by_size=" at each size (a line in the log of\nthe size)" if sized else "")
+        by_size=", chosen at each size\n(a line in the log of the size)" if sized else "")
         + f"BIAS: float = {bias:.9g}\nWEIGHTS: dict[str, float] = {{\n{body}}}\n")
     print(f"wrote {WEIGHTS_FILE.name}: bias {bias:+.4f}, " + ", ".join(
         f"{name} {float(w):+.3f}" for name, w in zip(abstain_model.FEATURES, weights,
