@@ -64,8 +64,10 @@ LONG_WORDS = 12
 MAX_QUERY_CHARS = 1000
 #: The BM25 score that counts half (gateway/search.py's ``BM25_HALF``).
 BM25_HALF = 8.0
-#: The largest set the weights were fitted on (every recorded tool, and subsets of
-#: it): a larger set is read as this large, the score not drawn beyond what was seen.
+#: The smallest and largest sets the weights were fitted on (random subsets of the
+#: recorded tools, and all of them): a set outside is read as the nearest, so that
+#: the size's weight is not drawn beyond the sizes seen.
+SMALLEST_FITTED = 15
 LARGEST_FITTED = 551
 
 
@@ -109,7 +111,7 @@ def row(query: str, cosines: Matrix, plain: Evidence, *, below: float,
             best_bm25 / (best_bm25 + BM25_HALF), *tool,
             min(count, 2 * LONG_WORDS) / LONG_WORDS, float(count > LONG_WORDS),
             float(bool(asked(query))), float(bool(mentioned(query))), float(bool(skills)),
-            float(np.log(min(int(visible.sum()), LARGEST_FITTED))) if visible.any() else 0.0]
+            float(np.log(min(max(int(visible.sum()), SMALLEST_FITTED), LARGEST_FITTED)))]
 
 
 def score(values: Sequence[float]) -> float:
