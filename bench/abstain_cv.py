@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import pickle
 import random
 import sys
@@ -83,10 +84,11 @@ def seen() -> Labelled:
     return out
 
 
-def model_index(cache: Path, vectors_file: Path, texts: list[str],
+def model_index(cache: Path, vectors_file: Path, texts: list[str], *, skill: str | None = None,
                 ) -> tuple[list[Document], Matrix, Matrix, Callable[[str], Matrix]]:
     """The set's documents, their text and name vectors, and the queries' vectors
-    (computed once and kept in ``vectors_file``: the model's pass is the slow part)."""
+    (computed once and kept in ``vectors_file``: the model's pass is the slow part);
+    with ``skill``, every tool's skill named so in place of its server's name."""
     from skillop.gateway.embedding import Unavailable, shared_encoder
     from skillop.gateway.vectors import SemanticRanker
 
@@ -95,6 +97,8 @@ def model_index(cache: Path, vectors_file: Path, texts: list[str],
         raise SystemExit(f"no sentence model: {encoder.reason}")
     docs = [disclosure.document(short, stem, tool) for short, stem in disclosure.SERVERS.items()
             for tool in disclosure.load(stem)]
+    if skill is not None:
+        docs = [dataclasses.replace(doc, skill=skill) for doc in docs]
     index = SearchIndex(docs)
     ranker = SemanticRanker(cache, lambda _: None, loader=lambda: encoder)
     ranker.prepare(index)

@@ -13,25 +13,36 @@ model over evidence the search already computes per query decides better:
   its gaps, the fused (linear + trees) best score and its gap to the 2nd, the fused
   best's word-match evidence (BM25 share, idf cover, whether it performs the asked
   verb or names what is acted on), the squashed best BM25, the query's length, whether
-  it asks an operation, names a product or a skill, and each check as 0/1 (a product
-  served elsewhere, the operation, the unnamed object, the named service's operation
-  and object). No tool name, no query word.
+  it asks an operation, names a product or a skill, the log of the set's size (its
+  visible tools), and each check as 0/1 (a product served elsewhere, the operation,
+  the unnamed object, the named service's operation and object). No tool name, no
+  query word.
 * **one seen set left out at a time** (a fold each of bench/disclosure.py's ``SEEN`` and
-  its two old sets; never ``FROZEN_FILES``): the model is fitted on the other sets
-  (L2-regularised logistic regression, numpy, standardised features), its operating
-  point chosen on them so that their answerable queries are wrongly abstained on at
-  ``--target`` (default: today's decision's pooled left-out rate, measured first);
-  the set left out is counted: abstained share of its unanswerable queries, wrong
-  share of its answerable ones. Pooled and per set, beside today's decision (its
-  threshold level chosen per fold as bench/abstain_cv.py chooses it).
+  its two old sets; never ``FROZEN_FILES``), out of every pool of rows at once: the
+  model is fitted on the other sets (L2-regularised logistic regression, numpy,
+  standardised features), its operating point chosen on them so that their answerable
+  queries are wrongly abstained on at ``--target``; the set left out is counted:
+  abstained share of its unanswerable queries, wrong share of its answerable ones.
+  Pooled and per set, beside today's decision (its threshold level chosen per fold
+  as bench/abstain_cv.py chooses it).
 * two learned decisions: the model alone (the checks are features), and the checks
   kept with the model in the cosine threshold's place ("checks OR model": fitted on
   the queries no check fires on, its point chosen for the combined decision).
-* **smaller sets** (``--sizes``): the model fitted on every seen set, point chosen
-  likewise, against today's constants, on random subsets of the 551 tools (as
-  bench/abstain_cv.py draws them: an answerable query's subset keeps its labels).
+* **set sizes**: every seen query is also searched in random subsets of the 551 tools
+  (bench/abstain_cv.py's ``drawn``: an answerable query's subset keeps its labels),
+  ``--sizes`` judged and ``--fit-sizes`` fitted on beside all the tools (a size's
+  draws together count as one copy of the queries); with ``--sized-point`` the point
+  is chosen at each fitted size and drawn as a line in the log of the size. Each size
+  is judged left out, for the model fitted as shipped before (all the tools' rows,
+  one point) and as configured.
+* **skill names** (``--neutral NAME``): the same rows with every tool's skill named
+  NAME (a user names a Skill as they like, and the name is in the embedded text);
+  judged as a second condition, and with ``--mix`` fitted on too, each naming
+  counting half, so that the model does not lean on the servers' names.
 
-    python bench/numpy_only.py bench/abstain_learned.py [--sizes 60 200] [--draws 3]
+    PYTHONHASHSEED=0 python bench/numpy_only.py bench/abstain_learned.py
+        [--sizes 15 60 200] [--fit-sizes 15 60 200] [--[no-]sized-point]
+        [--neutral tools] [--[no-]mix] [--draws 3] [--target 0.025] [--write]
         [--cache DIR] [--query-vectors FILE] [--features FILE]
 """
 
@@ -47,6 +58,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import abstain_cv
+import abstain_fit
+from abstain_fit import (
+    FEATURES,
+    FULL,
+    PLAIN,
+    Pool,
+    alone,
+    banded,
+    dropped,
+    fit,
+    fold_decisions,
+    rows_of,
+    ruled,
+    share,
+    today_folds,
+    worst,
+)
 
 from skillop.gateway import abstain as abstain_module
 from skillop.gateway import abstain_model
@@ -60,20 +88,6 @@ from skillop.gateway.search import SearchIndex, query_terms
 if TYPE_CHECKING:
     import numpy as np
 
-#: The per-query evidence, in column order: gateway/abstain_model.py's (the blend of
-#: the model's own query vector and its best tool's word evidence, nothing fitted on
-#: the seen sets), each check as 0/1, then features read from the learned ranking (the
-#: adapter, the fused order), fitted on the very sets a fold leaves out: scored apart
-#: (``--learned-ranking``), an upper bound, never adopted.
-RULES = ("elsewhere", "operation", "object", "service_operation", "service_object")
-PLAIN = (*abstain_model.FEATURES, *RULES)
-LEARNED = (
-    "ranked", "adapted_blend", "adapted_blend_gap2", "adapted_blend_gap5", "fused",
-    "fused_gap2", "fused_gap5", "top_bm25_share", "top_idf_cover", "top_cover",
-    "top_name_covered", "top_verb_agrees", "top_verb_differs", "top_object_agrees",
-    "top_object_differs",
-)
-FEATURES = PLAIN + LEARNED
 _WORD_EVIDENCE = ("bm25_share", "idf_cover", "cover", "name_covered", "verb_agrees",
                   "verb_differs", "object_agrees", "object_differs")
 _CHECKS = ("OPERATION", "UNNAMED_OBJECT", "SERVICE_OPERATION", "SERVICE_OBJECT")
@@ -149,131 +163,6 @@ def table(index: SearchIndex, queries: list[str]) -> tuple[np.ndarray, np.ndarra
     return rows, today
 
 
-class Logistic:
-    """L2-regularised logistic regression on standardised features (Newton steps)."""
-
-    def __init__(self, x: np.ndarray, y: np.ndarray, *, l2: float = 1.0) -> None:
-        import numpy as np
-
-        self.mean = x.mean(axis=0)
-        self.scale = np.where(x.std(axis=0) > 1e-9, x.std(axis=0), 1.0)
-        z = self._design(x)
-        w = np.zeros(z.shape[1])
-        penalty = np.full(z.shape[1], l2)
-        penalty[0] = 0.0
-        for _ in range(50):
-            p = 1 / (1 + np.exp(-(z @ w)))
-            grad = z.T @ (p - y) + penalty * w
-            hess = (z * (p * (1 - p))[:, None]).T @ z + np.diag(penalty) + 1e-9 * np.eye(len(w))
-            step = np.linalg.solve(hess, grad)
-            w -= step
-            if float(np.abs(step).max()) < 1e-8:
-                break
-        self.w = w
-
-    def _design(self, x: np.ndarray) -> np.ndarray:
-        import numpy as np
-
-        return np.hstack([np.ones((len(x), 1)), (x - self.mean) / self.scale])
-
-    def score(self, x: np.ndarray) -> np.ndarray:
-        """The log-odds that nothing fits."""
-        result: np.ndarray = self._design(x) @ self.w
-        return result
-
-
-def point(score: np.ndarray, already: np.ndarray, ok: np.ndarray, target: float) -> float:
-    """The lowest score above which abstaining (with ``already``'s, the checks') leaves
-    at most ``target`` of the answerable (``ok``) wrongly abstained on."""
-    import numpy as np
-
-    budget = int(target * ok.sum()) - int((already & ok).sum())
-    free = np.sort(score[ok & ~already])[::-1]
-    if budget <= 0:
-        return float(free[0]) + 1e-9
-    return float(free[min(budget, len(free)) - 1]) + 1e-9 if budget < len(free) else -np.inf
-
-
-def columns(names: tuple[str, ...]) -> list[int]:
-    return [FEATURES.index(name) for name in names]
-
-
-def decide(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, *, variant: str,
-           target: float, l2: float) -> np.ndarray:
-    """The learned decision for ``x_test``, fitted and pointed on the training rows."""
-    import numpy as np
-
-    ok = y_train == 0
-    rules = x_train[:, columns(RULES)].max(axis=1) > 0
-    rules_test = x_test[:, columns(RULES)].max(axis=1) > 0
-    if variant == "alone":
-        model = Logistic(x_train, y_train, l2=l2)
-        cut = point(model.score(x_train), np.zeros_like(ok), ok, target)
-        return model.score(x_test) > cut
-    keep = [n for n, name in enumerate(FEATURES[:x_train.shape[1]]) if name not in RULES]
-    below, inside = banded(x_train)
-    below_test, inside_test = banded(x_test)
-    fitted = ~rules & inside
-    model = Logistic(x_train[fitted][:, keep], y_train[fitted], l2=l2)
-    scores = np.full(len(x_train), -np.inf)
-    scores[fitted] = model.score(x_train[fitted][:, keep])
-    cut = point(scores, rules | below, ok, target)
-    return rules_test | below_test | (inside_test & (model.score(x_test[:, keep]) > cut))
-
-
-#: The model decides only where the best cosine is within this of the length's
-#: threshold (``--band``; None: everywhere); under it, the query abstains, over it,
-#: it is answered, as the threshold decided.
-BAND: float | None = None
-
-
-def banded(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Whether each row's best cosine is under the band, and whether within it."""
-    import numpy as np
-
-    margin = x[:, FEATURES.index("margin")]
-    if BAND is None:
-        return np.zeros(len(x), dtype=bool), np.ones(len(x), dtype=bool)
-    return margin < -BAND, np.abs(margin) <= BAND
-
-
-def today_folds(x: np.ndarray, ok: np.ndarray, sets: np.ndarray) -> np.ndarray:
-    """Today's decision per left-out set: its threshold's level chosen on the others
-    (as bench/abstain_cv.py does), the checks as they are."""
-    import numpy as np
-
-    level = x[:, FEATURES.index("margin")] + search_module.ABSTAIN_BELOW
-    rules = x[:, columns(RULES)].max(axis=1) > 0
-    weak = np.zeros(len(x), dtype=bool)
-    for name, chosen in abstain_cv.chosen_levels(level, ok, sets).items():
-        held = sets == name
-        weak[held] = (level[held] < chosen) | rules[held]
-    return weak
-
-
-def learned_folds(x: np.ndarray, ok: np.ndarray, sets: np.ndarray, *, variant: str,
-                  target: float, l2: float) -> np.ndarray:
-    import numpy as np
-
-    weak = np.zeros(len(x), dtype=bool)
-    y = (~ok).astype(float)
-    for name in dict.fromkeys(sets.tolist()):
-        held = sets == name
-        weak[held] = decide(x[~held], y[~held], x[held], variant=variant, target=target, l2=l2)
-    return weak
-
-
-def rows_of(weak: np.ndarray, ok: np.ndarray, sets: np.ndarray,
-            ) -> list[tuple[str, float, float, int, int]]:
-    out = []
-    for name in dict.fromkeys(sets.tolist()):
-        held = sets == name
-        none, some = weak[held & ~ok], weak[held & ok]
-        out.append((name, float(none.mean()) if len(none) else float("nan"),
-                    float(some.mean()), len(none), len(some)))
-    return out
-
-
 def subset_tables(docs: Any, vectors: Any, names: Any, encode: Any, labelled: Any,
                   size: int, draws: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows, today's ``weak`` and answerable, over ``draws`` random subsets of ``size``
@@ -290,22 +179,59 @@ def subset_tables(docs: Any, vectors: Any, names: Any, encode: Any, labelled: An
     return np.array(rows), np.array(today), np.array(ok)
 
 
-def dropped(x: np.ndarray, names: str) -> np.ndarray:
-    """``x`` with the columns of ``names`` (comma-separated) zeroed: a constant column
-    weighs nothing in the fit, and the rules' columns keep their places."""
-    x = x.copy()
-    for name in filter(None, names.split(",")):
-        x[:, FEATURES.index(name)] = 0.0
-    return x
+def rows(args: argparse.Namespace, labelled: Any, sizes: list[int], *,
+         skill: str | None) -> dict[str, Any]:
+    """The rows of every seen query over all the tools and over ``sizes``' subsets, the
+    skills named ``skill`` (None: their servers' names); kept in ``--features``."""
+    file = args.features
+    if file is not None and skill is not None:
+        file = file.with_name(f"{file.stem}-{skill}{file.suffix}")
+    kept: dict[str, Any] = {}
+    if file is not None and file.exists():
+        kept = pickle.loads(file.read_bytes())
+    if "full" not in kept or any(f"size{s}" not in kept for s in sizes):
+        docs, vectors, names, encode = abstain_cv.model_index(
+            args.cache, args.query_vectors, [q for _, _, q, _ in labelled], skill=skill)
+        index = abstain_cv.indexed(docs, vectors, names, encode, list(range(len(docs))))
+        for key in ("full", *(f"size{size}" for size in sizes)):
+            if key in kept:
+                continue
+            kept[key] = (table(index, [q for _, _, q, _ in labelled]) if key == "full" else
+                         subset_tables(docs, vectors, names, encode, labelled,
+                                       int(key.removeprefix("size")), args.draws))
+            if file is not None:
+                file.write_bytes(pickle.dumps(kept))
+    return kept
 
 
-def share(weak: np.ndarray, ok: np.ndarray) -> str:
-    return f"abstained {weak[~ok].mean():.1%} of {(~ok).sum()}, wrongly {weak[ok].mean():.2%}"
+def pools(kept: dict[str, Any], sizes: list[int], ok: Any, sets: Any, *, width: int,
+          drop: str, draws: int, weight: float = 1.0) -> dict[int, Pool]:
+    """One pool per size (``FULL`` first) from ``rows``' tables."""
+    import numpy as np
+
+    x, today = kept["full"]
+    out = {FULL: Pool(FULL, dropped(x[:, :width], drop), ok, sets, today, weight)}
+    for size in sizes:
+        xs, today_s, ok_s = kept[f"size{size}"]
+        out[size] = Pool(size, dropped(xs[:, :width], drop), ok_s, np.tile(sets, draws),
+                         today_s, weight / draws)
+    return out
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="*", default=[60, 200])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[15, 60, 200],
+                        help="the subset sizes judged (one seen set left out of each)")
+    parser.add_argument("--fit-sizes", type=int, nargs="*", default=[15, 60, 200],
+                        help="the subset sizes whose rows the model is fitted on, beside"
+                             " all the tools' (none: all the tools' only)")
+    parser.add_argument("--sized-point", action=argparse.BooleanOptionalAction, default=True,
+                        help="the operating point chosen per fitted size, a line in the"
+                             " log of the size (else: on all the tools' rows)")
+    parser.add_argument("--neutral", default="",
+                        help="also judge with every skill named so (empty: not)")
+    parser.add_argument("--mix", action=argparse.BooleanOptionalAction, default=False,
+                        help="fit on both namings of the skills, each counting half")
     parser.add_argument("--draws", type=int, default=3)
     parser.add_argument("--target", type=float, nargs="*", default=[],
                         help="the wrong shares to point at (default: today's pooled)")
@@ -325,59 +251,79 @@ def main() -> int:
     parser.add_argument("--query-vectors", type=Path,
                         default=Path("/tmp/skillop-bench-query-vectors.pkl"))
     parser.add_argument("--features", type=Path, default=None,
-                        help="keep the computed rows in this file (and read them back)")
+                        help="keep the computed rows in this file (and read them back;"
+                             " the neutral naming's beside it)")
     args = parser.parse_args()
     if args.write and os.environ.get("PYTHONHASHSEED") != "0":
         # A query's terms come from a set: their order, and with it BM25's last bits.
         raise SystemExit("--write: run with PYTHONHASHSEED=0, so the file reproduces")
     import numpy as np
 
-    global BAND
-    BAND = args.band or None
+    abstain_fit.BAND = args.band or None
     labelled = abstain_cv.seen()
     sets = np.array([name for name, *_ in labelled])
     ok = np.array([bool(r) for *_, r in labelled])
-    kept: dict[str, Any] = {}
-    if args.features is not None and args.features.exists():
-        kept = pickle.loads(args.features.read_bytes())
-    if "full" not in kept or (args.sizes and any(f"size{s}" not in kept for s in args.sizes)):
-        docs, vectors, names, encode = abstain_cv.model_index(
-            args.cache, args.query_vectors, [q for _, _, q, _ in labelled])
-        index = abstain_cv.indexed(docs, vectors, names, encode, list(range(len(docs))))
-        if "full" not in kept:
-            kept["full"] = table(index, [q for _, _, q, _ in labelled])
-        for size in args.sizes:
-            if f"size{size}" not in kept:
-                kept[f"size{size}"] = subset_tables(docs, vectors, names, encode, labelled,
-                                                    size, args.draws)
-        if args.features is not None:
-            args.features.write_bytes(pickle.dumps(kept))
-    x, today_const = kept["full"]
+    sizes = sorted(set(args.sizes) | set(args.fit_sizes))
     width = len(FEATURES) if args.learned_ranking else len(PLAIN)
+    namings = {"own": rows(args, labelled, sizes, skill=None)}
+    if args.neutral:
+        namings[args.neutral] = rows(args, labelled, sizes, skill=args.neutral)
+    judged = {name: pools(kept, sizes, ok, sets, width=width, drop=args.drop,
+                          draws=args.draws) for name, kept in namings.items()}
+    half = 0.5 if args.mix and len(namings) > 1 else 1.0
+    fitted = [pool for name, kept in namings.items() if name == "own" or half < 1
+              for size, pool in pools(kept, sizes, ok, sets, width=width, drop=args.drop,
+                                      draws=args.draws, weight=half).items()
+              if size == FULL or size in args.fit_sizes]
+    x, today_const = namings["own"]["full"]
     x = dropped(x[:, :width], args.drop)
     print(f"{len(labelled)} seen queries, {(~ok).sum()} unanswerable, {width} features;"
-          f" {len(set(sets.tolist()))} folds (one seen set left out)")
+          f" {len(set(sets.tolist()))} folds (one seen set left out); fitted on"
+          f" {sorted({p.size for p in fitted})} tools, skills named"
+          f" {'both ways' if half < 1 else 'by server'}, point"
+          f" {'by size' if args.sized_point else 'at all the tools'}")
     print(f"today's constants, all 551 tools (not left out): {share(today_const, ok)}")
     today = today_folds(x, ok, sets)
     abstain_cv.print_folds("today (threshold per fold + checks)", rows_of(today, ok, sets))
-    for target in args.target or [float(today[ok].mean())]:
+    targets = args.target or [float(today[ok].mean())]
+    for target in targets:
         print(f"operating point: {target:.2%} of the training folds' answerable wrongly;"
               f" l2 {args.l2}")
-        compare(x, ok, sets, today, target=target, l2=args.l2)
-    target = args.target[0] if args.target else float(today[ok].mean())
-    y = (~ok).astype(float)
-    for size in args.sizes:
-        xs, today_s, ok_s = kept[f"size{size}"]
-        xs = dropped(xs[:, :width], args.drop)
-        print(f"random subsets of {size} tools ({args.draws} draws): today's constants"
-              f" {share(today_s, ok_s)}")
-        for variant in ("alone", "checks-or-model"):
-            weak = decide(x, y, xs, variant=variant, target=target, l2=args.l2)
-            print(f"  learned {variant} (fitted on all seen sets, {target:.2%}):"
-                  f" {share(weak, ok_s)}")
+        compare(judged, fitted, today, target=target, l2=args.l2, sized=args.sized_point)
     if args.write:
-        write(x, ok, target=target, l2=args.l2)
+        write(fitted, target=targets[0], l2=args.l2, sized=args.sized_point, mixed=half < 1)
     return 0
+
+
+def compare(judged: dict[str, dict[int, Pool]], fitted: list[Pool], today: np.ndarray, *,
+            target: float, l2: float, sized: bool) -> None:
+    """The learned decisions' left-out figures at all the tools, per set, then by size
+    and naming: the model fitted on all the tools' rows only (as shipped) and as
+    configured."""
+    import numpy as np
+
+    full = judged["own"][FULL]
+    ok, sets = full.ok, full.sets
+    weak = np.zeros(len(full.x), dtype=bool)
+    for name in dict.fromkeys(sets.tolist()):
+        held = sets == name
+        weak[held] = alone(full.x[~held], (~ok[~held]).astype(float), full.x[held],
+                           target=target, l2=l2)
+    abstain_cv.print_folds("learned, alone (all the tools)", rows_of(weak, ok, sets))
+    shipped = [full]
+    namings = [naming for naming, pools in judged.items() for _ in pools]
+    tested = [pool for pools in judged.values() for pool in pools.values()]
+    for label, train, by_size in (("as shipped", shipped, False), ("this fit", fitted, sized)):
+        decided = fold_decisions(train, tested, target=target, l2=l2, sized=by_size)
+        abstain_cv.print_folds(f"learned, checks-or-model, {label}",
+                               rows_of(decided[0], ok, sets))
+        ups, downs = (sum(1 for a, b in zip(rows_of(decided[0], ok, sets),
+                                            rows_of(today, ok, sets), strict=True)
+                          if a[3] and cmp(a[1], b[1])) for cmp in (float.__gt__, float.__lt__))
+        print(f"  sets abstaining more than today's threshold: {ups}, less: {downs}")
+        for naming, pool, weak_t in zip(namings, tested, decided, strict=True):
+            print(f"  {label}, {pool.size} tools, skills {naming}: {share(weak_t, pool.ok)},"
+                  f" {worst(weak_t, pool.ok, pool.sets)}; threshold {share(pool.today, pool.ok)}")
 
 
 WEIGHTS_FILE = (Path(__file__).resolve().parent.parent / "operator" / "skillop" / "gateway"
@@ -386,53 +332,43 @@ _HEAD = '''"""The weights of gateway/abstain_model.py's logistic score, one per 
 operating point folded into the bias (the model says nothing fits above 0).
 
 Written by ``PYTHONHASHSEED=0 python bench/numpy_only.py bench/abstain_learned.py
---sizes --target {target} --write``, which fits them on the seen queries no check
-abstains on whose best cosine is within ``abstain_model.BAND`` of the length's
-threshold ({rows} queries, {none} of them unanswerable), the point
-leaving {target:.1%} of the seen sets' answerable queries wrongly abstained on with the
-checks; do not edit by hand.
+--target {target} --write``, which fits them on the seen queries no check abstains on
+whose best cosine is within ``abstain_model.BAND`` of the length's threshold, over
+all the recorded tools and random subsets of {sizes} of them, the skills
+named by their servers{naming} ({rows} rows, {none} unanswerable); the
+point leaves {target:.1%} of the answerable queries wrongly abstained on with the
+checks{by_size}. Do not edit by hand.
 """
 
 '''
 
 
-def write(x: np.ndarray, ok: np.ndarray, *, target: float, l2: float) -> None:
+def write(fitted: list[Pool], *, target: float, l2: float, sized: bool, mixed: bool,
+          ) -> None:
     """Fit checks-or-model on every row and write ``WEIGHTS_FILE`` (raw units)."""
     import numpy as np
 
-    rules = x[:, columns(RULES)].max(axis=1) > 0
-    below, inside = banded(x)
-    fitted = ~rules & inside
+    model = fit(fitted, target=target, l2=l2, sized=sized)
     keep = [FEATURES.index(name) for name in abstain_model.FEATURES]
-    train = x[fitted][:, keep]
-    y = (~ok[fitted]).astype(float)
-    model = Logistic(train, y, l2=l2)
-    scores = np.full(len(x), -np.inf)
-    scores[fitted] = model.score(train)
-    cut = point(scores, rules | below, ok, target)
-    weights = model.w[1:] / model.scale
-    bias = float(model.w[0] - (model.w[1:] * model.mean / model.scale).sum() - cut)
+    weights = model.model.w[1:] / model.model.scale
+    weights[abstain_model.FEATURES.index("tools")] -= model.slope
+    bias = float(model.model.w[0] - (model.model.w[1:] * model.model.mean
+                                     / model.model.scale).sum() - model.cut)
+    x = np.vstack([p.x for p in fitted])
+    inside = ~ruled(x) & banded(x)[1]
+    none = int((~np.concatenate([p.ok for p in fitted]))[inside].sum())
+    assert len(keep) == len(weights)
     body = "".join(f"    \"{name}\": {float(w):.9g},\n"
                    for name, w in zip(abstain_model.FEATURES, weights, strict=True))
-    WEIGHTS_FILE.write_text(
-        _HEAD.format(target=target, rows=len(train), none=int(y.sum()))
+    sizes = ", ".join(map(str, sorted({p.size for p in fitted} - {FULL}))) or "none"
+    WEIGHTS_FILE.write_text(_HEAD.format(
+        target=target, sizes=sizes, rows=int(inside.sum()), none=none,
+        naming=" and by one neutral name" if mixed else "",
+        by_size=", chosen at each size\n(a line in the log of the size)" if sized else "")
         + f"BIAS: float = {bias:.9g}\nWEIGHTS: dict[str, float] = {{\n{body}}}\n")
     print(f"wrote {WEIGHTS_FILE.name}: bias {bias:+.4f}, " + ", ".join(
         f"{name} {float(w):+.3f}" for name, w in zip(abstain_model.FEATURES, weights,
                                                       strict=True)))
-
-
-def compare(x: np.ndarray, ok: np.ndarray, sets: np.ndarray, today: np.ndarray, *,
-            target: float, l2: float) -> None:
-    """Each learned decision's left-out figures, and how many sets it moves."""
-    for variant in ("alone", "checks-or-model"):
-        weak = learned_folds(x, ok, sets, variant=variant, target=target, l2=l2)
-        abstain_cv.print_folds(f"learned, {variant}", rows_of(weak, ok, sets))
-        ups = sum(1 for a, b in zip(rows_of(weak, ok, sets), rows_of(today, ok, sets),
-                                    strict=True) if a[3] and a[1] > b[1])
-        downs = sum(1 for a, b in zip(rows_of(weak, ok, sets), rows_of(today, ok, sets),
-                                      strict=True) if a[3] and a[1] < b[1])
-        print(f"  sets abstaining more than today: {ups}, less: {downs}")
 
 
 if __name__ == "__main__":

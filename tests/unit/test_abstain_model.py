@@ -81,6 +81,27 @@ def test_a_set_whose_every_tool_is_hidden_leaves_nothing_to_read() -> None:
     assert all(math.isfinite(v) for v in _row("create an issue", tools, {0}))
 
 
+@settings(max_examples=100, deadline=None)
+@given(_TOOLS, st.data())
+def test_the_sets_size_is_the_count_of_the_tools_a_caller_may_see(
+        tools: list[tuple[str, str, str, float, float]], data: st.DataObject) -> None:
+    """A set of 20 tools is read as 20 whatever else the server holds for others (and
+    one smaller than any fitted as the smallest)."""
+    tools = tools * 3
+    hidden = data.draw(st.sets(st.integers(0, len(tools) - 1), max_size=len(tools) - 1))
+    values = _row("create an issue", tools, hidden)
+    size = values[abstain_model.FEATURES.index("tools")]
+    seen = max(len(tools) - len(hidden), abstain_model.SMALLEST_FITTED)
+    assert size == pytest.approx(math.log(seen))
+
+
+def test_a_set_larger_than_any_fitted_is_read_as_the_largest() -> None:
+    tools = [("github", "create", "issue", 0.1, 1.0)] * (abstain_model.LARGEST_FITTED + 100)
+    values = _row("create an issue", tools, set())
+    size = values[abstain_model.FEATURES.index("tools")]
+    assert size == pytest.approx(math.log(abstain_model.LARGEST_FITTED))
+
+
 def test_the_shipped_weights_cover_every_feature_and_nothing_else() -> None:
     assert set(abstain_weights.WEIGHTS) == set(abstain_model.FEATURES)
     assert math.isfinite(abstain_weights.BIAS)

@@ -7,17 +7,21 @@ more than that cosine: how far the best is ahead of the 2nd and 5th, how the ble
 scores its best and how far ahead, how much of the query's words the blend's best
 tool holds and where (gateway/fusion.py's evidence of that one tool: its BM25 share,
 the query's idf it covers, whether it performs the asked operation and names what is
-acted on), the query's length, and whether it asks an operation, names a product or
-a skill of the set. The cosines and the blend are the sentence model's own (the
-learned query adapter, gateway/adapter.py, moves only the ranking), so nothing the
-model reads was fitted on the queries it was fitted on.
+acted on), the query's length, whether it asks an operation, names a product or a
+skill of the set, and the log of the set's size (the tools the caller may see): at
+the same cosine a request is likelier answerable in a set of 15 tools than in 551,
+where more tools come near a request none of them does. The cosines and the blend
+are the sentence model's own (the learned query adapter, gateway/adapter.py, moves
+only the ranking), so nothing the model reads was fitted on the queries it was
+fitted on.
 
-Every feature means the same in a set of 10 tools as in 5,000 as far as the search's
-own scores do, and is read from the tools the caller may see only (the hidden are at
-minus infinity): whether a query abstains never tells that a hidden tool exists.
-The weights (``abstain_weights``: a logistic regression's, its operating point folded
-into the bias) are fitted by bench/abstain_learned.py ``--write`` on the seen query
-sets whose queries no check abstains on.
+Every other feature means the same in a set of 10 tools as in 5,000 as far as the
+search's own scores do, and every one is read from the tools the caller may see
+only (the hidden are at minus infinity): whether a query abstains never tells that
+a hidden tool exists. The weights (``abstain_weights``: a logistic regression's, its
+operating point folded into the bias and the size's weight) are fitted by
+bench/abstain_learned.py ``--write`` on the seen query sets whose queries no check
+abstains on, over all the recorded tools and random subsets of 15, 60 and 200.
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ FEATURES = (
     "cosine", "margin", "cosine_gap2", "cosine_gap5", "blend", "blend_gap2", "blend_gap5",
     "bm25_squashed", "bm25_share", "idf_cover", "cover", "name_covered", "verb_agrees",
     "verb_differs", "object_agrees", "object_differs", "words", "long", "asks", "mentions",
-    "names_skill",
+    "names_skill", "tools",
 )
 #: The blend's best tool's evidence read from gateway/fusion.py's features.
 _TOOL = ("bm25_share", "idf_cover", "cover", "name_covered", "verb_agrees", "verb_differs",
@@ -60,6 +64,11 @@ LONG_WORDS = 12
 MAX_QUERY_CHARS = 1000
 #: The BM25 score that counts half (gateway/search.py's ``BM25_HALF``).
 BM25_HALF = 8.0
+#: The smallest and largest sets the weights were fitted on (random subsets of the
+#: recorded tools, and all of them): a set outside is read as the nearest, so that
+#: the size's weight is not drawn beyond the sizes seen.
+SMALLEST_FITTED = 15
+LARGEST_FITTED = 551
 
 
 def _gaps(values: Matrix) -> list[float]:
@@ -101,7 +110,8 @@ def row(query: str, cosines: Matrix, plain: Evidence, *, below: float,
     return [cosine[0], cosine[0] - below, *cosine[1:], *blend,
             best_bm25 / (best_bm25 + BM25_HALF), *tool,
             min(count, 2 * LONG_WORDS) / LONG_WORDS, float(count > LONG_WORDS),
-            float(bool(asked(query))), float(bool(mentioned(query))), float(bool(skills))]
+            float(bool(asked(query))), float(bool(mentioned(query))), float(bool(skills)),
+            float(np.log(min(max(int(visible.sum()), SMALLEST_FITTED), LARGEST_FITTED)))]
 
 
 def score(values: Sequence[float]) -> float:

@@ -32,4 +32,5 @@ WEIGHTS: dict[str, float] = {
     "asks": 0.0089968974,
     "mentions": 1.47698237,
     "names_skill": -0.0909486916,
+    "tools": 0.0,
 }
