@@ -41,6 +41,8 @@ FULL = 551
 #: threshold (``--band``; None: everywhere); under it, the query abstains, over it,
 #: it is answered, as the threshold decided.
 BAND: float | None = None
+#: The band's lower half (``--band-under``; None: as ``BAND``).
+BAND_UNDER: float | None = None
 
 
 def columns(names: tuple[str, ...]) -> list[int]:
@@ -118,7 +120,8 @@ def banded(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     margin = x[:, FEATURES.index("margin")]
     if BAND is None:
         return np.zeros(len(x), dtype=bool), np.ones(len(x), dtype=bool)
-    return margin < -BAND, np.abs(margin) <= BAND
+    under = BAND if BAND_UNDER is None else BAND_UNDER
+    return margin < -under, (margin >= -under) & (margin <= BAND)
 
 
 def ruled(x: np.ndarray) -> np.ndarray:

@@ -245,6 +245,9 @@ def main() -> int:
     parser.add_argument("--band", type=float, default=abstain_model.BAND,
                         help="the model decides only within this of the cosine's threshold"
                              " (0: everywhere; default: gateway/abstain_model.py's)")
+    parser.add_argument("--band-under", type=float, default=abstain_model.BAND_UNDER,
+                        help="the band's lower half: how far under the threshold the model"
+                             " decides (default: gateway/abstain_model.py's)")
     parser.add_argument("--drop", default="",
                         help="comma-separated features left out (their column zeroed)")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/skillop-bench-vectors"))
@@ -260,6 +263,7 @@ def main() -> int:
     import numpy as np
 
     abstain_fit.BAND = args.band or None
+    abstain_fit.BAND_UNDER = args.band_under if args.band else None
     labelled = abstain_cv.seen()
     sets = np.array([name for name, *_ in labelled])
     ok = np.array([bool(r) for *_, r in labelled])
@@ -333,8 +337,8 @@ operating point folded into the bias (the model says nothing fits above 0).
 
 Written by ``PYTHONHASHSEED=0 python bench/numpy_only.py bench/abstain_learned.py
 --target {target} --write``, which fits them on the seen queries no check abstains on
-whose best cosine is within ``abstain_model.BAND`` of the length's threshold, over
-all the recorded tools and random subsets of {sizes} of them, the skills
+whose best cosine is at most ``abstain_model.BAND`` over the length's threshold and
+``BAND_UNDER`` under it, over all the recorded tools and random subsets of {sizes} of them, the skills
 named by their servers{naming} ({rows} rows, {none} unanswerable); the
 point leaves {target:.1%} of the answerable queries wrongly abstained on with the
 checks{by_size}. Do not edit by hand.

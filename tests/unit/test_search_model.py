@@ -81,6 +81,7 @@ def test_where_the_abstentions_model_decides_it_reads_no_hidden_tool(
 
     monkeypatch.setattr(abstain_model, "row", row)
     monkeypatch.setattr(abstain_model, "BAND", 2.0)  # the model decides every query
+    monkeypatch.setattr(abstain_model, "BAND_UNDER", 2.0)
     index.find("post an update to the team's chat channel", limit=3, hidden={"slack/post"})
     ((cosines, blended),) = read
     hidden = [doc.key for doc in TOOLS].index("slack/post")

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from skillop.gateway.abstain_model import BAND
+from skillop.gateway.abstain_model import BAND, BAND_UNDER
 from skillop.gateway.embedding import Unavailable
 from skillop.gateway.search import (
     NAME_WEIGHT,
@@ -232,7 +232,7 @@ def test_any_query_is_answered_within_the_limit(query: str, limit: int) -> None:
     # Far from the length's threshold it decides; near it, the learned model does
     # (gateway/abstain_model.py, tested in test_abstain_model.py).
     margin = found.confidence - abstain_below(query)
-    if margin < -BAND:
+    if margin < -BAND_UNDER:
         assert found.weak
     elif margin > BAND:
         assert not found.weak

@@ -361,7 +361,8 @@ class SearchIndex:
         near the length's threshold; elsewhere, or with the model off, whether it is under."""
         below = abstain_below(query)
         margin = float(cosines.max()) - below
-        if not abstain_model.LEARNED or abs(margin) > abstain_model.BAND:
+        if (not abstain_model.LEARNED or margin > abstain_model.BAND
+                or margin < -abstain_model.BAND_UNDER):
             return margin < 0.0
         return abstain_model.nothing_fits(abstain_model.row(
             query, cosines, evidence.plain or evidence, below=below, weighted=weighted,
