@@ -338,8 +338,8 @@ operating point folded into the bias (the model says nothing fits above 0).
 Written by ``PYTHONHASHSEED=0 python bench/numpy_only.py bench/abstain_learned.py
 --target {target} --write``, which fits them on the seen queries no check abstains on
 whose best cosine is at most ``abstain_model.BAND`` over the length's threshold and
-``BAND_UNDER`` under it, over all the recorded tools and random subsets of {sizes} of them, the skills
-named by their servers{naming} ({rows} rows, {none} unanswerable); the
+``BAND_UNDER`` under it, over all the recorded tools and random subsets of {sizes}
+of them, the skills named by their servers{naming} ({rows} rows, {none} unanswerable); the
 point leaves {target:.1%} of the answerable queries wrongly abstained on with the
 checks{by_size}. Do not edit by hand.
 """

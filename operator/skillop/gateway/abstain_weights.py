@@ -4,8 +4,8 @@ operating point folded into the bias (the model says nothing fits above 0).
 Written by ``PYTHONHASHSEED=0 python bench/numpy_only.py bench/abstain_learned.py
 --target 0.025 --write``, which fits them on the seen queries no check abstains on
 whose best cosine is at most ``abstain_model.BAND`` over the length's threshold and
-``BAND_UNDER`` under it, over all the recorded tools and random subsets of 15, 60, 200 of them, the skills
-named by their servers (29141 rows, 2931 unanswerable); the
+``BAND_UNDER`` under it, over all the recorded tools and random subsets of 15, 60, 200
+of them, the skills named by their servers (29141 rows, 2931 unanswerable); the
 point leaves 2.5% of the answerable queries wrongly abstained on with the
 checks, chosen at each size
 (a line in the log of the size). Do not edit by hand.
