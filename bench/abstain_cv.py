@@ -282,6 +282,14 @@ def subsets(docs: list[Document], vectors: Matrix, names: Matrix,
             sum(checks_weak) / len(checks_weak))
 
 
+def vector_options(parser: argparse.ArgumentParser) -> None:
+    """``--cache`` (the set's vectors) and ``--query-vectors`` (the seen queries'),
+    where ``model_index`` keeps them between runs."""
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/skillop-bench-vectors"))
+    parser.add_argument("--query-vectors", type=Path,
+                        default=Path("/tmp/skillop-bench-query-vectors.pkl"))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=[60, 200])
@@ -304,9 +312,7 @@ def main() -> int:
                         " each group's adapter fitted without it (18: each set alone)")
     parser.add_argument("--subsets-only", action="store_true",
                         help="--adapter-folds: the --sizes subsets only, not the whole set")
-    parser.add_argument("--cache", type=Path, default=Path("/tmp/skillop-bench-vectors"))
-    parser.add_argument("--query-vectors", type=Path,
-                        default=Path("/tmp/skillop-bench-query-vectors.pkl"))
+    vector_options(parser)
     args = parser.parse_args()
     import numpy as np
 

@@ -250,9 +250,7 @@ def main() -> int:
                              " decides (default: gateway/abstain_model.py's)")
     parser.add_argument("--drop", default="",
                         help="comma-separated features left out (their column zeroed)")
-    parser.add_argument("--cache", type=Path, default=Path("/tmp/skillop-bench-vectors"))
-    parser.add_argument("--query-vectors", type=Path,
-                        default=Path("/tmp/skillop-bench-query-vectors.pkl"))
+    abstain_cv.vector_options(parser)
     parser.add_argument("--features", type=Path, default=None,
                         help="keep the computed rows in this file (and read them back;"
                              " the neutral naming's beside it)")
