@@ -135,7 +135,7 @@ def _parsed(text: str) -> dict[str, frozenset[str]]:
     for line in text.replace("\n    ", " ").strip().splitlines():
         left, right = line.split(":")
         verbs = [verb.replace("-", "") for verb in left.split()]
-        words = {part for word in right.split() for part in (word.replace("-", ""),)}
+        words = {word.replace("-", "") for word in right.split()}
         for verb in verbs:
             out.setdefault(verb, set()).update(words, verbs)
     return {verb: frozenset(words) for verb, words in out.items()}
